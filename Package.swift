@@ -1,0 +1,54 @@
+// swift-tools-version:6.1
+// Concord: one SwiftPM package, no package dependencies (see README.md).
+// Modules are layers; dependencies point one way:
+//   ConcordJSON, ConcordObservability  <-  ConcordHTTP  <-  ConcordTransport
+//   ConcordDomain  <-  ConcordStorage (CSQLite)
+//   everything  <-  ConcordApp  <-  concord
+import PackageDescription
+
+let package = Package(
+    name: "Concord",
+    products: [
+        .executable(name: "concord", targets: ["concord"]),
+    ],
+    targets: [
+        // System libraries and C shims.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "CConcordSystem"),
+
+        // Pure layers.
+        .target(name: "ConcordJSON"),
+        .target(name: "ConcordObservability"),
+        .target(name: "ConcordHTTP", dependencies: ["ConcordJSON"]),
+        .target(name: "ConcordDomain"),
+
+        // I/O layers.
+        .target(name: "ConcordTransport", dependencies: ["CConcordSystem", "ConcordHTTP"]),
+        .target(name: "ConcordStorage", dependencies: ["CSQLite", "ConcordDomain"]),
+
+        // Wiring.
+        .target(
+            name: "ConcordApp",
+            dependencies: [
+                "ConcordJSON", "ConcordHTTP", "ConcordTransport", "ConcordObservability",
+                "ConcordDomain", "ConcordStorage",
+            ]
+        ),
+        .executableTarget(name: "concord", dependencies: ["ConcordApp"]),
+
+        // Tests mirror the modules.
+        .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON"]),
+        .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
+        .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem"]),
+        .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordStorage"]),
+        .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite"]),
+        .testTarget(
+            name: "ConcordAppTests",
+            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem"]
+        ),
+    ]
+)

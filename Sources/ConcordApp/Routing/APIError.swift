@@ -1,0 +1,71 @@
+import ConcordHTTP
+
+/// The one error type of the HTTP API: every failure becomes one of these, and
+/// `response` is the single place that turns it into the contract's JSON shape
+/// (API.md §1): `{"error": {"name", "message", ...details}}`.
+public struct APIError: Error, Sendable {
+    public var status: Int
+    public var name: String
+    public var message: String
+    /// Extra fields of the error object (`"maxBatch"`, `"version"`, `"field"`, ...),
+    /// already encoded as JSON values, in order.
+    public var details: [(key: String, jsonValue: String)]
+    /// Extra response headers (`Retry-After`, `ETag`, `Allow`).
+    public var headers: [(name: String, value: String)]
+
+    public init(status: Int, name: String, message: String, details: [(key: String, jsonValue: String)] = [], headers: [(name: String, value: String)] = []) {
+        self.status = status
+        self.name = name
+        self.message = message
+        self.details = details
+        self.headers = headers
+    }
+
+    public static func badRequest(_ message: String, field: String? = nil) -> APIError {
+        var e = APIError(status: 400, name: "badRequest", message: message)
+        if let field { e.details.append(("field", jsonString(field))) }
+        return e
+    }
+    public static let unauthorized = APIError(status: 401, name: "unauthorized", message: "A valid bearer token is required.")
+    public static let forbidden = APIError(status: 403, name: "forbidden", message: "This token may not use this endpoint.")
+    public static let notFound = APIError(status: 404, name: "notFound", message: "Not found.")
+    public static func methodNotAllowed(allow: [String]) -> APIError {
+        APIError(status: 405, name: "methodNotAllowed", message: "Method not allowed.", headers: [("Allow", allow.joined(separator: ", "))])
+    }
+    public static func internalError() -> APIError {
+        APIError(status: 500, name: "internalError", message: "Internal server error.")
+    }
+    public static func unavailable(retryAfterSeconds: Int = 1) -> APIError {
+        APIError(status: 503, name: "unavailable", message: "Storage is unavailable; retry later.", headers: [("Retry-After", String(retryAfterSeconds))])
+    }
+
+    /// The JSON response for this error.
+    public var response: HTTPResponse {
+        var body = "{\"error\":{\"name\":" + jsonString(self.name) + ",\"message\":" + jsonString(self.message)
+        for (key, value) in self.details { body += "," + jsonString(key) + ":" + value }
+        body += "}}"
+        var headers = HTTPHeaders([("Content-Type", "application/json")])
+        for h in self.headers { headers.add(name: h.name, value: h.value) }
+        return HTTPResponse(status: self.status, headers: headers, body: Array(body.utf8))
+    }
+}
+
+/// A JSON string literal for `s` (quotes and escapes included).
+@inline(__always)
+func jsonString(_ s: String) -> String {
+    var out = "\""
+    for scalar in s.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        case _ where scalar.value < 0x20:
+            let hex = String(scalar.value, radix: 16)
+            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out + "\""
+}

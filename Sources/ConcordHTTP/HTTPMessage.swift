@@ -1,0 +1,88 @@
+/// HTTP/1.1 message values shared by the parser, the writer, the transport and the app.
+/// Pure data: no I/O here.
+
+/// The protocol version of a request (RFC 9112 §2.3). Only HTTP/1.0 and HTTP/1.1 are served.
+public struct HTTPVersion: Sendable, Hashable {
+    public var major: Int
+    public var minor: Int
+    public init(major: Int, minor: Int) { self.major = major; self.minor = minor }
+    public static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    public static let http1_1 = HTTPVersion(major: 1, minor: 1)
+}
+
+/// Header fields in arrival order. Names keep their case as sent; lookups are
+/// case-insensitive (RFC 9110 §5.1).
+public struct HTTPHeaders: Sendable, Sequence {
+    public private(set) var fields: [(name: String, value: String)]
+
+    public init(_ fields: [(name: String, value: String)] = []) { self.fields = fields }
+
+    public mutating func add(name: String, value: String) { self.fields.append((name, value)) }
+
+    /// Replaces every field of that name with one field.
+    public mutating func replaceOrAdd(name: String, value: String) {
+        self.fields.removeAll { $0.name.utf8.count == name.utf8.count && $0.name.lowercased() == name.lowercased() }
+        self.fields.append((name, value))
+    }
+
+    /// The first value of `name`, compared case-insensitively.
+    public subscript(first name: String) -> String? {
+        for field in self.fields where field.name.utf8.count == name.utf8.count && field.name.lowercased() == name.lowercased() {
+            return field.value
+        }
+        return nil
+    }
+
+    /// Every value of `name`, in order.
+    public subscript(all name: String) -> [String] {
+        self.fields.filter { $0.name.utf8.count == name.utf8.count && $0.name.lowercased() == name.lowercased() }.map(\.value)
+    }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { self.fields.makeIterator() }
+}
+
+/// A complete request as handed to the application: the head plus the whole body
+/// (the transport accumulates the body up to the body limit before dispatching).
+public struct HTTPRequest: Sendable {
+    /// The method token as sent (case-sensitive, RFC 9110 §9.1), e.g. "GET".
+    public var method: String
+    /// The request-target as sent, e.g. "/v1/library/objects/abc%2FL0%2F001?x=1".
+    public var target: String
+    public var version: HTTPVersion
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(method: String, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The target's path, still percent-encoded (everything before `?`).
+    public var path: Substring {
+        if let q = self.target.firstIndex(of: "?") { return self.target[..<q] }
+        return self.target[...]
+    }
+
+    /// The target's query, without `?`, still percent-encoded; nil when there is none.
+    public var query: Substring? {
+        guard let q = self.target.firstIndex(of: "?") else { return nil }
+        return self.target[self.target.index(after: q)...]
+    }
+}
+
+/// A response produced by the application. The writer adds `Date`, `Content-Length`
+/// and `Connection` itself; the app sets status, content type, body and anything else.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}

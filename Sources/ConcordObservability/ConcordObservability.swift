@@ -1,0 +1,1 @@
+// ConcordObservability module

@@ -1,0 +1,11 @@
+import ConcordHTTP
+
+/// What the transport calls for each complete request.
+///
+/// `handle` is called on an event-loop thread and must not block it: anything that
+/// may wait (storage) is moved to another queue by the responder. `respond` must be
+/// called exactly once, from any thread; the transport hops back to the connection's
+/// loop, keeps pipelined responses in request order, and applies keep-alive rules.
+public protocol HTTPResponder: Sendable {
+    func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void)
+}
