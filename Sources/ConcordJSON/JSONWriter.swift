@@ -78,8 +78,8 @@ public struct JSONWriter: Sendable {
         self.needsComma = true
     }
 
-    /// Writes a number that parses back to the same `Double`; integral values below 2^53
-    /// are written as integers, NaN and infinities as `null`.
+    /// Writes a number that parses back to the same `Double`; integral values within `Int`'s
+    /// range are written as integers, NaN and infinities as `null`.
     public mutating func double(_ d: Double) {
         self.separate()
         self.appendDouble(d)
@@ -223,7 +223,9 @@ public struct JSONWriter: Sendable {
             self.appendASCII("null")
             return
         }
-        if value == value.rounded(.towardZero) && value.magnitude < 9_007_199_254_740_992 {
+        // Integral values that fit an Int are written as plain integers (exact, and the
+        // reader maps them back to the same double); 2^63 itself does not fit.
+        if value == value.rounded(.towardZero) && value.magnitude < 9_223_372_036_854_775_808.0 {
             if value == 0 && value.sign == .minus {
                 self.appendASCII("-0")
             } else {
