@@ -37,11 +37,14 @@ extension JSONValue {
     /// forward typed throws.
     @usableFromInline
     static func parseResult(_ bytes: UnsafeRawBufferPointer, maxDepth: Int) -> Result<JSONValue, JSONParseError> {
-        var parser = JSONParser(input: bytes.bindMemory(to: UInt8.self), maxDepth: maxDepth)
-        do {
-            return .success(try parser.parseDocument())
-        } catch {
-            return .failure(error)
+        // Rebinding temporarily (rather than `bindMemory`) leaves the caller's memory binding alone.
+        bytes.withMemoryRebound(to: UInt8.self) { input -> Result<JSONValue, JSONParseError> in
+            var parser = JSONParser(input: input, maxDepth: maxDepth)
+            do throws(JSONParseError) {
+                return .success(try parser.parseDocument())
+            } catch {
+                return .failure(error)
+            }
         }
     }
 }

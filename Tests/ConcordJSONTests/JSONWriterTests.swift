@@ -32,6 +32,15 @@ import Testing
         #expect(try JSONValue.parse(Array(expected.utf8)) == .string(input))
     }
 
+    @Test func escapesAreFoundAtEveryOffsetOfTheWordScan() {
+        for padding in 0..<17 {
+            let prefix = String(repeating: "a", count: padding)
+            let input = prefix + "\"" + prefix + "\\" + prefix + "\u{1}" + prefix + "é" + prefix
+            let expected = "\"" + prefix + "\\\"" + prefix + "\\\\" + prefix + "\\u0001" + prefix + "é" + prefix + "\""
+            #expect(Self.written { $0.string(input) } == expected, "padding \(padding)")
+        }
+    }
+
     static let numbers: [(JSONValue, String)] = [
         (.number(0), "0"),
         (.number(-0.0), "-0"),
