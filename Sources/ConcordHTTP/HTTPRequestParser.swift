@@ -739,17 +739,14 @@ private let sp: UInt8 = 0x20
 private let htab: UInt8 = 0x09
 
 /// tchar (RFC 9110 §5.6.2): "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
-/// "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA.
-private let tokenTable: [Bool] = {
-    var t = [Bool](repeating: false, count: 256)
-    for c in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(c)] = true }
-    for c in UInt8(ascii: "a")...UInt8(ascii: "z") { t[Int(c)] = true }
-    for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { t[Int(c)] = true }
-    for c in "!#$%&'*+-.^_`|~".utf8 { t[Int(c)] = true }
-    return t
-}()
+/// "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA — as two 64-bit masks (bytes 0-63, 64-127),
+/// so the hot loop needs no table lookup behind a lazy global.
+@inline(__always) func isTokenChar(_ c: UInt8) -> Bool {
+    if c < 64 { return (0x03FF_6CFA_0000_0000 as UInt64) >> UInt64(c) & 1 == 1 }
+    if c < 128 { return (0x57FF_FFFF_C7FF_FFFE as UInt64) >> UInt64(c - 64) & 1 == 1 }
+    return false
+}
 
-@inline(__always) private func isTokenChar(_ c: UInt8) -> Bool { tokenTable[Int(c)] }
 @inline(__always) private func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
 @inline(__always) private func isAlpha(_ c: UInt8) -> Bool { (c | 0x20) >= UInt8(ascii: "a") && (c | 0x20) <= UInt8(ascii: "z") }
 
