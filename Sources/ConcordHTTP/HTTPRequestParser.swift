@@ -68,8 +68,10 @@ public struct HTTPRequestParser: Sendable {
         self.limits = limits
     }
 
-    /// Buffers `bytes` for `next()`. After a parse error input is discarded (the connection
-    /// is closing anyway), which keeps memory bounded against a client that keeps sending.
+    /// Buffers `bytes` for `next()`. Call `next()` until it returns nil after each append:
+    /// limits are enforced there, so input appended without draining stays buffered.
+    /// After a parse error input is discarded (the connection is closing anyway), which keeps
+    /// memory bounded against a client that keeps sending.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if case .failed = self.state { return }
         self.compact()
