@@ -11,6 +11,9 @@
 ///   Chunked framing lines (chunk sizes, the CRLF after chunk data, trailers) must end in
 ///   CRLF: that is where LF-vs-CRLF disagreements between hops have been used for smuggling.
 /// - Up to 16 empty lines before a request line are ignored (§2.2 says at least one).
+/// - The request-target must be visible ASCII (no space, control or raw non-ASCII byte):
+///   origin-form, absolute-form (kept as sent), or "*" for OPTIONS; authority-form is 400.
+/// - Host is required on HTTP/1.1, at most one, and must look like uri-host [":" port] (§3.2).
 /// - Content-Length as a list of equal values ("5, 5") is accepted (§6.3 item 5).
 /// - Transfer-Encoding with Content-Length is rejected (§6.1 allows rejecting).
 /// - Transfer-Encoding whose final coding is not chunked is 400 (§6.3 item 4, a MUST);
