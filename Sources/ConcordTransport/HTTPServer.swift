@@ -48,7 +48,7 @@ public final class HTTPServer: Sendable {
         let configuration = self.shared.configuration
         let result: Result<Int, TransportError> = self.phase.withLock { phase in
             guard case .idle = phase else {
-                return .failure(TransportError("the server was already started"))
+                return .failure(TransportError("the server was already started or shut down"))
             }
             let listener: (fd: Int32, port: Int)
             do throws(TransportError) {
