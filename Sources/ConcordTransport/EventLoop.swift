@@ -81,7 +81,8 @@ final class EventLoop: @unchecked Sendable {
         self.timeouts = .init(header: configuration.headerReadTimeout, body: configuration.bodyReadTimeout, idle: configuration.idleTimeout)
         // Timers are checked on a coarse tick: a quarter of the shortest timeout, at most
         // 250 ms (timeouts land within that of their deadline), at least 5 ms.
-        let shortest = min(configuration.headerReadTimeout, configuration.bodyReadTimeout, configuration.idleTimeout, configuration.lingerTimeout)
+        let shortest = min(configuration.headerReadTimeout, configuration.bodyReadTimeout, configuration.idleTimeout, configuration.lingerTimeout,
+                           configuration.writeTimeout)
         self.tickInterval = max(0.005, min(0.25, shortest / 4))
         self.now = monotonicNow()
         self.nextTick = self.now + self.tickInterval
@@ -238,6 +239,10 @@ final class EventLoop: @unchecked Sendable {
         for case let connection? in self.connections {
             if let linger = connection.lingerDeadline {
                 if self.now >= linger { self.close(connection) }
+            } else if connection.pendingOutputBytes > 0,
+                      self.now - connection.lastWriteProgress >= self.shared.configuration.writeTimeout {
+                // The client stopped reading: give up on it.
+                self.close(connection)
             } else if let deadline = connection.machine.deadline, self.now >= deadline {
                 connection.machine.tick(now: self.now, into: &connection.actions)
                 self.process(connection)
@@ -454,6 +459,7 @@ final class EventLoop: @unchecked Sendable {
     /// Writes pending output, then closes, lingers or updates epoll interest.
     private func flush(_ connection: Connection) {
         let fd = connection.fd
+        if connection.outputOffset == 0 { connection.lastWriteProgress = self.now }
         while connection.outputOffset < connection.output.count {
             let result: IOResult<Int>
             do {
@@ -472,6 +478,7 @@ final class EventLoop: @unchecked Sendable {
             }
             guard case .processed(let written) = result else { break }
             connection.outputOffset += written
+            connection.lastWriteProgress = self.now
         }
         if connection.outputOffset == connection.output.count {
             connection.output.removeAll(keepingCapacity: connection.output.capacity <= EventLoop.keptOutputCapacity)
