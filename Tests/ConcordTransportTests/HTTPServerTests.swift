@@ -97,6 +97,29 @@ import Testing
         }
     }
 
+    @Test func requestPipelinedAfterConnectionCloseDoesNotTurnTheAnswerIntoAReset() throws {
+        try withServer { port, _ in
+            let client = try TestClient(port: port)
+            try client.send("GET /1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try #require(try client.readResponse())
+            #expect(response.text == "GET /1")
+            #expect(client.closedByPeer())
+        }
+    }
+
+    @Test func errorAnswerReachesAClientStillSendingABody() throws {
+        // 413 is decided from the head; the client keeps sending 4 MiB. Lingering (read and
+        // discard after half-closing) lets it finish and read the answer instead of a reset.
+        try withServer({ $0.limits.maxBodyBytes = 1000 }) { port, _ in
+            let client = try TestClient(port: port)
+            let body = [UInt8](repeating: UInt8(ascii: "x"), count: 4 << 20)
+            try client.send(Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+            let response = try #require(try client.readResponse())
+            #expect(response.status == 413)
+            #expect(client.closedByPeer())
+        }
+    }
+
     @Test func http10ClosesByDefaultAndKeepsAliveWhenAsked() throws {
         try withServer { port, _ in
             let plain = try TestClient(port: port)
