@@ -352,6 +352,33 @@ import Testing
         #expect(eventually { (try? TestClient(port: port)) == nil })
     }
 
+    @Test func concurrentClientsEachGetTheirOwnAnswers() throws {
+        // Half the answers come inline on the loop, half from worker threads.
+        let responder = ClosureResponder { request, respond in
+            let answer = HTTPResponse(status: 200, body: Array(request.target.utf8))
+            if request.target.hasSuffix("0") || request.target.hasSuffix("2") || request.target.hasSuffix("4") {
+                respond(answer)
+            } else {
+                DispatchQueue.global().async { respond(answer) }
+            }
+        }
+        try withServer(responder: responder) { port, server in
+            let failures = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: 32) { clientIndex in
+                guard let client = try? TestClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+                for requestIndex in 0..<25 {
+                    let target = "/c\(clientIndex)/r\(requestIndex)"
+                    guard (try? client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")) != nil,
+                          let response = try? client.readResponse(), response.text == target
+                    else { failures.add(1, ordering: .relaxed); return }
+                }
+            }
+            #expect(failures.load(ordering: .relaxed) == 0)
+            // Every client object is gone: the server sees all 32 connections close.
+            #expect(eventually { server.openConnections == 0 })
+        }
+    }
+
     @Test func shutdownLetsAnInFlightRequestFinishWithConnectionClose() throws {
         let responder = ClosureResponder { _, respond in
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { respond(HTTPResponse(status: 200, body: Array("late".utf8))) }
