@@ -35,7 +35,7 @@ let package = Package(
             name: "ConcordApp",
             dependencies: [
                 "ConcordJSON", "ConcordHTTP", "ConcordTransport", "ConcordObservability",
-                "ConcordDomain", "ConcordStorage",
+                "ConcordDomain", "ConcordStorage", "CSQLite",
             ]
         ),
         .executableTarget(name: "concord", dependencies: ["ConcordApp"]),
