@@ -43,6 +43,7 @@ let package = Package(
         // Tests mirror the modules.
         .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON"]),
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
+        .testTarget(name: "ConcordObservabilityTests", dependencies: ["ConcordObservability"]),
         .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem"]),
         .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordStorage"]),
         .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite"]),
