@@ -47,7 +47,7 @@ enum AdminToken {
         if access(path, F_OK) != 0 && errno == ENOENT { return nil }
         switch ConfigurationLoader.readFile(path) {
         case .success(let bytes):
-            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \t\r\n")
+            let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
             guard !text.isEmpty, !text.contains(where: { $0.isWhitespace }) else {
                 throw StartupError("admin token file \(path) is empty or malformed; delete it to generate a new token")
             }
@@ -80,10 +80,10 @@ enum AdminToken {
 }
 
 extension String {
-    fileprivate func trimmingCharacters(in set: String) -> String {
+    fileprivate func trimmingWhitespace() -> String {
         var s = self[...]
-        while let c = s.first, set.contains(c) { s.removeFirst() }
-        while let c = s.last, set.contains(c) { s.removeLast() }
+        while let c = s.first, c.isWhitespace { s.removeFirst() }
+        while let c = s.last, c.isWhitespace { s.removeLast() }
         return String(s)
     }
 }
