@@ -94,3 +94,22 @@ func jsonBodyRejectsMalformedAndNonObjects(_ index: Int) {
     let batch = APIError(status: 413, name: "batchTooLarge", message: "Too \"many\"\n").with("maxBatch", .number(10000))
     #expect(String(decoding: batch.response.body, as: UTF8.self) == #"{"error":{"name":"batchTooLarge","message":"Too \"many\"\n","maxBatch":10000}}"#)
 }
+
+private struct StorageFailure: Error {}
+
+@Test func mapErrorsTurnsUnknownErrorsInto500() {
+    let ctx = context()
+    #expect(throws: Never.self) { #expect(try ctx.mapErrors { 42 } == 42) }
+    do {
+        _ = try ctx.mapErrors { () throws -> Int in throw StorageFailure() }
+        Issue.record("did not throw")
+    } catch {
+        #expect(error.status == 500 && error.name == "internalError")
+    }
+    do {
+        _ = try ctx.mapErrors { () throws -> Int in throw APIError.notFound }
+        Issue.record("did not throw")
+    } catch {
+        #expect(error.status == 404)
+    }
+}
