@@ -4,6 +4,7 @@ extension ConcordService {
     // MARK: - A device's library (§4)
 
     /// `POST /v1/library/changes`: applied atomically; one history entry when anything changed.
+    @discardableResult
     public func applyChanges(_ request: LibraryChangeRequest, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
         var seen = Set<String>()
         var upserts: [LibraryObject] = []
@@ -82,6 +83,7 @@ extension ConcordService {
 
     /// `PUT /v1/library`: the whole library; the difference to what is stored becomes one change.
     /// `reset`: one change whose details are unavailable, and every link of the device dropped.
+    @discardableResult
     public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
         var byID: [String: LibraryObject] = [:]
         byID.reserveCapacity(snapshot.objects.count)
