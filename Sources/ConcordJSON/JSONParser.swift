@@ -4,7 +4,8 @@ extension JSONValue {
     /// Rejects invalid UTF-8, lone surrogate escapes, non-RFC numbers, whitespace other than
     /// space/tab/CR/LF, trailing bytes, numbers that overflow a `Double`, and nesting deeper
     /// than `maxDepth` arrays/objects. Runs in linear time without recursion, so no input can
-    /// exhaust the stack.
+    /// exhaust the stack. Keep `maxDepth` modest all the same: releasing, comparing and writing
+    /// a `JSONValue` recurse once per nesting level.
     @inlinable
     public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
         let result = bytes.withContiguousStorageIfAvailable { buffer in
@@ -37,11 +38,14 @@ extension JSONValue {
     /// forward typed throws.
     @usableFromInline
     static func parseResult(_ bytes: UnsafeRawBufferPointer, maxDepth: Int) -> Result<JSONValue, JSONParseError> {
-        var parser = JSONParser(input: bytes.bindMemory(to: UInt8.self), maxDepth: maxDepth)
-        do {
-            return .success(try parser.parseDocument())
-        } catch {
-            return .failure(error)
+        // Rebinding temporarily (rather than `bindMemory`) leaves the caller's memory binding alone.
+        bytes.withMemoryRebound(to: UInt8.self) { input -> Result<JSONValue, JSONParseError> in
+            var parser = JSONParser(input: input, maxDepth: maxDepth)
+            do throws(JSONParseError) {
+                return .success(try parser.parseDocument())
+            } catch {
+                return .failure(error)
+            }
         }
     }
 }
@@ -68,13 +72,18 @@ private let exactPowersOfTen: [Double] = [
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ]
 
-/// One open array or object: where its elements (and, for objects, names) start on the
-/// shared stacks. Keeping values on one shared stack means each container is allocated once,
-/// at its exact size, when it closes.
+/// One open array or object. Elements are appended in place (`open[last].elements.append`)
+/// and the finished array is moved out on close, so no element is copied or retained twice.
 private struct OpenContainer {
     var isObject: Bool
-    var valueStart: Int
-    var keyStart: Int
+    var elements: [JSONValue] = []
+    var members: [(key: String, value: JSONValue)] = []
+    /// The name read before the value now being parsed (objects only).
+    var pendingKey: String = ""
+
+    init(isObject: Bool) {
+        self.isObject = isObject
+    }
 }
 
 /// A strict, iterative RFC 8259 parser over a byte buffer.
@@ -108,8 +117,6 @@ private struct JSONParser {
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
-        var values: [JSONValue] = []
-        var keys: [String] = []
         var open: [OpenContainer] = []
 
         parsing: while true {
@@ -131,10 +138,11 @@ private struct JSONParser {
                     self.index += 1
                     value = isObject ? .object(JSONObject()) : .array([])
                 } else {
-                    open.append(OpenContainer(isObject: isObject, valueStart: values.count, keyStart: keys.count))
+                    var container = OpenContainer(isObject: isObject)
                     if isObject {
-                        keys.append(try self.parseMemberName())
+                        container.pendingKey = try self.parseMemberName()
                     }
+                    open.append(container)
                     continue parsing
                 }
             case quote:
@@ -157,49 +165,47 @@ private struct JSONParser {
 
             // A value is complete: attach it, closing as many containers as end here.
             while true {
-                guard let container = open.last else {
+                let top = open.count - 1
+                guard top >= 0 else {
                     self.skipWhitespace()
                     guard self.index == self.input.count else {
                         throw self.error("unexpected data after the JSON value")
                     }
                     return value
                 }
-                values.append(value)
+                let isObject = open[top].isObject
+                // Move (not copy) the key and value in: saves a retain/release pair per element.
+                if isObject {
+                    var key = ""
+                    swap(&key, &open[top].pendingKey)
+                    open[top].members.append((key: consume key, value: consume value))
+                } else {
+                    open[top].elements.append(consume value)
+                }
                 self.skipWhitespace()
                 guard self.index < self.input.count else {
-                    throw self.error(container.isObject ? "unterminated object" : "unterminated array")
+                    throw self.error(isObject ? "unterminated object" : "unterminated array")
                 }
                 let byte = self.input[self.index]
+                self.index += 1
                 if byte == comma {
-                    self.index += 1
-                    if container.isObject {
+                    if isObject {
                         self.skipWhitespace()
-                        keys.append(try self.parseMemberName())
+                        open[top].pendingKey = try self.parseMemberName()
                     }
                     continue parsing
                 }
-                if container.isObject {
+                if isObject {
                     guard byte == closeBrace else {
-                        throw self.error("expected ',' or '}' in object")
+                        throw self.error("expected ',' or '}' in object", at: self.index - 1)
                     }
-                    var members: [(key: String, value: JSONValue)] = []
-                    members.reserveCapacity(values.count - container.valueStart)
-                    var keyIndex = container.keyStart
-                    for valueIndex in container.valueStart..<values.count {
-                        members.append((key: keys[keyIndex], value: values[valueIndex]))
-                        keyIndex += 1
-                    }
-                    keys.removeSubrange(container.keyStart...)
-                    value = .object(JSONObject(members))
+                    value = .object(JSONObject(open.removeLast().members))
                 } else {
                     guard byte == closeBracket else {
-                        throw self.error("expected ',' or ']' in array")
+                        throw self.error("expected ',' or ']' in array", at: self.index - 1)
                     }
-                    value = .array(Array(values[container.valueStart...]))
+                    value = .array(open.removeLast().elements)
                 }
-                values.removeSubrange(container.valueStart...)
-                open.removeLast()
-                self.index += 1
             }
         }
     }
@@ -237,26 +243,55 @@ private struct JSONParser {
     mutating func parseString() throws(JSONParseError) -> String {
         let start = self.index
         // Fast path: no escapes, so the String is built straight from the validated slice.
+        guard let base = UnsafeRawPointer(self.input.baseAddress) else {
+            throw self.error("unterminated string", at: start - 1)
+        }
         while self.index < self.input.count {
-            let byte = self.input[self.index]
-            if byte == quote {
-                let string = String(decoding: UnsafeBufferPointer(rebasing: self.input[start..<self.index]), as: UTF8.self)
-                self.index += 1
-                return string
+            // Skip 8 plain ASCII bytes at a time (no quote, backslash, control or non-ASCII
+            // byte); the first word holding one of those is handled a byte at a time below.
+            while self.input.count - self.index >= 8 {
+                let word = base.loadUnaligned(fromByteOffset: self.index, as: UInt64.self)
+                if Self.needsAttention(word) {
+                    break
+                }
+                self.index += 8
             }
-            if byte == backslash {
-                return try self.parseEscapedString(start: start)
-            }
-            if byte < 0x20 {
-                throw self.error("unescaped control character in string")
-            }
-            if byte < 0x80 {
-                self.index += 1
-            } else {
-                try self.skipUTF8Sequence()
+            let end = min(self.index + 8, self.input.count)
+            while self.index < end {
+                let byte = self.input[self.index]
+                if byte == quote {
+                    let string = String(decoding: UnsafeBufferPointer(rebasing: self.input[start..<self.index]), as: UTF8.self)
+                    self.index += 1
+                    return string
+                }
+                if byte == backslash {
+                    return try self.parseEscapedString(start: start)
+                }
+                if byte < 0x20 {
+                    throw self.error("unescaped control character in string")
+                }
+                if byte < 0x80 {
+                    self.index += 1
+                } else {
+                    try self.skipUTF8Sequence()
+                }
             }
         }
         throw self.error("unterminated string", at: start - 1)
+    }
+
+    /// Whether any byte of `word` is a quote, a backslash, below 0x20 or at least 0x80 (SWAR tests:
+    /// `(x - 0x01…) & ~x & 0x80…` is non-zero exactly when some byte of x is zero).
+    @inline(__always)
+    static func needsAttention(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* UInt64(quote))
+        let backslashes = word ^ (ones &* UInt64(backslash))
+        let hasQuote = (quotes &- ones) & ~quotes
+        let hasBackslash = (backslashes &- ones) & ~backslashes
+        let hasControl = (word &- ones &* 0x20) & ~word
+        return (hasQuote | hasBackslash | hasControl | word) & highs != 0
     }
 
     /// Slow path: the run before `self.index` is validated; decode escapes into `scratch`.

@@ -78,8 +78,8 @@ public struct JSONWriter: Sendable {
         self.needsComma = true
     }
 
-    /// Writes a number that parses back to the same `Double`; integral values below 2^53
-    /// are written as integers, NaN and infinities as `null`.
+    /// Writes a number that parses back to the same `Double`; integral values within `Int`'s
+    /// range are written as integers, NaN and infinities as `null`.
     public mutating func double(_ d: Double) {
         self.separate()
         self.appendDouble(d)
@@ -140,38 +140,72 @@ public struct JSONWriter: Sendable {
         self.bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    @inlinable
+    @usableFromInline
     mutating func appendQuoted(_ s: String) {
-        // Native Swift strings are contiguous UTF-8, so this borrows without copying;
-        // bridged or non-contiguous strings are made native first.
-        var s = s
-        s.withUTF8 { utf8 in
+        // Native Swift strings are contiguous UTF-8, so this borrows them without copying or
+        // retaining; bridged or non-contiguous strings are made native first.
+        let done: Void? = s.utf8.withContiguousStorageIfAvailable { utf8 in
             self.appendQuoted(utf8: utf8)
+        }
+        if done == nil {
+            var copy = s
+            copy.withUTF8 { utf8 in
+                self.appendQuoted(utf8: utf8)
+            }
         }
     }
 
     @usableFromInline
     mutating func appendQuoted(utf8: UnsafeBufferPointer<UInt8>) {
         self.bytes.append(UInt8(ascii: "\""))
+        guard let base = UnsafeRawPointer(utf8.baseAddress) else {
+            self.bytes.append(UInt8(ascii: "\""))
+            return
+        }
+        let count = utf8.count
         var runStart = 0
         var index = 0
-        while index < utf8.count {
-            let byte = utf8[index]
-            // RFC 8259 §7: quotation mark, reverse solidus and U+0000…U+001F must be escaped;
-            // everything else (non-ASCII included) passes through as UTF-8.
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                if runStart < index {
-                    self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+        while index < count {
+            // Skip 8 bytes at a time while none needs escaping; look at bytes only in the
+            // word that holds one.
+            while count - index >= 8 {
+                if Self.needsEscape(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                    break
                 }
-                self.appendEscape(byte)
-                runStart = index + 1
+                index += 8
             }
-            index += 1
+            let end = min(index + 8, count)
+            while index < end {
+                let byte = utf8[index]
+                // RFC 8259 §7: quotation mark, reverse solidus and U+0000…U+001F must be escaped;
+                // everything else (non-ASCII included) passes through as UTF-8.
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    if runStart < index {
+                        self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                    }
+                    self.appendEscape(byte)
+                    runStart = index + 1
+                }
+                index += 1
+            }
         }
-        if runStart < utf8.count {
-            self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+        if runStart < count {
+            self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<count]))
         }
         self.bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any byte of `word` is a quote, a backslash or below 0x20 (SWAR: for n ≤ 0x80,
+    /// `(x - n·0x01…) & ~x & 0x80…` is non-zero exactly when some byte of x is below n).
+    @inline(__always)
+    static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quotes = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+        let backslashes = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+        let hasQuote = (quotes &- ones) & ~quotes
+        let hasBackslash = (backslashes &- ones) & ~backslashes
+        let hasControl = (word &- ones &* 0x20) & ~word
+        return (hasQuote | hasBackslash | hasControl) & 0x8080_8080_8080_8080 != 0
     }
 
     @usableFromInline
@@ -223,7 +257,9 @@ public struct JSONWriter: Sendable {
             self.appendASCII("null")
             return
         }
-        if value == value.rounded(.towardZero) && value.magnitude < 9_007_199_254_740_992 {
+        // Integral values that fit an Int are written as plain integers (exact, and the
+        // reader maps them back to the same double); 2^63 itself does not fit.
+        if value == value.rounded(.towardZero) && value.magnitude < 9_223_372_036_854_775_808.0 {
             if value == 0 && value.sign == .minus {
                 self.appendASCII("-0")
             } else {
