@@ -106,8 +106,20 @@ public struct HTTPRequestParser: Sendable {
         }
     }
 
+    /// True between a `.head` and its `.request`: the body is being read (the transport picks
+    /// the body read timeout rather than the header read timeout).
+    public var isReadingBody: Bool {
+        switch self.state {
+        case .fixedBody, .chunkSizeLine, .chunkData, .chunkDataEnd, .trailerLines: return true
+        case .requestLine, .headerLines, .complete, .failed: return false
+        }
+    }
+
     /// Bytes held in the input buffer, consumed or not (tests check memory stays bounded).
     var bufferedByteCount: Int { self.buffer.count }
+    /// Bytes examined while searching for line ends, over the parser's life (tests check that
+    /// feeding byte by byte never rescans).
+    private(set) var scannedByteCount = 0
 
     // MARK: - State machine
 
@@ -313,7 +325,8 @@ public struct HTTPRequestParser: Sendable {
     /// the line's own validation rejects it (RFC 9112 §2.2: a bare CR is invalid).
     private mutating func nextLine() -> Line? {
         let count = self.buffer.count
-        var i = max(self.scan, self.cursor)
+        let from = max(self.scan, self.cursor)
+        var i = from
         let found: Int? = self.buffer.withUnsafeBufferPointer { p -> Int? in
             while i < count {
                 if p[i] == lf { return i }
@@ -321,6 +334,7 @@ public struct HTTPRequestParser: Sendable {
             }
             return nil
         }
+        self.scannedByteCount &+= (found ?? count) - from
         guard let lfIndex = found else {
             self.scan = count
             return nil
@@ -506,6 +520,8 @@ public struct HTTPRequestParser: Sendable {
             switch kind {
             case .host:
                 self.hostCount += 1
+                // RFC 9112 §3.2: a Host with an invalid value is answered 400 as well.
+                if !isValidHost(value) { throw .badRequest("invalid Host header field") }
             case .contentLength:
                 try self.recordContentLength(value)
             case .transferEncoding:
@@ -754,6 +770,21 @@ private let tokenTable: [Bool] = {
 /// quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text ).
 @inline(__always) private func isQuotedPairChar(_ c: UInt8) -> Bool {
     c == htab || c == sp || (c >= 0x21 && c <= 0x7E) || c >= 0x80
+}
+
+/// Host = uri-host [ ":" port ] (RFC 9110 §7.2, RFC 3986 §3.2.2): only unreserved, pct-encoded,
+/// sub-delims, ":" and the brackets of an IP literal. Empty is allowed (RFC 9112 §3.2, a
+/// target without authority). Rejects userinfo ("@"), paths, spaces and non-ASCII.
+private func isValidHost(_ value: String) -> Bool {
+    for c in value.utf8 {
+        switch c {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            continue
+        default:
+            if !"-._~%!$&'()*+,;=:[]".utf8.contains(c) { return false }
+        }
+    }
+    return true
 }
 
 /// The non-empty elements of a comma-separated list, OWS trimmed (RFC 9110 §5.6.1: empty

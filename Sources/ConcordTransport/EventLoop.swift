@@ -354,6 +354,12 @@ final class EventLoop: @unchecked Sendable {
         if events & concord_EPOLLOUT != 0 {
             self.flush(connection)
             guard self.connections[index] === connection else { return }
+            // Output drained below the bound: pipelined requests held back may go on.
+            if connection.machine.hasPendingInput, connection.lingerDeadline == nil,
+               connection.pendingOutputBytes < self.shared.configuration.maxPendingOutputBytes {
+                self.process(connection)
+                guard self.connections[index] === connection else { return }
+            }
         }
         if events & (concord_EPOLLIN | concord_EPOLLHUP | concord_EPOLLERR) != 0 {
             self.readable(connection)
@@ -399,7 +405,12 @@ final class EventLoop: @unchecked Sendable {
     /// Runs the connection's queued actions in order, then writes. Re-entrant calls (a
     /// responder answering inline from `handle`) only add to the queue.
     private func process(_ connection: Connection) {
-        if connection.processing { return }
+        while self.processOnce(connection) {}
+    }
+
+    /// One round of `process`; true when it should run again at once.
+    private func processOnce(_ connection: Connection) -> Bool {
+        if connection.processing { return false }
         connection.processing = true
         let maxPending = self.shared.configuration.maxPendingOutputBytes
         var index = 0
@@ -434,6 +445,11 @@ final class EventLoop: @unchecked Sendable {
         connection.actions.removeAll(keepingCapacity: true)
         connection.processing = false
         self.flush(connection)
+        // The kernel took all the output at once: held-back pipelined requests may go on
+        // now (no EPOLLOUT will come to resume them).
+        return connection.machine.hasPendingInput && connection.lingerDeadline == nil
+            && connection.pendingOutputBytes < maxPending
+            && Int(connection.fd) < self.connections.count && self.connections[Int(connection.fd)] === connection
     }
 
     /// Writes pending output, then closes, lingers or updates epoll interest.

@@ -160,6 +160,19 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "headerLineWithoutColon", input: "GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "missingHostOnHTTP11", input: "GET / HTTP/1.1\r\nX: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "duplicateHost", input: "GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", error: "400 badRequest"),
+    ParserCase(name: "hostWithUserinfoRejected", input: "GET / HTTP/1.1\r\nHost: u@a\r\n\r\n", error: "400 badRequest"),
+    ParserCase(name: "hostWithPathRejected", input: "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", error: "400 badRequest"),
+    ParserCase(name: "hostWithSpaceRejected", input: "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", error: "400 badRequest"),
+    ParserCase(
+        name: "hostWithPortAndIPv6Accepted",
+        input: "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
+        events: [head("GET", "/"), request("GET", "/", headers: "Host=[::1]:8080")]
+    ),
+    ParserCase(
+        name: "emptyHostAccepted",
+        input: "GET / HTTP/1.1\r\nHost:\r\n\r\n",
+        events: [head("GET", "/"), request("GET", "/", headers: "Host=")]
+    ),
     ParserCase(name: "duplicateHostOnHTTP10", input: "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", error: "400 badRequest"),
     ParserCase(
         name: "http10WithoutHostAccepted",
