@@ -11,6 +11,9 @@
 ///   Chunked framing lines (chunk sizes, the CRLF after chunk data, trailers) must end in
 ///   CRLF: that is where LF-vs-CRLF disagreements between hops have been used for smuggling.
 /// - Up to 16 empty lines before a request line are ignored (§2.2 says at least one).
+/// - The request-target must be visible ASCII (no space, control or raw non-ASCII byte):
+///   origin-form, absolute-form (kept as sent), or "*" for OPTIONS; authority-form is 400.
+/// - Host is required on HTTP/1.1, at most one, and must look like uri-host [":" port] (§3.2).
 /// - Content-Length as a list of equal values ("5, 5") is accepted (§6.3 item 5).
 /// - Transfer-Encoding with Content-Length is rejected (§6.1 allows rejecting).
 /// - Transfer-Encoding whose final coding is not chunked is 400 (§6.3 item 4, a MUST);
@@ -68,8 +71,10 @@ public struct HTTPRequestParser: Sendable {
         self.limits = limits
     }
 
-    /// Buffers `bytes` for `next()`. After a parse error input is discarded (the connection
-    /// is closing anyway), which keeps memory bounded against a client that keeps sending.
+    /// Buffers `bytes` for `next()`. Call `next()` until it returns nil after each append:
+    /// limits are enforced there, so input appended without draining stays buffered.
+    /// After a parse error input is discarded (the connection is closing anyway), which keeps
+    /// memory bounded against a client that keeps sending.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if case .failed = self.state { return }
         self.compact()
@@ -739,17 +744,14 @@ private let sp: UInt8 = 0x20
 private let htab: UInt8 = 0x09
 
 /// tchar (RFC 9110 §5.6.2): "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
-/// "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA.
-private let tokenTable: [Bool] = {
-    var t = [Bool](repeating: false, count: 256)
-    for c in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(c)] = true }
-    for c in UInt8(ascii: "a")...UInt8(ascii: "z") { t[Int(c)] = true }
-    for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { t[Int(c)] = true }
-    for c in "!#$%&'*+-.^_`|~".utf8 { t[Int(c)] = true }
-    return t
-}()
+/// "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA — as two 64-bit masks (bytes 0-63, 64-127),
+/// so the hot loop needs no table lookup behind a lazy global.
+@inline(__always) func isTokenChar(_ c: UInt8) -> Bool {
+    if c < 64 { return (0x03FF_6CFA_0000_0000 as UInt64) >> UInt64(c) & 1 == 1 }
+    if c < 128 { return (0x57FF_FFFF_C7FF_FFFE as UInt64) >> UInt64(c - 64) & 1 == 1 }
+    return false
+}
 
-@inline(__always) private func isTokenChar(_ c: UInt8) -> Bool { tokenTable[Int(c)] }
 @inline(__always) private func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
 @inline(__always) private func isAlpha(_ c: UInt8) -> Bool { (c | 0x20) >= UInt8(ascii: "a") && (c | 0x20) <= UInt8(ascii: "z") }
 

@@ -156,14 +156,7 @@ private func appendNeutralisedValue(_ value: String, to buffer: inout [UInt8]) {
 /// field-name = token (RFC 9110 §5.1).
 private func isValidFieldName(_ name: String) -> Bool {
     if name.utf8.isEmpty { return false }
-    for c in name.utf8 {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
-            continue
-        default:
-            if !"!#$%&'*+-.^_`|~".utf8.contains(c) { return false }
-        }
-    }
+    for c in name.utf8 where !isTokenChar(c) { return false }
     return true
 }
 

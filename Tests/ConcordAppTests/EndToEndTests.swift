@@ -149,3 +149,38 @@ private final class LogCapture: Sendable {
         return message.contains("cannot create data directory") && !message.contains("\n")
     }
 }
+
+@Test func shutdownLetsRequestsInFlightFinish() throws {
+    let slow = Route("GET", "/test/slow") { _ throws(APIError) in
+        usleep(300_000)
+        return .text("done")
+    }
+    let app = try startApp(testConfiguration(), sink: LogSink(flushInterval: 0, output: { _ in }), extraRoutes: [slow])
+    let result = Mutex<Result<RawResponse, any Error>?>(nil)
+    let finished = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        let response = Result { try rawRequest(port: app.port, "GET", "/test/slow") }
+        result.withLock { $0 = response }
+        finished.signal()
+    }
+    // Let the request reach the worker, then shut down while it sleeps.
+    usleep(100_000)
+    let start = Date()
+    app.shutdown()
+    #expect(Date().timeIntervalSince(start) >= 0.1)
+    #expect(finished.wait(timeout: .now() + 5) == .success)
+    let response = try #require(try result.withLock { $0 }?.get())
+    #expect(response.status == 200 && response.body == "done")
+}
+
+@Test func unusableDatabaseFileIsAStartupError() throws {
+    let directory = makeTemporaryDirectory()
+    let path = directory.appendingPathComponent("not-a-database.sqlite").path
+    _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x41, count: 4096))
+    var configuration = testConfiguration(directory: directory)
+    configuration.database = .sqlite(path: path)
+    #expect { _ = try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in })) } throws: { error in
+        guard let message = (error as? StartupError)?.message else { return false }
+        return message.hasPrefix("cannot use database \(path): ") && !message.contains("\n")
+    }
+}

@@ -97,9 +97,9 @@ func jsonBodyRejectsMalformedAndNonObjects(_ index: Int) {
 
 private struct StorageFailure: Error {}
 
-@Test func mapErrorsTurnsUnknownErrorsInto500() {
+@Test func mapErrorsTurnsUnknownErrorsInto500() throws {
     let ctx = context()
-    #expect(throws: Never.self) { #expect(try ctx.mapErrors { 42 } == 42) }
+    #expect(try ctx.mapErrors { 42 } == 42)
     do {
         _ = try ctx.mapErrors { () throws -> Int in throw StorageFailure() }
         Issue.record("did not throw")

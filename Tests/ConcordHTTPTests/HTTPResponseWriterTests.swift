@@ -1,4 +1,4 @@
-import ConcordHTTP
+@testable import ConcordHTTP
 import Foundation
 import Glibc
 import Testing
@@ -137,5 +137,14 @@ import Testing
         #expect(cache.string(epochSeconds: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
         #expect(cache.string(epochSeconds: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
         #expect(cache.string(epochSeconds: 1) == "Thu, 01 Jan 1970 00:00:01 GMT")
+    }
+}
+
+@Suite struct TokenCharTests {
+    @Test func tokenMaskMatchesRFC9110Definition() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        for byte in UInt8.min...UInt8.max {
+            #expect(isTokenChar(byte) == tchar.contains(byte), "byte \(byte)")
+        }
     }
 }

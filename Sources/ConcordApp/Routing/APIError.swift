@@ -36,8 +36,8 @@ public struct APIError: Error, Sendable {
     public static func internalError() -> APIError {
         APIError(status: 500, name: "internalError", message: "Internal server error.")
     }
-    public static func unavailable(retryAfterSeconds: Int = 1) -> APIError {
-        APIError(status: 503, name: "unavailable", message: "Storage is unavailable; retry later.", headers: [("Retry-After", String(retryAfterSeconds))])
+    public static func unavailable(retryAfterSeconds: Int = 1, message: String = "Storage is unavailable; retry later.") -> APIError {
+        APIError(status: 503, name: "unavailable", message: message, headers: [("Retry-After", String(retryAfterSeconds))])
     }
 
     /// The JSON response for this error.

@@ -56,7 +56,7 @@ public final class Dispatcher: HTTPResponder {
                 }
                 if !accepted {
                     self.finish(request, pattern: route.pattern, start: start, requestID: requestID,
-                                response: APIError.unavailable(retryAfterSeconds: 1).response, respond: respond)
+                                response: Self.overloaded.response, respond: respond)
                 }
             }
         case .notFound:
@@ -68,6 +68,9 @@ public final class Dispatcher: HTTPResponder {
             self.finish(request, pattern: HTTPMetrics.unmatched, start: start, requestID: requestID, response: error.response, respond: respond)
         }
     }
+
+    /// The answer when the worker queue is full.
+    static let overloaded = APIError.unavailable(retryAfterSeconds: 1, message: "The server is overloaded; retry later.")
 
     /// Runs the handler; its `APIError` becomes the answer.
     static func run(_ route: Route, _ context: RequestContext) -> HTTPResponse {

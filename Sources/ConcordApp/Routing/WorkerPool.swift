@@ -20,7 +20,9 @@ final class WorkerPool: @unchecked Sendable {
     init(threadCount: Int, maxPending: Int = 10_000) {
         self.maxPending = maxPending
         for i in 0..<max(1, threadCount) {
-            let thread = Thread { [unowned self] in self.work() }
+            // Strong on purpose: a thread keeps the pool alive until it has left `work()`,
+            // so shutting down and releasing the pool can never race a waking thread.
+            let thread = Thread { self.work() }
             thread.name = "concord-worker-\(i)"
             thread.stackSize = 1 << 20
             self.threads.append(thread)

@@ -51,7 +51,8 @@ public final class RunningApp: Sendable {
 /// Throws a one-line reason when it cannot start (port taken, database unusable).
 ///
 /// - Parameter sink: where log lines go; stdout when nil.
-public func startApp(_ configuration: Configuration, sink: LogSink? = nil) throws(StartupError) -> RunningApp {
+/// - Parameter extraRoutes: routes served besides the API's (tests use it for slow handlers).
+public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extraRoutes: [Route] = []) throws(StartupError) -> RunningApp {
     let sink = sink ?? LogSink()
     let logger = Logger(level: configuration.logLevel, sink: sink)
     let metrics = MetricsRegistry()
@@ -69,7 +70,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil) throw
 
         let cores = ServerConfiguration.coreCount
         let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
-        let dispatcher = Dispatcher(routes: allRoutes(context), logger: logger, metrics: metrics, workerCount: workers)
+        let dispatcher = Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers)
 
         var server = ServerConfiguration(host: configuration.server.host, port: configuration.server.port)
         server.limits = HTTPLimits(
@@ -95,6 +96,11 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil) throw
             }
         }
         metrics.gauge("concord_http_open_connections", help: "Connections currently open.") { Double(httpServer.openConnections) }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let startTime = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        metrics.gauge("concord_process_start_time_seconds", help: "When the process started, in seconds since the Unix epoch.") { startTime }
+        metrics.gauge("concord_build_info", help: "Always 1; the version is a label.", labels: [("version", CommandLineInterface.version)]) { 1 }
 
         let port: Int
         do {
