@@ -40,7 +40,11 @@ public struct StorageHook: Sendable {
             do {
                 store = try SQLiteStore(path: path)
             } catch {
-                throw StartupError(Self.oneLine(String(describing: error)))
+                // SQLiteStoreError already names the file: keep only its reason.
+                var reason = String(describing: error)
+                let prefix = "cannot open database \(path): "
+                if reason.hasPrefix(prefix) { reason.removeFirst(prefix.count) }
+                throw StartupError("cannot use database \(path): \(Self.oneLine(reason))")
             }
             var domain = DomainConfiguration()
             domain.maxBatch = maxBatch
