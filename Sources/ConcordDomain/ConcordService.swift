@@ -82,7 +82,7 @@ public final class ConcordService: Sendable {
         return CreatedDevice(deviceID: id, deviceToken: token)
     }
 
-    /// The account's devices, oldest first.
+    /// The account's devices, oldest first (by creation time, then device ID).
     public func listDevices(accountID: String) throws(DomainError) -> [DeviceSummary] {
         let states = try self.run { try self.store.read { tx in try tx.devices(accountID: accountID) } }
         return states.map { s in

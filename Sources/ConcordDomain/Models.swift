@@ -91,12 +91,20 @@ public enum Principal: Sendable, Equatable {
 public struct CreatedAccount: Sendable, Equatable {
     public var accountID: String
     public var accountToken: String
+    public init(accountID: String, accountToken: String) {
+        self.accountID = accountID
+        self.accountToken = accountToken
+    }
 }
 
 /// The answer of `createDevice`: the token is shown once and stored only as a hash.
 public struct CreatedDevice: Sendable, Equatable {
     public var deviceID: String
     public var deviceToken: String
+    public init(deviceID: String, deviceToken: String) {
+        self.deviceID = deviceID
+        self.deviceToken = deviceToken
+    }
 }
 
 /// One row of `GET /v1/devices`.
@@ -107,6 +115,14 @@ public struct DeviceSummary: Sendable, Equatable {
     public var createdAt: Date
     public var objectCount: Int
     public var changeToken: String
+    public init(deviceID: String, name: String, platform: String?, createdAt: Date, objectCount: Int, changeToken: String) {
+        self.deviceID = deviceID
+        self.name = name
+        self.platform = platform
+        self.createdAt = createdAt
+        self.objectCount = objectCount
+        self.changeToken = changeToken
+    }
 }
 
 /// One part of a change request (`"assets": {"upsert": [...], "delete": [...]}`).
@@ -151,6 +167,13 @@ public struct LibraryChangeResult: Sendable, Equatable {
     public var updated: Int
     public var deleted: Int
     public var unchanged: Int
+    public init(changeToken: String, inserted: Int, updated: Int, deleted: Int, unchanged: Int) {
+        self.changeToken = changeToken
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.unchanged = unchanged
+    }
 }
 
 /// A page of `GET /v1/library/objects`.
@@ -158,6 +181,10 @@ public struct ObjectPage: Sendable, Equatable {
     public var objects: [LibraryObject]
     /// The localIdentifier to pass as `after` for the next page, nil at the end.
     public var next: String?
+    public init(objects: [LibraryObject], next: String?) {
+        self.objects = objects
+        self.next = next
+    }
 }
 
 /// Local identifiers of one type inserted, updated, deleted by one change.
@@ -207,6 +234,10 @@ public struct ChangeDetails: Sendable, Equatable {
 public struct LibraryChange: Sendable, Equatable {
     public var changeToken: String
     public var details: ChangeDetails?
+    public init(changeToken: String, details: ChangeDetails?) {
+        self.changeToken = changeToken
+        self.details = details
+    }
 }
 
 /// The answer of `GET /v1/library/changes`.
@@ -215,6 +246,11 @@ public struct ChangePage: Sendable, Equatable {
     /// The token to send as the next `since`.
     public var changeToken: String
     public var hasMore: Bool
+    public init(changes: [LibraryChange], changeToken: String, hasMore: Bool) {
+        self.changes = changes
+        self.changeToken = changeToken
+        self.hasMore = hasMore
+    }
 }
 
 /// One answer item of `POST /v1/library/cloud-identifiers`.
@@ -222,6 +258,10 @@ public struct CloudIdentifierMapping: Sendable, Equatable {
     public var localIdentifier: String
     /// `.found(cloudIdentifier)` or an item error.
     public var result: MappingResult
+    public init(localIdentifier: String, result: MappingResult) {
+        self.localIdentifier = localIdentifier
+        self.result = result
+    }
 }
 
 /// One answer item of `POST /v1/library/local-identifiers`.
@@ -229,6 +269,10 @@ public struct LocalIdentifierMapping: Sendable, Equatable {
     public var cloudIdentifier: String
     /// `.found(localIdentifier)` or an item error.
     public var result: MappingResult
+    public init(cloudIdentifier: String, result: MappingResult) {
+        self.cloudIdentifier = cloudIdentifier
+        self.result = result
+    }
 }
 
 /// Limits and history retention (API.md §5, §7).

@@ -17,6 +17,7 @@ import Testing
     @Test func listDevicesShowsCountsAndCurrentToken() throws {
         let env = try TestEnv()
         let a = try env.device("A")
+        env.clock.advance(1)   // listed by creation time
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2))])
         let list = try env.service.listDevices(accountID: env.account.accountID)

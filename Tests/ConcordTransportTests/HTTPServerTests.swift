@@ -292,6 +292,43 @@ import Testing
         }
     }
 
+    @Test func clientThatStopsReadingIsCutOffAfterTheWriteTimeout() throws {
+        // 8 MiB answer to a client that never reads: the kernel buffers fill, output stays
+        // pending, and the write timeout closes the connection.
+        let big = [UInt8](repeating: 7, count: 8 << 20)
+        let responder = ClosureResponder { _, respond in respond(HTTPResponse(status: 200, body: big)) }
+        try withServer({ $0.writeTimeout = 0.3; $0.idleTimeout = 0.2 }, responder: responder) { port, server in
+            let client = try TestClient(port: port)
+            var size: Int32 = 4096
+            setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(eventually { server.openConnections == 1 })
+            let start = Date()
+            #expect(eventually(timeout: 3) { server.openConnections == 0 })
+            #expect(Date().timeIntervalSince(start) < 2)
+        }
+    }
+
+    @Test func shutdownFromAResponderOnTheLoopThreadDoesNotDeadlock() throws {
+        let box = Mutex<HTTPServer?>(nil)
+        let responder = ClosureResponder { _, respond in
+            respond(HTTPResponse(status: 200, body: Array("bye".utf8)))
+            box.withLock { $0 }?.shutdown(gracePeriod: 1)
+        }
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.eventLoopCount = 1
+        let server = HTTPServer(configuration: configuration, responder: responder)
+        box.withLock { $0 = server }
+        let port = try server.start()
+        let client = try TestClient(port: port)
+        try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try #require(try client.readResponse())
+        #expect(response.text == "bye")
+        // Answered before the shutdown began, so kept alive; then closed as idle.
+        #expect(client.closedByPeer())
+        #expect(eventually { (try? TestClient(port: port)) == nil })
+    }
+
     @Test func shutdownLetsAnInFlightRequestFinishWithConnectionClose() throws {
         let responder = ClosureResponder { _, respond in
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { respond(HTTPResponse(status: 200, body: Array("late".utf8))) }
