@@ -9,7 +9,7 @@ import Testing
 let testAdminToken = "test-admin-token"
 
 /// A real server on 127.0.0.1 port 0 over a fresh SQLite file, for the API tests.
-final class APIServer {
+final class APIServer: Sendable {
     let app: RunningApp
     let directory: URL
     var port: Int { self.app.port }
