@@ -21,7 +21,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     // @unchecked Sendable: `writer` is only touched while holding `writerLock`; `idleReaders` and
     // `openReaders` only while holding `readersCondition`; each reader is used by one thread between
     // check-out and check-in. Connections are never shared concurrently.
-    private let writer: Connection
+    let writer: Connection
     private let writerLock = NSLock()
     private let readersCondition = NSCondition()
     private var idleReaders: [Connection] = []
