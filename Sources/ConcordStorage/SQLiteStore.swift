@@ -22,7 +22,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     // `openReaders` only while holding `readersCondition`; each reader is used by one thread between
     // check-out and check-in. Connections are never shared concurrently. `closed` is written while
     // holding both locks and read while holding either.
-    private let writer: Connection
+    let writer: Connection
     private let writerLock = NSLock()
     private let readersCondition = NSCondition()
     private var idleReaders: [Connection] = []
