@@ -123,36 +123,33 @@ final class EventLoop: @unchecked Sendable {
             self.complete(fd: fd, id: id, sequence: sequence, response: response)
             return
         }
-        let wake = self.inbox.withLock { inbox -> Bool in
+        self.inbox.withLock { inbox in
             // After the loop exited the response has nobody to go to: dropping it is the
             // documented "respond after close is harmless".
-            guard !inbox.closed else { return false }
+            guard !inbox.closed else { return }
             inbox.responses.append((fd, id, sequence, response))
-            if inbox.wakePending { return false }
-            inbox.wakePending = true
-            return true
+            // One wakeup per batch: the loop takes every queued response when it wakes.
+            if !inbox.wakePending {
+                inbox.wakePending = true
+                EventLoop.signal(self.wakeFD)
+            }
         }
-        if wake { self.wake() }
     }
 
     /// Asks the loop to drain and exit, force-closing what is left at `deadline`.
     func requestShutdown(deadline: Double) {
-        let wake = self.inbox.withLock { inbox -> Bool in
-            guard !inbox.closed else { return false }
-            inbox.shutdownDeadline = deadline
-            return true
-        }
-        if wake { self.wake() }
-    }
-
-    private func wake() {
-        // Under the lock so the eventfd cannot be closed (and its number reused) between
-        // the `closed` check and the write.
         self.inbox.withLock { inbox in
             guard !inbox.closed else { return }
-            var one: UInt64 = 1
-            _ = Glibc.write(self.wakeFD, &one, 8)
+            inbox.shutdownDeadline = deadline
+            EventLoop.signal(self.wakeFD)
         }
+    }
+
+    /// Writes to the eventfd. Callers hold the inbox lock and have checked `closed`, so
+    /// the eventfd cannot be closed (and its number reused) before the write.
+    private static func signal(_ wakeFD: Int32) {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, 8)
     }
 
     // MARK: The loop

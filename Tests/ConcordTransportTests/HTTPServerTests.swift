@@ -97,6 +97,29 @@ import Testing
         }
     }
 
+    @Test func requestPipelinedAfterConnectionCloseDoesNotTurnTheAnswerIntoAReset() throws {
+        try withServer { port, _ in
+            let client = try TestClient(port: port)
+            try client.send("GET /1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try #require(try client.readResponse())
+            #expect(response.text == "GET /1")
+            #expect(client.closedByPeer())
+        }
+    }
+
+    @Test func errorAnswerReachesAClientStillSendingABody() throws {
+        // 413 is decided from the head; the client keeps sending 4 MiB. Lingering (read and
+        // discard after half-closing) lets it finish and read the answer instead of a reset.
+        try withServer({ $0.limits.maxBodyBytes = 1000 }) { port, _ in
+            let client = try TestClient(port: port)
+            let body = [UInt8](repeating: UInt8(ascii: "x"), count: 4 << 20)
+            try client.send(Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+            let response = try #require(try client.readResponse())
+            #expect(response.status == 413)
+            #expect(client.closedByPeer())
+        }
+    }
+
     @Test func http10ClosesByDefaultAndKeepsAliveWhenAsked() throws {
         try withServer { port, _ in
             let plain = try TestClient(port: port)
@@ -327,6 +350,33 @@ import Testing
         // Answered before the shutdown began, so kept alive; then closed as idle.
         #expect(client.closedByPeer())
         #expect(eventually { (try? TestClient(port: port)) == nil })
+    }
+
+    @Test func concurrentClientsEachGetTheirOwnAnswers() throws {
+        // Half the answers come inline on the loop, half from worker threads.
+        let responder = ClosureResponder { request, respond in
+            let answer = HTTPResponse(status: 200, body: Array(request.target.utf8))
+            if request.target.hasSuffix("0") || request.target.hasSuffix("2") || request.target.hasSuffix("4") {
+                respond(answer)
+            } else {
+                DispatchQueue.global().async { respond(answer) }
+            }
+        }
+        try withServer(responder: responder) { port, server in
+            let failures = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: 32) { clientIndex in
+                guard let client = try? TestClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+                for requestIndex in 0..<25 {
+                    let target = "/c\(clientIndex)/r\(requestIndex)"
+                    guard (try? client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")) != nil,
+                          let response = try? client.readResponse(), response.text == target
+                    else { failures.add(1, ordering: .relaxed); return }
+                }
+            }
+            #expect(failures.load(ordering: .relaxed) == 0)
+            // Every client object is gone: the server sees all 32 connections close.
+            #expect(eventually { server.openConnections == 0 })
+        }
     }
 
     @Test func shutdownLetsAnInFlightRequestFinishWithConnectionClose() throws {
