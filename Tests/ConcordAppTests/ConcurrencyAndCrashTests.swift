@@ -70,8 +70,9 @@ private func concordExecutable() -> URL? {
 
 /// `concord serve` on port 0 over `database`; answers the process and its port.
 private func launchServer(database: String, directory: URL, log: String) throws -> (Process, Int) {
+    let executable: URL = try #require(concordExecutable(), "the concord executable is not built")
     let process = Process()
-    process.executableURL = try #require(concordExecutable(), "the concord executable is not built")
+    process.executableURL = executable
     process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", "sqlite:" + database, "--admin-token", testAdminToken, "--log-level", "notice"]
     var environment = ProcessInfo.processInfo.environment
     for key in environment.keys where key.hasPrefix("CONCORD_") { environment[key] = nil }
