@@ -2,7 +2,7 @@
 // Concord: one SwiftPM package, no package dependencies (see README.md).
 // Modules are layers; dependencies point one way:
 //   ConcordJSON, ConcordObservability  <-  ConcordHTTP  <-  ConcordTransport
-//   ConcordDomain  <-  ConcordStorage (CSQLite)
+//   ConcordDomain  <-  ConcordStorage (CSQLite, CLibPQ)
 //   everything  <-  ConcordApp  <-  concord
 import PackageDescription
 
@@ -18,6 +18,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(name: "CConcordSystem"),
 
         // Pure layers.
@@ -28,7 +33,7 @@ let package = Package(
 
         // I/O layers.
         .target(name: "ConcordTransport", dependencies: ["CConcordSystem", "ConcordHTTP"]),
-        .target(name: "ConcordStorage", dependencies: ["CSQLite", "ConcordDomain"]),
+        .target(name: "ConcordStorage", dependencies: ["CSQLite", "CLibPQ", "ConcordDomain"]),
 
         // Wiring.
         .target(
