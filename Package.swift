@@ -45,16 +45,17 @@ let package = Package(
         ),
         .executableTarget(name: "concord", dependencies: ["ConcordApp"]),
 
-        // Tests mirror the modules.
+        // Tests mirror the modules. ConcordTestSupport: the engines the store/domain/app suites run on.
+        .target(name: "ConcordTestSupport", dependencies: ["ConcordStorage", "ConcordDomain"], path: "Tests/ConcordTestSupport"),
         .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON"]),
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
         .testTarget(name: "ConcordObservabilityTests", dependencies: ["ConcordObservability"]),
         .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem"]),
-        .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordStorage"]),
-        .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite"]),
+        .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordStorage", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite", "ConcordTestSupport"]),
         .testTarget(
             name: "ConcordAppTests",
-            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem"]
+            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem", "ConcordTestSupport"]
         ),
     ]
 )

@@ -1,10 +1,11 @@
 import ConcordDomain
+import ConcordTestSupport
 import Foundation
 import Testing
 
 @Suite struct LibraryTests {
-    @Test func insertUpdateUnchangedDeleteAreCountedAcrossTypes() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func insertUpdateUnchangedDeleteAreCountedAcrossTypes(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let first = try env.service.applyChanges(LibraryChangeRequest(
             assets: .init(upsert: [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2))]),
@@ -21,8 +22,8 @@ import Testing
         #expect(stored == .collectionList("l1", fingerprint: fp(20), collections: ["c1"]))
     }
 
-    @Test func storedObjectKeepsEveryField() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func storedObjectKeepsEveryField(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let asset = LibraryObject.asset("x/L0/001", fingerprint: fp(1), mediaType: .video, creationDate: "2024-05-01T12:00:00Z",
                                         modificationDate: "2024-05-02T12:00:00.5+02:00", hasAdjustments: true, isFavorite: true)
@@ -32,8 +33,8 @@ import Testing
         #expect(try env.service.object(localIdentifier: "y/L0/040", device: d) == album)
     }
 
-    @Test func identicalResendIsANoOpWithoutHistoryEntry() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func identicalResendIsANoOpWithoutHistoryEntry(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let r1 = try env.put(d, assets: [("a1", fp(1))])
         let r2 = try env.put(d, assets: [("a1", fp(1))])
@@ -43,8 +44,8 @@ import Testing
         #expect(since.changes.isEmpty)
     }
 
-    @Test func identifierTwiceInOneRequestIs400() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func identifierTwiceInOneRequestIs400(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         expectErrorNamed("badRequest") { try env.put(d, assets: [("a1", fp(1)), ("a1", fp(2))]) }
         expectErrorNamed("badRequest") {
@@ -61,8 +62,8 @@ import Testing
         expectErrorNamed("notFound") { try env.service.object(localIdentifier: "a1", device: d) }
     }
 
-    @Test func typeIsImmutable() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func typeIsImmutable(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("x", fp(1))])
         expectErrorNamed("badRequest") {
@@ -81,8 +82,8 @@ import Testing
         #expect(try env.service.object(localIdentifier: "x", device: d).type == .assetCollection)
     }
 
-    @Test func invalidValuesAre400NamingTheField() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func invalidValuesAre400NamingTheField(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         expectError(.badRequest(message: "fingerprint of a must be base64url without padding of 16 to 64 bytes.", field: "assets.upsert.fingerprint")) {
             try env.put(d, assets: [("a", "short")])
@@ -95,8 +96,8 @@ import Testing
         expectErrorNamed("badRequest") { try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["bad\u{1}id"])), device: d) }
     }
 
-    @Test func albumListingAnUnknownAssetIs422NamingIt() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func albumListingAnUnknownAssetIs422NamingIt(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         expectError(.unprocessable(message: "c1 lists asset zz, which the library lacks.",
@@ -121,8 +122,8 @@ import Testing
         }
     }
 
-    @Test func putLibraryWorksOutTheDifference() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func putLibraryWorksOutTheDifference(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1)), ("a2", fp(2)), ("a3", fp(3))])
         let t0 = try env.service.currentChangeToken(device: d)
@@ -142,8 +143,8 @@ import Testing
         #expect(try env.service.listDevices(accountID: d.accountID)[0].objectCount == 3)
     }
 
-    @Test func listObjectsPagesInByteOrder() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func listObjectsPagesInByteOrder(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         // "Z" < "a" < "é" in UTF-8 byte order.
         try env.put(d, assets: [("é", fp(1)), ("a", fp(2)), ("Z", fp(3)), ("b", fp(4))])
@@ -159,8 +160,8 @@ import Testing
         expectErrorNamed("badRequest") { try env.service.listObjects(type: .asset, after: nil, limit: 10_001, device: d) }
     }
 
-    @Test func anotherDevicesObjectsAreInvisible() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func anotherDevicesObjectsAreInvisible(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1))])

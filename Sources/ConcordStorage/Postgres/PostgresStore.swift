@@ -126,7 +126,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
 
     public func read<T>(_ body: (any StoreReadTransaction) throws -> T) throws -> T {
         try self.transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", retries: 0) { c in
-            try body(PostgresTransaction(c, locking: false))
+            try body(PostgresTransaction(c, locking: true))
         }
     }
 
@@ -247,5 +247,21 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         if usable { self.idle.append(c) } else { self.open -= 1 }
         self.condition.signal()
         self.condition.unlock()
+    }
+}
+
+/// Administrative statements outside the store (creating or dropping a database or schema for
+/// tests and tools): one connection, the statements, closed again.
+public enum PostgresAdmin {
+    /// Runs `sql` (one or more statements, no parameters) on the database `url` names.
+    public static func execute(url: String, _ sql: String) throws(PostgresStoreError) {
+        let configuration = try PostgresConfiguration(url: url)
+        do {
+            let c = try PGConnection(parameters: configuration.connectionParameters)
+            defer { c.close() }
+            try c.execute(sql)
+        } catch {
+            throw PostgresStoreError(message: "postgres \(configuration.displayName): \(error.message)")
+        }
     }
 }
