@@ -21,6 +21,8 @@ final class Connection {
     var lingerRequested = false
     /// Set once the write side is shut down: read and discard until EOF or this deadline.
     var lingerDeadline: Double? = nil
+    /// When the kernel last accepted output from us (or output became pending).
+    var lastWriteProgress: Double = 0
     /// Counts toward `HTTPServer.openConnections` (refused 503 connections do not).
     let counted: Bool
 

@@ -23,12 +23,11 @@ final class ServerShared: Sendable {
 /// One epoll instance on one thread. It owns its connections; other threads reach it only
 /// through `inbox` (locked) plus a write to its eventfd.
 ///
-/// `@unchecked Sendable`: every stored property except `inbox`, `wakeFD`, `epollFD` and
-/// `thread` is read and written only on the loop's own thread (`run()` and what it calls,
-/// including `respond` closures invoked synchronously from the responder there).
-/// `inbox` is a `Mutex`; `wakeFD` is written only under that mutex while `closed` is false,
-/// so it is never written after `run()` closes it; `thread` is set once before `run()`
-/// dispatches any request, and a respond closure can only exist after that.
+/// `@unchecked Sendable`: every stored `var` is read and written only on the loop's own
+/// thread (`run()` and what it calls, including `respond` closures invoked synchronously
+/// from the responder there; a thread-local marker tells `deliver` which case it is in).
+/// The `let`s are immutable; `inbox` is a `Mutex`; `wakeFD` is written only under that
+/// mutex while `closed` is false, so it is never written after `run()` closes it.
 final class EventLoop: @unchecked Sendable {
     private struct Inbox {
         var responses: [(fd: Int32, id: UInt64, sequence: UInt64, response: HTTPResponse)] = []
@@ -42,7 +41,6 @@ final class EventLoop: @unchecked Sendable {
     let epollFD: Int32
     private let wakeFD: Int32
     private let inbox = Mutex(Inbox())
-    var thread = pthread_t()
 
     private var connections: [Connection?] = []
     private var connectionCount = 0
@@ -83,7 +81,8 @@ final class EventLoop: @unchecked Sendable {
         self.timeouts = .init(header: configuration.headerReadTimeout, body: configuration.bodyReadTimeout, idle: configuration.idleTimeout)
         // Timers are checked on a coarse tick: a quarter of the shortest timeout, at most
         // 250 ms (timeouts land within that of their deadline), at least 5 ms.
-        let shortest = min(configuration.headerReadTimeout, configuration.bodyReadTimeout, configuration.idleTimeout, configuration.lingerTimeout)
+        let shortest = min(configuration.headerReadTimeout, configuration.bodyReadTimeout, configuration.idleTimeout, configuration.lingerTimeout,
+                           configuration.writeTimeout)
         self.tickInterval = max(0.005, min(0.25, shortest / 4))
         self.now = monotonicNow()
         self.nextTick = self.now + self.tickInterval
@@ -120,47 +119,45 @@ final class EventLoop: @unchecked Sendable {
     /// Delivers a response from any thread. On the loop's own thread it is applied at
     /// once (the responder answered inline); elsewhere it is queued and the loop woken.
     func deliver(fd: Int32, id: UInt64, sequence: UInt64, response: HTTPResponse) {
-        if pthread_equal(pthread_self(), self.thread) != 0 {
+        if concord_current_loop() == Unmanaged.passUnretained(self).toOpaque() {
             self.complete(fd: fd, id: id, sequence: sequence, response: response)
             return
         }
-        let wake = self.inbox.withLock { inbox -> Bool in
+        self.inbox.withLock { inbox in
             // After the loop exited the response has nobody to go to: dropping it is the
             // documented "respond after close is harmless".
-            guard !inbox.closed else { return false }
+            guard !inbox.closed else { return }
             inbox.responses.append((fd, id, sequence, response))
-            if inbox.wakePending { return false }
-            inbox.wakePending = true
-            return true
+            // One wakeup per batch: the loop takes every queued response when it wakes.
+            if !inbox.wakePending {
+                inbox.wakePending = true
+                EventLoop.signal(self.wakeFD)
+            }
         }
-        if wake { self.wake() }
     }
 
     /// Asks the loop to drain and exit, force-closing what is left at `deadline`.
     func requestShutdown(deadline: Double) {
-        let wake = self.inbox.withLock { inbox -> Bool in
-            guard !inbox.closed else { return false }
-            inbox.shutdownDeadline = deadline
-            return true
-        }
-        if wake { self.wake() }
-    }
-
-    private func wake() {
-        // Under the lock so the eventfd cannot be closed (and its number reused) between
-        // the `closed` check and the write.
         self.inbox.withLock { inbox in
             guard !inbox.closed else { return }
-            var one: UInt64 = 1
-            _ = Glibc.write(self.wakeFD, &one, 8)
+            inbox.shutdownDeadline = deadline
+            EventLoop.signal(self.wakeFD)
         }
+    }
+
+    /// Writes to the eventfd. Callers hold the inbox lock and have checked `closed`, so
+    /// the eventfd cannot be closed (and its number reused) before the write.
+    private static func signal(_ wakeFD: Int32) {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, 8)
     }
 
     // MARK: The loop
 
     /// Runs until shutdown completes. Called on the loop's own thread.
     func run() {
-        self.thread = pthread_self()
+        concord_set_current_loop(Unmanaged.passUnretained(self).toOpaque())
+        defer { concord_set_current_loop(nil) }
         self.refreshDate()
         let maxEvents = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
@@ -239,6 +236,10 @@ final class EventLoop: @unchecked Sendable {
         for case let connection? in self.connections {
             if let linger = connection.lingerDeadline {
                 if self.now >= linger { self.close(connection) }
+            } else if connection.pendingOutputBytes > 0,
+                      self.now - connection.lastWriteProgress >= self.shared.configuration.writeTimeout {
+                // The client stopped reading: give up on it.
+                self.close(connection)
             } else if let deadline = connection.machine.deadline, self.now >= deadline {
                 connection.machine.tick(now: self.now, into: &connection.actions)
                 self.process(connection)
@@ -455,6 +456,7 @@ final class EventLoop: @unchecked Sendable {
     /// Writes pending output, then closes, lingers or updates epoll interest.
     private func flush(_ connection: Connection) {
         let fd = connection.fd
+        if connection.outputOffset == 0 { connection.lastWriteProgress = self.now }
         while connection.outputOffset < connection.output.count {
             let result: IOResult<Int>
             do {
@@ -473,6 +475,7 @@ final class EventLoop: @unchecked Sendable {
             }
             guard case .processed(let written) = result else { break }
             connection.outputOffset += written
+            connection.lastWriteProgress = self.now
         }
         if connection.outputOffset == connection.output.count {
             connection.output.removeAll(keepingCapacity: connection.output.capacity <= EventLoop.keptOutputCapacity)

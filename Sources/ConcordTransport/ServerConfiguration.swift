@@ -24,6 +24,9 @@ public struct ServerConfiguration: Sendable {
     /// Pending output per connection above which the transport stops reading from it
     /// (and stops dispatching its pipelined requests) until the client has drained it.
     public var maxPendingOutputBytes: Int = 1 << 20
+    /// Seconds a connection may have output pending without the client taking any of it;
+    /// then it is closed (a client that never reads cannot pin memory and a slot forever).
+    public var writeTimeout: Double = 60
     /// Seconds a closing connection keeps reading and discarding after an error answer,
     /// so the client reads the answer instead of a reset.
     public var lingerTimeout: Double = 1.5

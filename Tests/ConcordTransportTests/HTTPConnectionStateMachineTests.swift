@@ -113,6 +113,9 @@ import Testing
         var complete = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
         #expect(Self.feed(&complete, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok", now: 0) == ["dispatch 1 POST / 2"])
 
+        var http10 = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        #expect(Self.feed(&http10, "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0).isEmpty)
+
         var tooLarge = Machine(limits: HTTPLimits(maxBodyBytes: 1), timeouts: Self.timeouts, now: 0)
         #expect(Self.feed(&tooLarge, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0)
             == ["error 413 payloadTooLarge", "write 413 close", "linger"])

@@ -97,6 +97,29 @@ import Testing
         }
     }
 
+    @Test func requestPipelinedAfterConnectionCloseDoesNotTurnTheAnswerIntoAReset() throws {
+        try withServer { port, _ in
+            let client = try TestClient(port: port)
+            try client.send("GET /1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try #require(try client.readResponse())
+            #expect(response.text == "GET /1")
+            #expect(client.closedByPeer())
+        }
+    }
+
+    @Test func errorAnswerReachesAClientStillSendingABody() throws {
+        // 413 is decided from the head; the client keeps sending 4 MiB. Lingering (read and
+        // discard after half-closing) lets it finish and read the answer instead of a reset.
+        try withServer({ $0.limits.maxBodyBytes = 1000 }) { port, _ in
+            let client = try TestClient(port: port)
+            let body = [UInt8](repeating: UInt8(ascii: "x"), count: 4 << 20)
+            try client.send(Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+            let response = try #require(try client.readResponse())
+            #expect(response.status == 413)
+            #expect(client.closedByPeer())
+        }
+    }
+
     @Test func http10ClosesByDefaultAndKeepsAliveWhenAsked() throws {
         try withServer { port, _ in
             let plain = try TestClient(port: port)
@@ -289,6 +312,70 @@ import Testing
                 #expect(response.body.count == 256 * 1024 + 3)
                 #expect(Array(response.body.prefix(3)) == Array("/\(String(format: "%02d", index))".utf8))
             }
+        }
+    }
+
+    @Test func clientThatStopsReadingIsCutOffAfterTheWriteTimeout() throws {
+        // 8 MiB answer to a client that never reads: the kernel buffers fill, output stays
+        // pending, and the write timeout closes the connection.
+        let big = [UInt8](repeating: 7, count: 8 << 20)
+        let responder = ClosureResponder { _, respond in respond(HTTPResponse(status: 200, body: big)) }
+        try withServer({ $0.writeTimeout = 0.3; $0.idleTimeout = 0.2 }, responder: responder) { port, server in
+            let client = try TestClient(port: port)
+            var size: Int32 = 4096
+            setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(eventually { server.openConnections == 1 })
+            let start = Date()
+            #expect(eventually(timeout: 3) { server.openConnections == 0 })
+            #expect(Date().timeIntervalSince(start) < 2)
+        }
+    }
+
+    @Test func shutdownFromAResponderOnTheLoopThreadDoesNotDeadlock() throws {
+        let box = Mutex<HTTPServer?>(nil)
+        let responder = ClosureResponder { _, respond in
+            respond(HTTPResponse(status: 200, body: Array("bye".utf8)))
+            box.withLock { $0 }?.shutdown(gracePeriod: 1)
+        }
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.eventLoopCount = 1
+        let server = HTTPServer(configuration: configuration, responder: responder)
+        box.withLock { $0 = server }
+        let port = try server.start()
+        let client = try TestClient(port: port)
+        try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try #require(try client.readResponse())
+        #expect(response.text == "bye")
+        // Answered before the shutdown began, so kept alive; then closed as idle.
+        #expect(client.closedByPeer())
+        #expect(eventually { (try? TestClient(port: port)) == nil })
+    }
+
+    @Test func concurrentClientsEachGetTheirOwnAnswers() throws {
+        // Half the answers come inline on the loop, half from worker threads.
+        let responder = ClosureResponder { request, respond in
+            let answer = HTTPResponse(status: 200, body: Array(request.target.utf8))
+            if request.target.hasSuffix("0") || request.target.hasSuffix("2") || request.target.hasSuffix("4") {
+                respond(answer)
+            } else {
+                DispatchQueue.global().async { respond(answer) }
+            }
+        }
+        try withServer(responder: responder) { port, server in
+            let failures = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: 32) { clientIndex in
+                guard let client = try? TestClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+                for requestIndex in 0..<25 {
+                    let target = "/c\(clientIndex)/r\(requestIndex)"
+                    guard (try? client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")) != nil,
+                          let response = try? client.readResponse(), response.text == target
+                    else { failures.add(1, ordering: .relaxed); return }
+                }
+            }
+            #expect(failures.load(ordering: .relaxed) == 0)
+            // Every client object is gone: the server sees all 32 connections close.
+            #expect(eventually { server.openConnections == 0 })
         }
     }
 

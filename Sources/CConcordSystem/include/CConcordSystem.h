@@ -48,3 +48,6 @@ static inline uint64_t concord_epoll_event_data(const struct epoll_event *ev) { 
 int concord_accept4(int fd);
 /// Names the calling thread (≤ 15 bytes shown), for `top -H` and debuggers.
 void concord_set_thread_name(const char *name);
+/// A per-thread marker for "the event loop on this thread" (thread-local in shim.c).
+void concord_set_current_loop(void *loop);
+void *concord_current_loop(void);
