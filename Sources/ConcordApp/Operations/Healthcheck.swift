@@ -87,7 +87,7 @@ enum Healthcheck {
         }
     }
 
-    struct Failure: Error { var message: String }
+    struct Failure: Error, Equatable { var message: String }
 
     /// The status code `GET target` answers, or why there is none.
     static func status(of target: Target) -> Result<Int, Failure> {
