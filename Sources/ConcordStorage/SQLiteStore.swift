@@ -20,13 +20,16 @@ public struct SQLiteStoreError: Error, CustomStringConvertible, Sendable {
 public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     // @unchecked Sendable: `writer` is only touched while holding `writerLock`; `idleReaders` and
     // `openReaders` only while holding `readersCondition`; each reader is used by one thread between
-    // check-out and check-in. Connections are never shared concurrently.
+    // check-out and check-in. Connections are never shared concurrently. `closed` is written while
+    // holding both locks and read while holding either.
     let writer: Connection
     private let writerLock = NSLock()
     private let readersCondition = NSCondition()
     private var idleReaders: [Connection] = []
     private var openReaders = 0
     private let maxReaders: Int
+    /// Set by `close()`, read under `writerLock` (writes) or `readersCondition` (reads).
+    private var closed = false
     public let path: String
 
     /// Opens (creating) the database at `path`, migrates it, and refuses a newer schema.
@@ -61,6 +64,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     public func write<T>(_ body: (any StoreWriteTransaction) throws -> T) throws -> T {
         self.writerLock.lock()
         defer { self.writerLock.unlock() }
+        guard !self.closed else { throw DomainError.unavailable(message: "The database is closed.") }
         return try Self.mapErrors {
             try self.writer.transaction(immediate: true) { try body(SQLiteTransaction(self.writer)) }
         }
@@ -68,7 +72,9 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
 
     /// Answers whether the database answers (for `/ready`).
     public func ping() -> Bool {
-        (try? self.read { tx in try tx.setting("ping") }) != nil
+        // The setting need not exist: what counts is that the query ran (`try?` would flatten
+        // an absent setting's nil into "not ready").
+        (try? self.read { tx in _ = try tx.setting("ping"); return true }) ?? false
     }
 
     /// Busy or locked after the busy timeout (another process holds the write lock): 503, retry.
@@ -80,9 +86,28 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
         }
     }
 
+    /// Closes every connection once the writer and all checked-out readers are back; later reads and
+    /// writes throw `unavailable` and `ping()` answers false. Called once at shutdown; later calls do nothing.
+    public func close() {
+        self.writerLock.lock()
+        defer { self.writerLock.unlock() }
+        self.readersCondition.lock()
+        self.closed = true
+        while self.idleReaders.count < self.openReaders { self.readersCondition.wait() }
+        for c in self.idleReaders { c.close() }
+        self.idleReaders.removeAll()
+        self.openReaders = 0
+        self.readersCondition.unlock()
+        self.writer.close()
+    }
+
     private func checkOutReader() throws -> Connection {
         self.readersCondition.lock()
         while true {
+            guard !self.closed else {
+                self.readersCondition.unlock()
+                throw DomainError.unavailable(message: "The database is closed.")
+            }
             if let c = self.idleReaders.popLast() {
                 self.readersCondition.unlock()
                 return c

@@ -57,7 +57,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
     let logger = Logger(level: configuration.logLevel, sink: sink)
     let metrics = MetricsRegistry()
     do throws(StartupError) {
-        let storage = try StorageHook.open(configuration.database)
+        let storage = try StorageHook.open(
+            configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch)
         let adminToken: String
         do throws(StartupError) {
             adminToken = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)

@@ -1,3 +1,4 @@
+import ConcordDomain
 import ConcordObservability
 
 /// What route handlers share: configuration, logging, metrics, the admin token and
@@ -9,8 +10,13 @@ public final class AppContext: Sendable {
     public let metrics: MetricsRegistry
     /// The effective admin token (configured, or generated and kept in the data directory).
     public let adminToken: String
-    /// The storage hook: readiness and shutdown (see `StorageHook`).
+    /// The storage hook: the service, readiness and shutdown (see `StorageHook`).
     public let storage: StorageHook
+    /// Mapping outcomes and storage latency (see `AppMetrics`).
+    let appMetrics: AppMetrics
+
+    /// The one domain service every route calls (on the worker pool, never on a loop).
+    public var service: ConcordService { self.storage.service }
 
     public init(configuration: Configuration, logger: Logger, metrics: MetricsRegistry, adminToken: String, storage: StorageHook) {
         self.configuration = configuration
@@ -18,6 +24,7 @@ public final class AppContext: Sendable {
         self.metrics = metrics
         self.adminToken = adminToken
         self.storage = storage
+        self.appMetrics = AppMetrics(registry: metrics)
     }
 
     /// Whether `token` is the admin token, compared in constant time.

@@ -3,38 +3,66 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CSQLite
+import ConcordDomain
+import ConcordStorage
 import Foundation
-import Synchronization
 
-/// The app's handle on storage: how `/ready` asks whether storage answers, and how
-/// shutdown closes it. `StorageHook.open` is the one place that builds it.
-///
-/// Interim: until ConcordStorage's engine is wired in here, the hook keeps one SQLite
-/// connection to the configured file and answers readiness with a real query. When the
-/// engine lands, `open` opens the engine instead, `isReady` becomes its health check and
-/// `close` its clean shutdown; route code does not change.
+/// The app's handle on storage: the one `ConcordService` every route calls, how `/ready`
+/// asks whether storage answers, and how shutdown closes it. `StorageHook.open` is the one
+/// place that builds it.
 public struct StorageHook: Sendable {
+    /// The domain service over the opened store (accounts, libraries, mapping, history).
+    public let service: ConcordService
     /// True when storage answers a trivial query right now. May block briefly.
     public var isReady: @Sendable () -> Bool
     /// Closes storage; called once at shutdown after the last request finished.
     public var close: @Sendable () -> Void
 
-    public init(isReady: @escaping @Sendable () -> Bool, close: @escaping @Sendable () -> Void) {
+    public init(service: ConcordService, isReady: @escaping @Sendable () -> Bool, close: @escaping @Sendable () -> Void) {
+        self.service = service
         self.isReady = isReady
         self.close = close
     }
 
-    /// Opens the configured database; throws a one-line reason when it cannot.
-    static func open(_ database: Configuration.Database) throws(StartupError) -> StorageHook {
+    /// Opens the configured database (creating its directory), migrates it, and builds the
+    /// service with the configured history retention and `maxBatch`. Throws a one-line
+    /// reason when it cannot (unreadable file, newer schema, postgres not built).
+    static func open(
+        _ database: Configuration.Database, history: Configuration.History = Configuration.History(),
+        maxBatch: Int = Configuration.Limits().maxBatch
+    ) throws(StartupError) -> StorageHook {
         switch database {
         case .postgres:
             throw StartupError("postgres support is not built yet; use sqlite:PATH")
         case .sqlite(let path):
             try DataDirectory.create(forDatabaseAt: path)
-            let connection = try ReadinessConnection(path: path)
-            return StorageHook(isReady: { connection.ping() }, close: { connection.close() })
+            let store: SQLiteStore
+            do {
+                store = try SQLiteStore(path: path)
+            } catch {
+                // SQLiteStoreError already names the file: keep only its reason.
+                var reason = String(describing: error)
+                let prefix = "cannot open database \(path): "
+                if reason.hasPrefix(prefix) { reason.removeFirst(prefix.count) }
+                throw StartupError("cannot use database \(path): \(Self.oneLine(reason))")
+            }
+            var domain = DomainConfiguration()
+            domain.maxBatch = maxBatch
+            domain.historyMaxChanges = history.maxChanges
+            domain.historyMaxAge = Double(history.maxAgeDays) * 24 * 3600
+            let service: ConcordService
+            do {
+                service = try ConcordService(store: store, configuration: domain)
+            } catch {
+                store.close()
+                throw StartupError("cannot use database \(path): \(Self.oneLine(error.message))")
+            }
+            return StorageHook(service: service, isReady: { store.ping() }, close: { store.close() })
         }
+    }
+
+    private static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).joined(separator: " ")
     }
 }
 
@@ -67,43 +95,5 @@ enum DataDirectory {
             return String(cString: strerror(Int32(posix.code)))
         }
         return (error as NSError).localizedDescription
-    }
-}
-
-/// One SQLite connection used only to answer readiness.
-final class ReadinessConnection: Sendable {
-    /// The raw handle, only used under the mutex; nil once closed.
-    private let handle: Mutex<OpaquePointer?>
-
-    init(path: String) throws(StartupError) {
-        var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
-        if rc != SQLITE_OK {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
-            sqlite3_close_v2(db)
-            throw StartupError("cannot open database \(path): \(message)")
-        }
-        sqlite3_busy_timeout(db, 1000)
-        // A file that is not SQLite opens fine and fails on first use: check now.
-        if sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nil, nil, nil) != SQLITE_OK {
-            let message = String(cString: sqlite3_errmsg(db))
-            sqlite3_close_v2(db)
-            throw StartupError("cannot use database \(path): \(message)")
-        }
-        self.handle = Mutex(db)
-    }
-
-    func ping() -> Bool {
-        self.handle.withLock { db in
-            guard let db else { return false }
-            return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nil, nil, nil) == SQLITE_OK
-        }
-    }
-
-    func close() {
-        self.handle.withLock { db in
-            sqlite3_close_v2(db)
-            db = nil
-        }
     }
 }

@@ -31,6 +31,8 @@ final class Connection {
     let handle: OpaquePointer
     let path: String
     private var cache: [String: Statement] = [:]
+    /// True once `close()` ran; the handle must not be used after that.
+    private(set) var isClosed = false
 
     /// Opens `path` (creating it). The handle is closed even when opening fails, as SQLite requires.
     init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
@@ -50,7 +52,12 @@ final class Connection {
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
     }
 
-    deinit {
+    deinit { self.close() }
+
+    /// Finalizes the cached statements and closes the handle; later calls do nothing.
+    func close() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
         self.cache.removeAll()   // finalizes the statements before the close
         sqlite3_close_v2(self.handle)
     }
