@@ -20,6 +20,9 @@ public enum SQLiteBackupError: Error, Sendable, Equatable, CustomStringConvertib
     }
 }
 
+/// `close(2)`, named apart: inside the extension `close` means `SQLiteStore.close()`.
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }
+
 extension SQLiteStore {
     /// Writes a consistent copy of the database at `source` to a new file `destination`,
     /// safe while a server writes to it.
@@ -89,7 +92,7 @@ extension SQLiteStore {
     private static func syncToDisk(path: String, what: String) throws(SQLiteBackupError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .failed(message: "cannot open \(what) \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        defer { closeDescriptor(fd) }
         var rc: Int32
         repeat { rc = fsync(fd) } while rc != 0 && errno == EINTR
         guard rc == 0 else { throw .failed(message: "cannot sync \(what) \(path): \(String(cString: strerror(errno)))") }
