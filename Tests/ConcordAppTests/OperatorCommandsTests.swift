@@ -77,6 +77,8 @@ private func serverConfiguration(_ directory: URL) -> Configuration {
 
 @Test func healthcheckUsageErrorsExitTwo() {
     #expect(Healthcheck.run(["--bogus"], environment: [:]) == 2)
+    #expect(Healthcheck.run(["--url"], environment: [:]) == 2)
+    #expect(Healthcheck.run(["http://127.0.0.1/health"], environment: [:]) == 2)
     #expect(Healthcheck.run(["--url", "ftp://x/health"], environment: [:]) == 2)
     #expect(Healthcheck.run([], environment: ["CONCORD_PORT": "abc"]) == 2)
 }

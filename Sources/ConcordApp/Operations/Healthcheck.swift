@@ -55,20 +55,12 @@ enum Healthcheck {
 
     /// Runs the subcommand on the arguments after `healthcheck`; returns the exit status.
     static func run(_ arguments: [String], environment: [String: String]) -> Int32 {
-        var url: String?
-        var i = 0
-        while i < arguments.count {
-            let argument = arguments[i]
-            if argument == "--url", i + 1 < arguments.count {
-                url = arguments[i + 1]
-                i += 2
-            } else if argument.hasPrefix("--url=") {
-                url = String(argument.dropFirst("--url=".count))
-                i += 1
-            } else {
-                printError("concord: unexpected argument \(argument) for healthcheck (usage: concord healthcheck [--url http://HOST:PORT/PATH])")
-                return 2
-            }
+        let url: String?
+        do {
+            url = try OperatorCommands.flags(arguments, known: ["--url"]).last?.value
+        } catch {
+            printError("concord: \(error.message) (usage: concord healthcheck [--url http://HOST:PORT/PATH])")
+            return 2
         }
         let text = url ?? "http://127.0.0.1:\(environment["CONCORD_PORT"].flatMap { $0.isEmpty ? nil : $0 } ?? "8080")/health"
         guard let target = Target(url: text) else {
