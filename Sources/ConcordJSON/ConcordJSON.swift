@@ -1,1 +1,0 @@
-// ConcordJSON module
