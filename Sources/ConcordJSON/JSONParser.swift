@@ -4,7 +4,8 @@ extension JSONValue {
     /// Rejects invalid UTF-8, lone surrogate escapes, non-RFC numbers, whitespace other than
     /// space/tab/CR/LF, trailing bytes, numbers that overflow a `Double`, and nesting deeper
     /// than `maxDepth` arrays/objects. Runs in linear time without recursion, so no input can
-    /// exhaust the stack.
+    /// exhaust the stack. Keep `maxDepth` modest all the same: releasing, comparing and writing
+    /// a `JSONValue` recurse once per nesting level.
     @inlinable
     public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
         let result = bytes.withContiguousStorageIfAvailable { buffer in

@@ -80,3 +80,41 @@ import Testing
         }
     }
 }
+
+/// Crash resistance beyond the suite: every prefix and many single-byte mutations of each small
+/// suite document must parse or throw, never trap.
+@Suite struct JSONMutationTests {
+    @Test func truncatedAndMutatedSuiteDocumentsNeverCrash() throws {
+        let directory = try #require(JSONTestSuiteTests.testParsingDirectory())
+        var generator = SplitMix64(seed: 7)
+        let interesting: [UInt8] = [0x00, 0x22, 0x5C, 0x5B, 0x5D, 0x7B, 0x7D, 0x2C, 0x3A, 0x2D, 0x30, 0x65, 0x75, 0x80, 0xBF, 0xC0, 0xED, 0xF0, 0xF4, 0xFF]
+        var attempts = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".json") {
+            let bytes = try [UInt8](Data(contentsOf: directory.appendingPathComponent(name)))
+            guard bytes.count <= 2048 else { continue }
+            for end in 0..<bytes.count {
+                _ = try? JSONValue.parse(bytes[..<end])
+                attempts += 1
+            }
+            for _ in 0..<min(64, bytes.count * 4) {
+                var mutated = bytes
+                let position = Int(generator.next() % UInt64(mutated.count))
+                mutated[position] = interesting[Int(generator.next() % UInt64(interesting.count))]
+                _ = try? JSONValue.parse(mutated)
+                attempts += 1
+            }
+        }
+        #expect(attempts > 1000)
+    }
+
+    @Test func slicesAndDataParseWithOffsetsRelativeToTheirStart() throws {
+        let bytes = Array("xx[1,2]yy".utf8)
+        #expect(try JSONValue.parse(bytes[2..<7]) == .array([.number(1), .number(2)]))
+        #expect(try JSONValue.parse(Data(bytes[2..<7])) == .array([.number(1), .number(2)]))
+        #expect {
+            try JSONValue.parse(bytes[2..<8])
+        } throws: { error in
+            (error as? JSONParseError)?.offset == 5
+        }
+    }
+}

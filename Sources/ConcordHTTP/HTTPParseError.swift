@@ -1,0 +1,77 @@
+/// A request the parser refuses. Every parse failure closes the connection after the answer:
+/// once framing is in doubt, no later byte on that connection can be trusted.
+public struct HTTPParseError: Error, Sendable, Equatable {
+    /// 400, 413, 414, 431, 501 or 505.
+    public var status: Int
+    /// The contract name (API.md §1): badRequest, payloadTooLarge, uriTooLong, headersTooLarge,
+    /// notImplemented, httpVersionNotSupported.
+    public var name: String
+    /// A human-readable reason, safe to send (never echoes request bytes).
+    public var message: String
+
+    /// Creates an error; `response` is derived from these three values.
+    public init(status: Int, name: String, message: String) {
+        self.status = status
+        self.name = name
+        self.message = message
+    }
+
+    /// The answer to send before closing: `{"error":{"name":..,"message":..}}` as
+    /// `application/json` (API.md §1's error shape).
+    public var response: HTTPResponse {
+        // Written by hand so this layer does not depend on the JSON writer's API.
+        var body: [UInt8] = []
+        body.reserveCapacity(40 + self.name.utf8.count + self.message.utf8.count)
+        body.append(contentsOf: #"{"error":{"name":"#.utf8)
+        HTTPParseError.appendJSONString(self.name, to: &body)
+        body.append(contentsOf: #","message":"#.utf8)
+        HTTPParseError.appendJSONString(self.message, to: &body)
+        body.append(contentsOf: "}}".utf8)
+        return HTTPResponse(
+            status: self.status,
+            headers: HTTPHeaders([(name: "Content-Type", value: "application/json")]),
+            body: body
+        )
+    }
+
+    /// Appends `s` as a JSON string literal (RFC 8259 §7): quotes, backslash and control
+    /// characters escaped, everything else as UTF-8.
+    static func appendJSONString(_ s: String, to out: inout [UInt8]) {
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0x00..<0x20:
+                out.append(contentsOf: Array(#"\u00"#.utf8))
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0x0F)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    static func badRequest(_ message: String) -> HTTPParseError {
+        HTTPParseError(status: 400, name: "badRequest", message: message)
+    }
+    static func payloadTooLarge(_ message: String) -> HTTPParseError {
+        HTTPParseError(status: 413, name: "payloadTooLarge", message: message)
+    }
+    static func uriTooLong(_ message: String) -> HTTPParseError {
+        HTTPParseError(status: 414, name: "uriTooLong", message: message)
+    }
+    static func headersTooLarge(_ message: String) -> HTTPParseError {
+        HTTPParseError(status: 431, name: "headersTooLarge", message: message)
+    }
+    static func notImplemented(_ message: String) -> HTTPParseError {
+        HTTPParseError(status: 501, name: "notImplemented", message: message)
+    }
+    static func versionNotSupported(_ message: String) -> HTTPParseError {
+        HTTPParseError(status: 505, name: "httpVersionNotSupported", message: message)
+    }
+}
