@@ -14,3 +14,40 @@
 static inline int concord_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
 static inline int concord_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }
 static inline int concord_errno(void) { return errno; }
+
+// Constants that Swift imports as enum structs or not at all; plain integers keep
+// the transport's call sites simple.
+#ifndef EPOLLEXCLUSIVE
+#define EPOLLEXCLUSIVE (1u << 28)
+#endif
+static const uint32_t concord_EPOLLIN = EPOLLIN;
+static const uint32_t concord_EPOLLOUT = EPOLLOUT;
+static const uint32_t concord_EPOLLERR = EPOLLERR;
+static const uint32_t concord_EPOLLHUP = EPOLLHUP;
+static const uint32_t concord_EPOLLRDHUP = EPOLLRDHUP;
+static const uint32_t concord_EPOLLEXCLUSIVE = EPOLLEXCLUSIVE;
+static const int concord_SOCK_STREAM = SOCK_STREAM;
+static const int concord_SOCK_NONBLOCK = SOCK_NONBLOCK;
+static const int concord_SOCK_CLOEXEC = SOCK_CLOEXEC;
+static const int concord_EFD_NONBLOCK = EFD_NONBLOCK;
+static const int concord_EFD_CLOEXEC = EFD_CLOEXEC;
+static const int concord_EPOLL_CLOEXEC = EPOLL_CLOEXEC;
+
+/// epoll_event is packed on x86_64; these accessors avoid depending on how Swift
+/// imports the packed layout and the epoll_data union.
+static inline int concord_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = data;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+static inline uint32_t concord_epoll_event_events(const struct epoll_event *ev) { return ev->events; }
+static inline uint64_t concord_epoll_event_data(const struct epoll_event *ev) { return ev->data.u64; }
+
+/// accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); accept4 needs _GNU_SOURCE, set in shim.c.
+int concord_accept4(int fd);
+/// Names the calling thread (≤ 15 bytes shown), for `top -H` and debuggers.
+void concord_set_thread_name(const char *name);
+/// A per-thread marker for "the event loop on this thread" (thread-local in shim.c).
+void concord_set_current_loop(void *loop);
+void *concord_current_loop(void);

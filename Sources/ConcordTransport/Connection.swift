@@ -1,0 +1,38 @@
+import ConcordHTTP
+
+/// One accepted socket and everything the loop keeps for it. Owned by exactly one event
+/// loop and touched only on that loop's thread; the loop closes `fd` exactly once.
+final class Connection {
+    let fd: Int32
+    /// Distinguishes this connection from a later one that reuses the same fd number,
+    /// so a late `respond` cannot reach the wrong client.
+    let id: UInt64
+    var machine: HTTPConnectionStateMachine
+    /// Actions the machine produced, processed in order (a queue, see `EventLoop.process`).
+    var actions: [HTTPConnectionStateMachine.Action] = []
+    var processing = false
+    /// Serialised output not yet accepted by the kernel, from `outputOffset` on.
+    var output: [UInt8] = []
+    var outputOffset = 0
+    /// The epoll events currently registered.
+    var interest: UInt32
+    /// Close once `output` is written (with or without lingering).
+    var closeRequested = false
+    var lingerRequested = false
+    /// Set once the write side is shut down: read and discard until EOF or this deadline.
+    var lingerDeadline: Double? = nil
+    /// When the kernel last accepted output from us (or output became pending).
+    var lastWriteProgress: Double = 0
+    /// Counts toward `HTTPServer.openConnections` (refused 503 connections do not).
+    let counted: Bool
+
+    init(fd: Int32, id: UInt64, machine: HTTPConnectionStateMachine, interest: UInt32, counted: Bool) {
+        self.fd = fd
+        self.id = id
+        self.machine = machine
+        self.interest = interest
+        self.counted = counted
+    }
+
+    var pendingOutputBytes: Int { self.output.count - self.outputOffset }
+}

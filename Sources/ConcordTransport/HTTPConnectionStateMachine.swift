@@ -1,0 +1,241 @@
+import ConcordHTTP
+
+/// The protocol logic of one connection, with no I/O: events in (bytes, EOF, a response,
+/// a clock tick, shutdown), actions out (write, dispatch, close). Time is passed in, so
+/// tests drive it with an injected clock and no sockets (after Hummingbird's
+/// `HTTPConnectionStateHandler`).
+///
+/// One request is dispatched at a time: later pipelined requests stay buffered in the
+/// parser until the current response is queued, so responses leave in request order
+/// however the responder schedules its work.
+struct HTTPConnectionStateMachine {
+    /// Seconds for each timer (see `ServerConfiguration`).
+    struct Timeouts: Sendable, Equatable {
+        var header: Double
+        var body: Double
+        var idle: Double
+    }
+
+    /// What the connection must do, in order.
+    enum Action {
+        /// Write `HTTP/1.1 100 Continue` now.
+        case sendContinue
+        /// Hand the request to the responder; its answer comes back with this sequence number.
+        case dispatch(HTTPRequest, sequence: UInt64)
+        /// Serialise and queue a response.
+        case writeResponse(HTTPResponse, keepAlive: Bool, isHead: Bool, version: HTTPVersion)
+        /// Close once the queued output is written. `linger`: half-close and read until
+        /// EOF (bounded) first, so a client still sending reads our answer, not a reset.
+        case closeWhenFlushed(linger: Bool)
+        /// The transport refused a request itself (for `TransportEvent.protocolError`).
+        case protocolError(status: Int, name: String)
+    }
+
+    /// Where the connection is in its request/response cycle.
+    enum State: Equatable {
+        /// Waiting for a request head. `idle`: no byte of it yet after a kept-alive
+        /// response (the idle timer runs); otherwise the header timer runs.
+        case awaitingHead(deadline: Double, idle: Bool)
+        /// The head is complete; the body is arriving. The deadline moves with each read.
+        case readingBody(deadline: Double, expectsContinue: Bool)
+        /// A request is with the responder.
+        case awaitingResponse(sequence: UInt64, isHead: Bool, keepAlive: Bool, version: HTTPVersion)
+        /// The last answer is queued; nothing more is read or dispatched.
+        case closing
+    }
+
+    private(set) var state: State
+    private var parser: HTTPRequestParser
+    private let timeouts: Timeouts
+    private var sequence: UInt64 = 0
+    /// Shutting down: finish the current request with `Connection: close`.
+    private(set) var draining = false
+    /// The client half-closed; serve what is buffered, then close.
+    private var peerClosed = false
+    /// Bytes read while a request is with the responder (pipelined input), to bound it.
+    private var bufferedWhileBusy = 0
+    /// Pipelined input beyond this while a request is in flight pauses reading.
+    private let maxBufferedWhileBusy: Int
+    /// Buffered input waits to be parsed (set when a response completes a request).
+    private(set) var hasPendingInput = false
+
+    init(limits: HTTPLimits, timeouts: Timeouts, now: Double, maxBufferedWhileBusy: Int = 256 * 1024) {
+        self.parser = HTTPRequestParser(limits: limits)
+        self.timeouts = timeouts
+        self.maxBufferedWhileBusy = maxBufferedWhileBusy
+        // The header timer runs from accept: a silent connection is answered 408 too.
+        self.state = .awaitingHead(deadline: now + timeouts.header, idle: false)
+    }
+
+    /// The next moment `tick` may act, if any.
+    var deadline: Double? {
+        switch self.state {
+        case .awaitingHead(let deadline, _), .readingBody(let deadline, _): return deadline
+        case .awaitingResponse, .closing: return nil
+        }
+    }
+
+    /// Whether the connection should read from its socket now.
+    var wantsInput: Bool {
+        switch self.state {
+        case .closing: return false
+        case .awaitingResponse: return !self.peerClosed && self.bufferedWhileBusy < self.maxBufferedWhileBusy
+        case .awaitingHead, .readingBody: return !self.peerClosed
+        }
+    }
+
+    /// Whether a request is with the responder (shutdown waits for these).
+    var isBusy: Bool {
+        if case .awaitingResponse = self.state { return true }
+        return false
+    }
+
+    /// Bytes arrived from the client.
+    mutating func received(_ bytes: UnsafeRawBufferPointer, now: Double, into actions: inout [Action]) {
+        switch self.state {
+        case .closing:
+            return
+        case .awaitingHead(_, idle: true):
+            // First byte of a new request: the header timer starts now and is not
+            // extended by later bytes (slowloris).
+            self.state = .awaitingHead(deadline: now + self.timeouts.header, idle: false)
+        case .awaitingHead(_, idle: false):
+            break
+        case .readingBody(_, let expectsContinue):
+            // Progress on the body moves its deadline.
+            self.state = .readingBody(deadline: now + self.timeouts.body, expectsContinue: expectsContinue)
+        case .awaitingResponse:
+            self.parser.append(bytes)
+            self.bufferedWhileBusy += bytes.count
+            return
+        }
+        self.parser.append(bytes)
+        self.advance(now: now, into: &actions)
+    }
+
+    /// The client closed its sending side (read returned 0).
+    mutating func receivedEOF(now: Double, into actions: inout [Action]) {
+        self.peerClosed = true
+        switch self.state {
+        case .closing, .awaitingResponse:
+            // The in-flight answer is still written; `respond` closes afterwards.
+            return
+        case .awaitingHead, .readingBody:
+            // Whatever is buffered is an incomplete request that can never finish.
+            self.state = .closing
+            actions.append(.closeWhenFlushed(linger: false))
+        }
+    }
+
+    /// Parses buffered input until a request is dispatched, more bytes are needed, or an
+    /// error is answered. The connection calls it after `respond` when `hasPendingInput`
+    /// and its output is not backlogged.
+    mutating func advance(now: Double, into actions: inout [Action]) {
+        self.hasPendingInput = false
+        while true {
+            switch self.state {
+            case .awaitingHead, .readingBody: break
+            case .awaitingResponse, .closing: return
+            }
+            let event: HTTPParserEvent?
+            do {
+                event = try self.parser.next()
+            } catch {
+                self.fail(status: error.status, name: error.name, response: error.response, into: &actions)
+                return
+            }
+            guard let event else {
+                if self.peerClosed {
+                    self.state = .closing
+                    actions.append(.closeWhenFlushed(linger: false))
+                    return
+                }
+                // RFC 9110 §10.1.1: answer 100 once the head is in and the body is not;
+                // never to HTTP/1.0, which does not know interim responses.
+                if case .readingBody(let deadline, true) = self.state {
+                    self.state = .readingBody(deadline: deadline, expectsContinue: false)
+                    actions.append(.sendContinue)
+                }
+                return
+            }
+            switch event {
+            case .head(let head):
+                let expects = head.expectsContinue && head.version == .http1_1
+                self.state = .readingBody(deadline: now + self.timeouts.body, expectsContinue: expects)
+            case .request(let request, let keepAlive):
+                self.sequence &+= 1
+                self.bufferedWhileBusy = 0
+                self.state = .awaitingResponse(
+                    sequence: self.sequence, isHead: request.method == "HEAD", keepAlive: keepAlive, version: request.version)
+                actions.append(.dispatch(request, sequence: self.sequence))
+                return
+            }
+        }
+    }
+
+    /// The responder answered request `sequence`. A second answer, or one for a request
+    /// that is no longer current, is ignored.
+    mutating func respond(_ response: HTTPResponse, sequence: UInt64, now: Double, into actions: inout [Action]) {
+        guard case .awaitingResponse(let current, let isHead, let keepAlive, let version) = self.state, current == sequence else { return }
+        let keep = keepAlive && !self.draining
+        actions.append(.writeResponse(response, keepAlive: keep, isHead: isHead, version: version))
+        if !keep {
+            self.state = .closing
+            actions.append(.closeWhenFlushed(linger: !self.peerClosed))
+            return
+        }
+        if self.parser.hasBufferedInput {
+            // Pipelined bytes: their header timer starts now.
+            self.state = .awaitingHead(deadline: now + self.timeouts.header, idle: false)
+            self.hasPendingInput = true
+        } else if self.peerClosed {
+            self.state = .closing
+            actions.append(.closeWhenFlushed(linger: false))
+        } else {
+            self.state = .awaitingHead(deadline: now + self.timeouts.idle, idle: true)
+        }
+    }
+
+    /// Checks the running timer against `now`.
+    mutating func tick(now: Double, into actions: inout [Action]) {
+        switch self.state {
+        case .awaitingHead(let deadline, let idle) where now >= deadline:
+            if idle {
+                // An idle keep-alive connection is closed quietly (RFC 9112 §9.5).
+                self.state = .closing
+                actions.append(.closeWhenFlushed(linger: false))
+            } else {
+                self.timeout(into: &actions)
+            }
+        case .readingBody(let deadline, _) where now >= deadline:
+            self.timeout(into: &actions)
+        default:
+            break
+        }
+    }
+
+    /// The server is shutting down: idle connections close now, a request in progress
+    /// finishes and its response says `Connection: close`.
+    mutating func beginDraining(into actions: inout [Action]) {
+        self.draining = true
+        switch self.state {
+        case .awaitingHead(_, let idle) where idle || !self.parser.hasBufferedInput:
+            self.state = .closing
+            actions.append(.closeWhenFlushed(linger: false))
+        default:
+            break
+        }
+    }
+
+    private mutating func timeout(into actions: inout [Action]) {
+        let error = HTTPParseError(status: 408, name: "requestTimeout", message: "the request was not received in time")
+        self.fail(status: 408, name: error.name, response: error.response, into: &actions)
+    }
+
+    private mutating func fail(status: Int, name: String, response: HTTPResponse, into actions: inout [Action]) {
+        self.state = .closing
+        actions.append(.protocolError(status: status, name: name))
+        actions.append(.writeResponse(response, keepAlive: false, isHead: false, version: .http1_1))
+        actions.append(.closeWhenFlushed(linger: true))
+    }
+}

@@ -1,0 +1,60 @@
+import ConcordHTTP
+import Glibc
+
+/// Everything the transport needs to know to listen and to protect itself (API.md §8).
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on: an IPv4 or IPv6 literal (`0.0.0.0`, `127.0.0.1`, `::`) or a name (`localhost`).
+    public var host: String = "0.0.0.0"
+    /// TCP port; 0 asks the kernel for an ephemeral port (`start()` returns it).
+    public var port: Int = 8080
+    /// Parser limits: request line (414), header section (431), body (413).
+    public var limits: HTTPLimits = HTTPLimits()
+    /// Connections served at once; beyond it a new connection gets `503 tooManyConnections`
+    /// with `Retry-After: 1` and is closed.
+    public var maxConnections: Int = 10_000
+    /// Seconds from accept (or from the first byte of a later request) until the request
+    /// head must be complete; then `408 requestTimeout` and close. Dribbling does not extend it.
+    public var headerReadTimeout: Double = 10
+    /// Seconds without progress while reading a body; then `408 requestTimeout` and close.
+    public var bodyReadTimeout: Double = 60
+    /// Seconds a kept-alive connection may sit idle between requests; then it is closed quietly.
+    public var idleTimeout: Double = 75
+    /// Event loops (threads), each with its own epoll instance. Defaults to the number of cores.
+    public var eventLoopCount: Int = ServerConfiguration.coreCount
+    /// Pending output per connection above which the transport stops reading from it
+    /// (and stops dispatching its pipelined requests) until the client has drained it.
+    public var maxPendingOutputBytes: Int = 1 << 20
+    /// Seconds a connection may have output pending without the client taking any of it;
+    /// then it is closed (a client that never reads cannot pin memory and a slot forever).
+    public var writeTimeout: Double = 60
+    /// Seconds a closing connection keeps reading and discarding after an error answer,
+    /// so the client reads the answer instead of a reset.
+    public var lingerTimeout: Double = 1.5
+
+    /// Defaults everywhere; set fields afterwards.
+    public init() {}
+
+    /// Defaults with a host and port.
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Online processors, at least 1.
+    public static var coreCount: Int {
+        let count = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        return count > 0 ? count : 1
+    }
+}
+
+/// Things the transport wants the application to know about (for logs and metrics).
+public enum TransportEvent: Sendable {
+    /// The listener is bound; `port` is the real one (useful with port 0).
+    case listening(host: String, port: Int)
+    /// A connection failed in a way worth logging (not ordinary resets).
+    case connectionError(String)
+    /// `accept` failed (e.g. EMFILE); the listener pauses ~100 ms and retries.
+    case acceptError(errno: Int32)
+    /// A request was refused by the transport itself (parse error, limit, timeout, 503).
+    case protocolError(status: Int, name: String)
+}

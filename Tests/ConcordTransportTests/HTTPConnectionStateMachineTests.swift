@@ -1,0 +1,189 @@
+import ConcordHTTP
+import Testing
+@testable import ConcordTransport
+
+/// The connection state machine alone: no sockets, time passed in by hand.
+@Suite struct HTTPConnectionStateMachineTests {
+    typealias Machine = HTTPConnectionStateMachine
+    static let timeouts = Machine.Timeouts(header: 10, body: 60, idle: 75)
+
+    /// A compact rendering of actions, for table comparisons.
+    static func describe(_ actions: [Machine.Action]) -> [String] {
+        actions.map { action in
+            switch action {
+            case .sendContinue: return "continue"
+            case .dispatch(let request, let sequence): return "dispatch \(sequence) \(request.method) \(request.target) \(request.body.count)"
+            case .writeResponse(let response, let keepAlive, let isHead, _): return "write \(response.status)\(keepAlive ? "" : " close")\(isHead ? " head" : "")"
+            case .closeWhenFlushed(let linger): return linger ? "linger" : "close"
+            case .protocolError(let status, let name): return "error \(status) \(name)"
+            }
+        }
+    }
+
+    static func feed(_ machine: inout Machine, _ text: String, now: Double) -> [String] {
+        var actions: [Machine.Action] = []
+        Array(text.utf8).withUnsafeBytes { machine.received($0, now: now, into: &actions) }
+        return describe(actions)
+    }
+
+    static func respond(_ machine: inout Machine, _ status: Int, sequence: UInt64, now: Double) -> [String] {
+        var actions: [Machine.Action] = []
+        machine.respond(HTTPResponse(status: status), sequence: sequence, now: now, into: &actions)
+        return describe(actions)
+    }
+
+    static func tick(_ machine: inout Machine, now: Double) -> [String] {
+        var actions: [Machine.Action] = []
+        machine.tick(now: now, into: &actions)
+        return describe(actions)
+    }
+
+    @Test func headerTimerRunsFromAcceptAndDribblingDoesNotExtendIt() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 100)
+        #expect(machine.deadline == 110)
+        #expect(Self.feed(&machine, "GET / HT", now: 105).isEmpty)
+        #expect(Self.feed(&machine, "TP/1.1\r\n", now: 109).isEmpty)
+        #expect(machine.deadline == 110)
+        #expect(Self.tick(&machine, now: 109.9).isEmpty)
+        #expect(Self.tick(&machine, now: 110) == ["error 408 requestTimeout", "write 408 close", "linger"])
+        #expect(machine.state == .closing)
+    }
+
+    @Test func keptAliveConnectionIdlesThenClosesQuietly() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        #expect(Self.feed(&machine, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now: 1) == ["dispatch 1 GET /a 0"])
+        #expect(machine.deadline == nil)
+        #expect(Self.respond(&machine, 200, sequence: 1, now: 2) == ["write 200"])
+        #expect(machine.state == .awaitingHead(deadline: 77, idle: true))
+        #expect(Self.tick(&machine, now: 76).isEmpty)
+        #expect(Self.tick(&machine, now: 77) == ["close"])
+    }
+
+    @Test func firstByteAfterIdleStartsTheHeaderTimer() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        _ = Self.feed(&machine, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)
+        _ = Self.respond(&machine, 200, sequence: 1, now: 0)
+        #expect(Self.feed(&machine, "G", now: 50).isEmpty)
+        #expect(machine.state == .awaitingHead(deadline: 60, idle: false))
+        #expect(Self.tick(&machine, now: 60) == ["error 408 requestTimeout", "write 408 close", "linger"])
+    }
+
+    @Test func bodyTimerMovesWithProgress() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        #expect(Self.feed(&machine, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\na", now: 1).isEmpty)
+        #expect(machine.deadline == 61)
+        #expect(Self.feed(&machine, "b", now: 30).isEmpty)
+        #expect(machine.deadline == 90)
+        #expect(Self.tick(&machine, now: 89).isEmpty)
+        #expect(Self.tick(&machine, now: 90) == ["error 408 requestTimeout", "write 408 close", "linger"])
+    }
+
+    @Test func pipelinedRequestIsDispatchedOnlyAfterTheResponseBeforeIt() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        let two = "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n"
+        #expect(Self.feed(&machine, two, now: 0) == ["dispatch 1 GET /1 0"])
+        #expect(Self.feed(&machine, "GET /3 HTTP/1.1\r\nHost: x\r\n\r\n", now: 0).isEmpty)
+        #expect(Self.respond(&machine, 200, sequence: 1, now: 1) == ["write 200"])
+        #expect(machine.hasPendingInput)
+        var actions: [Machine.Action] = []
+        machine.advance(now: 1, into: &actions)
+        #expect(Self.describe(actions) == ["dispatch 2 GET /2 0"])
+        #expect(Self.respond(&machine, 200, sequence: 2, now: 1) == ["write 200"])
+        actions = []
+        machine.advance(now: 1, into: &actions)
+        #expect(Self.describe(actions) == ["dispatch 3 GET /3 0"])
+    }
+
+    @Test func secondOrStaleResponseIsIgnored() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        _ = Self.feed(&machine, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)
+        #expect(Self.respond(&machine, 200, sequence: 1, now: 0) == ["write 200"])
+        #expect(Self.respond(&machine, 500, sequence: 1, now: 0).isEmpty)
+        _ = Self.feed(&machine, "GET /2 HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)
+        #expect(Self.respond(&machine, 500, sequence: 1, now: 0).isEmpty)
+        #expect(Self.respond(&machine, 200, sequence: 2, now: 0) == ["write 200"])
+    }
+
+    @Test func continueIsSentOnlyWhileTheBodyIsIncomplete() {
+        var waiting = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        #expect(Self.feed(&waiting, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0) == ["continue"])
+        #expect(Self.feed(&waiting, "o", now: 0).isEmpty)
+        #expect(Self.feed(&waiting, "k", now: 0) == ["dispatch 1 POST / 2"])
+
+        var complete = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        #expect(Self.feed(&complete, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok", now: 0) == ["dispatch 1 POST / 2"])
+
+        var http10 = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        #expect(Self.feed(&http10, "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0).isEmpty)
+
+        var tooLarge = Machine(limits: HTTPLimits(maxBodyBytes: 1), timeouts: Self.timeouts, now: 0)
+        #expect(Self.feed(&tooLarge, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0)
+            == ["error 413 payloadTooLarge", "write 413 close", "linger"])
+    }
+
+    @Test func connectionCloseAndHTTP10CloseAfterTheResponse() {
+        for request in ["GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "GET / HTTP/1.0\r\n\r\n"] {
+            var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+            _ = Self.feed(&machine, request, now: 0)
+            #expect(Self.respond(&machine, 200, sequence: 1, now: 0) == ["write 200 close", "linger"])
+        }
+    }
+
+    @Test func headRequestIsAnsweredAsHead() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        _ = Self.feed(&machine, "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)
+        #expect(Self.respond(&machine, 200, sequence: 1, now: 0) == ["write 200 head"])
+    }
+
+    @Test func parseErrorAnswersThenLingersAndIgnoresLaterInput() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        #expect(Self.feed(&machine, "BROKEN\r\n\r\n", now: 0) == ["error 400 badRequest", "write 400 close", "linger"])
+        #expect(Self.feed(&machine, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", now: 0).isEmpty)
+        #expect(machine.wantsInput == false)
+    }
+
+    @Test func drainingClosesIdleConnectionsAndAnswersInFlightWithClose() {
+        var idle = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        var actions: [Machine.Action] = []
+        idle.beginDraining(into: &actions)
+        #expect(Self.describe(actions) == ["close"])
+
+        var busy = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        _ = Self.feed(&busy, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)
+        actions = []
+        busy.beginDraining(into: &actions)
+        #expect(actions.isEmpty)
+        #expect(Self.respond(&busy, 200, sequence: 1, now: 0) == ["write 200 close", "linger"])
+
+        var partial = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        _ = Self.feed(&partial, "GET / HTTP/1.1\r\n", now: 0)
+        actions = []
+        partial.beginDraining(into: &actions)
+        #expect(actions.isEmpty)
+    }
+
+    @Test func peerEOFWhileARequestIsInFlightClosesAfterItsResponse() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        _ = Self.feed(&machine, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)
+        var actions: [Machine.Action] = []
+        machine.receivedEOF(now: 0, into: &actions)
+        #expect(actions.isEmpty)
+        #expect(Self.respond(&machine, 200, sequence: 1, now: 0) == ["write 200", "close"])
+
+        var partial = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        _ = Self.feed(&partial, "GET / HT", now: 0)
+        actions = []
+        partial.receivedEOF(now: 0, into: &actions)
+        #expect(Self.describe(actions) == ["close"])
+    }
+
+    @Test func pipelinedInputWhileBusyIsBounded() {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0, maxBufferedWhileBusy: 64)
+        _ = Self.feed(&machine, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)
+        #expect(machine.wantsInput)
+        _ = Self.feed(&machine, String(repeating: "GET / HTTP/1.1\r\nHost: x\r\n\r\n", count: 3), now: 0)
+        #expect(!machine.wantsInput)
+        _ = Self.respond(&machine, 200, sequence: 1, now: 0)
+        #expect(machine.wantsInput)
+    }
+}
