@@ -4,8 +4,9 @@
 //   json-bench [--items 1000] [--seconds 8] [--markdown]
 //
 // Each comparison runs Concord and Foundation in alternation (A B A B ...), every sample being a
-// short inner loop, so that noise from the shared machine hits both sides alike; the reported
-// figure is the median per-batch time. Before timing, both sides are checked to produce the
+// short inner loop timed in thread CPU time, so that noise from the shared machine hits both
+// sides alike and time spent preempted does not count; the reported figure is the median
+// per-batch time. Before timing, both sides are checked to produce the
 // same values, so a fast but wrong codec cannot win.
 import BenchSupport
 import ConcordJSON
@@ -102,14 +103,24 @@ do {
 /// Keeps results observable so the optimiser cannot drop the work.
 nonisolated(unsafe) var sink = 0
 
+/// Wall-clock nanoseconds: for time budgets only.
 func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-/// Runs `body` `count` times and returns nanoseconds per run.
+/// CPU time of this thread in nanoseconds: what samples are measured in. On a loaded machine a
+/// wall-clock sample that spans a preemption counts other processes' time, and long samples
+/// (Foundation's) are preempted more often than short ones, which would bias the ratio.
+func threadCPUTime() -> UInt64 {
+    var spec = timespec()
+    guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec) == 0 else { return now() }
+    return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+}
+
+/// Runs `body` `count` times and returns CPU nanoseconds per run.
 @inline(never)
 func timed(_ count: Int, _ body: () throws -> Int) rethrows -> Double {
-    let start = now()
+    let start = threadCPUTime()
     for _ in 0..<count { sink &+= try body() }
-    return Double(now() - start) / Double(count)
+    return Double(threadCPUTime() - start) / Double(count)
 }
 
 func median(_ values: [Double]) -> Double {
