@@ -18,14 +18,15 @@ public struct SQLiteStoreError: Error, CustomStringConvertible, Sendable {
 /// crash — what the contract strictly requires — but could lose the last commits on power loss; we
 /// pay one fsync per write transaction instead, which batching keeps to one per request.)
 public final class SQLiteStore: ConcordStore, @unchecked Sendable {
-    // @unchecked Sendable: `writer` is only touched while holding `writerLock`; `idleReaders` and
-    // `openReaders` only while holding `readersCondition`; each reader is used by one thread between
-    // check-out and check-in. Connections are never shared concurrently.
-    let writer: Connection
+    // @unchecked Sendable: `writerConnection` is only touched while holding `writerLock`;
+    // `idleReaders`, `openReaders` and `closed` only while holding `readersCondition`; each reader is
+    // used by one thread between check-out and check-in. Connections are never shared concurrently.
+    private var writerConnection: Connection?
     private let writerLock = NSLock()
     private let readersCondition = NSCondition()
     private var idleReaders: [Connection] = []
     private var openReaders = 0
+    private var closed = false
     private let maxReaders: Int
     public let path: String
 
@@ -34,11 +35,12 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
         self.path = path
         self.maxReaders = max(1, maxReaders)
         do {
-            self.writer = try Connection(path: path)
-            try self.writer.execute("PRAGMA journal_mode=WAL")
-            try self.writer.execute("PRAGMA synchronous=FULL")
-            try self.writer.execute("PRAGMA foreign_keys=OFF")
-            try SQLiteMigrations.migrate(self.writer)
+            let writer = try Connection(path: path)
+            try writer.execute("PRAGMA journal_mode=WAL")
+            try writer.execute("PRAGMA synchronous=FULL")
+            try writer.execute("PRAGMA foreign_keys=OFF")
+            try SQLiteMigrations.migrate(writer)
+            self.writerConnection = writer
         } catch let e as SQLiteStoreError {
             throw e
         } catch let e as SQLiteError {
@@ -61,9 +63,34 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     public func write<T>(_ body: (any StoreWriteTransaction) throws -> T) throws -> T {
         self.writerLock.lock()
         defer { self.writerLock.unlock() }
+        guard let writer = self.writerConnection else { throw DomainError.unavailable(message: "Storage is closed.") }
         return try Self.mapErrors {
-            try self.writer.transaction(immediate: true) { try body(SQLiteTransaction(self.writer)) }
+            try writer.transaction(immediate: true) { try body(SQLiteTransaction(writer)) }
         }
+    }
+
+    /// The writer connection, for tests and maintenance (caller must not use it concurrently with writes).
+    var writer: Connection {
+        get throws {
+            guard let w = self.writerLock.withLock({ self.writerConnection }) else { throw DomainError.unavailable(message: "Storage is closed.") }
+            return w
+        }
+    }
+
+    /// Closes the store at shutdown: waits for the write in flight, checkpoints the WAL into the
+    /// database file, closes every connection. Later calls answer `unavailable`.
+    public func close() {
+        self.writerLock.lock()
+        if let w = self.writerConnection {
+            try? w.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.writerConnection = nil   // deinit closes it
+        }
+        self.writerLock.unlock()
+        self.readersCondition.lock()
+        self.closed = true
+        self.idleReaders.removeAll()      // readers checked out now are dropped at check-in
+        self.readersCondition.broadcast()
+        self.readersCondition.unlock()
     }
 
     /// Answers whether the database answers (for `/ready`).
@@ -83,6 +110,10 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     private func checkOutReader() throws -> Connection {
         self.readersCondition.lock()
         while true {
+            if self.closed {
+                self.readersCondition.unlock()
+                throw DomainError.unavailable(message: "Storage is closed.")
+            }
             if let c = self.idleReaders.popLast() {
                 self.readersCondition.unlock()
                 return c
@@ -109,6 +140,11 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
 
     private func checkIn(_ c: Connection) {
         self.readersCondition.lock()
+        if self.closed {
+            self.openReaders -= 1
+            self.readersCondition.unlock()
+            return
+        }
         self.idleReaders.append(c)
         self.readersCondition.signal()
         self.readersCondition.unlock()

@@ -19,6 +19,11 @@ final class SQLiteTransaction: StoreWriteTransaction {
             \(SQLiteTransaction.linkJoin)
             """
 
+    static let linkStatesSQL = """
+            SELECT o.local_id, o.type, o.fingerprint, o.record_guid FROM json_each(?3) j
+            CROSS JOIN objects o ON o.account_id = ?1 AND o.device_id = ?2 AND o.local_id = j.value
+            """
+
     static let objectsByContentSQL = """
             SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
             CROSS JOIN objects o INDEXED BY objects_by_content ON o.account_id = ?1 AND o.device_id = ?2
@@ -168,6 +173,17 @@ final class SQLiteTransaction: StoreWriteTransaction {
         result.reserveCapacity(localIdentifiers.count)
         try self.db.query(Self.objectsByLocalIDsSQL, [.text(device.accountID), .text(device.deviceID), .text(jsonArray(localIdentifiers))]) { s in
             result.append(Self.storedObject(s))
+        }
+        return result
+    }
+
+    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState] {
+        guard !localIdentifiers.isEmpty else { return [] }
+        var result: [ObjectLinkState] = []
+        result.reserveCapacity(localIdentifiers.count)
+        try self.db.query(Self.linkStatesSQL, [.text(device.accountID), .text(device.deviceID), .text(jsonArray(localIdentifiers))]) { s in
+            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            result.append(ObjectLinkState(localIdentifier: s.text(0), type: type, fingerprint: s.text(2), linkedGUID: s.optionalText(3)))
         }
         return result
     }

@@ -38,7 +38,8 @@ func threadCPUSeconds() -> Double {
 
         var best = Double.infinity
         var bestBack = Double.infinity
-        for _ in 0..<5 {
+        let rounds = Int(ProcessInfo.processInfo.environment["CONCORD_PERF_ROUNDS"] ?? "") ?? 5
+        for _ in 0..<rounds {
             let t0 = threadCPUSeconds()
             let again = try service.cloudIdentifiers(forLocalIdentifiers: batch, device: device)
             let t1 = threadCPUSeconds()
@@ -49,6 +50,18 @@ func threadCPUSeconds() -> Double {
             #expect(again == first)
             #expect(back.map(\.result) == batch.map { .found($0) })
         }
+        var bestRaw = Double.infinity, bestJSON = Double.infinity, bestEmpty = Double.infinity
+        for _ in 0..<5 {
+            let t0 = threadCPUSeconds()
+            _ = try store.read { tx in try tx.objects(device, localIdentifiers: batch) }
+            let t1 = threadCPUSeconds()
+            _ = try store.writer.query("SELECT count(*) FROM json_each(?) j CROSS JOIN objects o ON o.account_id = ?2 AND o.device_id = ?3 AND o.local_id = j.value", [.text(jsonArray(batch)), .text(device.accountID), .text(device.deviceID)]) { _ in }
+            let t2 = threadCPUSeconds()
+            _ = try store.read { tx in try tx.setting("x") }
+            let t3 = threadCPUSeconds()
+            bestRaw = min(bestRaw, t1 - t0); bestJSON = min(bestJSON, t2 - t1); bestEmpty = min(bestEmpty, t3 - t2)
+        }
+        print("perf-detail: store.objects \(bestRaw * 1000) ms, count-only query \(bestJSON * 1000) ms, empty read tx \(bestEmpty * 1000) ms")
         print("perf: 1000 local→cloud (all linked) \(String(format: "%.2f", best * 1000)) ms CPU, 1000 cloud→local \(String(format: "%.2f", bestBack * 1000)) ms CPU, library \(n)")
         #expect(best < 0.1)
         #expect(bestBack < 0.1)

@@ -164,3 +164,20 @@ struct Boom: Error {}
         #expect(plan.contains { $0.contains("USING") && ($0.contains("INDEX") || $0.contains("PRIMARY KEY")) }, "\(name): \(plan)")
     }
 }
+
+@Suite struct LifecycleTests {
+    @Test func closeCheckpointsAndLaterCallsAreUnavailable() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        try store.write { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
+        #expect(try store.read { tx in try tx.accountExists("A") })
+        store.close()
+        #expect(throws: DomainError.unavailable(message: "Storage is closed.")) { try store.read { tx in try tx.accountExists("A") } }
+        #expect(throws: DomainError.unavailable(message: "Storage is closed.")) { try store.write { tx in try tx.accountExists("A") } }
+        // The WAL was folded into the database file, and the data is there on reopening.
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: dir.db + "-wal")[.size] as? Int) ?? 0
+        #expect(walSize == 0)
+        let reopened = try SQLiteStore(path: dir.db)
+        #expect(try reopened.read { tx in try tx.accountExists("A") })
+    }
+}
