@@ -158,7 +158,7 @@ struct Boom: Error {}
         try store.writer.query("EXPLAIN QUERY PLAN " + sql) { s in plan.append(s.text(3)) }
         // A SEARCH on only the (account, device) prefix is a scan of a whole library.
         let scans = plan.filter {
-            ($0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN j")) || $0.hasSuffix("(account_id=? AND device_id=?)") || $0.hasSuffix("(account_id=?)")
+            ($0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN j")) || $0.hasSuffix("(account_key=? AND device_key=?)") || $0.hasSuffix("(account_key=?)")
         }
         #expect(scans.isEmpty, "\(name): \(plan)")
         #expect(plan.contains { $0.contains("USING") && ($0.contains("INDEX") || $0.contains("PRIMARY KEY")) }, "\(name): \(plan)")

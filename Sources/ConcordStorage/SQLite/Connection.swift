@@ -14,6 +14,9 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     }
 }
 
+/// The rowid of the last INSERT on `db`.
+func sqlite3LastInsertRowID(_ db: Connection) -> Int64 { sqlite3_last_insert_rowid(db.handle) }
+
 /// A value to bind to a statement parameter.
 enum SQLValue {
     case int(Int64)
