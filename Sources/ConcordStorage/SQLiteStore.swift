@@ -95,7 +95,10 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
 
     /// Answers whether the database answers (for `/ready`).
     public func ping() -> Bool {
-        (try? self.read { tx in try tx.setting("ping") }) != nil
+        (try? self.read { tx -> Bool in
+            _ = try tx.setting("ping")
+            return true
+        }) ?? false
     }
 
     /// Busy or locked after the busy timeout (another process holds the write lock): 503, retry.

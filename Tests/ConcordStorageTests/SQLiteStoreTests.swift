@@ -181,3 +181,16 @@ struct Boom: Error {}
         #expect(try reopened.read { tx in try tx.accountExists("A") })
     }
 }
+
+@Suite struct ReadinessTests {
+    @Test func readyWhileOpenNotAfterClose() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        let service = try ConcordService(store: store)
+        #expect(service.isReady())
+        #expect(store.ping())
+        store.close()
+        #expect(!service.isReady())
+        #expect(!store.ping())
+    }
+}
