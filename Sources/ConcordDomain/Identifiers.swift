@@ -71,23 +71,15 @@ public enum Identifiers {
         return true
     }
 
-    /// A fingerprint is base64url without padding of 16–64 bytes, in canonical form
-    /// (the unused low bits of the last character are zero, so one content has one spelling).
+    /// A fingerprint is base64url without padding of 16–64 bytes. The unused low bits of the last
+    /// character are not checked (lenient, as most decoders are): the fingerprint is compared as the
+    /// string the device sent, and standard encoders always write those bits as zero.
     public static func isValidFingerprint(_ s: String) -> Bool {
         let utf8 = s.utf8
         let n = utf8.count
         guard n >= 22, n <= 86, n % 4 != 1 else { return false }   // 16 bytes → 22 chars, 64 → 86
-        var last: UInt8 = 0
-        for c in utf8 {
-            guard base64urlValue(c) != nil else { return false }
-            last = c
-        }
-        guard let lastValue = base64urlValue(last) else { return false }
-        switch n % 4 {
-        case 2: return lastValue & 0x0F == 0   // 1 byte in the last group: 4 unused bits
-        case 3: return lastValue & 0x03 == 0   // 2 bytes: 2 unused bits
-        default: return true
-        }
+        for c in utf8 where base64urlValue(c) == nil { return false }
+        return true
     }
 
     @inline(__always)

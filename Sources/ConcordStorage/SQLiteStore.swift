@@ -13,10 +13,13 @@ public struct SQLiteStoreError: Error, CustomStringConvertible, Sendable {
 /// Threading: one writer connection behind a lock (SQLite serialises writers anyway) and a pool of
 /// reader connections, each used by one thread at a time. Reads never wait for the writer (WAL).
 ///
-/// Durability: WAL with `synchronous=FULL` on the writer. The WAL is fsynced at every commit, so an
-/// acknowledged write survives `kill -9` AND power loss. (WAL+NORMAL would survive an application
-/// crash — what the contract strictly requires — but could lose the last commits on power loss; we
-/// pay one fsync per write transaction instead, which batching keeps to one per request.)
+/// Durability (decided here): WAL with `synchronous=FULL` on the writer by default. The WAL is
+/// fsynced at every commit, so an acknowledged write survives `kill -9` AND power loss. WAL+NORMAL
+/// survives an application crash — what the contract strictly requires — but may lose the last
+/// commits on power loss. Cost measured on this project's VM disk (ext4): FULL 4.4 ms per commit,
+/// NORMAL 0.02 ms. Every write request is one transaction (batched), the common mapping path does
+/// not write, and a request that changes nothing commits nothing, so FULL is the default;
+/// `.normal` is there for deployments that prefer write throughput and accept that trade.
 public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     // @unchecked Sendable: `writerConnection` is only touched while holding `writerLock`;
     // `idleReaders`, `openReaders` and `closed` only while holding `readersCondition`; each reader is
@@ -30,14 +33,22 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     private let maxReaders: Int
     public let path: String
 
+    /// `PRAGMA synchronous` of the writer connection (see the durability note above).
+    public enum Synchronous: String, Sendable {
+        /// fsync at every commit: survives power loss.
+        case full = "FULL"
+        /// fsync at checkpoints only: survives application crash, not power loss.
+        case normal = "NORMAL"
+    }
+
     /// Opens (creating) the database at `path`, migrates it, and refuses a newer schema.
-    public init(path: String, maxReaders: Int = 8) throws {
+    public init(path: String, maxReaders: Int = 8, synchronous: Synchronous = .full) throws {
         self.path = path
         self.maxReaders = max(1, maxReaders)
         do {
             let writer = try Connection(path: path)
             try writer.execute("PRAGMA journal_mode=WAL")
-            try writer.execute("PRAGMA synchronous=FULL")
+            try writer.execute("PRAGMA synchronous=" + synchronous.rawValue)
             try writer.execute("PRAGMA foreign_keys=OFF")
             try SQLiteMigrations.migrate(writer)
             self.writerConnection = writer

@@ -52,6 +52,9 @@ struct Boom: Error {}
         try store.writer.query("PRAGMA journal_mode") { s in mode = s.text(0) }
         #expect(mode == "wal")
         #expect(try store.writer.scalarInt("PRAGMA synchronous") == 2)   // FULL
+        let dir2 = try TempDir()
+        let normal = try SQLiteStore(path: dir2.db, synchronous: .normal)
+        #expect(try normal.writer.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
     }
 
     @Test func writeRollsBackWhenTheBodyThrows() throws {
