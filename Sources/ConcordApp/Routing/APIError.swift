@@ -1,4 +1,5 @@
 import ConcordHTTP
+import ConcordJSON
 
 /// The one error type of the HTTP API: every failure becomes one of these, and
 /// `response` is the single place that turns it into the contract's JSON shape
@@ -35,8 +36,8 @@ public struct APIError: Error, Sendable {
     public static func internalError() -> APIError {
         APIError(status: 500, name: "internalError", message: "Internal server error.")
     }
-    public static func unavailable(retryAfterSeconds: Int = 1) -> APIError {
-        APIError(status: 503, name: "unavailable", message: "Storage is unavailable; retry later.", headers: [("Retry-After", String(retryAfterSeconds))])
+    public static func unavailable(retryAfterSeconds: Int = 1, message: String = "Storage is unavailable; retry later.") -> APIError {
+        APIError(status: 503, name: "unavailable", message: message, headers: [("Retry-After", String(retryAfterSeconds))])
     }
 
     /// The JSON response for this error.
@@ -50,22 +51,28 @@ public struct APIError: Error, Sendable {
     }
 }
 
-/// A JSON string literal for `s` (quotes and escapes included).
+/// A JSON string literal for `s` (quotes and escapes included), escaped by ConcordJSON's writer.
 @inline(__always)
 func jsonString(_ s: String) -> String {
-    var out = "\""
-    for scalar in s.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case _ where scalar.value < 0x20:
-            let hex = String(scalar.value, radix: 16)
-            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default: out.unicodeScalars.append(scalar)
-        }
+    var writer = JSONWriter(capacity: s.utf8.count + 2)
+    writer.string(s)
+    return String(decoding: writer.bytes, as: UTF8.self)
+}
+
+extension APIError {
+    /// This error with one more detail field (e.g. `.with("maxBatch", .number(10000))`).
+    public func with(_ key: String, _ value: JSONValue) -> APIError {
+        var writer = JSONWriter(capacity: 32)
+        writer.value(value)
+        var copy = self
+        copy.details.append((key, String(decoding: writer.bytes, as: UTF8.self)))
+        return copy
     }
-    return out + "\""
+
+    /// This error with one more response header (e.g. `ETag`).
+    public func with(header name: String, _ value: String) -> APIError {
+        var copy = self
+        copy.headers.append((name, value))
+        return copy
+    }
 }

@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What the command line asks for.
+public enum Command: Sendable, Equatable {
+    case serve(Configuration)
+    case version
+    case help
+}
+
+/// `concord serve [flags]`, `concord version`, `concord help`.
+public enum CommandLineInterface {
+    /// The version `concord version` prints.
+    public static let version = "0.1.0"
+
+    public static let usage = """
+        Concord — maps per-device photo-library identifiers to account-wide cloud identifiers.
+
+        Usage:
+          concord serve [--host H] [--port P] [--database D] [--admin-token T] [--config FILE] [--log-level L]
+          concord version
+          concord help
+
+        serve options (each also an environment variable):
+          --host H          address to listen on (CONCORD_HOST, default 0.0.0.0)
+          --port P          TCP port, 0 for any free port (CONCORD_PORT, default 8080)
+          --database D      sqlite:PATH, a file path, or postgres://user:password@host:port/dbname
+                            (CONCORD_DATABASE, default sqlite:./data/concord.sqlite)
+          --admin-token T   admin bearer token (CONCORD_ADMIN_TOKEN; default: generated on first
+                            start and kept in the data directory's admin-token file)
+          --config FILE     JSON configuration file (CONCORD_CONFIG); see docs/configuration.md
+          --log-level L     trace, debug, info, notice, warning or error (CONCORD_LOG_LEVEL, default info)
+
+        Precedence: defaults < config file < environment < flags.
+        Exit status: 0 after a clean shutdown, 1 when the server cannot start, 2 for a usage or
+        configuration error.
+        """
+
+    /// Parses the arguments after the program name.
+    public static func parse(_ arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Command {
+        guard let command = arguments.first else { throw ConfigurationError("missing command: expected serve, version or help (see 'concord help')") }
+        let rest = Array(arguments.dropFirst())
+        switch command {
+        case "help", "--help", "-h":
+            return .help
+        case "version", "--version":
+            guard rest.isEmpty else { throw ConfigurationError("unexpected argument \(rest[0]) after version") }
+            return .version
+        case "serve":
+            if rest.contains("--help") || rest.contains("-h") { return .help }
+            return .serve(try ConfigurationLoader.load(flags: try self.flags(rest), environment: environment))
+        default:
+            throw ConfigurationError("unknown command \(command): expected serve, version or help (see 'concord help')")
+        }
+    }
+
+    /// `--name value` and `--name=value` pairs, names checked against the known flags.
+    static func flags(_ arguments: [String]) throws(ConfigurationError) -> [(name: String, value: String)] {
+        var result: [(name: String, value: String)] = []
+        var i = 0
+        while i < arguments.count {
+            let argument = arguments[i]
+            guard argument.hasPrefix("--") else { throw ConfigurationError("unexpected argument \(argument) (see 'concord help')") }
+            let name: String
+            let value: String
+            if let eq = argument.firstIndex(of: "=") {
+                name = String(argument[..<eq])
+                value = String(argument[argument.index(after: eq)...])
+                try self.checkKnown(name)
+            } else {
+                name = argument
+                try self.checkKnown(name)
+                guard i + 1 < arguments.count else { throw ConfigurationError("missing value for \(name)") }
+                i += 1
+                value = arguments[i]
+            }
+            result.append((name, value))
+            i += 1
+        }
+        return result
+    }
+
+    private static func checkKnown(_ name: String) throws(ConfigurationError) {
+        guard ConfigurationLoader.flagNames.contains(name) else { throw ConfigurationError("unknown option \(name) (see 'concord help')") }
+    }
+
+    /// Runs the command line and returns the exit status: usage and configuration errors
+    /// are one line on stderr and status 2.
+    public static func run(arguments: [String], environment: [String: String]) -> Int32 {
+        let command: Command
+        do {
+            command = try self.parse(arguments, environment: environment)
+        } catch {
+            printError("concord: \(error.message)")
+            return 2
+        }
+        switch command {
+        case .help:
+            printOut(self.usage + "\n")
+            return 0
+        case .version:
+            printOut("concord \(self.version)\n")
+            return 0
+        case .serve(let configuration):
+            return serve(configuration)
+        }
+    }
+
+    private static func printOut(_ text: String) {
+        let bytes = Array(text.utf8)
+        bytes.withUnsafeBytes { _ = write(1, $0.baseAddress, $0.count) }
+    }
+}

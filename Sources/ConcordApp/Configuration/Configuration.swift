@@ -1,0 +1,90 @@
+import ConcordObservability
+
+/// Every setting of a Concord process, one typed struct per layer. The defaults here
+/// are the documented defaults (Config/concord.json, docs/configuration.md).
+public struct Configuration: Sendable, Equatable {
+    /// Request limits (API.md §8).
+    public struct Limits: Sendable, Equatable {
+        public var requestLineBytes = 8 * 1024
+        public var headerBytes = 16 * 1024
+        public var headerCount = 128
+        public var bodyBytes = 64 * 1024 * 1024
+        /// Items in one mapping request.
+        public var maxBatch = 10_000
+        public var maxConnections = 10_000
+        public init() {}
+    }
+
+    /// Timeouts, in seconds.
+    public struct Timeouts: Sendable, Equatable {
+        public var headerRead: Double = 10
+        public var bodyRead: Double = 60
+        public var idle: Double = 75
+        /// How long in-flight requests get to finish on SIGTERM/SIGINT.
+        public var shutdownGrace: Double = 10
+        public init() {}
+    }
+
+    /// The HTTP listener.
+    public struct Server: Sendable, Equatable {
+        public var host = "0.0.0.0"
+        public var port = 8080
+        /// Event loops; 0 means one per core.
+        public var eventLoops = 0
+        public var limits = Limits()
+        public var timeouts = Timeouts()
+        public init() {}
+    }
+
+    /// How much change history is kept before old change tokens expire.
+    public struct History: Sendable, Equatable {
+        public var maxChanges = 100_000
+        public var maxAgeDays = 30
+        public init() {}
+    }
+
+    /// Where the data lives.
+    public enum Database: Sendable, Equatable, CustomStringConvertible {
+        case sqlite(path: String)
+        case postgres(url: String)
+
+        /// Parses `sqlite:PATH`, a bare path (SQLite), or `postgres://…` / `postgresql://…`.
+        public init?(parsing text: String) {
+            if text.hasPrefix("sqlite:") {
+                let path = String(text.dropFirst("sqlite:".count))
+                guard !path.isEmpty else { return nil }
+                self = .sqlite(path: path)
+            } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+                guard text.split(separator: "/", omittingEmptySubsequences: true).count >= 2 else { return nil }
+                self = .postgres(url: text)
+            } else if !text.isEmpty, !text.contains("://") {
+                self = .sqlite(path: text)
+            } else {
+                return nil
+            }
+        }
+
+        /// The text form, with a PostgreSQL password masked (safe to log).
+        public var description: String {
+            switch self {
+            case .sqlite(let path): return "sqlite:" + path
+            case .postgres(let url):
+                // postgres://user:password@host → postgres://user:***@host
+                guard let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://"),
+                      let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return url }
+                return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
+            }
+        }
+    }
+
+    public var server = Server()
+    public var database = Database.sqlite(path: "./data/concord.sqlite")
+    /// The admin token; nil means "generate one on first start and keep it in the data directory".
+    public var adminToken: String? = nil
+    public var logLevel = LogLevel.info
+    public var history = History()
+    /// Threads for requests that touch storage; 0 means two per core (at least 4).
+    public var workers = 0
+
+    public init() {}
+}

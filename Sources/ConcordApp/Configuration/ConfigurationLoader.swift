@@ -1,0 +1,256 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ConcordJSON
+import ConcordObservability
+
+/// One setting: its key in the config file, its environment variable, its flag (if
+/// any), and how to read a value into `Configuration`. The same table drives the file,
+/// the environment, the flags and the documentation test.
+struct Setting: Sendable {
+    enum Kind: Sendable {
+        case int(ClosedRange<Int>)
+        case double(ClosedRange<Double>)
+        case string
+        /// A string, or `null` in the file for "not set".
+        case optionalString
+        case logLevel
+        case database
+    }
+
+    /// Dotted path in the JSON file, e.g. `server.limits.bodyBytes`.
+    let key: String
+    let kind: Kind
+    let flag: String?
+    let apply: @Sendable (inout Configuration, Value) -> Void
+
+    /// A validated value.
+    enum Value {
+        case int(Int), double(Double), string(String?), logLevel(LogLevel), database(Configuration.Database)
+        var int: Int { if case .int(let v) = self { v } else { 0 } }
+        var double: Double { if case .double(let v) = self { v } else { 0 } }
+        var string: String? { if case .string(let v) = self { v } else { nil } }
+    }
+
+    /// `CONCORD_` + the key without a leading `server.`, camelCase split into words:
+    /// `server.port` → `CONCORD_PORT`, `server.limits.bodyBytes` → `CONCORD_LIMITS_BODY_BYTES`.
+    var environmentName: String {
+        let path = self.key.hasPrefix("server.") ? String(self.key.dropFirst("server.".count)) : self.key
+        var out = "CONCORD_"
+        for ch in path {
+            if ch == "." { out += "_" } else if ch.isUppercase { out += "_" + ch.uppercased() } else { out += ch.uppercased() }
+        }
+        return out
+    }
+
+    /// What a valid value looks like, for error messages.
+    var expected: String {
+        switch self.kind {
+        case .int(let range):
+            range.upperBound == Int(Int32.max) ? "an integer of at least \(range.lowerBound)" : "an integer from \(range.lowerBound) to \(range.upperBound)"
+        case .double(let range): "a number of seconds from \(Self.format(range.lowerBound)) to \(Self.format(range.upperBound))"
+        case .string: "a non-empty string"
+        case .optionalString: "a non-empty string"
+        case .logLevel: "one of " + LogLevel.allCases.map(\.name).joined(separator: ", ")
+        case .database: "sqlite:PATH, a file path, or postgres://user:password@host:port/dbname"
+        }
+    }
+
+    private static func format(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
+
+    /// Validates text from the environment or a flag.
+    func parse(text: String) -> Value? {
+        switch self.kind {
+        case .int(let range):
+            guard let v = Int(text.trimmingASCIISpaces()), range.contains(v) else { return nil }
+            return .int(v)
+        case .double(let range):
+            guard let v = Double(text.trimmingASCIISpaces()), v.isFinite, range.contains(v) else { return nil }
+            return .double(v)
+        case .string, .optionalString:
+            return text.isEmpty ? nil : .string(text)
+        case .logLevel:
+            return LogLevel(name: text).map { .logLevel($0) }
+        case .database:
+            return Configuration.Database(parsing: text).map { .database($0) }
+        }
+    }
+
+    /// Validates a value from the JSON file (types are checked, not coerced).
+    func parse(json: JSONValue) -> Value? {
+        switch (self.kind, json) {
+        case (.int(let range), .number(let d)):
+            guard let v = Int(exactly: d), range.contains(v) else { return nil }
+            return .int(v)
+        case (.double(let range), .number(let d)):
+            return range.contains(d) ? .double(d) : nil
+        case (.optionalString, .null):
+            return .string(nil)
+        case (_, .string(let s)):
+            switch self.kind {
+            case .int, .double: return nil
+            default: return self.parse(text: s)
+            }
+        default:
+            return nil
+        }
+    }
+}
+
+extension String {
+    fileprivate func trimmingASCIISpaces() -> Substring {
+        var s = self[...]
+        while s.first == " " { s.removeFirst() }
+        while s.last == " " { s.removeLast() }
+        return s
+    }
+}
+
+/// Builds a `Configuration` from, lowest to highest precedence: the defaults, a JSON
+/// config file (`--config FILE` or `CONCORD_CONFIG`), `CONCORD_*` environment
+/// variables, and command-line flags.
+public enum ConfigurationLoader {
+    private static let maxInt = Int(Int32.max)
+
+    /// Every setting, in the order of the documentation.
+    static let settings: [Setting] = [
+        Setting(key: "server.host", kind: .string, flag: "--host") { $0.server.host = $1.string ?? $0.server.host },
+        Setting(key: "server.port", kind: .int(0...65535), flag: "--port") { $0.server.port = $1.int },
+        Setting(key: "server.eventLoops", kind: .int(0...256), flag: nil) { $0.server.eventLoops = $1.int },
+        Setting(key: "server.limits.requestLineBytes", kind: .int(64...maxInt), flag: nil) { $0.server.limits.requestLineBytes = $1.int },
+        Setting(key: "server.limits.headerBytes", kind: .int(256...maxInt), flag: nil) { $0.server.limits.headerBytes = $1.int },
+        Setting(key: "server.limits.headerCount", kind: .int(1...maxInt), flag: nil) { $0.server.limits.headerCount = $1.int },
+        Setting(key: "server.limits.bodyBytes", kind: .int(0...maxInt), flag: nil) { $0.server.limits.bodyBytes = $1.int },
+        Setting(key: "server.limits.maxBatch", kind: .int(1...maxInt), flag: nil) { $0.server.limits.maxBatch = $1.int },
+        Setting(key: "server.limits.maxConnections", kind: .int(1...maxInt), flag: nil) { $0.server.limits.maxConnections = $1.int },
+        Setting(key: "server.timeouts.headerRead", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.headerRead = $1.double },
+        Setting(key: "server.timeouts.bodyRead", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.bodyRead = $1.double },
+        Setting(key: "server.timeouts.idle", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.idle = $1.double },
+        Setting(key: "server.timeouts.shutdownGrace", kind: .double(0...3_600), flag: nil) { $0.server.timeouts.shutdownGrace = $1.double },
+        Setting(key: "database", kind: .database, flag: "--database") {
+            if case .database(let d) = $1 { $0.database = d }
+        },
+        Setting(key: "adminToken", kind: .optionalString, flag: "--admin-token") { $0.adminToken = $1.string },
+        Setting(key: "logLevel", kind: .logLevel, flag: "--log-level") {
+            if case .logLevel(let l) = $1 { $0.logLevel = l }
+        },
+        Setting(key: "history.maxChanges", kind: .int(1...maxInt), flag: nil) { $0.history.maxChanges = $1.int },
+        Setting(key: "history.maxAgeDays", kind: .int(1...36_500), flag: nil) { $0.history.maxAgeDays = $1.int },
+        Setting(key: "workers", kind: .int(0...1024), flag: nil) { $0.workers = $1.int },
+    ]
+
+    /// Flags `serve` accepts: the settings' flags plus `--config`.
+    static var flagNames: [String] { settings.compactMap(\.flag) + ["--config"] }
+
+    /// Every key a config file may contain (dotted paths).
+    public static var keys: [String] { settings.map(\.key) }
+
+    /// Loads the configuration.
+    /// - Parameters:
+    ///   - flags: `(name, value)` pairs from the command line, e.g. `("--port", "8080")`, in order.
+    ///   - environment: the process environment.
+    public static func load(flags: [(name: String, value: String)], environment: [String: String]) throws(ConfigurationError) -> Configuration {
+        var configuration = Configuration()
+
+        let configPath = flags.last(where: { $0.name == "--config" })?.value ?? environment["CONCORD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        if let configPath {
+            try self.apply(file: configPath, to: &configuration)
+        }
+
+        for setting in settings {
+            let name = setting.environmentName
+            guard let text = environment[name], !text.isEmpty else { continue }
+            guard let value = setting.parse(text: text) else {
+                throw ConfigurationError("invalid value \(quoted(text)) for \(name): expected \(setting.expected)")
+            }
+            setting.apply(&configuration, value)
+        }
+
+        for (name, text) in flags where name != "--config" {
+            guard let setting = settings.first(where: { $0.flag == name }) else {
+                throw ConfigurationError("unknown option \(name) (see 'concord help')")
+            }
+            guard let value = setting.parse(text: text) else {
+                throw ConfigurationError("invalid value \(quoted(text)) for \(name): expected \(setting.expected)")
+            }
+            setting.apply(&configuration, value)
+        }
+        return configuration
+    }
+
+    /// Reads a JSON config file over `configuration`. Unknown keys are errors: a typo
+    /// must not silently leave a default in place.
+    static func apply(file path: String, to configuration: inout Configuration) throws(ConfigurationError) {
+        let bytes: [UInt8]
+        switch readFile(path) {
+        case .success(let b): bytes = b
+        case .failure(let reason): throw ConfigurationError("cannot read config file \(path): \(reason)")
+        }
+        let root: JSONValue
+        do {
+            root = try JSONValue.parse(bytes)
+        } catch {
+            throw ConfigurationError("malformed config file \(path): \(error.message) at byte \(error.offset)")
+        }
+        guard case .object(let object) = root else {
+            throw ConfigurationError("malformed config file \(path): expected a JSON object at the top level")
+        }
+        try self.apply(object: object, prefix: "", file: path, to: &configuration)
+    }
+
+    private static func apply(object: JSONObject, prefix: String, file: String, to configuration: inout Configuration) throws(ConfigurationError) {
+        for (key, value) in object.members {
+            let path = prefix.isEmpty ? key : prefix + "." + key
+            if let setting = settings.first(where: { $0.key == path }) {
+                guard let parsed = setting.parse(json: value) else {
+                    throw ConfigurationError("invalid value \(describe(value)) for \(path) in \(file): expected \(setting.expected)")
+                }
+                setting.apply(&configuration, parsed)
+            } else if settings.contains(where: { $0.key.hasPrefix(path + ".") }) {
+                guard case .object(let inner) = value else {
+                    throw ConfigurationError("invalid value \(describe(value)) for \(path) in \(file): expected an object")
+                }
+                try self.apply(object: inner, prefix: path, file: file, to: &configuration)
+            } else {
+                throw ConfigurationError("unknown key \(path) in \(file)")
+            }
+        }
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var writer = JSONWriter(capacity: text.utf8.count + 2)
+        writer.string(text)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    /// A JSON value as written, shortened, for messages.
+    private static func describe(_ value: JSONValue) -> String {
+        var writer = JSONWriter(capacity: 64)
+        writer.value(value)
+        let text = String(decoding: writer.bytes, as: UTF8.self)
+        return text.count > 60 ? String(text.prefix(57)) + "..." : text
+    }
+
+    /// The file's bytes, or the OS's reason it cannot be read.
+    static func readFile(_ path: String) -> Result<[UInt8], ConfigurationError> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(ConfigurationError(String(cString: strerror(errno)))) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                bytes.append(contentsOf: chunk[0..<n])
+                // A config file is small; refuse something absurd rather than eat memory.
+                if bytes.count > 1 << 20 { return .failure(ConfigurationError("larger than 1 MiB")) }
+            } else if n == 0 {
+                return .success(bytes)
+            } else if errno != EINTR {
+                return .failure(ConfigurationError(String(cString: strerror(errno))))
+            }
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import ConcordDomain
+import ConcordHTTP
+import ConcordJSON
+
+/// Request decoding and response encoding for the API routes: bodies are parsed once with
+/// `JSONValue.parse` (by `RequestContext.jsonBody`) and read field by field here; answers
+/// are written straight into a `JSONWriter`.
+///
+/// Field names in `400 badRequest` answers are dotted paths from the body's root, the
+/// same spelling the domain uses for its own value checks: `assets.upsert.fingerprint`,
+/// `localIdentifiers`. A `null` counts as absent; unknown fields are ignored.
+enum Codec {
+    // MARK: - Reading fields
+
+    /// A string field; nil when absent or null, `400` naming `path` when another type.
+    static func string(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> String? {
+        switch object[key] {
+        case .none, .null?: return nil
+        case .string(let s)?: return s
+        default: throw APIError.wrongType(path, "a string")
+        }
+    }
+
+    static func requiredString(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> String {
+        guard let value = try self.string(object, key, path: path) else { throw APIError.missingField(path) }
+        return value
+    }
+
+    static func bool(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> Bool? {
+        switch object[key] {
+        case .none, .null?: return nil
+        case .bool(let b)?: return b
+        default: throw APIError.wrongType(path, "a boolean")
+        }
+    }
+
+    static func array(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> [JSONValue]? {
+        switch object[key] {
+        case .none, .null?: return nil
+        case .array(let a)?: return a
+        default: throw APIError.wrongType(path, "an array")
+        }
+    }
+
+    static func object(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> JSONObject? {
+        switch object[key] {
+        case .none, .null?: return nil
+        case .object(let o)?: return o
+        default: throw APIError.wrongType(path, "an object")
+        }
+    }
+
+    /// An array of strings (each element must be a string).
+    static func stringArray(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> [String]? {
+        guard let array = try self.array(object, key, path: path) else { return nil }
+        var strings: [String] = []
+        strings.reserveCapacity(array.count)
+        for element in array {
+            guard case .string(let s) = element else { throw APIError.wrongType(path, "an array of strings") }
+            strings.append(s)
+        }
+        return strings
+    }
+
+    static func requiredStringArray(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> [String] {
+        guard let value = try self.stringArray(object, key, path: path) else { throw APIError.missingField(path) }
+        return value
+    }
+
+    // MARK: - Library objects (§4)
+
+    /// One object of type `type` from `value`; `path` is where it sits (`assets.upsert`, `assets`).
+    static func libraryObject(_ value: JSONValue, type: ObjectType, path: String) throws(APIError) -> LibraryObject {
+        guard case .object(let o) = value else { throw APIError.wrongType(path, "an array of objects") }
+        let localIdentifier = try self.requiredString(o, "localIdentifier", path: path + ".localIdentifier")
+        let fingerprint = try self.requiredString(o, "fingerprint", path: path + ".fingerprint")
+        switch type {
+        case .asset:
+            var mediaType = MediaType.image
+            if let text = try self.string(o, "mediaType", path: path + ".mediaType") {
+                guard let parsed = MediaType(rawValue: text) else {
+                    throw APIError.badRequest("mediaType of \(localIdentifier) must be image, video, audio or unknown.", field: path + ".mediaType")
+                }
+                mediaType = parsed
+            }
+            return .asset(
+                localIdentifier, fingerprint: fingerprint, mediaType: mediaType,
+                creationDate: try self.string(o, "creationDate", path: path + ".creationDate"),
+                modificationDate: try self.string(o, "modificationDate", path: path + ".modificationDate"),
+                hasAdjustments: try self.bool(o, "hasAdjustments", path: path + ".hasAdjustments") ?? false,
+                isFavorite: try self.bool(o, "isFavorite", path: path + ".isFavorite") ?? false)
+        case .assetCollection:
+            return .assetCollection(
+                localIdentifier, fingerprint: fingerprint,
+                title: try self.string(o, "title", path: path + ".title"),
+                assets: try self.stringArray(o, "assets", path: path + ".assets") ?? [],
+                appCreated: try self.bool(o, "appCreated", path: path + ".appCreated") ?? false)
+        case .collectionList:
+            return .collectionList(
+                localIdentifier, fingerprint: fingerprint,
+                title: try self.string(o, "title", path: path + ".title"),
+                collections: try self.stringArray(o, "collections", path: path + ".collections") ?? [])
+        }
+    }
+
+    /// `POST /v1/library/changes`: `{"assets": {"upsert": [...], "delete": [...]}, ...}`, each part optional.
+    static func changeRequest(_ body: JSONObject) throws(APIError) -> LibraryChangeRequest {
+        var request = LibraryChangeRequest()
+        for type in ObjectType.allCases {
+            let name = type.partName
+            guard let part = try self.object(body, name, path: name) else { continue }
+            var upsert: [LibraryObject] = []
+            for value in try self.array(part, "upsert", path: name + ".upsert") ?? [] {
+                upsert.append(try self.libraryObject(value, type: type, path: name + ".upsert"))
+            }
+            let delete = try self.stringArray(part, "delete", path: name + ".delete") ?? []
+            switch type {
+            case .asset: request.assets = LibraryChangePart(upsert: upsert, delete: delete)
+            case .assetCollection: request.assetCollections = LibraryChangePart(upsert: upsert, delete: delete)
+            case .collectionList: request.collectionLists = LibraryChangePart(upsert: upsert, delete: delete)
+            }
+        }
+        return request
+    }
+
+    /// `PUT /v1/library`: `{"assets": [...], "assetCollections": [...], "collectionLists": [...]}`;
+    /// a missing part means the library has none of that type.
+    static func snapshot(_ body: JSONObject) throws(APIError) -> LibrarySnapshot {
+        var objects: [LibraryObject] = []
+        for type in ObjectType.allCases {
+            for value in try self.array(body, type.partName, path: type.partName) ?? [] {
+                objects.append(try self.libraryObject(value, type: type, path: type.partName))
+            }
+        }
+        return LibrarySnapshot(objects: objects)
+    }
+
+    /// The `type` query value: a part name (`assets`), or its singular (`asset`) for convenience.
+    static func objectType(query text: String) -> ObjectType? {
+        if let type = ObjectType(partName: text) { return type }
+        switch text {
+        case "asset": return .asset
+        case "assetCollection": return .assetCollection
+        case "collectionList": return .collectionList
+        default: return nil
+        }
+    }
+
+    // MARK: - Query parameters
+
+    /// A decimal integer query parameter; nil when absent, `400` naming it when not an integer.
+    static func intQuery(_ request: RequestContext, _ name: String) throws(APIError) -> Int? {
+        guard let text = request.query(name) else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(text) else {
+            throw APIError.badRequest("The query parameter \"\(name)\" must be a positive integer.", field: name)
+        }
+        return value
+    }
+
+    /// A boolean query parameter (`true`/`false`, also `1`/`0`); nil when absent.
+    static func boolQuery(_ request: RequestContext, _ name: String) throws(APIError) -> Bool? {
+        guard let text = request.query(name) else { return nil }
+        switch text {
+        case "true", "1": return true
+        case "false", "0": return false
+        default: throw APIError.badRequest("The query parameter \"\(name)\" must be true or false.", field: name)
+        }
+    }
+
+    // MARK: - Writing answers
+
+    /// A `200` (or `status`) JSON answer built by `build`.
+    static func json(status: Int = 200, capacity: Int = 256, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
+        HTTPResponse.json(status: status, capacity: capacity, build)
+    }
+
+    /// A stored object with its `"type"` (the part name: `assets`, `assetCollections`,
+    /// `collectionLists`, the same spelling as the listing's `type` parameter). Optional
+    /// fields that were never set are `null`.
+    static func write(_ o: LibraryObject, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("localIdentifier"); w.string(o.localIdentifier)
+        w.key("type"); w.string(o.type.partName)
+        w.key("fingerprint"); w.string(o.fingerprint)
+        switch o.type {
+        case .asset:
+            w.key("mediaType"); w.string(o.mediaType.rawValue)
+            w.key("creationDate"); self.optional(o.creationDate, &w)
+            w.key("modificationDate"); self.optional(o.modificationDate, &w)
+            w.key("hasAdjustments"); w.bool(o.hasAdjustments)
+            w.key("isFavorite"); w.bool(o.isFavorite)
+        case .assetCollection:
+            w.key("title"); self.optional(o.title, &w)
+            w.key("assets"); self.strings(o.members, &w)
+            w.key("appCreated"); w.bool(o.appCreated)
+        case .collectionList:
+            w.key("title"); self.optional(o.title, &w)
+            w.key("collections"); self.strings(o.members, &w)
+        }
+        w.endObject()
+    }
+
+    /// `{"changeToken","inserted","updated","deleted","unchanged"}`.
+    static func write(_ r: LibraryChangeResult, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("changeToken"); w.string(r.changeToken)
+        w.key("inserted"); w.int(r.inserted)
+        w.key("updated"); w.int(r.updated)
+        w.key("deleted"); w.int(r.deleted)
+        w.key("unchanged"); w.int(r.unchanged)
+        w.endObject()
+    }
+
+    /// One change of §7: every part present, or the per-change error for a reset library.
+    static func write(_ change: LibraryChange, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("changeToken"); w.string(change.changeToken)
+        if let details = change.details {
+            for type in ObjectType.allCases {
+                let lists = details[type]
+                w.key(type.partName)
+                w.beginObject()
+                w.key("inserted"); self.strings(lists.inserted, &w)
+                w.key("updated"); self.strings(lists.updated, &w)
+                w.key("deleted"); self.strings(lists.deleted, &w)
+                w.endObject()
+            }
+        } else {
+            w.key("error"); self.write(ItemError.persistentChangeDetailsUnavailable, into: &w)
+        }
+        w.endObject()
+    }
+
+    static func strings(_ values: [String], _ w: inout JSONWriter) {
+        w.beginArray()
+        for v in values { w.string(v) }
+        w.endArray()
+    }
+
+    static func optional(_ value: String?, _ w: inout JSONWriter) {
+        if let value { w.string(value) } else { w.null() }
+    }
+}

@@ -1,0 +1,83 @@
+import ConcordDomain
+import ConcordHTTP
+import ConcordJSON
+
+/// API.md §5: mapping identifiers both ways, and links chosen by the person (device token).
+func mappingRoutes(_ app: AppContext) -> [Route] {
+    let metrics = app.appMetrics
+    return [
+        Route("POST", "/v1/library/cloud-identifiers") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let body = try request.jsonBody()
+            let ids = try Codec.requiredStringArray(body, "localIdentifiers", path: "localIdentifiers")
+            try checkBatch(ids.count, app)
+            let mappings = try app.call(.cloudIdentifiers, request) { () throws(DomainError) in
+                try app.service.cloudIdentifiers(forLocalIdentifiers: ids, device: device)
+            }
+            return Codec.json(capacity: 64 + 128 * mappings.count) { w in
+                w.beginObject()
+                w.key("mappings")
+                w.beginArray()
+                for m in mappings {
+                    metrics.recordMapping(.localToCloud, m.result)
+                    w.beginObject()
+                    w.key("localIdentifier"); w.string(m.localIdentifier)
+                    switch m.result {
+                    case .found(let cloud): w.key("cloudIdentifier"); w.string(cloud)
+                    case .error(let error): w.key("error"); Codec.write(error, into: &w)
+                    }
+                    w.endObject()
+                }
+                w.endArray()
+                w.endObject()
+            }
+        },
+        Route("POST", "/v1/library/local-identifiers") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let body = try request.jsonBody()
+            let ids = try Codec.requiredStringArray(body, "cloudIdentifiers", path: "cloudIdentifiers")
+            try checkBatch(ids.count, app)
+            let mappings = try app.call(.localIdentifiers, request) { () throws(DomainError) in
+                try app.service.localIdentifiers(forCloudIdentifiers: ids, device: device)
+            }
+            return Codec.json(capacity: 64 + 128 * mappings.count) { w in
+                w.beginObject()
+                w.key("mappings")
+                w.beginArray()
+                for m in mappings {
+                    metrics.recordMapping(.cloudToLocal, m.result)
+                    w.beginObject()
+                    w.key("cloudIdentifier"); w.string(m.cloudIdentifier)
+                    switch m.result {
+                    case .found(let local): w.key("localIdentifier"); w.string(local)
+                    case .error(let error): w.key("error"); Codec.write(error, into: &w)
+                    }
+                    w.endObject()
+                }
+                w.endArray()
+                w.endObject()
+            }
+        },
+        Route("POST", "/v1/library/links") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let body = try request.jsonBody()
+            let cloud = try Codec.requiredString(body, "cloudIdentifier", path: "cloudIdentifier")
+            let local = try Codec.requiredString(body, "localIdentifier", path: "localIdentifier")
+            try app.call(.link, request) { () throws(DomainError) in
+                try app.service.link(cloudIdentifier: cloud, localIdentifier: local, device: device)
+            }
+            return Codec.json { w in
+                w.beginObject()
+                w.key("cloudIdentifier"); w.string(cloud)
+                w.key("localIdentifier"); w.string(local)
+                w.endObject()
+            }
+        },
+    ]
+}
+
+/// `413 batchTooLarge` before any work when a request names more than `maxBatch` items.
+private func checkBatch(_ count: Int, _ app: AppContext) throws(APIError) {
+    let max = app.service.configuration.maxBatch
+    guard count <= max else { throw APIError(DomainError.batchTooLarge(maxBatch: max)) }
+}

@@ -1,0 +1,94 @@
+import ConcordHTTP
+import ConcordJSON
+import ConcordObservability
+
+/// Everything a handler gets for one request.
+public struct RequestContext: Sendable {
+    public let request: HTTPRequest
+    /// Path captures of the matched pattern, percent-decoded.
+    public let pathParameters: [String: String]
+    /// The matched route's pattern, e.g. `/v1/devices/{deviceID}`.
+    public let routePattern: String
+    /// The query's name/value pairs in order, percent-decoded (`+` is a space).
+    public let queryItems: [(name: String, value: String)]
+    /// The request's logger (carries the request id).
+    public let logger: Logger
+
+    public init(
+        request: HTTPRequest, pathParameters: [String: String] = [:], routePattern: String = "",
+        queryItems: [(name: String, value: String)] = [], logger: Logger
+    ) {
+        self.request = request
+        self.pathParameters = pathParameters
+        self.routePattern = routePattern
+        self.queryItems = queryItems
+        self.logger = logger
+    }
+
+    /// The first value of query parameter `name`, percent-decoded.
+    public func query(_ name: String) -> String? {
+        self.queryItems.first(where: { $0.name == name })?.value
+    }
+
+    /// The path parameter `name`; a route asking for a capture its pattern lacks is a
+    /// programming error, answered as 500 rather than a crash.
+    public func pathParameter(_ name: String) throws(APIError) -> String {
+        guard let value = self.pathParameters[name] else { throw APIError.internalError() }
+        return value
+    }
+
+    /// The token of `Authorization: Bearer <token>` (scheme case-insensitive, RFC 9110
+    /// §11.1); nil when the header is missing, of another scheme, or empty.
+    public var bearerToken: String? {
+        guard let header = self.request.headers[first: "Authorization"] else { return nil }
+        let trimmed = header.drop(while: { $0 == " " || $0 == "\t" })
+        guard trimmed.utf8.count > 7 else { return nil }
+        let scheme = trimmed.prefix(6)
+        guard scheme.lowercased() == "bearer" else { return nil }
+        let rest = trimmed.dropFirst(6)
+        guard let first = rest.first, first == " " || first == "\t" else { return nil }
+        let token = rest.trimmingSpaces()
+        return token.isEmpty ? nil : String(token)
+    }
+
+    /// The body parsed as a JSON object; `400 badRequest` when it is malformed JSON or
+    /// another JSON type.
+    public func jsonBody() throws(APIError) -> JSONObject {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(self.request.body)
+        } catch {
+            throw APIError.badRequest("The body is malformed JSON at byte \(error.offset): \(error.message)")
+        }
+        guard case .object(let object) = value else {
+            throw APIError.badRequest("The body must be a JSON object.")
+        }
+        return object
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    fileprivate func trimmingSpaces() -> Substring {
+        var s = self
+        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
+        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
+        return s
+    }
+}
+
+extension RequestContext {
+    /// Runs `body` (typically storage calls): an `APIError` passes through; any other
+    /// error is logged with the route and becomes `500 internalError`, whose answer never
+    /// echoes the request or the error text.
+    public func mapErrors<T>(_ body: () throws -> T) throws(APIError) -> T {
+        do {
+            return try body()
+        } catch let error as APIError {
+            throw error
+        } catch {
+            self.logger.error("unexpected error", metadata: ["route": .string(self.routePattern), "error": .string(String(describing: error))])
+            throw APIError.internalError()
+        }
+    }
+}

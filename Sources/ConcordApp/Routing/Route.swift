@@ -1,0 +1,65 @@
+import ConcordHTTP
+
+/// One endpoint: a method, a path pattern, and the handler that answers it.
+///
+/// Patterns are `/`-separated segments; a segment `{name}` captures exactly one
+/// segment, and a final `{name...}` captures the rest of the path (at least one
+/// character, `/` included), e.g. `/v1/library/objects/{localIdentifier...}`.
+/// The pattern string doubles as the route's metric label.
+public struct Route: Sendable {
+    /// The handler type: synchronous, may block when `onLoop` is false.
+    public typealias Handler = @Sendable (RequestContext) throws(APIError) -> HTTPResponse
+
+    public let method: String
+    public let pattern: String
+    /// True only for handlers that never block: they run on the event loop.
+    public let onLoop: Bool
+    public let handler: Handler
+    let segments: [PatternSegment]
+
+    public init(_ method: String, _ pattern: String, onLoop: Bool = false, handler: @escaping Handler) {
+        self.method = method
+        self.pattern = pattern
+        self.onLoop = onLoop
+        self.handler = handler
+        self.segments = PatternSegment.parse(pattern)
+    }
+}
+
+/// A compiled pattern segment.
+enum PatternSegment: Equatable {
+    case literal(String)
+    case parameter(String)
+    case rest(String)
+
+    /// Parses `/a/{b}/{c...}`. Routes are written by us, not received, so a malformed
+    /// pattern is a programming error caught by the router tests, not an input error.
+    static func parse(_ pattern: String) -> [PatternSegment] {
+        precondition(pattern.hasPrefix("/"), "route pattern must start with '/': \(pattern)")
+        let parts = pattern.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        var result: [PatternSegment] = []
+        for (i, part) in parts.enumerated() {
+            if part.hasPrefix("{") && part.hasSuffix("}") {
+                let inner = part.dropFirst().dropLast()
+                if inner.hasSuffix("...") {
+                    precondition(i == parts.count - 1, "'{name...}' must be the last segment: \(pattern)")
+                    result.append(.rest(String(inner.dropLast(3))))
+                } else {
+                    result.append(.parameter(String(inner)))
+                }
+            } else {
+                result.append(.literal(String(part)))
+            }
+        }
+        return result
+    }
+
+    /// Sort rank for "most specific first": literal < parameter < rest.
+    var rank: Int {
+        switch self {
+        case .literal: 0
+        case .parameter: 1
+        case .rest: 2
+        }
+    }
+}

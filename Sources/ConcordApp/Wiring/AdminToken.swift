@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ConcordObservability
+
+/// Where the admin token comes from: the configuration, or a file in the data
+/// directory generated on first start (256 bits from /dev/urandom, hex, mode 0600)
+/// and reused on later starts.
+enum AdminToken {
+    /// The file holding a generated token for a database at `databasePath`.
+    static func filePath(forDatabaseAt databasePath: String) -> String {
+        DataDirectory.path(forDatabaseAt: databasePath) + "/admin-token"
+    }
+
+    /// The effective token. Logs a generated token once, at notice level.
+    static func resolve(configured: String?, database: Configuration.Database, logger: Logger) throws(StartupError) -> String {
+        if let configured { return configured }
+        let databasePath: String
+        switch database {
+        case .sqlite(let path): databasePath = path
+        case .postgres: databasePath = "./data/concord.sqlite"
+        }
+        let path = self.filePath(forDatabaseAt: databasePath)
+        if let existing = try self.readToken(path) { return existing }
+
+        let token = try self.generate()
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd < 0 {
+            // Another process created it between our read and our create: use theirs.
+            if errno == EEXIST, let existing = try self.readToken(path) { return existing }
+            throw StartupError("cannot create admin token file \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        let line = Array((token + "\n").utf8)
+        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == line.count, fsync(fd) == 0 else {
+            throw StartupError("cannot write admin token file \(path): \(String(cString: strerror(errno)))")
+        }
+        logger.notice("generated admin token", metadata: ["adminToken": .string(token), "file": .string(path)])
+        return token
+    }
+
+    /// The token stored at `path`; nil when the file does not exist.
+    private static func readToken(_ path: String) throws(StartupError) -> String? {
+        if access(path, F_OK) != 0 && errno == ENOENT { return nil }
+        switch ConfigurationLoader.readFile(path) {
+        case .success(let bytes):
+            let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
+            guard !text.isEmpty, !text.contains(where: { $0.isWhitespace }) else {
+                throw StartupError("admin token file \(path) is empty or malformed; delete it to generate a new token")
+            }
+            return text
+        case .failure(let reason):
+            throw StartupError("cannot read admin token file \(path): \(reason)")
+        }
+    }
+
+    /// 32 random bytes from the kernel's CSPRNG, as 64 hex digits.
+    static func generate() throws(StartupError) -> String {
+        let fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StartupError("cannot open /dev/urandom: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        var filled = 0
+        while filled < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if n > 0 {
+                filled += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                throw StartupError("cannot read /dev/urandom: \(String(cString: strerror(errno)))")
+            }
+        }
+        let hex: [Character] = Array("0123456789abcdef")
+        return String(bytes.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0xF)]] })
+    }
+}
+
+extension String {
+    fileprivate func trimmingWhitespace() -> String {
+        var s = self[...]
+        while let c = s.first, c.isWhitespace { s.removeFirst() }
+        while let c = s.last, c.isWhitespace { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,163 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ConcordHTTP
+import ConcordObservability
+import ConcordTransport
+import Dispatch
+import Synchronization
+
+/// A started Concord server: listening, serving, until `shutdown()`.
+public final class RunningApp: Sendable {
+    /// The bound port (the real one when configured with port 0).
+    public let port: Int
+    public let context: AppContext
+    let server: HTTPServer
+    let dispatcher: Dispatcher
+    let sink: LogSink
+    private let stopped = Mutex(false)
+
+    init(port: Int, context: AppContext, server: HTTPServer, dispatcher: Dispatcher, sink: LogSink) {
+        self.port = port
+        self.context = context
+        self.server = server
+        self.dispatcher = dispatcher
+        self.sink = sink
+    }
+
+    /// Graceful shutdown, in reverse order of start: stop accepting and let requests in
+    /// flight finish within `shutdownGrace` (API.md §8), stop the workers, close storage,
+    /// flush the logs. Later calls return at once.
+    public func shutdown() {
+        let already = self.stopped.withLock { stopped in
+            defer { stopped = true }
+            return stopped
+        }
+        guard !already else { return }
+        let grace = self.context.configuration.server.timeouts.shutdownGrace
+        let start = MonotonicClock.nanoseconds()
+        self.server.shutdown(gracePeriod: grace)
+        let spent = Double(MonotonicClock.nanoseconds() - start) / 1e9
+        self.dispatcher.shutdown(deadline: max(0.1, grace - spent))
+        self.context.storage.close()
+        self.context.logger.notice("stopped")
+        self.sink.shutdown()
+    }
+}
+
+/// Starts a server for `configuration`: logger, storage, admin token, routes, listener.
+/// Throws a one-line reason when it cannot start (port taken, database unusable).
+///
+/// - Parameter sink: where log lines go; stdout when nil.
+/// - Parameter extraRoutes: routes served besides the API's (tests use it for slow handlers).
+public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extraRoutes: [Route] = []) throws(StartupError) -> RunningApp {
+    let sink = sink ?? LogSink()
+    let logger = Logger(level: configuration.logLevel, sink: sink)
+    let metrics = MetricsRegistry()
+    do throws(StartupError) {
+        let storage = try StorageHook.open(
+            configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch)
+        let adminToken: String
+        do throws(StartupError) {
+            adminToken = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
+        } catch {
+            storage.close()
+            throw error
+        }
+        let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage)
+
+        let cores = ServerConfiguration.coreCount
+        let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
+        let dispatcher = Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers)
+
+        var server = ServerConfiguration(host: configuration.server.host, port: configuration.server.port)
+        server.limits = HTTPLimits(
+            maxRequestLineBytes: configuration.server.limits.requestLineBytes,
+            maxHeaderBytes: configuration.server.limits.headerBytes,
+            maxHeaderCount: configuration.server.limits.headerCount,
+            maxBodyBytes: configuration.server.limits.bodyBytes)
+        server.maxConnections = configuration.server.limits.maxConnections
+        server.headerReadTimeout = configuration.server.timeouts.headerRead
+        server.bodyReadTimeout = configuration.server.timeouts.bodyRead
+        server.idleTimeout = configuration.server.timeouts.idle
+        if configuration.server.eventLoops > 0 { server.eventLoopCount = configuration.server.eventLoops }
+
+        let refused = metrics.counter("concord_http_refused_total", help: "Requests refused by the transport (parse errors, limits, timeouts, 503).")
+        let httpServer = HTTPServer(configuration: server, responder: dispatcher) { event in
+            switch event {
+            case .listening: break
+            case .connectionError(let message): logger.warning("connection error", metadata: ["error": .string(message)])
+            case .acceptError(let code): logger.error("accept failed", metadata: ["errno": .int(Int(code))])
+            case .protocolError(let status, let name):
+                refused.increment()
+                logger.info("request refused", metadata: ["status": .int(status), "error": .string(name)])
+            }
+        }
+        metrics.gauge("concord_http_open_connections", help: "Connections currently open.") { Double(httpServer.openConnections) }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let startTime = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        metrics.gauge("concord_process_start_time_seconds", help: "When the process started, in seconds since the Unix epoch.") { startTime }
+        metrics.gauge("concord_build_info", help: "Always 1; the version is a label.", labels: [("version", CommandLineInterface.version)]) { 1 }
+
+        let port: Int
+        do {
+            port = try httpServer.start()
+        } catch {
+            dispatcher.shutdown(deadline: 0.1)
+            storage.close()
+            throw StartupError(error.message)
+        }
+        logger.notice("listening", metadata: [
+            "host": .string(configuration.server.host), "port": .int(port),
+            "database": .string(configuration.database.description), "workers": .int(workers),
+        ])
+        return RunningApp(port: port, context: context, server: httpServer, dispatcher: dispatcher, sink: sink)
+    } catch {
+        sink.shutdown()
+        throw error
+    }
+}
+
+/// `concord serve`: starts, serves until SIGTERM or SIGINT, shuts down gracefully.
+/// Returns the process exit status: 0 after a clean shutdown, 1 when it cannot start.
+public func serve(_ configuration: Configuration) -> Int32 {
+    // Take the signals away from their default action (terminate) before anything
+    // starts, so a signal arriving during startup is not lost and does not kill us.
+    signal(SIGTERM, SIG_IGN)
+    signal(SIGINT, SIG_IGN)
+    let received = Mutex<Int32>(0)
+    let stop = DispatchSemaphore(value: 0)
+    let queue = DispatchQueue(label: "concord.signals")
+    let sources = [SIGTERM, SIGINT].map { number in
+        let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+        source.setEventHandler {
+            received.withLock { $0 = number }
+            stop.signal()
+        }
+        source.resume()
+        return source
+    }
+    defer { for source in sources { source.cancel() } }
+
+    let app: RunningApp
+    do {
+        app = try startApp(configuration)
+    } catch {
+        printError("concord: cannot start: \(error.message)")
+        return 1
+    }
+    stop.wait()
+    let number = received.withLock { $0 }
+    app.context.logger.notice("shutting down", metadata: ["signal": .string(number == SIGINT ? "SIGINT" : "SIGTERM")])
+    app.shutdown()
+    return 0
+}
+
+/// One line on stderr.
+func printError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    bytes.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+}

@@ -1,0 +1,258 @@
+import Foundation
+
+extension ConcordService {
+    // MARK: - A device's library (§4)
+
+    /// `POST /v1/library/changes`: applied atomically; one history entry when anything changed.
+    @discardableResult
+    public func applyChanges(_ request: LibraryChangeRequest, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
+        var seen = Set<String>()
+        var upserts: [LibraryObject] = []
+        var deletes: [(type: ObjectType, id: String)] = []
+        for type in [ObjectType.asset, .assetCollection, .collectionList] {
+            let part = request.part(type)
+            for var object in part.upsert {
+                object.type = type
+                try Self.validate(object, field: type.partName + ".upsert")
+                guard seen.insert(object.localIdentifier).inserted else { throw Self.duplicate(object.localIdentifier) }
+                upserts.append(object)
+            }
+            for id in part.delete {
+                guard Identifiers.isValidLocalIdentifier(id) else {
+                    throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: type.partName + ".delete")
+                }
+                guard seen.insert(id).inserted else { throw Self.duplicate(id) }
+                deletes.append((type, id))
+            }
+        }
+        let now = self.now
+        return try self.run {
+            try self.store.write { tx in
+                let state = try Self.requireDevice(tx, device)
+                // One query for every identifier the request names, members included.
+                var wanted = Set(seen)
+                for o in upserts { wanted.formUnion(o.members) }
+                var existing: [String: StoredObject] = [:]
+                for s in try tx.objects(device, localIdentifiers: Array(wanted)) { existing[s.object.localIdentifier] = s }
+
+                var details = ChangeDetails()
+                var puts: [StoredObject] = []
+                var deleteIDs: [String] = []
+                var unchanged = 0
+                for o in upserts {
+                    if let old = existing[o.localIdentifier] {
+                        guard old.object.type == o.type else { throw Self.typeChange(o.localIdentifier, from: old.object.type, to: o.type) }
+                        if old.object == o { unchanged += 1; continue }
+                        // A new fingerprint is new content: the link to the old content's record goes (§4).
+                        puts.append(StoredObject(object: o, link: old.object.fingerprint == o.fingerprint ? old.link : nil))
+                        details[o.type].updated.append(o.localIdentifier)
+                    } else {
+                        puts.append(StoredObject(object: o, link: nil))
+                        details[o.type].inserted.append(o.localIdentifier)
+                    }
+                }
+                for (type, id) in deletes {
+                    guard let old = existing[id] else { continue }   // unknown: ignored
+                    guard old.object.type == type else {
+                        throw DomainError.badRequest(message: "\(id) is in \(old.object.type.partName), not \(type.partName).", field: type.partName + ".delete")
+                    }
+                    deleteIDs.append(id)
+                    details[type].deleted.append(id)
+                }
+                // Members must exist after the request applies.
+                var after: [String: ObjectType] = [:]
+                for (id, s) in existing { after[id] = s.object.type }
+                for id in deleteIDs { after[id] = nil }
+                for o in upserts { after[o.localIdentifier] = o.type }
+                try Self.checkMembers(upserts, typeOf: { after[$0] })
+
+                let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
+                let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
+                let del = deleteIDs.count
+                var seq = state.lastChangeSeq
+                if !details.isEmpty {
+                    try tx.putObjects(device, puts)
+                    try tx.deleteObjects(device, localIdentifiers: deleteIDs)
+                    seq = try self.appendChange(tx, state, details: details, now: now, objectCount: state.objectCount + ins - del)
+                }
+                return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(device)),
+                                           inserted: ins, updated: upd, deleted: del, unchanged: unchanged)
+            }
+        }
+    }
+
+    /// `PUT /v1/library`: the whole library; the difference to what is stored becomes one change.
+    /// `reset`: one change whose details are unavailable, and every link of the device dropped.
+    @discardableResult
+    public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
+        var byID: [String: LibraryObject] = [:]
+        byID.reserveCapacity(snapshot.objects.count)
+        for o in snapshot.objects {
+            try Self.validate(o, field: o.type.partName)
+            guard byID.updateValue(o, forKey: o.localIdentifier) == nil else { throw Self.duplicate(o.localIdentifier) }
+        }
+        try Self.checkMembers(snapshot.objects, typeOf: { byID[$0]?.type })
+        let now = self.now
+        return try self.run {
+            try self.store.write { tx in
+                let state = try Self.requireDevice(tx, device)
+                let stored = try tx.allObjects(device)
+                var details = ChangeDetails()
+                var puts: [StoredObject] = []
+                var deleteIDs: [String] = []
+                var unchanged = 0
+                var storedIDs = Set<String>()
+                storedIDs.reserveCapacity(stored.count)
+                var retyped = Set<String>()
+                for old in stored {
+                    let id = old.object.localIdentifier
+                    storedIDs.insert(id)
+                    guard let new = byID[id] else {
+                        deleteIDs.append(id)
+                        details[old.object.type].deleted.append(id)
+                        continue
+                    }
+                    if new.type != old.object.type {
+                        // A wholesale replacement may reuse an identifier for another type: delete + insert.
+                        guard reset else { throw Self.typeChange(id, from: old.object.type, to: new.type) }
+                        deleteIDs.append(id)
+                        details[old.object.type].deleted.append(id)
+                        retyped.insert(id)
+                        continue
+                    }
+                    if new == old.object { unchanged += 1; continue }
+                    puts.append(StoredObject(object: new, link: (!reset && old.object.fingerprint == new.fingerprint) ? old.link : nil))
+                    details[new.type].updated.append(id)
+                }
+                for o in snapshot.objects {
+                    let id = o.localIdentifier
+                    guard !storedIDs.contains(id) || retyped.contains(id) else { continue }
+                    puts.append(StoredObject(object: o, link: nil))
+                    details[o.type].inserted.append(id)
+                }
+                let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
+                let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
+                let del = details.assets.deleted.count + details.assetCollections.deleted.count + details.collectionLists.deleted.count
+                var seq = state.lastChangeSeq
+                if reset || !details.isEmpty {
+                    try tx.deleteObjects(device, localIdentifiers: deleteIDs)
+                    if reset { try tx.dropAllLinks(device) }
+                    try tx.putObjects(device, puts)
+                    seq = try self.appendChange(tx, state, details: reset ? nil : details, now: now, objectCount: snapshot.objects.count)
+                }
+                return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(device)),
+                                           inserted: ins, updated: upd, deleted: del, unchanged: unchanged)
+            }
+        }
+    }
+
+    /// `GET /v1/library/objects/{localIdentifier}`.
+    public func object(localIdentifier: String, device: DeviceRef) throws(DomainError) -> LibraryObject {
+        guard Identifiers.isValidLocalIdentifier(localIdentifier) else {
+            throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifier")
+        }
+        let found = try self.run {
+            try self.store.read { tx in
+                _ = try Self.requireDevice(tx, device)
+                return try tx.objects(device, localIdentifiers: [localIdentifier]).first
+            }
+        }
+        guard let found else { throw DomainError.notFound(message: "No object with this local identifier.") }
+        return found.object
+    }
+
+    /// `GET /v1/library/objects?type=&after=&limit=`: paged in local identifier byte order.
+    public func listObjects(type: ObjectType, after: String?, limit: Int?, device: DeviceRef) throws(DomainError) -> ObjectPage {
+        let limit = limit ?? self.configuration.defaultObjectsLimit
+        guard limit >= 1, limit <= self.configuration.maxObjectsLimit else {
+            throw DomainError.badRequest(message: "limit must be between 1 and \(self.configuration.maxObjectsLimit).", field: "limit")
+        }
+        if let after, !Identifiers.isValidLocalIdentifier(after) {
+            throw DomainError.badRequest(message: "after must be a local identifier.", field: "after")
+        }
+        var objects = try self.run {
+            try self.store.read { tx in
+                _ = try Self.requireDevice(tx, device)
+                return try tx.objectPage(device, type: type, after: after, limit: limit + 1)
+            }
+        }
+        var next: String?
+        if objects.count > limit {
+            objects.removeLast(objects.count - limit)
+            next = objects.last?.localIdentifier
+        }
+        return ObjectPage(objects: objects, next: next)
+    }
+
+    /// `PUT /v1/library/authorization`.
+    public func setAuthorization(_ status: AuthorizationStatus, device: DeviceRef) throws(DomainError) {
+        try self.run {
+            try self.store.write { tx in
+                _ = try Self.requireDevice(tx, device)
+                try tx.setAuthorization(device, status)
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// Appends one history entry inside the write transaction: its sequence number is assigned
+    /// here, under the write lock, so tokens grow in commit order (§7). Prunes by count and age.
+    func appendChange(_ tx: any StoreWriteTransaction, _ state: DeviceState, details: ChangeDetails?, now: Date, objectCount: Int) throws -> Int64 {
+        let seq = state.lastChangeSeq + 1
+        try tx.appendChange(state.ref, seq: seq, createdAt: now.timeIntervalSince1970, details: details)
+        try tx.updateDeviceCounters(state.ref, lastChangeSeq: seq, objectCount: objectCount)
+        let boundary = try self.retentionBoundary(tx, ref: state.ref, lastSeq: seq, prunedThrough: state.prunedThroughSeq, now: now)
+        if boundary > state.prunedThroughSeq { try tx.pruneChanges(state.ref, throughSeq: boundary) }
+        return seq
+    }
+
+    static func validate(_ o: LibraryObject, field: String) throws(DomainError) {
+        guard Identifiers.isValidLocalIdentifier(o.localIdentifier) else {
+            throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: field + ".localIdentifier")
+        }
+        guard Identifiers.isValidFingerprint(o.fingerprint) else {
+            throw DomainError.badRequest(message: "fingerprint of \(o.localIdentifier) must be base64url without padding of 16 to 64 bytes.", field: field + ".fingerprint")
+        }
+        for (value, name) in [(o.creationDate, "creationDate"), (o.modificationDate, "modificationDate")] {
+            if let value, !RFC3339.isValid(value) {
+                throw DomainError.badRequest(message: "\(name) of \(o.localIdentifier) must be an RFC 3339 time.", field: field + "." + name)
+            }
+        }
+        if let title = o.title, title.utf8.count > 4096 {
+            throw DomainError.badRequest(message: "title of \(o.localIdentifier) is longer than 4096 bytes.", field: field + ".title")
+        }
+        for m in o.members where !Identifiers.isValidLocalIdentifier(m) {
+            throw DomainError.badRequest(message: "members of \(o.localIdentifier) must be local identifiers.",
+                                         field: field + (o.type == .collectionList ? ".collections" : ".assets"))
+        }
+    }
+
+    /// An album must list assets of the library, a folder collections of the library (422 naming them).
+    static func checkMembers(_ objects: [LibraryObject], typeOf: (String) -> ObjectType?) throws(DomainError) {
+        for o in objects where !o.members.isEmpty {
+            let missing: [String]
+            if o.type == .assetCollection {
+                missing = o.members.filter { typeOf($0) != .asset }
+            } else if o.type == .collectionList {
+                missing = o.members.filter { let t = typeOf($0); return t != .assetCollection && t != .collectionList }
+            } else {
+                continue
+            }
+            guard let first = missing.first else { continue }
+            let what = o.type == .assetCollection ? "asset" : "collection"
+            throw DomainError.unprocessable(
+                message: "\(o.localIdentifier) lists \(what) \(first), which the library lacks.",
+                details: [DetailField("localIdentifier", .string(o.localIdentifier)),
+                          DetailField("missing", .array(missing.map { .string($0) }))])
+        }
+    }
+
+    static func duplicate(_ id: String) -> DomainError {
+        .badRequest(message: "\(id) appears more than once in the request.", field: "localIdentifier")
+    }
+
+    static func typeChange(_ id: String, from: ObjectType, to: ObjectType) -> DomainError {
+        .badRequest(message: "\(id) is in \(from.partName); an identifier keeps its type.", field: to.partName)
+    }
+}

@@ -1,0 +1,177 @@
+/// A value carried in an error's details; the app renders it as JSON.
+public indirect enum DetailValue: Sendable, Equatable {
+    case string(String)
+    case int(Int)
+    case bool(Bool)
+    case array([DetailValue])
+    case object([DetailField])
+}
+
+/// One named detail of an error object, kept in order.
+public struct DetailField: Sendable, Equatable {
+    public var key: String
+    public var value: DetailValue
+    public init(_ key: String, _ value: DetailValue) {
+        self.key = key
+        self.value = value
+    }
+}
+
+/// Every failure of the domain. Each case is one contract name of API.md §1; the app
+/// maps it to its status and JSON in one place (`name`, `httpStatus`, `photosErrorCode`, `details`).
+public enum DomainError: Error, Sendable, Equatable {
+    /// 400: a missing, mistyped or out-of-bounds value; `field` names it when known.
+    case badRequest(message: String, field: String?)
+    /// 401: no or unknown token (the app decides this; listed so the mapping is total).
+    case unauthorized
+    /// 403: a valid token of the wrong kind.
+    case forbidden
+    /// 404: no such thing visible to the caller.
+    case notFound(message: String)
+    /// 409: a link whose object does not have the record's type and fingerprint.
+    case fingerprintMismatch(message: String)
+    /// 422: well-formed but refers to something missing; details name it.
+    case unprocessable(message: String, details: [DetailField])
+    /// 400: a change token that is malformed, forged, or from another device or account.
+    case invalidChangeToken
+    /// 410 (PHPhotosError 3105): the token is older than the history kept.
+    case persistentChangeTokenExpired
+    /// 403 (PHPhotosError 3311): the device's authorization status is `denied`.
+    case accessUserDenied
+    /// 413: more items than `maxBatch`.
+    case batchTooLarge(maxBatch: Int)
+    /// 412: `If-Match` did not match; carries the current version (journals, §6).
+    case versionMismatch(currentVersion: String?)
+    /// 503: storage is busy or unreachable; retry later.
+    case unavailable(message: String)
+    /// 500: a bug or an unexpected storage failure; the message is for logs, not clients.
+    case internalError(message: String)
+
+    /// The contract name (`"badRequest"`, ...).
+    public var name: String {
+        switch self {
+        case .badRequest: return "badRequest"
+        case .unauthorized: return "unauthorized"
+        case .forbidden: return "forbidden"
+        case .notFound: return "notFound"
+        case .fingerprintMismatch: return "fingerprintMismatch"
+        case .unprocessable: return "unprocessable"
+        case .invalidChangeToken: return "invalidChangeToken"
+        case .persistentChangeTokenExpired: return "persistentChangeTokenExpired"
+        case .accessUserDenied: return "accessUserDenied"
+        case .batchTooLarge: return "batchTooLarge"
+        case .versionMismatch: return "versionMismatch"
+        case .unavailable: return "unavailable"
+        case .internalError: return "internalError"
+        }
+    }
+
+    /// The HTTP status when this error is the whole answer.
+    public var httpStatus: Int {
+        switch self {
+        case .badRequest, .invalidChangeToken: return 400
+        case .unauthorized: return 401
+        case .forbidden, .accessUserDenied: return 403
+        case .notFound: return 404
+        case .fingerprintMismatch: return 409
+        case .persistentChangeTokenExpired: return 410
+        case .versionMismatch: return 412
+        case .batchTooLarge: return 413
+        case .unprocessable: return 422
+        case .internalError: return 500
+        case .unavailable: return 503
+        }
+    }
+
+    /// `PHPhotosError` raw value for errors PhotoKit defines (rendered with `"domain": "PHPhotosErrorDomain"`).
+    public var photosErrorCode: Int? {
+        switch self {
+        case .persistentChangeTokenExpired: return 3105
+        case .accessUserDenied: return 3311
+        default: return nil
+        }
+    }
+
+    /// A human-readable message for the client (internal errors stay generic).
+    public var message: String {
+        switch self {
+        case .badRequest(let m, _), .notFound(let m), .fingerprintMismatch(let m), .unprocessable(let m, _), .unavailable(let m):
+            return m
+        case .unauthorized: return "A valid bearer token is required."
+        case .forbidden: return "This token may not use this endpoint."
+        case .invalidChangeToken: return "The change token is not valid for this device."
+        case .persistentChangeTokenExpired: return "The change token is older than the history kept; refetch everything."
+        case .accessUserDenied: return "The person denied this app access to the photo library."
+        case .batchTooLarge(let max): return "Too many items in one request; at most \(max)."
+        case .versionMismatch: return "The version does not match."
+        case .internalError: return "Internal server error."
+        }
+    }
+
+    /// Extra fields of the error object, in order (`field`, `maxBatch`, `version`, 422 details).
+    public var details: [DetailField] {
+        switch self {
+        case .badRequest(_, let field?): return [DetailField("field", .string(field))]
+        case .unprocessable(_, let details): return details
+        case .batchTooLarge(let max): return [DetailField("maxBatch", .int(max))]
+        case .versionMismatch(let v?): return [DetailField("version", .string(v))]
+        default: return []
+        }
+    }
+}
+
+/// A per-item error inside an answer (mapping items, journal photos, changes).
+public enum ItemError: Sendable, Equatable {
+    /// PHPhotosError 3201. `limitedLibrary` is true when the device's authorization is `limited`.
+    case identifierNotFound(limitedLibrary: Bool)
+    /// PHPhotosError 3202, with every candidate local identifier sorted by byte order.
+    case multipleIdentifiersFound(localIdentifiers: [String])
+    /// The string is not a well-formed identifier.
+    case invalidIdentifier
+    /// PHPhotosError 3210: a change whose details cannot be given (a reset library).
+    case persistentChangeDetailsUnavailable
+
+    public var name: String {
+        switch self {
+        case .identifierNotFound: return "identifierNotFound"
+        case .multipleIdentifiersFound: return "multipleIdentifiersFound"
+        case .invalidIdentifier: return "invalidIdentifier"
+        case .persistentChangeDetailsUnavailable: return "persistentChangeDetailsUnavailable"
+        }
+    }
+
+    /// `PHPhotosError` raw value, nil for `invalidIdentifier`.
+    public var photosErrorCode: Int? {
+        switch self {
+        case .identifierNotFound: return 3201
+        case .multipleIdentifiersFound: return 3202
+        case .persistentChangeDetailsUnavailable: return 3210
+        case .invalidIdentifier: return nil
+        }
+    }
+
+    public var message: String {
+        switch self {
+        case .identifierNotFound: return "No object with this identifier in the library."
+        case .multipleIdentifiersFound: return "More than one object matches; let the person choose."
+        case .invalidIdentifier: return "Not a well-formed identifier."
+        case .persistentChangeDetailsUnavailable: return "The details of this change are unavailable; refetch what you track."
+        }
+    }
+
+    /// Fields after name/message/domain/code: `limitedLibrary` (only when true), `localIdentifiers`.
+    public var details: [DetailField] {
+        switch self {
+        case .identifierNotFound(let limited): return limited ? [DetailField("limitedLibrary", .bool(true))] : []
+        case .multipleIdentifiersFound(let ids): return [DetailField("localIdentifiers", .array(ids.map { .string($0) }))]
+        default: return []
+        }
+    }
+}
+
+/// The answer for one item of a mapping request.
+public enum MappingResult: Sendable, Equatable {
+    /// The identifier it maps to (a cloud identifier for local→cloud, a local identifier for cloud→local).
+    case found(String)
+    case error(ItemError)
+}

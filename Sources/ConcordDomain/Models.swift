@@ -1,0 +1,293 @@
+import Foundation
+
+/// `PHAssetMediaType` as text.
+public enum MediaType: String, Sendable, Hashable, CaseIterable {
+    case image, video, audio, unknown
+}
+
+/// A device's photo-library authorization (`PHAuthorizationStatus`).
+public enum AuthorizationStatus: String, Sendable, Hashable, CaseIterable {
+    case authorized, limited, denied
+}
+
+/// One object of a device's library (API.md §4). Fields that do not apply to the
+/// object's type keep their defaults and are not rendered by the app.
+public struct LibraryObject: Sendable, Equatable {
+    public var localIdentifier: String
+    public var type: ObjectType
+    public var fingerprint: String
+    // Assets.
+    public var mediaType: MediaType
+    public var creationDate: String?
+    public var modificationDate: String?
+    public var hasAdjustments: Bool
+    public var isFavorite: Bool
+    // Asset collections and collection lists.
+    public var title: String?
+    /// Ordered members: an album's assets, a folder's collections (local identifiers).
+    public var members: [String]
+    public var appCreated: Bool
+
+    public init(
+        localIdentifier: String, type: ObjectType, fingerprint: String,
+        mediaType: MediaType = .image, creationDate: String? = nil, modificationDate: String? = nil,
+        hasAdjustments: Bool = false, isFavorite: Bool = false,
+        title: String? = nil, members: [String] = [], appCreated: Bool = false
+    ) {
+        self.localIdentifier = localIdentifier
+        self.type = type
+        self.fingerprint = fingerprint
+        self.mediaType = mediaType
+        self.creationDate = creationDate
+        self.modificationDate = modificationDate
+        self.hasAdjustments = hasAdjustments
+        self.isFavorite = isFavorite
+        self.title = title
+        self.members = members
+        self.appCreated = appCreated
+    }
+
+    /// An asset.
+    public static func asset(_ localIdentifier: String, fingerprint: String, mediaType: MediaType = .image,
+                             creationDate: String? = nil, modificationDate: String? = nil,
+                             hasAdjustments: Bool = false, isFavorite: Bool = false) -> LibraryObject {
+        LibraryObject(localIdentifier: localIdentifier, type: .asset, fingerprint: fingerprint, mediaType: mediaType,
+                      creationDate: creationDate, modificationDate: modificationDate,
+                      hasAdjustments: hasAdjustments, isFavorite: isFavorite)
+    }
+
+    /// An album listing `assets` in order.
+    public static func assetCollection(_ localIdentifier: String, fingerprint: String, title: String? = nil,
+                                       assets: [String] = [], appCreated: Bool = false) -> LibraryObject {
+        LibraryObject(localIdentifier: localIdentifier, type: .assetCollection, fingerprint: fingerprint,
+                      title: title, members: assets, appCreated: appCreated)
+    }
+
+    /// A folder listing `collections` in order.
+    public static func collectionList(_ localIdentifier: String, fingerprint: String, title: String? = nil,
+                                      collections: [String] = []) -> LibraryObject {
+        LibraryObject(localIdentifier: localIdentifier, type: .collectionList, fingerprint: fingerprint,
+                      title: title, members: collections)
+    }
+}
+
+/// Who is calling: the device scope every library, mapping and history call runs in.
+public struct DeviceRef: Sendable, Hashable {
+    public var accountID: String
+    public var deviceID: String
+    public init(accountID: String, deviceID: String) {
+        self.accountID = accountID
+        self.deviceID = deviceID
+    }
+}
+
+/// What a presented bearer token is (API.md §1). The admin token comes from configuration, not storage.
+public enum Principal: Sendable, Equatable {
+    case account(accountID: String)
+    case device(DeviceRef)
+}
+
+/// The answer of `createAccount`: the token is shown once and stored only as a hash.
+public struct CreatedAccount: Sendable, Equatable {
+    public var accountID: String
+    public var accountToken: String
+    public init(accountID: String, accountToken: String) {
+        self.accountID = accountID
+        self.accountToken = accountToken
+    }
+}
+
+/// The answer of `createDevice`: the token is shown once and stored only as a hash.
+public struct CreatedDevice: Sendable, Equatable {
+    public var deviceID: String
+    public var deviceToken: String
+    public init(deviceID: String, deviceToken: String) {
+        self.deviceID = deviceID
+        self.deviceToken = deviceToken
+    }
+}
+
+/// One row of `GET /v1/devices`.
+public struct DeviceSummary: Sendable, Equatable {
+    public var deviceID: String
+    public var name: String
+    public var platform: String?
+    public var createdAt: Date
+    public var objectCount: Int
+    public var changeToken: String
+    public init(deviceID: String, name: String, platform: String?, createdAt: Date, objectCount: Int, changeToken: String) {
+        self.deviceID = deviceID
+        self.name = name
+        self.platform = platform
+        self.createdAt = createdAt
+        self.objectCount = objectCount
+        self.changeToken = changeToken
+    }
+}
+
+/// One part of a change request (`"assets": {"upsert": [...], "delete": [...]}`).
+public struct LibraryChangePart: Sendable, Equatable {
+    public var upsert: [LibraryObject]
+    public var delete: [String]
+    public init(upsert: [LibraryObject] = [], delete: [String] = []) {
+        self.upsert = upsert
+        self.delete = delete
+    }
+}
+
+/// `POST /v1/library/changes`: each part optional (empty).
+public struct LibraryChangeRequest: Sendable, Equatable {
+    public var assets: LibraryChangePart
+    public var assetCollections: LibraryChangePart
+    public var collectionLists: LibraryChangePart
+    public init(assets: LibraryChangePart = .init(), assetCollections: LibraryChangePart = .init(), collectionLists: LibraryChangePart = .init()) {
+        self.assets = assets
+        self.assetCollections = assetCollections
+        self.collectionLists = collectionLists
+    }
+    public func part(_ type: ObjectType) -> LibraryChangePart {
+        switch type {
+        case .asset: return self.assets
+        case .assetCollection: return self.assetCollections
+        case .collectionList: return self.collectionLists
+        }
+    }
+}
+
+/// `PUT /v1/library`: the whole library. Objects carry their type; the app fills them from the three arrays.
+public struct LibrarySnapshot: Sendable, Equatable {
+    public var objects: [LibraryObject]
+    public init(objects: [LibraryObject]) { self.objects = objects }
+}
+
+/// The answer of a library write.
+public struct LibraryChangeResult: Sendable, Equatable {
+    public var changeToken: String
+    public var inserted: Int
+    public var updated: Int
+    public var deleted: Int
+    public var unchanged: Int
+    public init(changeToken: String, inserted: Int, updated: Int, deleted: Int, unchanged: Int) {
+        self.changeToken = changeToken
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.unchanged = unchanged
+    }
+}
+
+/// A page of `GET /v1/library/objects`.
+public struct ObjectPage: Sendable, Equatable {
+    public var objects: [LibraryObject]
+    /// The localIdentifier to pass as `after` for the next page, nil at the end.
+    public var next: String?
+    public init(objects: [LibraryObject], next: String?) {
+        self.objects = objects
+        self.next = next
+    }
+}
+
+/// Local identifiers of one type inserted, updated, deleted by one change.
+public struct ChangeLists: Sendable, Equatable {
+    public var inserted: [String] = []
+    public var updated: [String] = []
+    public var deleted: [String] = []
+    public init(inserted: [String] = [], updated: [String] = [], deleted: [String] = []) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+    }
+    public var isEmpty: Bool { self.inserted.isEmpty && self.updated.isEmpty && self.deleted.isEmpty }
+}
+
+/// What one change did, per type; every part present.
+public struct ChangeDetails: Sendable, Equatable {
+    public var assets = ChangeLists()
+    public var assetCollections = ChangeLists()
+    public var collectionLists = ChangeLists()
+    public init(assets: ChangeLists = ChangeLists(), assetCollections: ChangeLists = ChangeLists(), collectionLists: ChangeLists = ChangeLists()) {
+        self.assets = assets
+        self.assetCollections = assetCollections
+        self.collectionLists = collectionLists
+    }
+    public subscript(type: ObjectType) -> ChangeLists {
+        get {
+            switch type {
+            case .asset: return self.assets
+            case .assetCollection: return self.assetCollections
+            case .collectionList: return self.collectionLists
+            }
+        }
+        set {
+            switch type {
+            case .asset: self.assets = newValue
+            case .assetCollection: self.assetCollections = newValue
+            case .collectionList: self.collectionLists = newValue
+            }
+        }
+    }
+    public var isEmpty: Bool { self.assets.isEmpty && self.assetCollections.isEmpty && self.collectionLists.isEmpty }
+}
+
+/// One entry of `GET /v1/library/changes`: details, or nil when unavailable (a reset library:
+/// render `{"changeToken", "error": ItemError.persistentChangeDetailsUnavailable}`).
+public struct LibraryChange: Sendable, Equatable {
+    public var changeToken: String
+    public var details: ChangeDetails?
+    public init(changeToken: String, details: ChangeDetails?) {
+        self.changeToken = changeToken
+        self.details = details
+    }
+}
+
+/// The answer of `GET /v1/library/changes`.
+public struct ChangePage: Sendable, Equatable {
+    public var changes: [LibraryChange]
+    /// The token to send as the next `since`.
+    public var changeToken: String
+    public var hasMore: Bool
+    public init(changes: [LibraryChange], changeToken: String, hasMore: Bool) {
+        self.changes = changes
+        self.changeToken = changeToken
+        self.hasMore = hasMore
+    }
+}
+
+/// One answer item of `POST /v1/library/cloud-identifiers`.
+public struct CloudIdentifierMapping: Sendable, Equatable {
+    public var localIdentifier: String
+    /// `.found(cloudIdentifier)` or an item error.
+    public var result: MappingResult
+    public init(localIdentifier: String, result: MappingResult) {
+        self.localIdentifier = localIdentifier
+        self.result = result
+    }
+}
+
+/// One answer item of `POST /v1/library/local-identifiers`.
+public struct LocalIdentifierMapping: Sendable, Equatable {
+    public var cloudIdentifier: String
+    /// `.found(localIdentifier)` or an item error.
+    public var result: MappingResult
+    public init(cloudIdentifier: String, result: MappingResult) {
+        self.cloudIdentifier = cloudIdentifier
+        self.result = result
+    }
+}
+
+/// Limits and history retention (API.md §5, §7).
+public struct DomainConfiguration: Sendable {
+    /// Items per mapping request (`limits.maxBatch`).
+    public var maxBatch = 10_000
+    /// Changes kept per device (`history.maxChanges`).
+    public var historyMaxChanges = 100_000
+    /// Age of the oldest change kept, seconds (`history.maxAge`, 30 days).
+    public var historyMaxAge: Double = 30 * 24 * 3600
+    /// Default and maximum `limit` of a changes page.
+    public var defaultChangesLimit = 1000
+    public var maxChangesLimit = 10_000
+    /// Default and maximum `limit` of an objects page.
+    public var defaultObjectsLimit = 1000
+    public var maxObjectsLimit = 10_000
+    public init() {}
+}

@@ -1,0 +1,140 @@
+import Foundation
+
+/// A library object as stored, with the cloud record it is linked to (if any).
+public struct StoredObject: Sendable, Equatable {
+    public var object: LibraryObject
+    /// The linked record; its fingerprint is the one the record was created from.
+    public var link: CloudRecord?
+    public init(object: LibraryObject, link: CloudRecord?) {
+        self.object = object
+        self.link = link
+    }
+}
+
+/// A cloud record of the account's shared mapping table.
+public struct CloudRecord: Sendable, Hashable {
+    /// Upper-case UUID.
+    public var guid: String
+    public var type: ObjectType
+    public var fingerprint: String
+    public init(guid: String, type: ObjectType, fingerprint: String) {
+        self.guid = guid
+        self.type = type
+        self.fingerprint = fingerprint
+    }
+    /// `<GUID>:<type>:<fingerprint>`.
+    public var cloudIdentifier: String { CloudIdentifier(guid: self.guid, type: self.type, fingerprint: self.fingerprint).stringValue }
+}
+
+/// Content key: objects and records are matched by type and fingerprint.
+public struct ContentKey: Sendable, Hashable {
+    public var type: ObjectType
+    public var fingerprint: String
+    public init(type: ObjectType, fingerprint: String) {
+        self.type = type
+        self.fingerprint = fingerprint
+    }
+}
+
+/// A device row with its counters.
+public struct DeviceState: Sendable, Equatable {
+    public var ref: DeviceRef
+    public var name: String
+    public var platform: String?
+    public var createdAt: Date
+    public var authorization: AuthorizationStatus
+    /// Sequence number of the last committed change (0: none yet).
+    public var lastChangeSeq: Int64
+    /// Changes with a sequence number up to this one were dropped from the history.
+    public var prunedThroughSeq: Int64
+    public var objectCount: Int
+    public init(ref: DeviceRef, name: String, platform: String?, createdAt: Date, authorization: AuthorizationStatus,
+                lastChangeSeq: Int64, prunedThroughSeq: Int64, objectCount: Int) {
+        self.ref = ref
+        self.name = name
+        self.platform = platform
+        self.createdAt = createdAt
+        self.authorization = authorization
+        self.lastChangeSeq = lastChangeSeq
+        self.prunedThroughSeq = prunedThroughSeq
+        self.objectCount = objectCount
+    }
+}
+
+/// One stored history entry; `details` nil means unavailable (a reset).
+public struct StoredChange: Sendable, Equatable {
+    public var seq: Int64
+    public var createdAt: Double
+    public var details: ChangeDetails?
+    public init(seq: Int64, createdAt: Double, details: ChangeDetails?) {
+        self.seq = seq
+        self.createdAt = createdAt
+        self.details = details
+    }
+}
+
+/// A storage engine (SQLite now, PostgreSQL later). Synchronous and thread-safe.
+/// `read` never takes the write lock; `write` runs its body in one serialised transaction
+/// (SQLite: `BEGIN IMMEDIATE` on the single writer connection) that commits when the body
+/// returns and rolls back when it throws.
+public protocol ConcordStore: AnyObject, Sendable {
+    func read<T>(_ body: (any StoreReadTransaction) throws -> T) throws -> T
+    func write<T>(_ body: (any StoreWriteTransaction) throws -> T) throws -> T
+}
+
+/// Batch reads. Every list argument is answered in one round trip; missing things are omitted.
+public protocol StoreReadTransaction: AnyObject {
+    /// A server-wide setting (e.g. the change-token secret).
+    func setting(_ key: String) throws -> [UInt8]?
+    /// The principal whose token hashes to `tokenHash`.
+    func principal(tokenHash: [UInt8]) throws -> Principal?
+    func accountExists(_ accountID: String) throws -> Bool
+    func device(_ device: DeviceRef) throws -> DeviceState?
+    /// The account's devices, oldest first.
+    func devices(accountID: String) throws -> [DeviceState]
+    /// Objects of `device` with these local identifiers (any order, missing omitted), with their links.
+    func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
+    /// Every object of `device`.
+    func allObjects(_ device: DeviceRef) throws -> [StoredObject]
+    /// Objects of one type strictly after `after`, in local identifier byte order.
+    func objectPage(_ device: DeviceRef, type: ObjectType, after: String?, limit: Int) throws -> [LibraryObject]
+    /// Objects of `device` whose (type, fingerprint) is one of `keys`, sorted by local identifier byte order.
+    func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject]
+    /// Records of the account with these GUIDs (upper case).
+    func records(accountID: String, guids: [String]) throws -> [CloudRecord]
+    /// For each GUID linked to an object of `device`: that object's local identifier.
+    func linkedObjects(_ device: DeviceRef, guids: [String]) throws -> [(guid: String, localIdentifier: String)]
+    /// History entries with seq > `after`, ascending, at most `limit`.
+    func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange]
+    /// The highest seq of a change created at or before `time` (age-based retention), nil if none.
+    func latestChangeSeq(_ device: DeviceRef, createdAtOrBefore time: Double) throws -> Int64?
+}
+
+/// Batch writes, inside the one write transaction.
+public protocol StoreWriteTransaction: StoreReadTransaction {
+    func setSetting(_ key: String, _ value: [UInt8]) throws
+    func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws
+    func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws
+    /// Removes the device, its token, library, links and history; false if it did not exist.
+    func deleteDevice(_ device: DeviceRef) throws -> Bool
+    func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws
+    /// Records of the account matching `keys` that no object of `device` links to, oldest first.
+    func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord]
+    /// Creates records; they are newer than every existing record, in array order.
+    func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws
+    /// Links each object to a record (replacing the object's link). The caller has dropped any
+    /// other link of those records on this device first.
+    func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws
+    /// Drops the links of these records on `device`.
+    func dropLinks(_ device: DeviceRef, guids: [String]) throws
+    /// Drops every link of `device` (a reset library).
+    func dropAllLinks(_ device: DeviceRef) throws
+    /// Inserts or replaces objects with the given link (nil: unlinked).
+    func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws
+    func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws
+    /// Appends one history entry (details nil: unavailable).
+    func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws
+    func updateDeviceCounters(_ device: DeviceRef, lastChangeSeq: Int64, objectCount: Int) throws
+    /// Deletes history entries with seq ≤ `throughSeq` and remembers it as the pruning point.
+    func pruneChanges(_ device: DeviceRef, throughSeq: Int64) throws
+}

@@ -1,0 +1,217 @@
+import Synchronization
+
+/// A counter that only goes up. Lock-free: one atomic add per increment.
+public final class Counter: Sendable {
+    private let storage = Atomic<Int>(0)
+
+    public init() {}
+
+    @inline(__always)
+    public func increment(by amount: Int = 1) {
+        self.storage.wrappingAdd(amount, ordering: .relaxed)
+    }
+
+    public var value: Int { self.storage.load(ordering: .relaxed) }
+}
+
+/// A histogram with fixed upper bounds (Prometheus `le` buckets, non-cumulative inside,
+/// cumulated when exposed).
+public final class Histogram: Sendable {
+    /// Upper bounds, ascending; `+Inf` is implicit.
+    public let bounds: [Double]
+    private let state: Mutex<(counts: [Int], sum: Double, count: Int)>
+
+    /// Latency buckets in seconds, from 100 µs to 10 s.
+    public static let defaultLatencyBuckets: [Double] = [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+    ]
+
+    public init(bounds: [Double] = Histogram.defaultLatencyBuckets) {
+        self.bounds = bounds.sorted()
+        self.state = Mutex((Array(repeating: 0, count: bounds.count + 1), 0, 0))
+    }
+
+    public func observe(_ value: Double) {
+        // Linear scan: ~16 bounds, cheaper than anything cleverer at this size.
+        var index = self.bounds.count
+        for (i, bound) in self.bounds.enumerated() where value <= bound {
+            index = i
+            break
+        }
+        self.state.withLock { state in
+            state.counts[index] += 1
+            state.sum += value
+            state.count += 1
+        }
+    }
+
+    /// Cumulative counts per bound (last entry is `+Inf` = total), the sum and the count.
+    public func snapshot() -> (cumulative: [Int], sum: Double, count: Int) {
+        let (counts, sum, count) = self.state.withLock { ($0.counts, $0.sum, $0.count) }
+        var running = 0
+        return (counts.map { running += $0; return running }, sum, count)
+    }
+}
+
+/// Named metric families with labelled series, rendered as Prometheus text
+/// exposition format 0.0.4.
+///
+/// Registration takes a lock and a dictionary lookup; hot paths keep the returned
+/// `Counter`/`Histogram` and touch only that. Asking again for the same name and
+/// labels returns the same series.
+public final class MetricsRegistry: Sendable {
+    /// The `Content-Type` of `exposition()`.
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    public typealias Labels = [(name: String, value: String)]
+
+    enum Kind: String { case counter, gauge, histogram }
+
+    enum Series {
+        case counter(Counter)
+        case histogram(Histogram)
+        case gauge(@Sendable () -> Double)
+    }
+
+    struct Family {
+        var name: String
+        var help: String
+        var kind: Kind
+        var series: [(labels: Labels, key: String, series: Series)]
+    }
+
+    private struct State {
+        var families: [Family] = []
+        var index: [String: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// The counter `name{labels}`, created on first use.
+    public func counter(_ name: String, help: String, labels: Labels = []) -> Counter {
+        let series = self.register(name, help: help, kind: .counter, labels: labels) { .counter(Counter()) }
+        if case .counter(let counter) = series { return counter }
+        // The name is already a different kind: hand back a detached series rather than crash.
+        return Counter()
+    }
+
+    /// The histogram `name{labels}`, created on first use with `bounds`.
+    public func histogram(_ name: String, help: String, labels: Labels = [], bounds: [Double] = Histogram.defaultLatencyBuckets) -> Histogram {
+        let series = self.register(name, help: help, kind: .histogram, labels: labels) { .histogram(Histogram(bounds: bounds)) }
+        if case .histogram(let histogram) = series { return histogram }
+        return Histogram(bounds: bounds)
+    }
+
+    /// A gauge whose value is read from `read` at exposition time; registering the same
+    /// name and labels again replaces the closure.
+    public func gauge(_ name: String, help: String, labels: Labels = [], _ read: @escaping @Sendable () -> Double) {
+        let key = Self.seriesKey(labels)
+        self.state.withLock { state in
+            if let f = state.index[name] {
+                guard state.families[f].kind == .gauge else { return }
+                if let s = state.families[f].series.firstIndex(where: { $0.key == key }) {
+                    state.families[f].series[s].series = .gauge(read)
+                } else {
+                    state.families[f].series.append((labels, key, .gauge(read)))
+                }
+            } else {
+                state.index[name] = state.families.count
+                state.families.append(Family(name: name, help: help, kind: .gauge, series: [(labels, key, .gauge(read))]))
+            }
+        }
+    }
+
+    private func register(_ name: String, help: String, kind: Kind, labels: Labels, make: () -> Series) -> Series {
+        let key = Self.seriesKey(labels)
+        return self.state.withLock { state in
+            if let f = state.index[name] {
+                if let existing = state.families[f].series.first(where: { $0.key == key }) { return existing.series }
+                guard state.families[f].kind == kind else { return make() }
+                let series = make()
+                state.families[f].series.append((labels, key, series))
+                return series
+            }
+            let series = make()
+            state.index[name] = state.families.count
+            state.families.append(Family(name: name, help: help, kind: kind, series: [(labels, key, series)]))
+            return series
+        }
+    }
+
+    private static func seriesKey(_ labels: Labels) -> String {
+        labels.map { $0.name + "\u{0}" + $0.value }.joined(separator: "\u{1}")
+    }
+
+    /// All families in registration order, series in registration order.
+    public func exposition() -> String {
+        let families = self.state.withLock { $0.families }
+        var out = ""
+        out.reserveCapacity(4096)
+        for family in families {
+            out += "# HELP " + family.name + " " + Self.escapeHelp(family.help) + "\n"
+            out += "# TYPE " + family.name + " " + family.kind.rawValue + "\n"
+            for entry in family.series {
+                switch entry.series {
+                case .counter(let counter):
+                    out += family.name + Self.render(entry.labels) + " " + String(counter.value) + "\n"
+                case .gauge(let read):
+                    out += family.name + Self.render(entry.labels) + " " + Self.format(read()) + "\n"
+                case .histogram(let histogram):
+                    let snapshot = histogram.snapshot()
+                    for (i, bound) in histogram.bounds.enumerated() {
+                        out += family.name + "_bucket" + Self.render(entry.labels + [("le", Self.format(bound))]) + " " + String(snapshot.cumulative[i]) + "\n"
+                    }
+                    out += family.name + "_bucket" + Self.render(entry.labels + [("le", "+Inf")]) + " " + String(snapshot.count) + "\n"
+                    out += family.name + "_sum" + Self.render(entry.labels) + " " + Self.format(snapshot.sum) + "\n"
+                    out += family.name + "_count" + Self.render(entry.labels) + " " + String(snapshot.count) + "\n"
+                }
+            }
+        }
+        return out
+    }
+
+    /// `{a="1",b="2"}`, or nothing without labels.
+    static func render(_ labels: Labels) -> String {
+        guard !labels.isEmpty else { return "" }
+        return "{" + labels.map { $0.name + "=\"" + escapeLabelValue($0.value) + "\"" }.joined(separator: ",") + "}"
+    }
+
+    /// Label values escape backslash, double quote and line feed (format 0.0.4).
+    static func escapeLabelValue(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") }) else { return value }
+        var out = ""
+        for ch in value.unicodeScalars {
+            switch ch {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(ch)
+            }
+        }
+        return out
+    }
+
+    /// HELP text escapes backslash and line feed only.
+    static func escapeHelp(_ help: String) -> String {
+        var out = ""
+        for ch in help.unicodeScalars {
+            switch ch {
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(ch)
+            }
+        }
+        return out
+    }
+
+    /// Sample values: integers without a fraction, `+Inf`/`-Inf`/`NaN` as the format spells them.
+    static func format(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value == .infinity { return "+Inf" }
+        if value == -.infinity { return "-Inf" }
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+}

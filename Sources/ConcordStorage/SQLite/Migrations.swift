@@ -1,0 +1,112 @@
+import Foundation
+
+/// The schema, as numbered migrations recorded in `schema_migrations`. Every key starts with
+/// `account_id` so the data can later be distributed by account. (The one exception is `tokens`,
+/// looked up by token hash before the account is known.)
+enum SQLiteMigrations {
+    static let all: [(version: Int, sql: String)] = [
+        (1, """
+        CREATE TABLE settings (
+            key TEXT PRIMARY KEY,
+            value BLOB NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE accounts (
+            account_id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            next_record_order INTEGER NOT NULL DEFAULT 1
+        ) WITHOUT ROWID;
+
+        -- kind: 1 account token, 2 device token. Only the SHA-256 of a token is stored.
+        CREATE TABLE tokens (
+            token_hash BLOB PRIMARY KEY,
+            kind INTEGER NOT NULL,
+            account_id TEXT NOT NULL,
+            device_id TEXT
+        ) WITHOUT ROWID;
+        CREATE INDEX tokens_by_owner ON tokens (account_id, device_id);
+
+        -- authorization: 0 authorized, 1 limited, 2 denied.
+        CREATE TABLE devices (
+            account_id TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            platform TEXT,
+            created_at REAL NOT NULL,
+            authorization INTEGER NOT NULL DEFAULT 0,
+            last_change_seq INTEGER NOT NULL DEFAULT 0,
+            pruned_through_seq INTEGER NOT NULL DEFAULT 0,
+            object_count INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (account_id, device_id)
+        ) WITHOUT ROWID;
+
+        -- The shared mapping table: one row per cloud record. created_order gives "the oldest".
+        CREATE TABLE records (
+            account_id TEXT NOT NULL,
+            guid TEXT NOT NULL,
+            type INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,
+            created_order INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (account_id, guid)
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX records_by_content ON records (account_id, type, fingerprint, created_order);
+
+        -- A device's library. record_guid is the object's link (at most one record per object);
+        -- the partial unique index makes a record link to at most one object per device.
+        CREATE TABLE objects (
+            account_id TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            local_id TEXT NOT NULL,
+            type INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            creation_date TEXT,
+            modification_date TEXT,
+            has_adjustments INTEGER NOT NULL,
+            is_favorite INTEGER NOT NULL,
+            title TEXT,
+            members TEXT NOT NULL,
+            app_created INTEGER NOT NULL,
+            record_guid TEXT,
+            PRIMARY KEY (account_id, device_id, local_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX objects_by_content ON objects (account_id, device_id, type, fingerprint, local_id);
+        CREATE INDEX objects_by_type ON objects (account_id, device_id, type, local_id);
+        CREATE UNIQUE INDEX objects_by_record ON objects (account_id, device_id, record_guid) WHERE record_guid IS NOT NULL;
+
+        -- A device's change history. details NULL: unavailable (a reset library).
+        CREATE TABLE changes (
+            account_id TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            details TEXT,
+            PRIMARY KEY (account_id, device_id, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX changes_by_time ON changes (account_id, device_id, created_at, seq);
+        """),
+    ]
+
+    static var latestVersion: Int { self.all.last?.version ?? 0 }
+
+    /// Brings the database to `latestVersion`; refuses a database written by a newer build.
+    static func migrate(_ db: Connection) throws {
+        try db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+        let current = Int(try db.scalarInt("SELECT max(version) FROM schema_migrations") ?? 0)
+        guard current <= self.latestVersion else {
+            throw SQLiteStoreError(message: "database schema version \(current) is newer than this build knows (\(self.latestVersion)); run a newer concord")
+        }
+        for m in self.all where m.version > current {
+            try db.transaction(immediate: true) {
+                // Another server sharing the file may have migrated meanwhile.
+                let now = Int(try db.scalarInt("SELECT max(version) FROM schema_migrations") ?? 0)
+                guard now < m.version else { return }
+                try db.execute(m.sql)
+                try db.run("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                           [.int(Int64(m.version)), .text(ISO8601DateFormatter().string(from: Date()))])
+            }
+        }
+    }
+}

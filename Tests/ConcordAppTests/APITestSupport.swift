@@ -1,0 +1,139 @@
+import ConcordJSON
+import ConcordObservability
+import Foundation
+import Testing
+
+@testable import ConcordApp
+
+/// The admin token every API test server is configured with.
+let testAdminToken = "test-admin-token"
+
+/// A real server on 127.0.0.1 port 0 over a fresh SQLite file, for the API tests.
+final class APIServer: Sendable {
+    let app: RunningApp
+    let directory: URL
+    var port: Int { self.app.port }
+
+    /// - Parameter configure: adjusts the configuration (retention, maxBatch) before start.
+    init(_ configure: (inout Configuration) -> Void = { _ in }) throws {
+        self.directory = makeTemporaryDirectory()
+        var c = Configuration()
+        c.server.host = "127.0.0.1"
+        c.server.port = 0
+        c.server.eventLoops = 2
+        c.workers = 4
+        c.server.timeouts.shutdownGrace = 2
+        c.adminToken = testAdminToken
+        c.logLevel = .error
+        c.database = .sqlite(path: self.directory.appendingPathComponent("concord.sqlite").path)
+        configure(&c)
+        self.app = try startApp(c, sink: LogSink(flushInterval: 0, output: { _ in }))
+    }
+
+    deinit {
+        self.app.shutdown()
+        try? FileManager.default.removeItem(at: self.directory)
+    }
+
+    /// One request over a new connection; the body is JSON text (Content-Type set when present).
+    func call(_ method: String, _ target: String, token: String?, body: String? = nil) throws -> APIResponse {
+        var headers: [String] = []
+        if let token { headers.append("Authorization: Bearer \(token)") }
+        if body != nil { headers.append("Content-Type: application/json") }
+        if body?.isEmpty == true { headers.append("Content-Length: 0") }
+        return APIResponse(raw: try rawRequest(port: self.port, method, target, headers: headers, body: body ?? ""))
+    }
+
+    /// A new account: (accountID, accountToken).
+    func account(_ name: String = "Person") throws -> (id: String, token: String) {
+        let r = try self.call("POST", "/v1/accounts", token: testAdminToken, body: #"{"name":\#(json(name))}"#)
+        try #require(r.status == 201, "create account: \(r.raw.body)")
+        return (try #require(r["accountID"]?.stringValue), try #require(r["accountToken"]?.stringValue))
+    }
+
+    /// A new device of the account: (deviceID, deviceToken).
+    func device(_ accountToken: String, _ name: String = "iPhone") throws -> (id: String, token: String) {
+        let r = try self.call("POST", "/v1/devices", token: accountToken, body: #"{"name":\#(json(name)),"platform":"iOS"}"#)
+        try #require(r.status == 201, "create device: \(r.raw.body)")
+        return (try #require(r["deviceID"]?.stringValue), try #require(r["deviceToken"]?.stringValue))
+    }
+
+    /// Upserts assets `(localIdentifier, fingerprint)`; requires 200 and answers the body.
+    @discardableResult
+    func upsert(_ deviceToken: String, assets: [(String, String)]) throws -> APIResponse {
+        let items = assets.map { #"{"localIdentifier":\#(json($0.0)),"fingerprint":"\#($0.1)"}"# }.joined(separator: ",")
+        let r = try self.call("POST", "/v1/library/changes", token: deviceToken, body: #"{"assets":{"upsert":[\#(items)]}}"#)
+        try #require(r.status == 200, "upsert: \(r.raw.body)")
+        return r
+    }
+
+    /// local → cloud for `ids`; the `mappings` array.
+    func cloudIDs(_ deviceToken: String, _ ids: [String]) throws -> [JSONValue] {
+        let r = try self.call("POST", "/v1/library/cloud-identifiers", token: deviceToken, body: #"{"localIdentifiers":\#(jsonArray(ids))}"#)
+        try #require(r.status == 200, "cloud-identifiers: \(r.raw.body)")
+        return try #require(r["mappings"]?.arrayValue)
+    }
+
+    /// cloud → local for `ids`; the `mappings` array.
+    func localIDs(_ deviceToken: String, _ ids: [String]) throws -> [JSONValue] {
+        let r = try self.call("POST", "/v1/library/local-identifiers", token: deviceToken, body: #"{"cloudIdentifiers":\#(jsonArray(ids))}"#)
+        try #require(r.status == 200, "local-identifiers: \(r.raw.body)")
+        return try #require(r["mappings"]?.arrayValue)
+    }
+}
+
+/// A response with its body parsed as JSON when it is JSON.
+struct APIResponse {
+    let raw: RawResponse
+    let json: JSONValue?
+    init(raw: RawResponse) {
+        self.raw = raw
+        self.json = try? JSONValue.parse(Array(raw.body.utf8))
+    }
+    var status: Int { self.raw.status }
+    subscript(key: String) -> JSONValue? { self.json?[key] }
+    /// The error object's `name`.
+    var errorName: String? { self.json?["error"]?["name"]?.stringValue }
+    /// The error object's `field`.
+    var errorField: String? { self.json?["error"]?["field"]?.stringValue }
+}
+
+extension JSONValue {
+    /// Member `key` of an object, nil otherwise.
+    subscript(key: String) -> JSONValue? { self.objectValue?[key] }
+    /// Element `index` of an array, nil otherwise.
+    subscript(index: Int) -> JSONValue? {
+        guard let a = self.arrayValue, a.indices.contains(index) else { return nil }
+        return a[index]
+    }
+}
+
+/// `s` as a JSON string literal.
+func json(_ s: String) -> String {
+    var w = JSONWriter()
+    w.string(s)
+    return String(decoding: w.bytes, as: UTF8.self)
+}
+
+/// `values` as a JSON array of strings.
+func jsonArray(_ values: [String]) -> String { "[" + values.map(json).joined(separator: ",") + "]" }
+
+/// A canonical fingerprint (base64url, no padding, of 32 bytes) for content number `n`.
+func fingerprint(_ n: Int) -> String {
+    var bytes = [UInt8](repeating: 0, count: 32)
+    var x = UInt64(truncatingIfNeeded: n) &* 0x9E37_79B9_7F4A_7C15 &+ 1
+    for i in 0..<32 {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17
+        bytes[i] = UInt8(truncatingIfNeeded: x)
+    }
+    return Data(bytes).base64EncodedString()
+        .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+}
+
+/// A PhotoKit-like asset local identifier.
+func assetID(_ n: Int, device: String = "9F983DBA-EC35-42B8-8773-B597CF782EDD") -> String { "\(device)-\(n)/L0/001" }
+
+/// Percent-encodes everything but unreserved characters (for query values and %2F paths).
+func percentEncoded(_ s: String) -> String {
+    s.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? s
+}

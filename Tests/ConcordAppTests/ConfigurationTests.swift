@@ -1,0 +1,158 @@
+import ConcordJSON
+import ConcordObservability
+import Foundation
+import Testing
+
+@testable import ConcordApp
+
+/// The repository root, found from this file's path.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// A fresh temporary directory for one test.
+func makeTemporaryDirectory() -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("concord-tests-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+private func writeConfig(_ json: String) -> String {
+    let path = makeTemporaryDirectory().appendingPathComponent("config.json").path
+    _ = FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
+    return path
+}
+
+@Test func defaultsAreTheDocumentedOnes() throws {
+    let c = try ConfigurationLoader.load(flags: [], environment: [:])
+    #expect(c == Configuration())
+    #expect(c.server.host == "0.0.0.0" && c.server.port == 8080)
+    #expect(c.database == .sqlite(path: "./data/concord.sqlite"))
+    #expect(c.server.limits.maxBatch == 10_000 && c.history.maxChanges == 100_000 && c.history.maxAgeDays == 30)
+    #expect(c.adminToken == nil && c.logLevel == .info)
+}
+
+@Test func precedenceIsDefaultsThenFileThenEnvironmentThenFlags() throws {
+    let file = writeConfig(#"{"server":{"host":"10.0.0.1","port":1000,"limits":{"maxBatch":5}},"logLevel":"debug","workers":3}"#)
+    let fromFile = try ConfigurationLoader.load(flags: [("--config", file)], environment: [:])
+    #expect(fromFile.server.host == "10.0.0.1" && fromFile.server.port == 1000 && fromFile.server.limits.maxBatch == 5)
+    #expect(fromFile.logLevel == .debug && fromFile.workers == 3)
+    #expect(fromFile.server.limits.bodyBytes == Configuration().server.limits.bodyBytes)
+
+    let environment = ["CONCORD_CONFIG": file, "CONCORD_PORT": "2000", "CONCORD_LIMITS_MAX_BATCH": "6", "CONCORD_LOG_LEVEL": "warning"]
+    let fromEnvironment = try ConfigurationLoader.load(flags: [], environment: environment)
+    #expect(fromEnvironment.server.host == "10.0.0.1")
+    #expect(fromEnvironment.server.port == 2000 && fromEnvironment.server.limits.maxBatch == 6 && fromEnvironment.logLevel == .warning)
+
+    let fromFlags = try ConfigurationLoader.load(flags: [("--port", "3000"), ("--log-level", "error"), ("--database", "/tmp/x.db")], environment: environment)
+    #expect(fromFlags.server.port == 3000 && fromFlags.logLevel == .error && fromFlags.database == .sqlite(path: "/tmp/x.db"))
+    #expect(fromFlags.server.limits.maxBatch == 6 && fromFlags.server.host == "10.0.0.1")
+
+    // --config wins over CONCORD_CONFIG.
+    let other = writeConfig(#"{"server":{"host":"10.0.0.2"}}"#)
+    let flagConfig = try ConfigurationLoader.load(flags: [("--config", other)], environment: ["CONCORD_CONFIG": file])
+    #expect(flagConfig.server.host == "10.0.0.2" && flagConfig.server.port == 8080)
+}
+
+@Test func databaseLocationsParse() {
+    #expect(Configuration.Database(parsing: "sqlite:/var/db/c.sqlite") == .sqlite(path: "/var/db/c.sqlite"))
+    #expect(Configuration.Database(parsing: "./c.sqlite") == .sqlite(path: "./c.sqlite"))
+    #expect(Configuration.Database(parsing: "postgres://u:p@h:5432/db") == .postgres(url: "postgres://u:p@h:5432/db"))
+    #expect(Configuration.Database(parsing: "postgres://u:p@h:5432/db")?.description == "postgres://u:***@h:5432/db")
+    #expect(Configuration.Database(parsing: "sqlite:") == nil)
+    #expect(Configuration.Database(parsing: "mysql://h/db") == nil)
+    #expect(Configuration.Database(parsing: "") == nil)
+}
+
+/// Each invalid input, and a fragment the one-line message must contain (the key and what was expected).
+private let errorCases: [(name: String, flags: [(String, String)], environment: [String: String], file: String?, message: String)] = [
+    ("portNotANumber", [("--port", "abc")], [:], nil, #"invalid value "abc" for --port: expected an integer from 0 to 65535"#),
+    ("portOutOfRange", [("--port", "70000")], [:], nil, #"invalid value "70000" for --port: expected an integer from 0 to 65535"#),
+    ("negativePort", [("--port", "-1")], [:], nil, "for --port: expected an integer from 0 to 65535"),
+    ("unknownFlag", [("--colour", "blue")], [:], nil, "unknown option --colour"),
+    ("unknownLogLevel", [("--log-level", "loud")], [:], nil, #"invalid value "loud" for --log-level: expected one of trace, debug, info, notice, warning, error"#),
+    ("badDatabase", [("--database", "mysql://x/y")], [:], nil, "for --database: expected sqlite:PATH"),
+    ("emptyHost", [("--host", "")], [:], nil, "for --host: expected a non-empty string"),
+    ("environmentPort", [], ["CONCORD_PORT": "eighty"], nil, #"invalid value "eighty" for CONCORD_PORT: expected an integer"#),
+    ("environmentSection", [], ["CONCORD_LIMITS_MAX_BATCH": "0"], nil, "for CONCORD_LIMITS_MAX_BATCH: expected an integer of at least 1"),
+    ("environmentTimeout", [], ["CONCORD_TIMEOUTS_IDLE": "soon"], nil, "for CONCORD_TIMEOUTS_IDLE: expected a number of seconds"),
+    ("fileWrongType", [], [:], #"{"server":{"port":"8080"}}"#, #"invalid value "8080" for server.port in "#),
+    ("fileFraction", [], [:], #"{"history":{"maxAgeDays":1.5}}"#, "invalid value 1.5 for history.maxAgeDays in "),
+    ("fileUnknownKey", [], [:], #"{"server":{"prot":8080}}"#, "unknown key server.prot in "),
+    ("fileUnknownTopKey", [], [:], #"{"verbose":true}"#, "unknown key verbose in "),
+    ("fileSectionNotObject", [], [:], #"{"server":5}"#, "invalid value 5 for server in "),
+    ("fileMalformed", [], [:], #"{"server":{"#, "malformed config file "),
+    ("fileNotObject", [], [:], "[1]", "expected a JSON object at the top level"),
+    ("fileLogLevel", [], [:], #"{"logLevel":"chatty"}"#, #"invalid value "chatty" for logLevel in "#),
+    ("fileMissing", [("--config", "/nonexistent/concord.json")], [:], nil, "cannot read config file /nonexistent/concord.json: No such file or directory"),
+]
+
+@Test(arguments: errorCases.indices)
+func configurationErrorsNameTheKeyAndExpectedValue(_ index: Int) {
+    let c = errorCases[index]
+    var flags = c.flags.map { (name: $0.0, value: $0.1) }
+    if let file = c.file { flags.append(("--config", writeConfig(file))) }
+    do {
+        _ = try ConfigurationLoader.load(flags: flags, environment: c.environment)
+        Issue.record("\(c.name): loaded without error")
+    } catch {
+        #expect(error.message.contains(c.message), "\(c.name): \(error.message)")
+        #expect(!error.message.contains("\n"), "\(c.name): not one line")
+    }
+}
+
+private let commandCases: [(arguments: [String], expected: Command?, message: String?)] = [
+    (["help"], .help, nil),
+    (["--help"], .help, nil),
+    (["serve", "--help"], .help, nil),
+    (["version"], .version, nil),
+    (["serve"], .serve(Configuration()), nil),
+    (["serve", "--port=9000", "--host", "127.0.0.1"], .serve({ var c = Configuration(); c.server.port = 9000; c.server.host = "127.0.0.1"; return c }()), nil),
+    ([], nil, "missing command"),
+    (["start"], nil, "unknown command start"),
+    (["serve", "--port"], nil, "missing value for --port"),
+    (["serve", "8080"], nil, "unexpected argument 8080"),
+    (["serve", "--verbose"], nil, "unknown option --verbose"),
+    (["serve", "--verbose=1"], nil, "unknown option --verbose"),
+]
+
+@Test(arguments: commandCases.indices)
+func commandLineParsesCommandsAndFlags(_ index: Int) {
+    let c = commandCases[index]
+    do {
+        let command = try CommandLineInterface.parse(c.arguments, environment: [:])
+        #expect(command == c.expected, "\(c.arguments)")
+    } catch {
+        #expect(c.message.map { error.message.contains($0) } == true, "\(c.arguments): \(error.message)")
+    }
+}
+
+/// Config/concord.json is the defaults, docs/configuration.md documents every key of it,
+/// and the loader accepts every key of it — and nothing else is documented.
+@Test func shippedConfigFileIsTheDocumentedDefaults() throws {
+    let jsonPath = repositoryRoot.appendingPathComponent("Config/concord.json").path
+    let loaded = try ConfigurationLoader.load(flags: [("--config", jsonPath)], environment: [:])
+    #expect(loaded == Configuration())
+
+    let root = try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: jsonPath))))
+    var fileKeys: [String] = []
+    func flatten(_ value: JSONValue, _ prefix: String) {
+        if case .object(let object) = value {
+            for (key, inner) in object.members { flatten(inner, prefix.isEmpty ? key : prefix + "." + key) }
+        } else {
+            fileKeys.append(prefix)
+        }
+    }
+    flatten(root, "")
+    #expect(Set(fileKeys) == Set(ConfigurationLoader.keys))
+
+    let docs = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+    var documented: [String: String] = [:]   // key → environment variable
+    for line in docs.split(separator: "\n") where line.hasPrefix("| `") {
+        let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard cells.count > 3 else { continue }
+        documented[cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = cells[3].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+    }
+    #expect(Set(documented.keys) == Set(fileKeys))
+    for setting in ConfigurationLoader.settings {
+        #expect(documented[setting.key] == setting.environmentName, "\(setting.key)")
+    }
+}

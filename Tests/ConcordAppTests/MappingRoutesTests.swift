@@ -1,0 +1,169 @@
+import ConcordJSON
+import Foundation
+import Testing
+
+@testable import ConcordApp
+
+@Test func twoDevicesMapOneWayAndBack() throws {
+    let server = try APIServer()
+    let account = try server.account()
+    let phone = try server.device(account.token, "Phone")
+    let tablet = try server.device(account.token, "Tablet")
+    // The same three photos under each device's own identifiers; a fourth only on the phone.
+    try server.upsert(phone.token, assets: [("p1", fingerprint(1)), ("p2", fingerprint(2)), ("p3", fingerprint(3)), ("p4", fingerprint(4))])
+    try server.upsert(tablet.token, assets: [("t1", fingerprint(1)), ("t2", fingerprint(2)), ("t3", fingerprint(3))])
+
+    // Order kept, duplicates answered each time, unknown ones per item.
+    let phoneMap = try server.cloudIDs(phone.token, ["p2", "p1", "nope", "p2", "p3", "p4"])
+    #expect(phoneMap.map { $0["localIdentifier"]?.stringValue } == ["p2", "p1", "nope", "p2", "p3", "p4"])
+    let clouds = phoneMap.map { $0["cloudIdentifier"]?.stringValue }
+    #expect(clouds[0] != nil && clouds[0] == clouds[3] && clouds[1] != nil && clouds[1] != clouds[0])
+    let missing = try #require(phoneMap[2]["error"])
+    #expect(missing == (try JSONValue.parse(Array("""
+        {"name":"identifierNotFound","message":"No object with this identifier in the library.","domain":"PHPhotosErrorDomain","code":3201}
+        """.utf8))))
+    #expect(phoneMap[2]["cloudIdentifier"] == nil)
+    // The identifier's layout: upper-case GUID, type code, the content's fingerprint.
+    let c1 = try #require(clouds[1])
+    #expect(c1.hasSuffix(":001:" + fingerprint(1)) && c1.prefix(36) == c1.prefix(36).uppercased())
+
+    // Cloud → local on the tablet: by content, then linked; the tablet's own local → cloud agrees.
+    let p = [clouds[1]!, clouds[0]!, clouds[4]!, clouds[5]!]
+    let lowerGUID = c1.prefix(36).lowercased() + c1.dropFirst(36)
+    let back = try server.localIDs(tablet.token, p + ["garbage", lowerGUID])
+    #expect(back.map { $0["cloudIdentifier"]?.stringValue } == p + ["garbage", lowerGUID])
+    #expect(back.prefix(3).map { $0["localIdentifier"]?.stringValue } == ["t1", "t2", "t3"])
+    #expect(back[3]["error"]?["name"]?.stringValue == "identifierNotFound")
+    #expect(back[4]["error"] == (try JSONValue.parse(Array(#"{"name":"invalidIdentifier","message":"Not a well-formed identifier."}"#.utf8))))
+    #expect(back[5]["localIdentifier"]?.stringValue == "t1")   // either case reads
+    let tabletMap = try server.cloudIDs(tablet.token, ["t1", "t2", "t3"])
+    #expect(tabletMap.map { $0["cloudIdentifier"]?.stringValue } == [clouds[1], clouds[0], clouds[4]])
+
+    // Back on the phone: every cloud identifier maps to the phone's object.
+    #expect(try server.localIDs(phone.token, p).map { $0["localIdentifier"]?.stringValue } == ["p1", "p2", "p3", "p4"])
+
+    // Another account's identifiers say nothing: a foreign GUID resolves by content on
+    // the caller's own library only.
+    let other = try server.account("Other")
+    let stranger = try server.device(other.token)
+    try server.upsert(stranger.token, assets: [("s1", fingerprint(1))])
+    #expect(try server.localIDs(stranger.token, [c1])[0]["localIdentifier"]?.stringValue == "s1")
+    #expect(try server.cloudIDs(stranger.token, ["s1"])[0]["cloudIdentifier"]?.stringValue != c1)
+    #expect(try server.localIDs(stranger.token, [clouds[0]!])[0]["error"]?["name"]?.stringValue == "identifierNotFound")
+
+    // An album: type 040 with its own fingerprint.
+    _ = try server.call("POST", "/v1/library/changes", token: phone.token,
+                        body: #"{"assetCollections":{"upsert":[{"localIdentifier":"alb","fingerprint":"\#(fingerprint(50))","assets":["p1"]}]}}"#)
+    let albumCloud = try #require(try server.cloudIDs(phone.token, ["alb"])[0]["cloudIdentifier"]?.stringValue)
+    #expect(albumCloud.contains(":040:"))
+    // Same GUID and type, empty fingerprint part: resolves through the record only.
+    let guid = String(albumCloud.prefix(36))
+    #expect(try server.localIDs(phone.token, [guid + ":040:"])[0]["localIdentifier"]?.stringValue == "alb")
+    #expect(try server.localIDs(tablet.token, [guid + ":040:"])[0]["error"]?["name"]?.stringValue == "identifierNotFound")
+}
+
+@Test func duplicatesAreMultipleIdentifiersFoundUntilThePersonLinksOne() throws {
+    let server = try APIServer()
+    let account = try server.account()
+    let phone = try server.device(account.token, "Phone")
+    let mac = try server.device(account.token, "Mac")
+    try server.upsert(phone.token, assets: [("photo", fingerprint(1)), ("other", fingerprint(2))])
+    // The Mac holds the same photo twice (an import and its copy) and a different one.
+    try server.upsert(mac.token, assets: [("z-copy", fingerprint(1)), ("a-import", fingerprint(1)), ("Ä-third", fingerprint(1)), ("m", fingerprint(3))])
+    let cloud = try #require(try server.cloudIDs(phone.token, ["photo"])[0]["cloudIdentifier"]?.stringValue)
+
+    let ambiguous = try #require(try server.localIDs(mac.token, [cloud])[0]["error"])
+    #expect(ambiguous["name"]?.stringValue == "multipleIdentifiersFound")
+    #expect(ambiguous["domain"]?.stringValue == "PHPhotosErrorDomain" && ambiguous["code"]?.intValue == 3202)
+    // Sorted by byte order: "a-import" < "z-copy" < "Ä-third" (0xC3 > 'z').
+    #expect(ambiguous["localIdentifiers"]?.arrayValue == [.string("a-import"), .string("z-copy"), .string("Ä-third")])
+    // Nothing was linked: asking again is still ambiguous.
+    #expect(try server.localIDs(mac.token, [cloud])[0]["error"]?["name"]?.stringValue == "multipleIdentifiersFound")
+
+    // Link errors.
+    let unknownRecord = "11111111-2222-3333-4444-555555555555:001:\(fingerprint(1))"
+    let linkCases: [(body: String, status: Int, name: String, field: String?)] = [
+        (#"{"cloudIdentifier":"\#(unknownRecord)","localIdentifier":"z-copy"}"#, 404, "notFound", nil),
+        (#"{"cloudIdentifier":"\#(cloud)","localIdentifier":"ghost"}"#, 404, "notFound", nil),
+        (#"{"cloudIdentifier":"\#(cloud)","localIdentifier":"m"}"#, 409, "fingerprintMismatch", nil),
+        (#"{"cloudIdentifier":"not-an-id","localIdentifier":"m"}"#, 400, "badRequest", "cloudIdentifier"),
+        (#"{"localIdentifier":"m"}"#, 400, "badRequest", "cloudIdentifier"),
+        (#"{"cloudIdentifier":"\#(cloud)"}"#, 400, "badRequest", "localIdentifier"),
+        (#"{"cloudIdentifier":"\#(cloud)","localIdentifier":3}"#, 400, "badRequest", "localIdentifier"),
+    ]
+    for c in linkCases {
+        let r = try server.call("POST", "/v1/library/links", token: mac.token, body: c.body)
+        #expect(r.status == c.status && r.errorName == c.name && r.errorField == c.field, "\(c.body): \(r.raw.body)")
+    }
+    // A record of another account is not found, like one that does not exist.
+    let other = try server.account("Other")
+    let stranger = try server.device(other.token)
+    try server.upsert(stranger.token, assets: [("s", fingerprint(1))])
+    #expect(try server.call("POST", "/v1/library/links", token: stranger.token,
+                            body: #"{"cloudIdentifier":"\#(cloud)","localIdentifier":"s"}"#).status == 404)
+
+    // The person chooses z-copy.
+    let linked = try server.call("POST", "/v1/library/links", token: mac.token, body: #"{"cloudIdentifier":"\#(cloud)","localIdentifier":"z-copy"}"#)
+    #expect(linked.status == 200 && linked["localIdentifier"]?.stringValue == "z-copy")
+    #expect(try server.localIDs(mac.token, [cloud])[0]["localIdentifier"]?.stringValue == "z-copy")
+    #expect(try server.cloudIDs(mac.token, ["z-copy"])[0]["cloudIdentifier"]?.stringValue == cloud)
+    // The other copies get records of their own, never this one.
+    let rest = try server.cloudIDs(mac.token, ["a-import", "Ä-third"]).map { $0["cloudIdentifier"]?.stringValue }
+    #expect(rest[0] != cloud && rest[1] != cloud && rest[0] != rest[1])
+    // Relinking to a-import replaces the earlier link.
+    #expect(try server.call("POST", "/v1/library/links", token: mac.token, body: #"{"cloudIdentifier":"\#(cloud)","localIdentifier":"a-import"}"#).status == 200)
+    #expect(try server.localIDs(mac.token, [cloud])[0]["localIdentifier"]?.stringValue == "a-import")
+}
+
+@Test func mappingRequestsAreBoundedAndValidated() throws {
+    let server = try APIServer { $0.server.limits.maxBatch = 3 }
+    let account = try server.account()
+    let device = try server.device(account.token)
+    try server.upsert(device.token, assets: [("a", fingerprint(1))])
+
+    for (path, key) in [("/v1/library/cloud-identifiers", "localIdentifiers"), ("/v1/library/local-identifiers", "cloudIdentifiers")] {
+        let big = try server.call("POST", path, token: device.token, body: #"{"\#(key)":["a","b","c","d"]}"#)
+        #expect(big.status == 413 && big.errorName == "batchTooLarge" && big.json?["error"]?["maxBatch"]?.intValue == 3, "\(big.raw.body)")
+        #expect(try server.call("POST", path, token: device.token, body: #"{"\#(key)":["a","b","c"]}"#).status == 200)
+        for body in [#"{}"#, #"{"\#(key)":"a"}"#, #"{"\#(key)":["a",1]}"#] {
+            let r = try server.call("POST", path, token: device.token, body: body)
+            #expect(r.status == 400 && r.errorField == key, "\(body): \(r.raw.body)")
+        }
+        let empty = try server.call("POST", path, token: device.token, body: #"{"\#(key)":[]}"#)
+        #expect(empty.status == 200 && empty["mappings"]?.arrayValue == [])
+        #expect(try server.call("POST", path, token: account.token, body: #"{"\#(key)":[]}"#).status == 403)
+        #expect(try server.call("POST", path, token: "forged", body: #"{"\#(key)":[]}"#).status == 401)
+    }
+    // A local identifier out of its bounds is a bad request, not an item error.
+    let long = String(repeating: "x", count: 256)
+    #expect(try server.call("POST", "/v1/library/cloud-identifiers", token: device.token,
+                            body: #"{"localIdentifiers":["\#(long)"]}"#).errorField == "localIdentifiers")
+}
+
+@Test func mappingOutcomesAndStorageLatencyAreMetrics() throws {
+    let server = try APIServer()
+    let account = try server.account()
+    let phone = try server.device(account.token)
+    let mac = try server.device(account.token)
+    try server.upsert(phone.token, assets: [("a", fingerprint(1))])
+    try server.upsert(mac.token, assets: [("x", fingerprint(1)), ("y", fingerprint(1))])
+    let cloud = try #require(try server.cloudIDs(phone.token, ["a", "a", "missing"])[0]["cloudIdentifier"]?.stringValue)
+    _ = try server.localIDs(mac.token, [cloud, "bad"])
+    _ = try server.localIDs(phone.token, [cloud])
+
+    let metrics = try rawRequest(port: server.port, "GET", "/metrics").body
+    for line in [
+        #"concord_mappings_total{direction="localToCloud",outcome="found"} 2"#,
+        #"concord_mappings_total{direction="localToCloud",outcome="notFound"} 1"#,
+        #"concord_mappings_total{direction="localToCloud",outcome="multiple"} 0"#,
+        #"concord_mappings_total{direction="cloudToLocal",outcome="found"} 1"#,
+        #"concord_mappings_total{direction="cloudToLocal",outcome="multiple"} 1"#,
+        #"concord_mappings_total{direction="cloudToLocal",outcome="invalid"} 1"#,
+        #"concord_storage_duration_seconds_count{operation="cloudIdentifiers"} 1"#,
+        #"concord_storage_duration_seconds_count{operation="localIdentifiers"} 2"#,
+        #"concord_storage_duration_seconds_count{operation="applyChanges"} 2"#,
+        #"concord_http_requests_total{route="/v1/library/cloud-identifiers",status="200"} 1"#,
+    ] {
+        #expect(metrics.contains(line + "\n"), "missing: \(line)")
+    }
+}

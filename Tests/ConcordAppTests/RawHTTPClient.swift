@@ -1,0 +1,69 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A response as read off the wire.
+struct RawResponse {
+    var status: Int
+    var headers: [(String, String)]
+    var body: String
+    func header(_ name: String) -> String? { self.headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+}
+
+enum RawHTTPError: Error { case connect(Int32), malformed(String) }
+
+/// Sends `request` bytes to 127.0.0.1:`port` and reads until the server closes (requests
+/// should carry `Connection: close`). A 5 s receive timeout keeps a broken server from
+/// hanging the suite.
+func rawExchange(port: Int, _ request: String) throws -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw RawHTTPError.connect(errno) }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw RawHTTPError.connect(errno) }
+    let bytes = Array(request.utf8)
+    var sent = 0
+    while sent < bytes.count {
+        let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard n > 0 else { throw RawHTTPError.connect(errno) }
+        sent += n
+    }
+    var received: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { break }
+        received.append(contentsOf: chunk[0..<n])
+    }
+    return String(decoding: received, as: UTF8.self)
+}
+
+/// One request with `Connection: close`, parsed.
+func rawRequest(port: Int, _ method: String, _ target: String, headers: [String] = [], body: String = "") throws -> RawResponse {
+    var request = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    for header in headers { request += header + "\r\n" }
+    if !body.isEmpty { request += "Content-Length: \(body.utf8.count)\r\n" }
+    request += "\r\n" + body
+    return try parseResponse(try rawExchange(port: port, request))
+}
+
+func parseResponse(_ text: String) throws -> RawResponse {
+    guard let split = text.range(of: "\r\n\r\n") else { throw RawHTTPError.malformed(text) }
+    let lines = text[..<split.lowerBound].components(separatedBy: "\r\n")
+    let statusParts = lines[0].split(separator: " ")
+    guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw RawHTTPError.malformed(text) }
+    let headers = lines.dropFirst().compactMap { line -> (String, String)? in
+        guard let colon = line.firstIndex(of: ":") else { return nil }
+        return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+    }
+    return RawResponse(status: status, headers: headers, body: String(text[split.upperBound...]))
+}

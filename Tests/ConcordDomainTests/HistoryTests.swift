@@ -1,0 +1,173 @@
+import ConcordDomain
+import Foundation
+import Testing
+
+@Suite struct HistoryTests {
+    @Test func tokenOfEmptyLibraryYieldsEveryLaterChangeInOrder() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        let t0 = try env.service.currentChangeToken(device: d)
+        #expect(try env.service.changes(since: t0, limit: nil, device: d) == ChangePage(changes: [], changeToken: t0, hasMore: false))
+        let r1 = try env.put(d, assets: [("a1", fp(1))])
+        let r2 = try env.put(d, assets: [("a1", fp(2)), ("a2", fp(3))])
+        let r3 = try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a1"])), device: d)
+        let page = try env.service.changes(since: t0, limit: nil, device: d)
+        #expect(page.changes.map(\.changeToken) == [r1.changeToken, r2.changeToken, r3.changeToken])
+        #expect(page.changes.map(\.details) == [
+            ChangeDetails(assets: ChangeLists(inserted: ["a1"])),
+            ChangeDetails(assets: ChangeLists(inserted: ["a2"], updated: ["a1"])),
+            ChangeDetails(assets: ChangeLists(deleted: ["a1"])),
+        ])
+        #expect(page.changeToken == r3.changeToken)
+        #expect(!page.hasMore)
+        #expect(try env.service.currentChangeToken(device: d) == r3.changeToken)
+        // Strictly after since.
+        #expect(try env.service.changes(since: r2.changeToken, limit: nil, device: d).changes.map(\.changeToken) == [r3.changeToken])
+        #expect(Set([t0, r1.changeToken, r2.changeToken, r3.changeToken]).count == 4)
+    }
+
+    @Test func pagingWithLimitAndHasMore() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        var since = try env.service.currentChangeToken(device: d)
+        for i in 0..<7 { try env.put(d, assets: [("a\(i)", fp(i))]) }
+        var seen: [String] = []
+        var pages = 0
+        while true {
+            let page = try env.service.changes(since: since, limit: 3, device: d)
+            pages += 1
+            seen += page.changes.flatMap { $0.details?.assets.inserted ?? [] }
+            since = page.changeToken
+            if !page.hasMore { break }
+            #expect(page.changes.count == 3)
+        }
+        #expect(pages == 3)
+        #expect(seen == (0..<7).map { "a\($0)" })
+        expectError(.badRequest(message: "limit must be between 1 and 10000.", field: "limit")) { try env.service.changes(since: since, limit: 0, device: d) }
+        expectErrorNamed("badRequest") { try env.service.changes(since: since, limit: 10_001, device: d) }
+        #expect(try env.service.changes(since: since, limit: 10_000, device: d).changes.isEmpty)
+    }
+
+    @Test func foreignForgedOrGarbledTokenIsInvalidChangeToken() throws {
+        let env = try TestEnv()
+        let a = try env.device("A")
+        let b = try env.device("B")
+        try env.put(a, assets: [("a1", fp(1))])
+        let ta = try env.service.currentChangeToken(device: a)
+        let other = try env.service.createAccount(name: "Other")
+        let o = try env.device("o", accountID: other.accountID)
+        for bad in ["", "garbage", String(ta.dropLast()) + (ta.hasSuffix("A") ? "B" : "A"), try env.service.currentChangeToken(device: o)] {
+            expectError(.invalidChangeToken) { try env.service.changes(since: bad, limit: nil, device: a) }
+        }
+        expectError(.invalidChangeToken) { try env.service.changes(since: ta, limit: nil, device: b) }
+        // A token from another server secret (another database) is invalid too.
+        let codec = ChangeTokenCodec(secret: Array("not the secret".utf8))
+        expectError(.invalidChangeToken) { try env.service.changes(since: codec.encode(seq: 0, scope: .library(a)), limit: nil, device: a) }
+    }
+
+    @Test func expiryByCount() throws {
+        var config = DomainConfiguration()
+        config.historyMaxChanges = 3
+        let env = try TestEnv(configuration: config)
+        let d = try env.device()
+        let t0 = try env.service.currentChangeToken(device: d)
+        var tokens: [String] = []
+        for i in 0..<5 { tokens.append(try env.put(d, assets: [("a\(i)", fp(i))]).changeToken) }
+        // Kept: changes 3, 4, 5. A token at 2 still sees everything after it; 1 and 0 do not.
+        expectError(.persistentChangeTokenExpired) { try env.service.changes(since: t0, limit: nil, device: d) }
+        expectError(.persistentChangeTokenExpired) { try env.service.changes(since: tokens[0], limit: nil, device: d) }
+        #expect(try env.service.changes(since: tokens[1], limit: nil, device: d).changes.count == 3)
+        #expect(try env.service.changes(since: tokens[4], limit: nil, device: d).changes.isEmpty)
+        #expect(DomainError.persistentChangeTokenExpired.httpStatus == 410)
+        #expect(DomainError.persistentChangeTokenExpired.photosErrorCode == 3105)
+    }
+
+    @Test func expiryByAgeWithInjectedClock() throws {
+        var config = DomainConfiguration()
+        config.historyMaxAge = 3600
+        let env = try TestEnv(configuration: config)
+        let d = try env.device()
+        let t0 = try env.service.currentChangeToken(device: d)
+        let r1 = try env.put(d, assets: [("a1", fp(1))])
+        env.clock.advance(1800)
+        let r2 = try env.put(d, assets: [("a2", fp(2))])
+        #expect(try env.service.changes(since: t0, limit: nil, device: d).changes.count == 2)
+        env.clock.advance(2000)   // change 1 is now 3800 s old, change 2 1800 s old
+        expectError(.persistentChangeTokenExpired) { try env.service.changes(since: t0, limit: nil, device: d) }
+        #expect(try env.service.changes(since: r1.changeToken, limit: nil, device: d).changes.map(\.changeToken) == [r2.changeToken])
+        env.clock.advance(10_000)  // everything old: the current token stays valid, with nothing new
+        #expect(try env.service.changes(since: r2.changeToken, limit: nil, device: d).changes.isEmpty)
+        expectError(.persistentChangeTokenExpired) { try env.service.changes(since: r1.changeToken, limit: nil, device: d) }
+        // A write prunes physically; later changes are listed after the current token.
+        let r3 = try env.put(d, assets: [("a3", fp(3))])
+        #expect(try env.service.changes(since: r2.changeToken, limit: nil, device: d).changes.map(\.changeToken) == [r3.changeToken])
+    }
+
+    @Test func resetChangeIsDetailsUnavailable() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        let t0 = try env.service.currentChangeToken(device: d)
+        try env.put(d, assets: [("a1", fp(1))])
+        try env.service.replaceLibrary(LibrarySnapshot(objects: []), reset: true, device: d)
+        try env.put(d, assets: [("a2", fp(2))])
+        let page = try env.service.changes(since: t0, limit: nil, device: d)
+        #expect(page.changes.map { $0.details == nil } == [false, true, false])
+        #expect(ItemError.persistentChangeDetailsUnavailable.photosErrorCode == 3210)
+    }
+
+    @Test func failedRequestLeavesNoTraceAndTokensStayDense() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        let r1 = try env.put(d, assets: [("a1", fp(1))])
+        expectErrorNamed("unprocessable") {
+            try env.service.applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("a2", fingerprint: fp(2))]),
+                                                              assetCollections: .init(upsert: [.assetCollection("c", fingerprint: fp(3), assets: ["zz"])])), device: d)
+        }
+        #expect(try env.service.currentChangeToken(device: d) == r1.changeToken)
+        expectErrorNamed("notFound") { try env.service.object(localIdentifier: "a2", device: d) }
+    }
+}
+
+@Suite struct ConvergenceTests {
+    /// Two devices × many threads map the same new content at once: exactly one record results,
+    /// and every answer names it.
+    @Test func racingDevicesConvergeOnOneRecord() throws {
+        let env = try TestEnv()
+        let a = try env.device("A")
+        let b = try env.device("B")
+        let contents = 40
+        try env.put(a, assets: (0..<contents).map { ("a\($0)", fp($0)) })
+        try env.put(b, assets: (0..<contents).map { ("b\($0)", fp($0)) })
+        let threads = 8
+        let lock = NSLock()
+        nonisolated(unsafe) var answers: [Int: Set<String>] = [:]
+        nonisolated(unsafe) var failures: [String] = []
+        let service = env.service
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            let device = t % 2 == 0 ? a : b
+            let prefix = t % 2 == 0 ? "a" : "b"
+            // Each thread walks the contents in its own order, one request per identifier.
+            let order = t % 4 < 2 ? Array(0..<contents) : Array((0..<contents).reversed())
+            for i in order {
+                do {
+                    let r = try service.cloudIdentifiers(forLocalIdentifiers: ["\(prefix)\(i)"], device: device)
+                    if case .found(let c) = r[0].result {
+                        lock.withLock { _ = answers[i, default: []].insert(c) }
+                    } else {
+                        lock.withLock { failures.append("\(r)") }
+                    }
+                } catch {
+                    lock.withLock { failures.append("\(error)") }
+                }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        for i in 0..<contents { #expect(answers[i]?.count == 1, "content \(i): \(answers[i] ?? [])") }
+        // And cloud → local on each device gives back its own object.
+        for i in 0..<contents {
+            guard let c = answers[i]?.first else { continue }
+            #expect(try env.local(a, [c]) == [.found("a\(i)")])
+            #expect(try env.local(b, [c]) == [.found("b\(i)")])
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import ConcordDomain
+import Foundation
+import Testing
+
+@Suite struct LibraryTests {
+    @Test func insertUpdateUnchangedDeleteAreCountedAcrossTypes() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        let first = try env.service.applyChanges(LibraryChangeRequest(
+            assets: .init(upsert: [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2))]),
+            assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(10), title: "Trip", assets: ["a2", "a1"])]),
+            collectionLists: .init(upsert: [.collectionList("l1", fingerprint: fp(20), collections: ["c1"])])), device: d)
+        #expect((first.inserted, first.updated, first.deleted, first.unchanged) == (4, 0, 0, 0))
+        let second = try env.service.applyChanges(LibraryChangeRequest(
+            assets: .init(upsert: [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2), isFavorite: true)], delete: ["ghost"]),
+            assetCollections: .init(delete: ["c1"])), device: d)
+        #expect((second.inserted, second.updated, second.deleted, second.unchanged) == (0, 1, 1, 1))
+        #expect(try env.service.object(localIdentifier: "a2", device: d).isFavorite)
+        expectErrorNamed("notFound") { try env.service.object(localIdentifier: "c1", device: d) }
+        let stored = try env.service.object(localIdentifier: "l1", device: d)
+        #expect(stored == .collectionList("l1", fingerprint: fp(20), collections: ["c1"]))
+    }
+
+    @Test func storedObjectKeepsEveryField() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        let asset = LibraryObject.asset("x/L0/001", fingerprint: fp(1), mediaType: .video, creationDate: "2024-05-01T12:00:00Z",
+                                        modificationDate: "2024-05-02T12:00:00.5+02:00", hasAdjustments: true, isFavorite: true)
+        let album = LibraryObject.assetCollection("y/L0/040", fingerprint: fp(2), title: "Ünïcode \"title\"", assets: ["x/L0/001", "x/L0/001"], appCreated: true)
+        try env.service.applyChanges(LibraryChangeRequest(assets: .init(upsert: [asset]), assetCollections: .init(upsert: [album])), device: d)
+        #expect(try env.service.object(localIdentifier: "x/L0/001", device: d) == asset)
+        #expect(try env.service.object(localIdentifier: "y/L0/040", device: d) == album)
+    }
+
+    @Test func identicalResendIsANoOpWithoutHistoryEntry() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        let r1 = try env.put(d, assets: [("a1", fp(1))])
+        let r2 = try env.put(d, assets: [("a1", fp(1))])
+        #expect((r2.inserted, r2.updated, r2.deleted, r2.unchanged) == (0, 0, 0, 1))
+        #expect(r2.changeToken == r1.changeToken)
+        let since = try env.service.changes(since: r1.changeToken, limit: nil, device: d)
+        #expect(since.changes.isEmpty)
+    }
+
+    @Test func identifierTwiceInOneRequestIs400() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        expectErrorNamed("badRequest") { try env.put(d, assets: [("a1", fp(1)), ("a1", fp(2))]) }
+        expectErrorNamed("badRequest") {
+            try env.service.applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("a1", fingerprint: fp(1))], delete: ["a1"])), device: d)
+        }
+        expectErrorNamed("badRequest") {
+            try env.service.applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("x", fingerprint: fp(1))]),
+                                                              assetCollections: .init(upsert: [.assetCollection("x", fingerprint: fp(2))])), device: d)
+        }
+        expectErrorNamed("badRequest") {
+            try env.service.replaceLibrary(LibrarySnapshot(objects: [.asset("a", fingerprint: fp(1)), .asset("a", fingerprint: fp(1))]), reset: false, device: d)
+        }
+        // Nothing was stored by the failed requests.
+        expectErrorNamed("notFound") { try env.service.object(localIdentifier: "a1", device: d) }
+    }
+
+    @Test func typeIsImmutable() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        try env.put(d, assets: [("x", fp(1))])
+        expectErrorNamed("badRequest") {
+            try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("x", fingerprint: fp(1))])), device: d)
+        }
+        expectErrorNamed("badRequest") {
+            try env.service.replaceLibrary(LibrarySnapshot(objects: [.assetCollection("x", fingerprint: fp(1))]), reset: false, device: d)
+        }
+        expectErrorNamed("badRequest") {
+            try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(delete: ["x"])), device: d)
+        }
+        #expect(try env.service.object(localIdentifier: "x", device: d).type == .asset)
+        // Once deleted, the identifier may come back with another type.
+        try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["x"])), device: d)
+        try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("x", fingerprint: fp(1))])), device: d)
+        #expect(try env.service.object(localIdentifier: "x", device: d).type == .assetCollection)
+    }
+
+    @Test func invalidValuesAre400NamingTheField() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        expectError(.badRequest(message: "fingerprint of a must be base64url without padding of 16 to 64 bytes.", field: "assets.upsert.fingerprint")) {
+            try env.put(d, assets: [("a", "short")])
+        }
+        expectErrorNamed("badRequest") { try env.put(d, assets: [("", fp(1))]) }
+        expectErrorNamed("badRequest") { try env.put(d, assets: [(String(repeating: "x", count: 256), fp(1))]) }
+        expectErrorNamed("badRequest") {
+            try env.service.applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("a", fingerprint: fp(1), creationDate: "yesterday")])), device: d)
+        }
+        expectErrorNamed("badRequest") { try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["bad\u{1}id"])), device: d) }
+    }
+
+    @Test func albumListingAnUnknownAssetIs422NamingIt() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        try env.put(d, assets: [("a1", fp(1))])
+        expectError(.unprocessable(message: "c1 lists asset zz, which the library lacks.",
+                                   details: [DetailField("localIdentifier", .string("c1")), DetailField("missing", .array([.string("zz")]))])) {
+            try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(9), assets: ["a1", "zz"])])), device: d)
+        }
+        // An asset deleted in the same request, or an album listed as an asset, is missing too.
+        expectErrorNamed("unprocessable") {
+            try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a1"]),
+                                                              assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(9), assets: ["a1"])])), device: d)
+        }
+        expectErrorNamed("unprocessable") {
+            try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [
+                .assetCollection("c0", fingerprint: fp(8)), .assetCollection("c1", fingerprint: fp(9), assets: ["c0"])])), device: d)
+        }
+        // Assets inserted in the same request count.
+        let ok = try env.service.applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("a2", fingerprint: fp(2))]),
+                                                                   assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(9), assets: ["a2", "a1"])])), device: d)
+        #expect(ok.inserted == 2)
+        expectErrorNamed("unprocessable") {
+            try env.service.replaceLibrary(LibrarySnapshot(objects: [.assetCollection("c1", fingerprint: fp(9), assets: ["a1"])]), reset: false, device: d)
+        }
+    }
+
+    @Test func putLibraryWorksOutTheDifference() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        try env.put(d, assets: [("a1", fp(1)), ("a2", fp(2)), ("a3", fp(3))])
+        let t0 = try env.service.currentChangeToken(device: d)
+        let r = try env.service.replaceLibrary(LibrarySnapshot(objects: [
+            .asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(22)), .asset("a4", fingerprint: fp(4)),
+        ]), reset: false, device: d)
+        #expect((r.inserted, r.updated, r.deleted, r.unchanged) == (1, 1, 1, 1))
+        let page = try env.service.changes(since: t0, limit: nil, device: d)
+        #expect(page.changes.count == 1)
+        #expect(page.changes[0].details == ChangeDetails(assets: ChangeLists(inserted: ["a4"], updated: ["a2"], deleted: ["a3"])))
+        // Same snapshot again: nothing changes, no entry.
+        let again = try env.service.replaceLibrary(LibrarySnapshot(objects: [
+            .asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(22)), .asset("a4", fingerprint: fp(4)),
+        ]), reset: false, device: d)
+        #expect((again.inserted, again.updated, again.deleted, again.unchanged) == (0, 0, 0, 3))
+        #expect(again.changeToken == r.changeToken)
+        #expect(try env.service.listDevices(accountID: d.accountID)[0].objectCount == 3)
+    }
+
+    @Test func listObjectsPagesInByteOrder() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        // "Z" < "a" < "é" in UTF-8 byte order.
+        try env.put(d, assets: [("é", fp(1)), ("a", fp(2)), ("Z", fp(3)), ("b", fp(4))])
+        try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("AA", fingerprint: fp(5))])), device: d)
+        let p1 = try env.service.listObjects(type: .asset, after: nil, limit: 2, device: d)
+        #expect(p1.objects.map(\.localIdentifier) == ["Z", "a"])
+        #expect(p1.next == "a")
+        let p2 = try env.service.listObjects(type: .asset, after: p1.next, limit: 2, device: d)
+        #expect(p2.objects.map(\.localIdentifier) == ["b", "é"])
+        #expect(p2.next == nil)
+        #expect(try env.service.listObjects(type: .assetCollection, after: nil, limit: nil, device: d).objects.map(\.localIdentifier) == ["AA"])
+        expectErrorNamed("badRequest") { try env.service.listObjects(type: .asset, after: nil, limit: 0, device: d) }
+        expectErrorNamed("badRequest") { try env.service.listObjects(type: .asset, after: nil, limit: 10_001, device: d) }
+    }
+
+    @Test func anotherDevicesObjectsAreInvisible() throws {
+        let env = try TestEnv()
+        let a = try env.device("A")
+        let b = try env.device("B")
+        try env.put(a, assets: [("a1", fp(1))])
+        expectErrorNamed("notFound") { try env.service.object(localIdentifier: "a1", device: b) }
+        #expect(try env.cloud(b, ["a1"]) == [.error(.identifierNotFound(limitedLibrary: false))])
+    }
+}

@@ -1,0 +1,93 @@
+import ConcordDomain
+import ConcordStorage
+import Foundation
+import Testing
+
+/// A clock tests move by hand (history age).
+final class ManualClock: @unchecked Sendable {
+    // @unchecked Sendable: `current` is only read and written while holding `lock`.
+    private let lock = NSLock()
+    private var current = Date(timeIntervalSince1970: 1_800_000_000)
+    var now: Date { self.lock.withLock { self.current } }
+    func advance(_ seconds: Double) { self.lock.withLock { self.current += seconds } }
+}
+
+/// A fresh SQLite file per test, a service on it, one account with devices.
+final class TestEnv {
+    let directory: String
+    let path: String
+    let store: SQLiteStore
+    let service: ConcordService
+    let clock = ManualClock()
+    let account: CreatedAccount
+
+    init(configuration: DomainConfiguration = DomainConfiguration()) throws {
+        self.directory = NSTemporaryDirectory() + "concord-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
+        self.path = self.directory + "/db.sqlite"
+        self.store = try SQLiteStore(path: self.path)
+        let clock = self.clock
+        self.service = try ConcordService(store: self.store, configuration: configuration, clock: { clock.now })
+        self.account = try self.service.createAccount(name: "Test")
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: self.directory) }
+
+    /// A new device of the test account (or of `accountID`).
+    func device(_ name: String = "device", accountID: String? = nil) throws -> DeviceRef {
+        let id = accountID ?? self.account.accountID
+        let d = try self.service.createDevice(accountID: id, name: name, platform: "test")
+        return DeviceRef(accountID: id, deviceID: d.deviceID)
+    }
+
+    /// Upserts assets (id, fingerprint) on `device`.
+    @discardableResult
+    func put(_ device: DeviceRef, assets: [(String, String)]) throws -> LibraryChangeResult {
+        try self.service.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: assets.map { .asset($0.0, fingerprint: $0.1) })), device: device)
+    }
+
+    func cloud(_ device: DeviceRef, _ ids: [String]) throws -> [MappingResult] {
+        try self.service.cloudIdentifiers(forLocalIdentifiers: ids, device: device).map(\.result)
+    }
+
+    func local(_ device: DeviceRef, _ ids: [String]) throws -> [MappingResult] {
+        try self.service.localIdentifiers(forCloudIdentifiers: ids, device: device).map(\.result)
+    }
+
+    /// The cloud identifier of one local identifier, failing the test otherwise.
+    func cloudID(_ device: DeviceRef, _ id: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let r = try self.cloud(device, [id])
+        guard case .found(let c)? = r.first else {
+            Issue.record("expected a cloud identifier for \(id), got \(r)", sourceLocation: sourceLocation)
+            return ""
+        }
+        return c
+    }
+}
+
+/// A valid fingerprint for content `n` (base64url SHA-256, 43 characters).
+func fp(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
+
+/// Expects `body` to throw exactly `expected`.
+func expectError<T>(_ expected: DomainError, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T) {
+    do {
+        let value = try body()
+        Issue.record("expected \(expected), got \(value)", sourceLocation: sourceLocation)
+    } catch let e as DomainError {
+        #expect(e == expected, sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected \(expected), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Expects `body` to throw a DomainError with this contract name.
+func expectErrorNamed<T>(_ name: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T) {
+    do {
+        let value = try body()
+        Issue.record("expected \(name), got \(value)", sourceLocation: sourceLocation)
+    } catch let e as DomainError {
+        #expect(e.name == name, "got \(e)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
+    }
+}

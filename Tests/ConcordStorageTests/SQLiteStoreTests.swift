@@ -1,0 +1,166 @@
+import ConcordDomain
+@testable import ConcordStorage
+import CSQLite
+import Foundation
+import Testing
+
+/// A fresh directory per test, removed afterwards.
+final class TempDir {
+    let path = NSTemporaryDirectory() + "concord-storage-" + UUID().uuidString
+    init() throws { try FileManager.default.createDirectory(atPath: self.path, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(atPath: self.path) }
+    var db: String { self.path + "/db.sqlite" }
+}
+
+struct Boom: Error {}
+
+@Suite struct SQLiteStoreTests {
+    @Test func migrationsAreRecordedAndReopeningIsANoOp() throws {
+        let dir = try TempDir()
+        do { _ = try SQLiteStore(path: dir.db) }
+        let store = try SQLiteStore(path: dir.db)
+        var versions: [Int64] = []
+        try store.writer.query("SELECT version FROM schema_migrations ORDER BY version") { s in versions.append(s.int(0)) }
+        #expect(versions == [Int64(SQLiteStore.schemaVersion)])
+    }
+
+    @Test func refusesADatabaseOfANewerSchema() throws {
+        let dir = try TempDir()
+        do {
+            let store = try SQLiteStore(path: dir.db)
+            try store.writer.run("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 'later')")
+        }
+        #expect {
+            _ = try SQLiteStore(path: dir.db)
+        } throws: { error in
+            "\(error)" == "database schema version 99 is newer than this build knows (\(SQLiteStore.schemaVersion)); run a newer concord"
+        }
+    }
+
+    @Test func openFailureIsAOneLineError() throws {
+        #expect {
+            _ = try SQLiteStore(path: "/nonexistent-dir-\(UUID().uuidString)/db.sqlite")
+        } throws: { error in
+            (error as? SQLiteStoreError)?.message.hasPrefix("cannot open database") == true
+        }
+    }
+
+    @Test func writerIsWALWithSynchronousFull() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        var mode = ""
+        try store.writer.query("PRAGMA journal_mode") { s in mode = s.text(0) }
+        #expect(mode == "wal")
+        #expect(try store.writer.scalarInt("PRAGMA synchronous") == 2)   // FULL
+    }
+
+    @Test func writeRollsBackWhenTheBodyThrows() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        #expect(throws: Boom.self) {
+            try store.write { tx in
+                try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date())
+                throw Boom()
+            }
+        }
+        #expect(try store.read { tx in try tx.accountExists("A") } == false)
+        try store.write { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
+        #expect(try store.read { tx in try tx.accountExists("A") })
+    }
+
+    @Test func readersCannotWrite() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        #expect(throws: SQLiteError.self) {
+            try store.read { tx in
+                try (tx as! SQLiteTransaction).insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date())
+            }
+        }
+    }
+
+    @Test func statementsAreCachedBySQL() throws {
+        let dir = try TempDir()
+        let c = try Connection(path: dir.db)
+        let s1 = try c.statement("SELECT 1")
+        let s2 = try c.statement("SELECT 1")
+        #expect(s1 === s2)
+        #expect(throws: SQLiteError.self) { try c.statement("SELEKT nonsense") }
+    }
+
+    @Test func extendedResultCodesAreReported() throws {
+        let dir = try TempDir()
+        let c = try Connection(path: dir.db)
+        try c.execute("CREATE TABLE t (x INTEGER PRIMARY KEY)")
+        try c.run("INSERT INTO t VALUES (1)")
+        do {
+            try c.run("INSERT INTO t VALUES (1)")
+            Issue.record("expected a constraint error")
+        } catch let e as SQLiteError {
+            #expect(e.code == SQLITE_CONSTRAINT | (6 << 8))   // SQLITE_CONSTRAINT_PRIMARYKEY (a macro Swift does not import)
+            #expect(e.primaryCode == SQLITE_CONSTRAINT)
+        }
+    }
+
+    @Test func readsDoNotWaitForAnOpenWriteTransaction() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        try store.write { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
+        let inWrite = DispatchSemaphore(value: 0)
+        let readDone = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            _ = try? store.write { tx in
+                try tx.insertAccount(accountID: "B", name: "n", tokenHash: [2], createdAt: Date())
+                inWrite.signal()
+                _ = readDone.wait(timeout: .now() + 5)   // hold the write lock until the read finished
+            }
+        }
+        writer.start()
+        inWrite.wait()
+        // The read sees the last committed state (A, not the uncommitted B) without blocking.
+        let seen = try store.read { tx in (try tx.accountExists("A"), try tx.accountExists("B")) }
+        readDone.signal()
+        #expect(seen == (true, false))
+        while writer.isExecuting { usleep(1000) }
+        #expect(try store.read { tx in try tx.accountExists("B") })
+    }
+
+    @Test func jsonArrayEscapesQuotesAndBackslashes() throws {
+        let dir = try TempDir()
+        let c = try Connection(path: dir.db)
+        let input = ["plain", "quo\"te", "back\\slash", "é📷", "ctl\u{1}"]
+        var out: [String] = []
+        try c.query("SELECT value FROM json_each(?) ORDER BY key", [.text(jsonArray(input))]) { s in out.append(s.text(0)) }
+        #expect(out == input)
+    }
+
+    @Test func changeDetailsRoundTrip() {
+        let d = ChangeDetails(assets: ChangeLists(inserted: ["a", "b/L0/001"], updated: ["c"], deleted: []),
+                              assetCollections: ChangeLists(deleted: ["x y"]),
+                              collectionLists: ChangeLists(inserted: ["é"]))
+        #expect(ChangeDetailsCodec.decode(ChangeDetailsCodec.encode(d)) == d)
+        #expect(ChangeDetailsCodec.decode("") == ChangeDetails())
+    }
+}
+
+@Suite struct QueryPlanTests {
+    /// Every batch query looks identifiers up through an index; none scans a library or the records.
+    @Test(arguments: [
+        ("objectsByLocalIDs", SQLiteTransaction.objectsByLocalIDsSQL),
+        ("objectsByContent", SQLiteTransaction.objectsByContentSQL),
+        ("recordsByGUID", SQLiteTransaction.recordsByGUIDSQL),
+        ("linkedObjects", SQLiteTransaction.linkedObjectsSQL),
+        ("unlinkedRecords", SQLiteTransaction.unlinkedRecordsSQL),
+    ])
+    func batchQueriesUseIndexes(_ name: String, _ sql: String) throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        var plan: [String] = []
+        try store.writer.query("EXPLAIN QUERY PLAN " + sql) { s in plan.append(s.text(3)) }
+        // A SEARCH on only the (account, device) prefix is a scan of a whole library.
+        let scans = plan.filter {
+            ($0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN j")) || $0.hasSuffix("(account_id=? AND device_id=?)") || $0.hasSuffix("(account_id=?)")
+        }
+        #expect(scans.isEmpty, "\(name): \(plan)")
+        #expect(plan.contains { $0.contains("USING") && ($0.contains("INDEX") || $0.contains("PRIMARY KEY")) }, "\(name): \(plan)")
+    }
+}
