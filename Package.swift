@@ -10,6 +10,8 @@ let package = Package(
     name: "Concord",
     products: [
         .executable(name: "concord", targets: ["concord"]),
+        // The client library apps add (iOS, macOS, Linux): Foundation only, no other module.
+        .library(name: "ConcordClient", targets: ["ConcordClient"]),
     ],
     targets: [
         // System libraries and C shims.
@@ -40,6 +42,9 @@ let package = Package(
         ),
         .executableTarget(name: "concord", dependencies: ["ConcordApp"]),
 
+        // Client: depends on nothing of ours, so it builds wherever Foundation does.
+        .target(name: "ConcordClient"),
+
         // Tests mirror the modules.
         .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON"]),
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
@@ -50,6 +55,10 @@ let package = Package(
         .testTarget(
             name: "ConcordAppTests",
             dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem"]
+        ),
+        .testTarget(
+            name: "ConcordClientTests",
+            dependencies: ["ConcordClient", "ConcordApp", "ConcordTransport", "ConcordHTTP", "ConcordObservability"]
         ),
     ]
 )
