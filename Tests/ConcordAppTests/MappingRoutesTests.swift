@@ -125,6 +125,8 @@ import Testing
         let big = try server.call("POST", path, token: device.token, body: #"{"\#(key)":["a","b","c","d"]}"#)
         #expect(big.status == 413 && big.errorName == "batchTooLarge" && big.json?["error"]?["maxBatch"]?.intValue == 3, "\(big.raw.body)")
         #expect(try server.call("POST", path, token: device.token, body: #"{"\#(key)":["a","b","c"]}"#).status == 200)
+        // The bound comes first, even when items are malformed.
+        #expect(try server.call("POST", path, token: device.token, body: #"{"\#(key)":[1,2,3,4]}"#).errorName == "batchTooLarge")
         for body in [#"{}"#, #"{"\#(key)":"a"}"#, #"{"\#(key)":["a",1]}"#] {
             let r = try server.call("POST", path, token: device.token, body: body)
             #expect(r.status == 400 && r.errorField == key, "\(body): \(r.raw.body)")

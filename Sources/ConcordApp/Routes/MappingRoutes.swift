@@ -9,8 +9,7 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
         Route("POST", "/v1/library/cloud-identifiers") { request throws(APIError) in
             let device = try app.requireDevice(request)
             let body = try request.jsonBody()
-            let ids = try Codec.requiredStringArray(body, "localIdentifiers", path: "localIdentifiers")
-            try checkBatch(ids.count, app)
+            let ids = try batch(body, "localIdentifiers", app)
             let mappings = try app.call(.cloudIdentifiers, request) { () throws(DomainError) in
                 try app.service.cloudIdentifiers(forLocalIdentifiers: ids, device: device)
             }
@@ -35,8 +34,7 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
         Route("POST", "/v1/library/local-identifiers") { request throws(APIError) in
             let device = try app.requireDevice(request)
             let body = try request.jsonBody()
-            let ids = try Codec.requiredStringArray(body, "cloudIdentifiers", path: "cloudIdentifiers")
-            try checkBatch(ids.count, app)
+            let ids = try batch(body, "cloudIdentifiers", app)
             let mappings = try app.call(.localIdentifiers, request) { () throws(DomainError) in
                 try app.service.localIdentifiers(forCloudIdentifiers: ids, device: device)
             }
@@ -76,8 +74,13 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
     ]
 }
 
-/// `413 batchTooLarge` before any work when a request names more than `maxBatch` items.
-private func checkBatch(_ count: Int, _ app: AppContext) throws(APIError) {
+/// The request's array of identifiers: `413 batchTooLarge` when it has more than
+/// `maxBatch` items, checked before the items themselves; `400` naming `key` when it is
+/// missing or not an array of strings.
+private func batch(_ body: JSONObject, _ key: String, _ app: AppContext) throws(APIError) -> [String] {
+    guard let array = try Codec.array(body, key, path: key) else { throw APIError.missingField(key) }
     let max = app.service.configuration.maxBatch
-    guard count <= max else { throw APIError(DomainError.batchTooLarge(maxBatch: max)) }
+    guard array.count <= max else { throw APIError(DomainError.batchTooLarge(maxBatch: max)) }
+    guard let ids = try Codec.stringArray(body, key, path: key) else { throw APIError.missingField(key) }
+    return ids
 }
