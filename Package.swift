@@ -8,6 +8,8 @@ import PackageDescription
 
 let package = Package(
     name: "Concord",
+    // Apple platforms matter only to ConcordClient: async URLSession needs these (Linux ignores them).
+    platforms: [.macOS(.v12), .iOS(.v15), .tvOS(.v15), .watchOS(.v8)],
     products: [
         .executable(name: "concord", targets: ["concord"]),
         // The client library apps add (iOS, macOS, Linux): Foundation only, no other module.
