@@ -88,6 +88,13 @@ extension ConcordClient {
         }
     }
 
+    /// The changes after `token` page by page, fetched as they are consumed: a sync engine can
+    /// process each page and store its `changeToken` before asking for the next.
+    public func persistentChangePages(since token: ChangeToken, pageSize: Int? = nil) -> AsyncThrowingStream<PersistentChangePage, any Error> {
+        let cursor = ChangePageCursor(since: token)
+        return AsyncThrowingStream(unfolding: { try await cursor.next(self, limit: pageSize) })
+    }
+
     /// One page of changes after `token` (`limit`: the server's default 1000 when nil).
     public func fetchPersistentChangePage(since token: ChangeToken, limit: Int? = nil) async throws -> PersistentChangePage {
         var query = [(name: "since", value: token.rawValue)]
@@ -104,5 +111,23 @@ extension ConcordClient {
                 updatedLocalIdentifiers: Set(parts?.updated ?? []), deletedLocalIdentifiers: Set(parts?.deleted ?? []))
         }
         return PersistentChange(changeToken: wire.changeToken, details: details, error: wire.error?.photosError())
+    }
+}
+
+/// Where a `persistentChangePages` stream stands.
+private actor ChangePageCursor {
+    private var since: ChangeToken
+    private var finished = false
+
+    init(since: ChangeToken) { self.since = since }
+
+    /// The next page, or nil once a page said nothing more follows.
+    func next(_ client: ConcordClient, limit: Int?) async throws -> PersistentChangePage? {
+        guard !self.finished else { return nil }
+        let page = try await client.fetchPersistentChangePage(since: self.since, limit: limit)
+        // A page that says "more" but moves nowhere would loop forever.
+        self.finished = !page.hasMore || page.changeToken == self.since
+        self.since = page.changeToken
+        return page
     }
 }

@@ -14,7 +14,7 @@ struct APIRequest: Sendable {
     /// Whether sending it twice does no more than sending it once (for retries after a
     /// connection failure that may have followed delivery).
     var idempotent: Bool
-    /// The version for `If-Match`, unquoted.
+    /// The version for `If-Match`, unquoted (`*`: whatever version exists).
     var ifMatch: String? = nil
 }
 
@@ -87,7 +87,8 @@ extension ConcordClient {
         r.httpMethod = request.method
         r.setValue("application/json", forHTTPHeaderField: "Accept")
         if let token = self.token { r.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        if let version = request.ifMatch { r.setValue("\"\(version)\"", forHTTPHeaderField: "If-Match") }
+        // An entity-tag is quoted (RFC 9110 §8.8.3); `*` ("any current version") is not.
+        if let version = request.ifMatch { r.setValue(version == "*" ? "*" : "\"\(version)\"", forHTTPHeaderField: "If-Match") }
         if let body = request.body {
             r.setValue("application/json", forHTTPHeaderField: "Content-Type")
             r.httpBody = body

@@ -34,6 +34,10 @@ import Testing
     // One page by hand: hasMore and the token to continue from.
     let page = try await phone.fetchPersistentChangePage(since: start, limit: 3)
     #expect(page.hasMore && page.changes.count == 3 && page.changeToken == all[2].changeToken)
+    var pages: [PersistentChangePage] = []
+    for try await page in phone.persistentChangePages(since: start, pageSize: 3) { pages.append(page) }
+    #expect(pages.map(\.changes.count) == [3, 3, 2] && pages.map(\.hasMore) == [true, true, false])
+    #expect(pages.flatMap(\.changes).map(\.changeToken) == all.map(\.changeToken))
     let fromMiddle = try await phone.fetchPersistentChanges(since: all[5].changeToken)
     #expect(fromMiddle.map(\.changeToken) == all.suffix(2).map(\.changeToken))
     let none = try await phone.fetchPersistentChanges(since: all.changeToken)
