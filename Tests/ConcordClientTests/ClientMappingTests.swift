@@ -103,6 +103,14 @@ import Testing
     let sequential = ConcordClient(
         baseURL: server.baseURL, token: phone.token, configuration: ConcordClient.Configuration(maxBatch: 5, batchConcurrency: 1))
     #expect(try await sequential.orderedCloudIdentifierMappings(forLocalIdentifiers: ids) == mapped)
+    // Chunks in flight together (a sliding window), one of them too large for the server:
+    // 8 + 4, the 8 refused and split 5 + 3, the order kept.
+    for (maxBatch, concurrency) in [(5, 3), (8, 2), (1, 4)] {
+        let parallel = ConcordClient(
+            baseURL: server.baseURL, token: phone.token, configuration: ConcordClient.Configuration(maxBatch: maxBatch, batchConcurrency: concurrency))
+        #expect(try await parallel.orderedCloudIdentifierMappings(forLocalIdentifiers: ids) == mapped)
+        #expect(parallel.effectiveMaxBatch == min(maxBatch, 5))
+    }
 
     // Back again, split the same way.
     let clouds = mapped.compactMap(\.cloudIdentifier)
