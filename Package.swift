@@ -14,6 +14,8 @@ let package = Package(
         .executable(name: "concord", targets: ["concord"]),
         // The client library apps add (iOS, macOS, Linux): Foundation only, no other module.
         .library(name: "ConcordClient", targets: ["ConcordClient"]),
+        // Exposed so the separate Benchmarks/ package can measure the JSON codec in-process.
+        .library(name: "ConcordJSON", targets: ["ConcordJSON"]),
     ],
     targets: [
         // System libraries and C shims.
