@@ -13,36 +13,37 @@ extension ConcordService {
         for id in ids where !Identifiers.isValidLocalIdentifier(id) {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifiers")
         }
-        // Duplicates go to storage as they are (json_each returns a row per occurrence; the
-        // dictionary keeps one): cheaper than deduplicating a batch that rarely has any.
-        var found: [String: ObjectLinkState] = [:]
+        // Duplicates go to storage as they are: cheaper than deduplicating a batch that rarely has any.
+        var states: [ObjectLinkState?] = []
         let limited = try self.run { () throws -> Bool in
             try self.store.read { tx in
                 let state = try Self.requireDevice(tx, device)
                 guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-                let objects = try tx.linkStates(device, localIdentifiers: ids)
-                found.reserveCapacity(objects.count)
-                for s in objects { found[s.localIdentifier] = s }
+                states = try tx.linkStates(device, localIdentifiers: ids)
                 return state.authorization == .limited
             }
         }
         var pending: [String] = []
         var pendingSeen = Set<String>()
-        for (id, s) in found where s.linkedGUID == nil && pendingSeen.insert(id).inserted { pending.append(id) }
+        for case let s? in states where s.linkedGUID == nil && pendingSeen.insert(s.localIdentifier).inserted {
+            pending.append(s.localIdentifier)   // in request order: "oldest record first" follows it
+        }
         var assigned: [String: CloudRecord] = [:]
         if !pending.isEmpty {
-            // Keep request order for step 3 so "oldest record first" follows the order asked.
-            let order = Dictionary(ids.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
-            pending.sort { order[$0, default: 0] < order[$1, default: 0] }
             assigned = try self.run { try self.store.write { tx in try self.assignRecords(tx, device: device, localIdentifiers: pending) } }
         }
         let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
-        return ids.map { id in
+        var out: [CloudIdentifierMapping] = []
+        out.reserveCapacity(ids.count)
+        for (id, state) in zip(ids, states) {
             // Step 1: not in the library. Step 2: linked. Step 3: assigned just now.
-            guard let s = found[id] else { return CloudIdentifierMapping(localIdentifier: id, result: notFound) }
-            if let r = s.link ?? assigned[id] { return CloudIdentifierMapping(localIdentifier: id, result: .found(r.cloudIdentifier)) }
-            return CloudIdentifierMapping(localIdentifier: id, result: notFound)   // deleted before step 3 ran
+            if let s = state, let r = s.link ?? assigned[id] {
+                out.append(CloudIdentifierMapping(localIdentifier: id, result: .found(r.cloudIdentifier)))
+            } else {
+                out.append(CloudIdentifierMapping(localIdentifier: id, result: notFound))   // step 1, or deleted before step 3 ran
+            }
         }
+        return out
     }
 
     /// Step 3 for a batch, inside the write transaction: link each unlinked object to the oldest record
@@ -146,17 +147,12 @@ extension ConcordService {
         var result = Resolution()
         result.answers = [MappingResult?](repeating: nil, count: identifiers.count)
         guard !identifiers.isEmpty else { return result }
-        var records: [String: CloudRecord] = [:]
-        // A GUID of another account is simply not found here (step 4).
-        for r in try tx.records(accountID: device.accountID, guids: identifiers.map(\.guid)) { records[r.guid] = r }
-        var linked: [String: String] = [:]
-        let known = identifiers.compactMap { c in records[c.guid]?.type == c.type ? c.guid : nil }
-        if !known.isEmpty {
-            for (guid, local) in try tx.linkedObjects(device, guids: known) { linked[guid] = local }
-        }
+        // Steps 2 and 4 in one query: the account's records by GUID with their link on this device
+        // (a GUID of another account is simply not found here).
+        let found = try tx.recordLinks(device, guids: identifiers.map(\.guid))
         var byContent: [Int] = []
         for (i, c) in identifiers.enumerated() {
-            if records[c.guid]?.type == c.type, let local = linked[c.guid] { result.answers[i] = .found(local); continue }   // step 2
+            if let f = found[i], f.record.type == c.type, let local = f.linkedLocalIdentifier { result.answers[i] = .found(local); continue }   // step 2
             if c.fingerprint.isEmpty { continue }   // step 3: an empty fingerprint resolves through its record only
             byContent.append(i)
         }
@@ -171,7 +167,7 @@ extension ConcordService {
                 let o = matches[0]
                 result.answers[i] = .found(o.object.localIdentifier)
                 // Link only when the record exists with exactly this content and the object is free.
-                if let r = records[c.guid], r.type == c.type, r.fingerprint == c.fingerprint, o.link == nil {
+                if let r = found[i]?.record, r.type == c.type, r.fingerprint == c.fingerprint, o.link == nil {
                     result.links.append((o.object.localIdentifier, r))
                 }
             } else if matches.count > 1 {

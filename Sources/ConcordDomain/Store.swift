@@ -118,9 +118,12 @@ public protocol StoreReadTransaction: AnyObject {
     func devices(accountID: String) throws -> [DeviceState]
     /// Objects of `device` with these local identifiers (any order, missing omitted), with their links.
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
-    /// Type, fingerprint and link of the objects with these local identifiers (any order, missing
-    /// omitted; duplicates in the list may come back once or more).
-    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState]
+    /// Type, fingerprint and link of the objects with these local identifiers: one entry per input,
+    /// in input order (nil: not in the library). The hot path of local → cloud: no hashing needed.
+    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?]
+    /// For each GUID, in input order: the account's record with that GUID (nil: none) and the local
+    /// identifier of the object of `device` linked to it (nil: none). The hot path of cloud → local.
+    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?]
     /// Every object of `device`.
     func allObjects(_ device: DeviceRef) throws -> [StoredObject]
     /// Objects of one type strictly after `after`, in local identifier byte order.

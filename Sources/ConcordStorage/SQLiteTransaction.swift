@@ -23,8 +23,14 @@ final class SQLiteTransaction: StoreWriteTransaction {
         """
 
     static let linkStatesSQL = """
-        SELECT o.local_id, o.type, o.fingerprint, o.record_guid FROM json_each(?3) j
+        SELECT j.key, o.type, o.fingerprint, o.record_guid FROM json_each(?3) j
         CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND o.local_id = j.value
+        """
+
+    static let recordLinksSQL = """
+        SELECT j.key, r.guid, r.type, r.fingerprint, o.local_id FROM json_each(?3) j
+        CROSS JOIN records r ON r.account_key = ?1 AND r.guid = j.value
+        LEFT JOIN objects o INDEXED BY objects_by_record ON o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid
         """
 
     static let objectsByContentSQL = """
@@ -227,13 +233,26 @@ final class SQLiteTransaction: StoreWriteTransaction {
         return result
     }
 
-    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState] {
-        guard !localIdentifiers.isEmpty, let k = try self.keys(device) else { return [] }
-        var result: [ObjectLinkState] = []
-        result.reserveCapacity(localIdentifiers.count)
+    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?] {
+        var result = [ObjectLinkState?](repeating: nil, count: localIdentifiers.count)
+        guard !localIdentifiers.isEmpty, let k = try self.keys(device) else { return result }
         try self.db.query(Self.linkStatesSQL, [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))]) { s in
-            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
-            result.append(ObjectLinkState(localIdentifier: s.text(0), type: type, fingerprint: s.text(2), linkedGUID: s.optionalText(3)))
+            let i = Int(s.int(0))
+            guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            result[i] = ObjectLinkState(localIdentifier: localIdentifiers[i], type: type, fingerprint: s.text(2), linkedGUID: s.optionalText(3))
+        }
+        return result
+    }
+
+    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
+        var result = [(record: CloudRecord, linkedLocalIdentifier: String?)?](repeating: nil, count: guids.count)
+        guard !guids.isEmpty, let a = try self.accountKey(device.accountID) else { return result }
+        // An unknown device links nothing; records are still the account's.
+        let d = try self.keys(device)?.device ?? -1
+        try self.db.query(Self.recordLinksSQL, [.int(a), .int(d), .text(jsonArray(guids))]) { s in
+            let i = Int(s.int(0))
+            guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(s.int(2))) else { return }
+            result[i] = (CloudRecord(guid: s.text(1), type: type, fingerprint: s.text(3)), s.optionalText(4))
         }
         return result
     }

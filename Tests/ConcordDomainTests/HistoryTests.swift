@@ -141,6 +141,7 @@ import Testing
         try env.put(b, assets: (0..<contents).map { ("b\($0)", fp($0)) })
         let threads = 8
         let lock = NSLock()
+        // nonisolated(unsafe): both are only touched while holding `lock`.
         nonisolated(unsafe) var answers: [Int: Set<String>] = [:]
         nonisolated(unsafe) var failures: [String] = []
         let service = env.service
@@ -187,6 +188,7 @@ import Testing
         try second.applyChanges(LibraryChangeRequest(assets: .init(upsert: (0..<contents).map { .asset("b\($0)", fingerprint: fp($0)) })), device: b)
         let services = [env.service, second]
         let lock = NSLock()
+        // nonisolated(unsafe): both are only touched while holding `lock`.
         nonisolated(unsafe) var answers: [Int: Set<String>] = [:]
         nonisolated(unsafe) var failures: [String] = []
         DispatchQueue.concurrentPerform(iterations: 8) { t in

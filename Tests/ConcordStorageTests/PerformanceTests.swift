@@ -33,7 +33,15 @@ func threadCPUSeconds() -> Double {
         }
         let batch = (0..<1000).map { "ID-\($0 * 97)/L0/001" }
         // First call links them (step 3, one write transaction).
+        let tFirst = threadCPUSeconds()
         let first = try service.cloudIdentifiers(forLocalIdentifiers: batch, device: device)
+        let firstCPU = threadCPUSeconds() - tFirst
+        // A full 10 000 batch of new content (step 3 for all).
+        let big = (0..<10_000).map { "ID-\(50_000 + $0)/L0/001" }
+        let tBig = threadCPUSeconds()
+        let bigAnswers = try service.cloudIdentifiers(forLocalIdentifiers: big, device: device)
+        let bigCPU = threadCPUSeconds() - tBig
+        #expect(bigAnswers.allSatisfy { if case .found = $0.result { return true } else { return false } })
         let clouds = first.compactMap { m -> String? in if case .found(let c) = m.result { return c } else { return nil } }
         #expect(clouds.count == 1000)
 
@@ -63,6 +71,7 @@ func threadCPUSeconds() -> Double {
             bestRaw = min(bestRaw, t1 - t0); bestJSON = min(bestJSON, t2 - t1); bestEmpty = min(bestEmpty, t3 - t2)
         }
         print("perf-detail: store.linkStates \(bestRaw * 1000) ms, count-only query \(bestJSON * 1000) ms, empty read tx \(bestEmpty * 1000) ms")
+        print("perf-first: 1000 new \(String(format: "%.2f", firstCPU * 1000)) ms CPU, 10000 new \(String(format: "%.2f", bigCPU * 1000)) ms CPU")
         print("perf: 1000 local→cloud (all linked) \(String(format: "%.2f", best * 1000)) ms CPU, 1000 cloud→local \(String(format: "%.2f", bestBack * 1000)) ms CPU, library \(n)")
         #expect(best < 0.1)
         #expect(bestBack < 0.1)

@@ -152,6 +152,8 @@ struct Boom: Error {}
         ("objectsByContent", SQLiteTransaction.objectsByContentSQL),
         ("recordsByGUID", SQLiteTransaction.recordsByGUIDSQL),
         ("linkedObjects", SQLiteTransaction.linkedObjectsSQL),
+        ("linkStates", SQLiteTransaction.linkStatesSQL),
+        ("recordLinks", SQLiteTransaction.recordLinksSQL),
         ("unlinkedRecords", SQLiteTransaction.unlinkedRecordsSQL),
     ])
     func batchQueriesUseIndexes(_ name: String, _ sql: String) throws {
