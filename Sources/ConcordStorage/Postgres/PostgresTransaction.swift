@@ -175,6 +175,38 @@ final class PostgresTransaction: StoreWriteTransaction {
         return result
     }
 
+    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?] {
+        var result = [ObjectLinkState?](repeating: nil, count: localIdentifiers.count)
+        guard !localIdentifiers.isEmpty else { return result }
+        try self.lock(device.accountID)
+        // WITH ORDINALITY numbers the inputs: each row lands at its input position (duplicates included).
+        try self.db.query("""
+            SELECT u.ord - 1, o.type, o.fingerprint, o.record_guid FROM unnest($3::text[]) WITH ORDINALITY AS u(id, ord)
+            JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.local_id = u.id
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)]) { r in
+            let i = Int(r.int(0))
+            guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(r.int(1))) else { return }
+            result[i] = ObjectLinkState(localIdentifier: localIdentifiers[i], type: type, fingerprint: r.text(2), linkedGUID: r.optionalText(3))
+        }
+        return result
+    }
+
+    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
+        var result = [(record: CloudRecord, linkedLocalIdentifier: String?)?](repeating: nil, count: guids.count)
+        guard !guids.isEmpty else { return result }
+        try self.lock(device.accountID)
+        try self.db.query("""
+            SELECT u.ord - 1, r.guid, r.type, r.fingerprint, o.local_id FROM unnest($3::text[]) WITH ORDINALITY AS u(guid, ord)
+            JOIN records r ON r.account_id = $1 AND r.guid = u.guid
+            LEFT JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.record_guid = r.guid
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(guids)]) { r in
+            let i = Int(r.int(0))
+            guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(r.int(2))) else { return }
+            result[i] = (CloudRecord(guid: r.text(1), type: type, fingerprint: r.text(3)), r.optionalText(4))
+        }
+        return result
+    }
+
     func allObjects(_ device: DeviceRef) throws -> [StoredObject] {
         try self.lock(device.accountID)
         var result: [StoredObject] = []
