@@ -129,7 +129,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (PostgresStoreTests: pool, newer schema)")))
+    @Test(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (PostgresStoreTests: pool, newer schema; the postgres cases of StoreContractTests)")))
     func poolNeverExceedsItsSizeAndRefusesANewerSchema() throws {
         let db = try TestDatabase(.postgres, poolSize: 2)
         let store = try #require(db.store as? PostgresStore)
