@@ -19,6 +19,7 @@ DEVICES="${DEVICES:-8}"
 MANIFEST_ITEMS="${MANIFEST_ITEMS:-10000}"
 BIN="$ROOT/.build/release/concord"
 WORK="$(mktemp -d /tmp/concord-pgbench.XXXXXX)"
+chmod 755 "$WORK"   # the throwaway cluster's postgres user must reach $WORK/pg
 PIDS=()
 PG_DIR=""
 
@@ -84,10 +85,12 @@ tokens = []
 for d in range(devices):
     dev = call("POST", "/v1/devices", acct["accountToken"], {"name": f"d{d}"})
     tokens.append(dev["deviceToken"])
-# Manifest upload: one device's whole library in one PUT.
-big = [{"localIdentifier": f"M-{i}/L0/001", "fingerprint": fp(1_000_000 + i)} for i in range(manifest)]
-t0 = time.monotonic(); call("PUT", "/v1/library", tokens[0], {"assets": big}); t1 = time.monotonic()
-open(f"{work}/{prefix}-manifest.txt", "w").write(f"{t1 - t0:.3f}\n")
+# Manifest upload: a device's whole library in one PUT; the median of three devices' first uploads.
+times = []
+for d in range(3):
+    big = [{"localIdentifier": f"M-{i}/L0/001", "fingerprint": fp(1_000_000 + d * manifest + i)} for i in range(manifest)]
+    t0 = time.monotonic(); call("PUT", "/v1/library", tokens[d % len(tokens)], {"assets": big}); times.append(time.monotonic() - t0)
+open(f"{work}/{prefix}-manifest.txt", "w").write(f"{sorted(times)[1]:.3f}\n")
 l2c, c2l, fresh = [], [], []
 for d, tok in enumerate(tokens):
     # Devices share content pairwise, as a person's phone and tablet do.
@@ -188,6 +191,6 @@ cat <<EOF
 | cloud→local, 1000 per request | $(ids "${RESULT[sqlite-1-c2l]}") | $(ids "${RESULT[postgres-1-c2l]}") | $(ids "${RESULT[postgres-2-c2l]}") | $(ratio "${RESULT[postgres-1-c2l]}" "${RESULT[sqlite-1-c2l]}") | $(ratio "${RESULT[postgres-2-c2l]}" "${RESULT[postgres-1-c2l]}") |
 | local→cloud, 1000 new per request (records created) | $(ids "${RESULT[sqlite-1-new]}") | $(ids "${RESULT[postgres-1-new]}") | $(ids "${RESULT[postgres-2-new]}") | $(ratio "${RESULT[postgres-1-new]}" "${RESULT[sqlite-1-new]}") | $(ratio "${RESULT[postgres-2-new]}" "${RESULT[postgres-1-new]}") |
 
-| manifest upload, PUT /v1/library of ${MANIFEST_ITEMS} assets | SQLite ${RESULT[sqlite-1-manifest]} s | PostgreSQL ${RESULT[postgres-1-manifest]} s | ratio PG / SQLite $(ratio "${RESULT[postgres-1-manifest]}" "${RESULT[sqlite-1-manifest]}") |
+| manifest upload, PUT /v1/library of ${MANIFEST_ITEMS} new assets (median of 3) | SQLite ${RESULT[sqlite-1-manifest]} s | PostgreSQL ${RESULT[postgres-1-manifest]} s | ratio PG / SQLite $(ratio "${RESULT[postgres-1-manifest]}" "${RESULT[sqlite-1-manifest]}") |
 |---|---|---|---|
 EOF
