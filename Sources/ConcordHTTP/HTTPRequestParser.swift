@@ -407,7 +407,7 @@ public struct HTTPRequestParser: Sendable {
         }
         let major = Int(self.buffer[i + 5] - UInt8(ascii: "0"))
         let minor = Int(self.buffer[i + 7] - UInt8(ascii: "0"))
-        guard major == 1, minor <= 1 else {
+        guard major == 1 else {
             throw .versionNotSupported("HTTP/\(major).\(minor) is not supported")
         }
         let method = String(decoding: self.buffer[start..<methodEnd], as: UTF8.self)
@@ -424,7 +424,9 @@ public struct HTTPRequestParser: Sendable {
         // RFC 9112 §3.2.2 absolute-form is accepted (a server MUST accept it) and kept as sent.
         self.method = method
         self.target = String(decoding: self.buffer[targetStart..<targetEnd], as: UTF8.self)
-        self.version = HTTPVersion(major: major, minor: minor)
+        // RFC 9110 §2.5: a higher minor version of a major version we implement is processed
+        // as the highest minor we conform to (HTTP/1.2 is served as HTTP/1.1).
+        self.version = HTTPVersion(major: major, minor: min(minor, 1))
     }
 
     /// scheme ":" "//" … (RFC 3986 §3.1: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )).

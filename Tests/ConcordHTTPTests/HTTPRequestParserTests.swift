@@ -102,7 +102,9 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "lowercaseVersionIsGarbage", input: "GET / http/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "twoDigitVersionIsGarbage", input: "GET / HTTP/11\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "http2VersionNotSupported505", input: "GET / HTTP/2.0\r\nHost: a\r\n\r\n", error: "505 httpVersionNotSupported"),
-    ParserCase(name: "http12VersionNotSupported505", input: "GET / HTTP/1.2\r\nHost: a\r\n\r\n", error: "505 httpVersionNotSupported"),
+    // RFC 9110 §2.5: a higher minor version is processed as HTTP/1.1 (it was 505).
+    ParserCase(name: "http12ProcessedAsHTTP11", input: "GET / HTTP/1.2\r\nHost: a\r\n\r\n", events: getRequest()),
+    ParserCase(name: "http19WithoutHostIs400LikeHTTP11", input: "GET / HTTP/1.9\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "http09VersionNotSupported505", input: "GET / HTTP/0.9\r\n\r\n", error: "505 httpVersionNotSupported"),
     ParserCase(
         name: "asteriskFormForOptions",
