@@ -421,6 +421,11 @@ public struct HTTPRequestParser: Sendable {
             // Authority-form (§3.2.3) is only for CONNECT, which is not served.
             throw .badRequest("malformed request target")
         }
+        // RFC 9112 §3.2: no form of request-target has a fragment (clients strip it); a '#'
+        // would otherwise end up inside a path segment or query value.
+        if self.buffer[targetStart..<targetEnd].contains(UInt8(ascii: "#")) {
+            throw .badRequest("fragment in request target")
+        }
         // RFC 9112 §3.2.2 absolute-form is accepted (a server MUST accept it) and kept as sent.
         self.method = method
         self.target = String(decoding: self.buffer[targetStart..<targetEnd], as: UTF8.self)

@@ -95,6 +95,9 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "controlCharInTarget", input: "GET /a\u{1}b HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "tabInTarget", input: "GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "nonASCIIInTarget", input: "GET /caf\u{e9} HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
+    // RFC 9112 §3.2: a request-target has no fragment (it was routed as part of the path).
+    ParserCase(name: "fragmentInTargetIs400", input: "GET /health#x HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
+    ParserCase(name: "fragmentAfterQueryIs400", input: "GET /a?b=1#x HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "invalidMethodChar", input: "G(T / HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "emptyMethod", input: " / HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "missingVersion", input: "GET /\r\nHost: a\r\n\r\n", error: "400 badRequest"),
