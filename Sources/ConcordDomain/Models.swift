@@ -218,11 +218,13 @@ public struct ChangeDetails: Sendable, Equatable {
             case .collectionList: return self.collectionLists
             }
         }
-        set {
+        // In place: with only get/set, `details[type].inserted.append(id)` copies the whole
+        // list on every append (a 16 000-object upload took O(n²), tens of seconds).
+        _modify {
             switch type {
-            case .asset: self.assets = newValue
-            case .assetCollection: self.assetCollections = newValue
-            case .collectionList: self.collectionLists = newValue
+            case .asset: yield &self.assets
+            case .assetCollection: yield &self.assetCollections
+            case .collectionList: yield &self.collectionLists
             }
         }
     }
