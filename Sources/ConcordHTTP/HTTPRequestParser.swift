@@ -417,8 +417,10 @@ public struct HTTPRequestParser: Sendable {
         } else if first == UInt8(ascii: "*") && targetEnd - targetStart == 1 {
             // RFC 9112 §3.2.4 asterisk-form: only for a server-wide OPTIONS.
             guard method == "OPTIONS" else { throw .badRequest("asterisk-form target is only valid for OPTIONS") }
+        } else if method == "CONNECT" {
+            // RFC 9112 §3.2.3 authority-form: kept so the router answers 501 (CONNECT is not served).
         } else if !self.isAbsoluteForm(targetStart, targetEnd) {
-            // Authority-form (§3.2.3) is only for CONNECT, which is not served.
+            // Authority-form (§3.2.3) is only for CONNECT.
             throw .badRequest("malformed request target")
         }
         // RFC 9112 §3.2: no form of request-target has a fragment (clients strip it); a '#'

@@ -18,7 +18,7 @@ import Testing
 @Test func unknownOrLowercaseMethodIsNotImplemented() throws {
     let server = try APIServer()
     // RFC 9110 §9.1/§15.6.2: methods are case-sensitive; an unrecognised one is 501, not 405.
-    for (method, path) in [("FOO", "/health"), ("get", "/health"), ("PATCH", "/v1/devices"), ("FOO", "/nothing")] {
+    for (method, path) in [("FOO", "/health"), ("get", "/health"), ("PATCH", "/v1/devices"), ("FOO", "/nothing"), ("CONNECT", "127.0.0.1:443")] {
         let response = try rawRequest(port: server.port, method, path)
         #expect(response.status == 501, "\(method) \(path)")
         #expect(response.header("Content-Type") == "application/json")

@@ -120,7 +120,13 @@ let parserCases: [ParserCase] = [
         input: "GET http://a/b?c HTTP/1.1\r\nHost: a\r\n\r\n",
         events: [head("GET", "http://a/b?c"), request("GET", "http://a/b?c")]
     ),
-    ParserCase(name: "authorityFormRejected", input: "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
+    // CONNECT's authority-form parses, so the app answers 501 (it was a 400 "malformed").
+    ParserCase(
+        name: "authorityFormParsedForConnect",
+        input: "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n",
+        events: [head("CONNECT", "a:443"), request("CONNECT", "a:443")]
+    ),
+    ParserCase(name: "authorityFormRejectedForGet", input: "GET a:443 HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(
         name: "requestLineAtLimitAccepted",
         input: "GET /" + String(repeating: "a", count: 10) + " HTTP/1.1\r\nHost: a\r\n\r\n",   // 24 bytes
