@@ -218,15 +218,6 @@ public struct ChangeDetails: Sendable, Equatable {
             case .collectionList: return self.collectionLists
             }
         }
-        // In place: with only get/set, `details[type].inserted.append(id)` copies the whole
-        // list on every append (a 16 000-object upload took O(n²), tens of seconds).
-        _modify {
-            switch type {
-            case .asset: yield &self.assets
-            case .assetCollection: yield &self.assetCollections
-            case .collectionList: yield &self.collectionLists
-            }
-        }
         // In place: `details[t].inserted.append(id)` must not copy the list (quadratic on a big PUT).
         _modify {
             switch type {
