@@ -218,6 +218,13 @@ public struct ChangeDetails: Sendable, Equatable {
             case .collectionList: return self.collectionLists
             }
         }
+        set {
+            switch type {
+            case .asset: self.assets = newValue
+            case .assetCollection: self.assetCollections = newValue
+            case .collectionList: self.collectionLists = newValue
+            }
+        }
         // In place: `details[t].inserted.append(id)` must not copy the list (quadratic on a big PUT).
         _modify {
             switch type {
