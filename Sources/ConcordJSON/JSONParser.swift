@@ -266,6 +266,12 @@ private struct JSONParser {
                     if isObject {
                         self.skipWhitespace()
                         current.pendingKey = try self.parseMemberName()
+                    } else if self.index < self.input.count, self.input[self.index] == quote {
+                        // Arrays of strings are the bulk of our payloads: attach the next string
+                        // without going through the general value dispatch.
+                        self.index += 1
+                        value = .string(try self.parseString())
+                        continue
                     }
                     continue parsing
                 }
@@ -387,8 +393,9 @@ private struct JSONParser {
         let backslashes = word ^ (ones &* UInt64(backslash))
         let hasQuote = (quotes &- ones) & ~quotes
         let hasBackslash = (backslashes &- ones) & ~backslashes
-        let hasControl = (word &- ones &* 0x20) & ~word
-        return (hasQuote | hasBackslash | hasControl | word) & highs
+        // Below 0x20 wraps to a set high bit; bytes ≥ 0x80 (set already) need attention anyway.
+        let hasControlOrHigh = (word &- ones &* 0x20) | word
+        return (hasQuote | hasBackslash | hasControlOrHigh) & highs
     }
 
     /// Slow path: the run before `self.index` is validated; decode escapes into `scratch`.
