@@ -60,16 +60,34 @@ public struct HTTPRequest: Sendable {
         self.body = body
     }
 
-    /// The target's path, still percent-encoded (everything before `?`).
+    /// The target's path, still percent-encoded (everything before `?`). For an absolute-form
+    /// target (`http://host/path?q`, RFC 9112 §3.2.2, which a server MUST accept) it is the
+    /// path after the authority, `/` when that is empty (RFC 3986 §6.2.3).
     public var path: Substring {
-        if let q = self.target.firstIndex(of: "?") { return self.target[..<q] }
-        return self.target[...]
+        let rest = self.originForm
+        if let q = rest.firstIndex(of: "?") { return rest[..<q] }
+        return rest
     }
 
     /// The target's query, without `?`, still percent-encoded; nil when there is none.
     public var query: Substring? {
         guard let q = self.target.firstIndex(of: "?") else { return nil }
         return self.target[self.target.index(after: q)...]
+    }
+
+    /// The target from its path on: the target itself unless it is absolute-form, whose
+    /// `scheme://authority` is dropped (the authority ends at the first `/` or `?`).
+    private var originForm: Substring {
+        let target = self.target[...]
+        guard let first = target.utf8.first, first != UInt8(ascii: "/"), first != UInt8(ascii: "*"),
+              let colon = target.firstIndex(of: ":")
+        else { return target }
+        let afterColon = target[target.index(after: colon)...]
+        guard afterColon.hasPrefix("//") else { return target }
+        let authority = afterColon.dropFirst(2)
+        guard let end = authority.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
+        if authority[end] == "?" { return Substring("/" + authority[end...]) }
+        return authority[end...]
     }
 }
 

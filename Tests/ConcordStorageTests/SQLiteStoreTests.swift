@@ -45,16 +45,16 @@ struct Boom: Error {}
         }
     }
 
-    @Test func writerIsWALWithSynchronousFull() throws {
+    @Test func writerIsWALWithSynchronousNormalByDefaultAndFullOnRequest() throws {
         let dir = try TempDir()
         let store = try SQLiteStore(path: dir.db)
         var mode = ""
         try store.writer.query("PRAGMA journal_mode") { s in mode = s.text(0) }
         #expect(mode == "wal")
-        #expect(try store.writer.scalarInt("PRAGMA synchronous") == 2)   // FULL
+        #expect(try store.writer.scalarInt("PRAGMA synchronous") == 1)   // NORMAL
         let dir2 = try TempDir()
-        let normal = try SQLiteStore(path: dir2.db, synchronous: .normal)
-        #expect(try normal.writer.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
+        let full = try SQLiteStore(path: dir2.db, synchronous: .full)
+        #expect(try full.writer.scalarInt("PRAGMA synchronous") == 2)    // FULL
     }
 
     @Test func readersCannotWrite() throws {

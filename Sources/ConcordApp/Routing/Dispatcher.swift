@@ -66,6 +66,14 @@ public final class Dispatcher: HTTPResponder {
                         response: APIError.methodNotAllowed(allow: allow).response, respond: respond)
         case .badRequest(let error):
             self.finish(request, pattern: HTTPMetrics.unmatched, start: start, requestID: requestID, response: error.response, respond: respond)
+        case .notImplemented:
+            self.finish(request, pattern: HTTPMetrics.unmatched, start: start, requestID: requestID,
+                        response: APIError.notImplemented.response, respond: respond)
+        case .options(let allow):
+            // 200 with an empty body: RFC 9110 §9.3.7 wants `Content-Length: 0`, which a 204 cannot carry.
+            var response = HTTPResponse(status: 200)
+            response.headers.add(name: "Allow", value: allow.joined(separator: ", "))
+            self.finish(request, pattern: HTTPMetrics.unmatched, start: start, requestID: requestID, response: response, respond: respond)
         }
     }
 

@@ -10,6 +10,12 @@ public enum RouteMatch: Sendable {
     case methodNotAllowed(allow: [String])
     /// The path is not decodable (bad percent-encoding, not UTF-8): `400 badRequest`.
     case badRequest(APIError)
+    /// A method no route implements (unknown, or `get` in lower case: methods are
+    /// case-sensitive): `501 notImplemented` (RFC 9110 §9.1, §15.6.2).
+    case notImplemented
+    /// `OPTIONS` on a path some pattern matches, or `OPTIONS *` (server-wide): answered
+    /// by the router with `Allow` (RFC 9110 §9.3.7).
+    case options(allow: [String])
 }
 
 /// Matches a request's method and path against the routes.
@@ -22,6 +28,8 @@ public enum RouteMatch: Sendable {
 /// - `HEAD` is served by the `GET` route of a pattern (the writer drops the body).
 /// - A path matched only by patterns without the method is `405`, with `Allow`
 ///   listing the methods of the most specific matching pattern.
+/// - A method no route has (nor `HEAD`/`OPTIONS`) is `501`, whatever the path.
+/// - `OPTIONS` is answered for every matching pattern (and `*`) with its `Allow`.
 public struct Router: Sendable {
     /// Routes of one pattern, grouped so 404/405 and `Allow` are decided per pattern.
     struct PatternGroup: Sendable {
@@ -32,6 +40,8 @@ public struct Router: Sendable {
     }
 
     let groups: [PatternGroup]
+    /// Every method some route answers, plus `HEAD` (with `GET`) and `OPTIONS`, sorted.
+    let implementedMethods: [String]
 
     /// Builds the table. Two routes with the same method and pattern are a programming error.
     public init(routes: [Route]) {
@@ -49,8 +59,10 @@ public struct Router: Sendable {
         for i in groups.indices {
             var allow = Set(groups[i].routes.keys)
             if allow.contains("GET") { allow.insert("HEAD") }
+            allow.insert("OPTIONS")
             groups[i].allow = allow.sorted()
         }
+        self.implementedMethods = Set(groups.flatMap(\.allow)).union(["OPTIONS"]).sorted()
         // Most specific first, so the first match is the winner.
         groups.sort { a, b in
             for (x, y) in zip(a.segments, b.segments) where x.rank != y.rank { return x.rank < y.rank }
@@ -64,6 +76,11 @@ public struct Router: Sendable {
 
     /// Matches `method` and the still-encoded `path` (no query).
     public func match(method: String, path: Substring) -> RouteMatch {
+        guard self.implementedMethods.contains(method) else { return .notImplemented }
+        if path == "*" {
+            // RFC 9112 §3.2.4: the parser admits "*" only with OPTIONS.
+            return method == "OPTIONS" ? .options(allow: self.implementedMethods) : .notFound
+        }
         guard path.first == "/" else { return .notFound }
         let raw = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
         // Decode every segment up front: a malformed escape anywhere is a 400, whatever
@@ -80,6 +97,7 @@ public struct Router: Sendable {
             if let route = group.routes[method] ?? (method == "HEAD" ? group.routes["GET"] : nil) {
                 return .found(route, parameters: parameters)
             }
+            if method == "OPTIONS" { return .options(allow: group.allow) }
             if firstPatternMatch == nil { firstPatternMatch = group }
         }
         if let group = firstPatternMatch { return .methodNotAllowed(allow: group.allow) }

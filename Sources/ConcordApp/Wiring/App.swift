@@ -62,7 +62,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         // Each worker holds at most one connection at a time: more would sit idle.
         let poolSize = configuration.databasePoolSize > 0 ? configuration.databasePoolSize : workers
         let storage = try StorageHook.open(
-            configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch, poolSize: poolSize)
+            configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch,
+            sqliteSynchronous: configuration.sqliteSynchronous, poolSize: poolSize)
         let adminToken: String
         do throws(StartupError) {
             adminToken = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
