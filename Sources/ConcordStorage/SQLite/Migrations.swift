@@ -87,6 +87,7 @@ enum SQLiteMigrations {
         ) WITHOUT ROWID;
         CREATE INDEX changes_by_time ON changes (account_id, device_id, created_at, seq);
         """),
+        SQLiteMigrations.journals,
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }
