@@ -12,7 +12,8 @@ extension ConcordService {
     ///    identifier untouched, even when a fresh local → cloud mapping would give another one.
     /// 3. An ambiguous photo (`multipleIdentifiersFound`) one of whose candidates was picked counts as
     ///    resolved to that candidate: it keeps its cloud identifier there, and no second cloud identifier
-    ///    for the same object enters the entry. The choice is remembered as a link when the record exists
+    ///    for the same object enters the entry (an ambiguous photo whose picked candidate another photo
+    ///    already stands for is dropped). The choice is remembered as a link when the record exists
     ///    with the object's content and neither has a link on this device yet (as `POST /v1/library/links`
     ///    would, without ever replacing a link).
     /// 4. Other picked objects are mapped local → cloud (which may create records and links); a picked
@@ -144,9 +145,12 @@ extension ConcordService {
             case .new(let local): if let r = assigned[local] { add(r.cloudIdentifier) }
             }
         }
+        let pickedSet = Set(picked)
         for (i, c) in current.enumerated() where !used[i] {
             switch resolved.answers[c] {
             case .found?: continue   // preselected, no longer picked: dropped
+            case .error(.multipleIdentifiersFound(let candidates))? where candidates.contains(where: pickedSet.contains):
+                continue   // resolved to a picked object another photo already stands for: no second identifier for it
             default: add(c)   // not found here, ambiguous with no candidate picked (or unreadable): kept
             }
         }

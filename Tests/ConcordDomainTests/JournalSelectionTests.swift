@@ -94,6 +94,31 @@ extension TestEnv {
         #expect(try env.link(b, "dup1") == nil)
     }
 
+    @Test func noSecondCloudIdentifierForAPickedObjectEntersTheEntry() throws {
+        let env = try TestEnv()
+        let a = try env.device("A")
+        let b = try env.device("B")
+        // B maps b1 first (record R1). A holds two copies: a1 links to R1, a1copy gets R2.
+        try env.put(b, assets: [("b1", fp(1)), ("b1copy", fp(1))])
+        let r1 = try env.cloudID(b, "b1")
+        try env.put(a, assets: [("a1", fp(1)), ("a1copy", fp(1))])
+        #expect(try env.cloudID(a, "a1") == r1)
+        let r2 = try env.cloudID(a, "a1copy")
+        let j = try env.journal(a)
+        try env.entry(a, j.journalID, "e", locals: ["a1", "a1copy"])
+        // On B: R1 resolves to b1; R2 is ambiguous between b1 and b1copy.
+        #expect(try env.service.journal(j.journalID, device: b).entries[0].photos.map(\.result) == [
+            .found("b1"), .error(.multipleIdentifiersFound(localIdentifiers: ["b1", "b1copy"])),
+        ])
+        // Picking b1 alone: R1 stands for it; R2, resolved to b1 too, does not stay as a second identifier.
+        #expect(clouds(try env.select(b, j.journalID, "e", ["b1"])) == [r1])
+        // Picking both: R2 takes the other candidate, and that choice becomes its link on B.
+        try env.entry(a, j.journalID, "e", locals: ["a1", "a1copy"])
+        let both = try env.select(b, j.journalID, "e", ["b1", "b1copy"])
+        #expect(clouds(both) == [r1, r2])
+        #expect(both.photos.map(\.result) == [.found("b1"), .found("b1copy")])
+    }
+
     @Test func anAmbiguousPhotoNoneOfWhoseCandidatesIsPickedIsKeptLikeAnUnresolvedOne() throws {
         let env = try TestEnv()
         let a = try env.device("A")
