@@ -14,9 +14,11 @@ extension SQLiteTransaction: JournalStoreWriteTransaction {
 
     private static func storedEntry(_ s: Statement) -> StoredJournalEntry {
         let photos = s.text(3)
-        // Cloud identifiers hold no control characters, so "\n" separates them unambiguously.
+        // Cloud identifiers hold no control characters, so "\n" separates them unambiguously. Split on
+        // bytes: splitting the String would walk grapheme clusters.
         return StoredJournalEntry(journalID: s.text(0), entryID: s.text(1), text: s.text(2),
-                                  photos: photos.isEmpty ? [] : photos.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
+                                  photos: photos.isEmpty ? [] : photos.utf8.split(separator: 10, omittingEmptySubsequences: false)
+                                      .map { String(decoding: $0, as: UTF8.self) },
                                   version: s.int(4), createdSeq: s.int(5))
     }
 
