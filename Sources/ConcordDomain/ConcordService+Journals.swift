@@ -319,17 +319,26 @@ extension ConcordService {
     /// all lists go through `resolve` together. Answers are keyed by the stored (canonical) string.
     static func resolvePhotos(_ tx: any StoreReadTransaction, device: DeviceRef, _ lists: [[String]], limited: Bool)
         throws -> (answers: [String: MappingResult], links: [(localIdentifier: String, record: CloudRecord)]) {
-        var parsed: [String: CloudIdentifier] = [:]
+        // Stored strings are canonical, so distinct strings are distinct identifiers: one slot each.
+        var slot: [String: Int] = [:]
+        var identifiers: [CloudIdentifier] = []
+        var keys: [String] = []
+        var unreadable: [String] = []
         for list in lists {
-            for s in list where parsed[s] == nil {
-                if let c = Self.storedCloudIdentifier(s) { parsed[s] = c }
+            for s in list where slot[s] == nil {
+                guard let c = Self.storedCloudIdentifier(s) else { unreadable.append(s); continue }
+                slot[s] = identifiers.count
+                identifiers.append(c)
+                keys.append(s)
             }
         }
-        // Stored strings are canonical, so distinct strings are distinct identifiers: no second dedup.
-        let resolved = try Self.resolve(tx, device: device, identifiers: Array(parsed.values), limited: limited)
+        let resolved = try Self.resolve(tx, device: device, identifiers: identifiers, limited: limited)
         var answers: [String: MappingResult] = [:]
-        answers.reserveCapacity(parsed.count)
-        for (s, c) in parsed { answers[s] = resolved.answers[c] ?? .error(.identifierNotFound(limitedLibrary: limited)) }
+        answers.reserveCapacity(keys.count + unreadable.count)
+        for (i, s) in keys.enumerated() {
+            answers[s] = (i < resolved.answers.count ? resolved.answers[i] : nil) ?? .error(.identifierNotFound(limitedLibrary: limited))
+        }
+        for s in unreadable { answers[s] = .error(.invalidIdentifier) }
         return (answers, resolved.links)
     }
 

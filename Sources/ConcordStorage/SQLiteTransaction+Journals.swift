@@ -4,6 +4,12 @@ import Foundation
 /// Journals (API.md §6) on SQLite: every read is one statement; a journal's entries come in one
 /// statement in creation order (`journal_entries_by_creation`).
 extension SQLiteTransaction: JournalStoreWriteTransaction {
+    /// The account's storage key for a journal write; the account must exist.
+    private func existingAccountKey(_ accountID: String) throws -> Int64 {
+        guard let a = try self.accountKey(accountID) else { throw DomainError.notFound(message: "No such account.") }
+        return a
+    }
+
     private static let journalColumns = "journal_id, title, version, entry_count, created_seq, created_at, updated_at"
     private static let entryColumns = "journal_id, entry_id, text, photos, version, created_seq"
 
@@ -23,108 +29,122 @@ extension SQLiteTransaction: JournalStoreWriteTransaction {
     }
 
     func journalFeed(accountID: String) throws -> JournalFeedState {
+        guard let a = try self.accountKey(accountID) else { return JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0) }
         var state = JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0)
-        try self.db.query("SELECT last_change_seq, pruned_through_seq FROM journal_feeds WHERE account_id = ?", [.text(accountID)]) { s in
+        try self.db.query("SELECT last_change_seq, pruned_through_seq FROM journal_feeds WHERE account_key = ?", [.int(a)]) { s in
             state = JournalFeedState(lastChangeSeq: s.int(0), prunedThroughSeq: s.int(1))
         }
         return state
     }
 
     func journals(accountID: String) throws -> [StoredJournal] {
+        guard let a = try self.accountKey(accountID) else { return [] }
         var result: [StoredJournal] = []
-        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_id = ? ORDER BY created_seq",
-                          [.text(accountID)]) { s in result.append(Self.storedJournal(s)) }
+        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_key = ? ORDER BY created_seq",
+                          [.int(a)]) { s in result.append(Self.storedJournal(s)) }
         return result
     }
 
     func journal(accountID: String, journalID: String) throws -> StoredJournal? {
+        guard let a = try self.accountKey(accountID) else { return nil }
         var result: StoredJournal?
-        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_id = ? AND journal_id = ?",
-                          [.text(accountID), .text(journalID)]) { s in result = Self.storedJournal(s) }
+        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_key = ? AND journal_id = ?",
+                          [.int(a), .text(journalID)]) { s in result = Self.storedJournal(s) }
         return result
     }
 
     func journalEntries(accountID: String, journalID: String) throws -> [StoredJournalEntry] {
+        guard let a = try self.accountKey(accountID) else { return [] }
         var result: [StoredJournalEntry] = []
         try self.db.query("""
             SELECT \(Self.entryColumns) FROM journal_entries INDEXED BY journal_entries_by_creation
-            WHERE account_id = ? AND journal_id = ? ORDER BY created_seq
-            """, [.text(accountID), .text(journalID)]) { s in result.append(Self.storedEntry(s)) }
+            WHERE account_key = ? AND journal_id = ? ORDER BY created_seq
+            """, [.int(a), .text(journalID)]) { s in result.append(Self.storedEntry(s)) }
         return result
     }
 
     func journalEntry(accountID: String, journalID: String, entryID: String) throws -> StoredJournalEntry? {
+        guard let a = try self.accountKey(accountID) else { return nil }
         var result: StoredJournalEntry?
-        try self.db.query("SELECT \(Self.entryColumns) FROM journal_entries WHERE account_id = ? AND journal_id = ? AND entry_id = ?",
-                          [.text(accountID), .text(journalID), .text(entryID)]) { s in result = Self.storedEntry(s) }
+        try self.db.query("SELECT \(Self.entryColumns) FROM journal_entries WHERE account_key = ? AND journal_id = ? AND entry_id = ?",
+                          [.int(a), .text(journalID), .text(entryID)]) { s in result = Self.storedEntry(s) }
         return result
     }
 
     func journalEntryIDs(accountID: String, journalID: String) throws -> [String] {
+        guard let a = try self.accountKey(accountID) else { return [] }
         var result: [String] = []
-        try self.db.query("SELECT entry_id FROM journal_entries WHERE account_id = ? AND journal_id = ? ORDER BY created_seq",
-                          [.text(accountID), .text(journalID)]) { s in result.append(s.text(0)) }
+        try self.db.query("SELECT entry_id FROM journal_entries WHERE account_key = ? AND journal_id = ? ORDER BY created_seq",
+                          [.int(a), .text(journalID)]) { s in result.append(s.text(0)) }
         return result
     }
 
     func journalChanges(accountID: String, after seq: Int64, limit: Int) throws -> [StoredJournalChange] {
+        guard let a = try self.accountKey(accountID) else { return [] }
         var result: [StoredJournalChange] = []
-        try self.db.query("SELECT seq, created_at, details FROM journal_changes WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                          [.text(accountID), .int(seq), .int(Int64(limit))]) { s in
+        try self.db.query("SELECT seq, created_at, details FROM journal_changes WHERE account_key = ? AND seq > ? ORDER BY seq LIMIT ?",
+                          [.int(a), .int(seq), .int(Int64(limit))]) { s in
             result.append(StoredJournalChange(seq: s.int(0), createdAt: s.double(1), details: JournalChangeDetailsCodec.decode(s.text(2))))
         }
         return result
     }
 
     func latestJournalChangeSeq(accountID: String, createdAtOrBefore time: Double) throws -> Int64? {
-        try self.db.scalarInt("SELECT max(seq) FROM journal_changes WHERE account_id = ? AND created_at <= ?",
-                              [.text(accountID), .double(time)])
+        guard let a = try self.accountKey(accountID) else { return nil }
+        return try self.db.scalarInt("SELECT max(seq) FROM journal_changes WHERE account_key = ? AND created_at <= ?",
+                              [.int(a), .double(time)])
     }
 
     func putJournal(accountID: String, _ j: StoredJournal) throws {
+        let a = try self.existingAccountKey(accountID)
         try self.db.run("""
-            INSERT INTO journals (account_id, journal_id, title, version, entry_count, created_seq, created_at, updated_at)
+            INSERT INTO journals (account_key, journal_id, title, version, entry_count, created_seq, created_at, updated_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-            ON CONFLICT (account_id, journal_id) DO UPDATE SET
+            ON CONFLICT (account_key, journal_id) DO UPDATE SET
                 title = excluded.title, version = excluded.version, entry_count = excluded.entry_count,
                 created_seq = excluded.created_seq, created_at = excluded.created_at, updated_at = excluded.updated_at
-            """, [.text(accountID), .text(j.journalID), .text(j.title), .int(j.version), .int(Int64(j.entryCount)), .int(j.createdSeq),
+            """, [.int(a), .text(j.journalID), .text(j.title), .int(j.version), .int(Int64(j.entryCount)), .int(j.createdSeq),
                   .double(j.createdAt), .double(j.updatedAt)])
     }
 
     func deleteJournal(accountID: String, journalID: String) throws {
-        try self.db.run("DELETE FROM journal_entries WHERE account_id = ? AND journal_id = ?", [.text(accountID), .text(journalID)])
-        try self.db.run("DELETE FROM journals WHERE account_id = ? AND journal_id = ?", [.text(accountID), .text(journalID)])
+        let a = try self.existingAccountKey(accountID)
+        try self.db.run("DELETE FROM journal_entries WHERE account_key = ? AND journal_id = ?", [.int(a), .text(journalID)])
+        try self.db.run("DELETE FROM journals WHERE account_key = ? AND journal_id = ?", [.int(a), .text(journalID)])
     }
 
     func putJournalEntry(accountID: String, _ e: StoredJournalEntry) throws {
+        let a = try self.existingAccountKey(accountID)
         try self.db.run("""
-            INSERT INTO journal_entries (account_id, journal_id, entry_id, text, photos, version, created_seq)
+            INSERT INTO journal_entries (account_key, journal_id, entry_id, text, photos, version, created_seq)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-            ON CONFLICT (account_id, journal_id, entry_id) DO UPDATE SET
+            ON CONFLICT (account_key, journal_id, entry_id) DO UPDATE SET
                 text = excluded.text, photos = excluded.photos, version = excluded.version, created_seq = excluded.created_seq
-            """, [.text(accountID), .text(e.journalID), .text(e.entryID), .text(e.text), .text(e.photos.joined(separator: "\n")),
+            """, [.int(a), .text(e.journalID), .text(e.entryID), .text(e.text), .text(e.photos.joined(separator: "\n")),
                   .int(e.version), .int(e.createdSeq)])
     }
 
     func deleteJournalEntry(accountID: String, journalID: String, entryID: String) throws {
-        try self.db.run("DELETE FROM journal_entries WHERE account_id = ? AND journal_id = ? AND entry_id = ?",
-                        [.text(accountID), .text(journalID), .text(entryID)])
+        let a = try self.existingAccountKey(accountID)
+        try self.db.run("DELETE FROM journal_entries WHERE account_key = ? AND journal_id = ? AND entry_id = ?",
+                        [.int(a), .text(journalID), .text(entryID)])
     }
 
     func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
-        try self.db.run("INSERT INTO journal_changes (account_id, seq, created_at, details) VALUES (?, ?, ?, ?)",
-                        [.text(accountID), .int(seq), .double(createdAt), .text(JournalChangeDetailsCodec.encode(details))])
+        let a = try self.existingAccountKey(accountID)
+        try self.db.run("INSERT INTO journal_changes (account_key, seq, created_at, details) VALUES (?, ?, ?, ?)",
+                        [.int(a), .int(seq), .double(createdAt), .text(JournalChangeDetailsCodec.encode(details))])
         try self.db.run("""
-            INSERT INTO journal_feeds (account_id, last_change_seq) VALUES (?1, ?2)
-            ON CONFLICT (account_id) DO UPDATE SET last_change_seq = excluded.last_change_seq
-            """, [.text(accountID), .int(seq)])
+            INSERT INTO journal_feeds (account_key, last_change_seq) VALUES (?1, ?2)
+            ON CONFLICT (account_key) DO UPDATE SET last_change_seq = excluded.last_change_seq
+            """, [.int(a), .int(seq)])
     }
 
     func pruneJournalChanges(accountID: String, throughSeq: Int64) throws {
-        try self.db.run("DELETE FROM journal_changes WHERE account_id = ? AND seq <= ?", [.text(accountID), .int(throughSeq)])
-        try self.db.run("UPDATE journal_feeds SET pruned_through_seq = max(pruned_through_seq, ?) WHERE account_id = ?",
-                        [.int(throughSeq), .text(accountID)])
+        let a = try self.existingAccountKey(accountID)
+        try self.db.run("DELETE FROM journal_changes WHERE account_key = ? AND seq <= ?", [.int(a), .int(throughSeq)])
+        try self.db.run("UPDATE journal_feeds SET pruned_through_seq = max(pruned_through_seq, ?) WHERE account_key = ?",
+                        [.int(throughSeq), .int(a)])
     }
 }
 

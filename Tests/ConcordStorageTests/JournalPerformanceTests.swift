@@ -19,8 +19,9 @@ import Testing
         _ = try store.writer.transaction(immediate: true) {
             try store.writer.run("""
                 WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?3)
-                INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, has_adjustments, is_favorite, members, app_created)
-                SELECT ?1, ?2, 'ID-' || i || '/L0/001', 1, printf('%042dA', i), 'image', 0, 0, '', 0 FROM seq
+                INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, has_adjustments, is_favorite, members, app_created)
+                SELECT (SELECT account_key FROM accounts WHERE account_id = ?1),
+                       (SELECT device_key FROM devices WHERE device_id = ?2), 'ID-' || i || '/L0/001', 1, printf('%042dA', i), 'image', 0, 0, '', 0 FROM seq
                 """, [.text(device.accountID), .text(device.deviceID), .int(Int64(n))])
         }
         let journal = try service.createJournal(title: "Big", device: device)
