@@ -6,6 +6,10 @@ extension ConcordService {
     /// `POST /v1/library/changes`: applied atomically; one history entry when anything changed.
     @discardableResult
     public func applyChanges(_ request: LibraryChangeRequest, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
+        // API.md §4 bounds only PUT /v1/library by the body limit "not by maxBatch": an incremental
+        // change request is a batch, so its items (upserts and deletes of all types) count against it.
+        let itemCount = [ObjectType.asset, .assetCollection, .collectionList].reduce(0) { $0 + request.part($1).upsert.count + request.part($1).delete.count }
+        guard itemCount <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         var seen = Set<String>()
         var upserts: [LibraryObject] = []
         var deletes: [(type: ObjectType, id: String)] = []

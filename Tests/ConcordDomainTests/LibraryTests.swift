@@ -160,6 +160,19 @@ import Testing
         expectErrorNamed("badRequest") { try env.service.listObjects(type: .asset, after: nil, limit: 10_001, device: d) }
     }
 
+    @Test func changeRequestOverMaxBatchIsBatchTooLargeAndStoresNothing() throws {
+        var configuration = DomainConfiguration()
+        configuration.maxBatch = 3
+        let env = try TestEnv(configuration: configuration)
+        let d = try env.device()
+        let tooMany = LibraryChangeRequest(
+            assets: .init(upsert: [.asset("a", fingerprint: fp(1)), .asset("b", fingerprint: fp(2)), .asset("c", fingerprint: fp(3))], delete: ["x"]))
+        expectErrorNamed("batchTooLarge") { try env.service.applyChanges(tooMany, device: d) }
+        #expect(try env.service.listObjects(type: .asset, after: nil, limit: nil, device: d).objects.isEmpty)
+        let enough = LibraryChangeRequest(assets: .init(upsert: [.asset("a", fingerprint: fp(1))], delete: ["x", "y"]))
+        #expect(try env.service.applyChanges(enough, device: d).inserted == 1)
+    }
+
     @Test func anotherDevicesObjectsAreInvisible() throws {
         let env = try TestEnv()
         let a = try env.device("A")
