@@ -37,6 +37,8 @@ public struct Router: Sendable {
         var segments: [PatternSegment]
         var routes: [String: Route]      // method → route
         var allow: [String]
+        /// The pattern ends in `{rest...}`.
+        var hasRest: Bool
     }
 
     let groups: [PatternGroup]
@@ -53,7 +55,8 @@ public struct Router: Sendable {
                 groups[i].routes[route.method] = route
             } else {
                 byPattern[route.pattern] = groups.count
-                groups.append(PatternGroup(pattern: route.pattern, segments: route.segments, routes: [route.method: route], allow: []))
+                groups.append(PatternGroup(pattern: route.pattern, segments: route.segments, routes: [route.method: route], allow: [],
+                                          hasRest: route.segments.last?.rank == 2))
             }
         }
         for i in groups.indices {
@@ -93,6 +96,9 @@ public struct Router: Sendable {
         }
         var firstPatternMatch: PatternGroup?
         for group in self.groups {
+            // Cheap reject before any string work: without a `{rest...}` the segment
+            // counts must be equal; with one, the path needs at least as many segments.
+            if group.hasRest ? raw.count < group.segments.count : raw.count != group.segments.count { continue }
             guard let parameters = Self.match(group.segments, raw: raw, decoded: decoded) else { continue }
             if let route = group.routes[method] ?? (method == "HEAD" ? group.routes["GET"] : nil) {
                 return .found(route, parameters: parameters)
@@ -118,7 +124,8 @@ public struct Router: Sendable {
                 parameters[name] = value
                 return parameters
             case .literal(let literal):
-                guard i < decoded.count, decoded[i] == literal else { return nil }
+                // Lengths first: a mismatch is then rejected without a string comparison.
+                guard i < decoded.count, decoded[i].utf8.count == literal.utf8.count, decoded[i] == literal else { return nil }
             case .parameter(let name):
                 guard i < decoded.count, !decoded[i].isEmpty else { return nil }
                 parameters[name] = decoded[i]
