@@ -12,7 +12,7 @@ extension TestEnv {
 
 @Suite struct JournalSelectionTests {
     /// The talk's example: ID:1 and ID:2 preselected; the person deselects 2 and adds 3.
-    @Test(arguments: [TestEngine.sqlite]) func deselectingOneAndAddingAnotherKeepsTheFirstCloudIdentifier(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func deselectingOneAndAddingAnotherKeepsTheFirstCloudIdentifier(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("ID:1", fp(1)), ("ID:2", fp(2)), ("ID:3", fp(3))])
@@ -25,7 +25,7 @@ extension TestEnv {
         #expect(try env.service.journal(j.journalID, device: d).entries == [after])
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func pickedOrderIsTheNewOrder(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func pickedOrderIsTheNewOrder(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("p1", fp(1)), ("p2", fp(2)), ("p3", fp(3))])
@@ -37,7 +37,7 @@ extension TestEnv {
         #expect(try env.select(d, j.journalID, "e", ["p3", "p1", "p2"]).version == after.version)
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func aPickedObjectKeepsTheEntrysCloudIdentifierEvenWhenAFreshMappingWouldGiveAnother(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func aPickedObjectKeepsTheEntrysCloudIdentifierEvenWhenAFreshMappingWouldGiveAnother(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -57,7 +57,7 @@ extension TestEnv {
         #expect(try env.link(b, "b1")?.cloudIdentifier == r1)
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func photosThatDoNotResolveHereAreKeptAfterThePickedOnes(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func photosThatDoNotResolveHereAreKeptAfterThePickedOnes(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -76,7 +76,7 @@ extension TestEnv {
         #expect(try env.service.journal(j.journalID, device: a).entries[0].photos.map(\.result) == [.found("a1"), .found("a3")])
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func anAmbiguousPhotoWhoseCandidateIsPickedKeepsItsCloudIdentifierThere(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func anAmbiguousPhotoWhoseCandidateIsPickedKeepsItsCloudIdentifierThere(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -95,7 +95,7 @@ extension TestEnv {
         #expect(try env.link(b, "dup1") == nil)
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func noSecondCloudIdentifierForAPickedObjectEntersTheEntry(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func noSecondCloudIdentifierForAPickedObjectEntersTheEntry(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -120,7 +120,7 @@ extension TestEnv {
         #expect(both.photos.map(\.result) == [.found("b1"), .found("b1copy")])
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func anAmbiguousPhotoNoneOfWhoseCandidatesIsPickedIsKeptLikeAnUnresolvedOne(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func anAmbiguousPhotoNoneOfWhoseCandidatesIsPickedIsKeptLikeAnUnresolvedOne(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -133,7 +133,7 @@ extension TestEnv {
         #expect(after.photos[2].result == .error(.multipleIdentifiersFound(localIdentifiers: ["dup1", "dup2"])))
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func cancelledChangesNothing(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func cancelledChangesNothing(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("p1", fp(1)), ("p2", fp(2))])
@@ -146,7 +146,7 @@ extension TestEnv {
         #expect(try env.link(d, "p2") == nil)
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func selectionErrors(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func selectionErrors(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("p1", fp(1)), ("p2", fp(2))])
@@ -176,7 +176,7 @@ extension TestEnv {
 }
 
 @Suite struct JournalChangeFeedTests {
-    @Test(arguments: [TestEngine.sqlite]) func everyJournalWriteIsOneChangeInOrder(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func everyJournalWriteIsOneChangeInOrder(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("p1", fp(1))])
@@ -230,7 +230,7 @@ extension TestEnv {
         expectErrorNamed("badRequest") { try env.service.journalChanges(since: t0, limit: 10_001, device: d) }
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func journalTokensAreTheAccountsAndNoOtherScopes(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func journalTokensAreTheAccountsAndNoOtherScopes(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -249,7 +249,7 @@ extension TestEnv {
         expectError(.invalidChangeToken) { try env.service.changes(since: ta, limit: nil, device: a) }
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func journalTokensExpireByCountAndAge(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func journalTokensExpireByCountAndAge(_ engine: TestEngine) throws {
         var config = DomainConfiguration()
         config.historyMaxChanges = 3
         config.historyMaxAge = 100

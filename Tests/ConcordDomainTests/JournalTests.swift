@@ -26,7 +26,7 @@ extension TestEnv {
 func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier) }
 
 @Suite struct JournalTests {
-    @Test(arguments: [TestEngine.sqlite]) func createListGetRenameDeleteJournals(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func createListGetRenameDeleteJournals(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let d = try env.device()
         #expect(try env.service.listJournals(device: d) == [])
@@ -60,7 +60,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(try env.service.listJournals(device: d).map(\.journalID).first == food.journalID)
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func journalsBelongToTheAccountAndAreInvisibleToOthers(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func journalsBelongToTheAccountAndAreInvisibleToOthers(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -78,7 +78,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         expectError(.notFound(message: "No such journal.")) { try env.service.deleteJournal(j.journalID, ifMatch: nil, device: o) }
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func entryWrittenOnOneDeviceResolvesOnAnotherFoundAmbiguousAndMissing(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func entryWrittenOnOneDeviceResolvesOnAnotherFoundAmbiguousAndMissing(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -106,7 +106,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(try env.service.journal(j.journalID, device: b).entries[0].photos[2].result == .error(.identifierNotFound(limitedLibrary: true)))
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func entryPhotosByCloudIdentifierAreStoredCanonically(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func entryPhotosByCloudIdentifierAreStoredCanonically(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         try env.put(a, assets: [("a1", fp(1))])
@@ -118,7 +118,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(e.photos.map(\.result) == [.found("a1"), .error(.identifierNotFound(limitedLibrary: false))])
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func unmappablePhotosAre422AndNothingIsStored(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func unmappablePhotosAre422AndNothingIsStored(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         try env.put(a, assets: [("a1", fp(1)), ("fresh", fp(5))])
@@ -144,7 +144,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(try env.link(a, "fresh") == nil)
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func entryValidation(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func entryValidation(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         try env.put(a, assets: [("a1", fp(1))])
@@ -183,7 +183,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         }
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func entriesKeepCreationOrderAndCount(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func entriesKeepCreationOrderAndCount(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device()
         let j = try env.journal(a)
@@ -198,7 +198,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         expectError(.notFound(message: "No such entry.")) { try env.service.deleteEntry(journalID: j.journalID, entryID: "nope", ifMatch: nil, device: a) }
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func versionsAndIfMatch(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func versionsAndIfMatch(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device()
         let j = try env.journal(a)
@@ -231,7 +231,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         try env.service.deleteJournal(j.journalID, ifMatch: .any, device: a)
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func twoDevicesEditingOneEntryWithIfMatchNeverOverwriteEachOther(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func twoDevicesEditingOneEntryWithIfMatchNeverOverwriteEachOther(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -263,7 +263,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(merged.text == texts[w] + " + " + texts[1 - w])
     }
 
-    @Test(arguments: [TestEngine.sqlite]) func deniedDevicesCannotResolveJournals(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func deniedDevicesCannotResolveJournals(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device()
         try env.put(a, assets: [("a1", fp(1))])

@@ -94,7 +94,7 @@ func expectErrorNamed<T>(_ name: String, sourceLocation: SourceLocation = #_sour
 }
 
 /// Says, in the test output, that the PostgreSQL cases of the engine-parameterised suites did not run.
-@Test(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (the postgres cases of AccountTests, LibraryTests, HistoryTests, ConvergenceTests, SharedDatabaseTests, LargeLibraryTests, LocalToCloudTests, CloudToLocalTests, LinkTests, LinkDroppingTests, AuthorizationTests, TwoInstanceTests)")))
+@Test(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (the postgres cases of AccountTests, LibraryTests, HistoryTests, ConvergenceTests, SharedDatabaseTests, LargeLibraryTests, LocalToCloudTests, CloudToLocalTests, LinkTests, LinkDroppingTests, AuthorizationTests, TwoInstanceTests, MembershipCascadeTests, JournalTests, JournalSelectionTests, JournalChangeFeedTests)")))
 func postgresEngineCasesRun() throws {
     let env = try TestEnv(.postgres)
     #expect(env.database.engine == .postgres)

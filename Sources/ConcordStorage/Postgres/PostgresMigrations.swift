@@ -92,6 +92,7 @@ enum PostgresMigrations {
         );
         CREATE INDEX changes_by_time ON changes (account_id, device_id, created_at, seq);
         """),
+        Self.journals,
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -259,6 +259,8 @@ public enum PostgresAdmin {
         do {
             let c = try PGConnection(parameters: configuration.connectionParameters)
             defer { c.close() }
+            // libpq prints server notices (e.g. DROP SCHEMA … CASCADE listing every table) to stderr.
+            try c.execute("SET client_min_messages TO warning")
             try c.execute(sql)
         } catch {
             throw PostgresStoreError(message: "postgres \(configuration.displayName): \(error.message)")

@@ -22,7 +22,7 @@ final class PostgresTransaction: StoreWriteTransaction {
     private static let accountLockClass: Int64 = 1, settingsLockClass: Int64 = 2
 
     /// Serialises this write transaction with every other writer of `accountID` (held until commit).
-    private func lock(_ accountID: String) throws {
+    func lock(_ accountID: String) throws {
         guard self.locking, !self.lockedAccounts.contains(accountID) else { return }
         try self.db.query("SELECT pg_advisory_xact_lock($1::int4, hashtext($2))", [.int(Self.accountLockClass), .text(accountID)])
         self.lockedAccounts.insert(accountID)
