@@ -169,6 +169,9 @@ final class PGConnection {
             PQfinish(conn)
             throw PostgresError(sqlState: "", message: message, connectionLost: true)
         }
+        // libpq's default prints server notices ("relation … already exists, skipping", DROP … CASCADE
+        // listings) to stderr, outside the structured log; none of them needs an answer.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
         self.handle = conn
     }
 
