@@ -119,6 +119,43 @@ struct PostgresInstancesTests {
     }
 }
 
+extension PostgresInstancesTests {
+    /// If-Match across two `concord serve` processes: a version read on instance two and overtaken
+    /// on instance one is 412 versionMismatch naming the current version (API.md §6).
+    @Test func staleIfMatchOnTheOtherInstanceIs412() throws {
+        let database = try TestDatabase(.postgres, poolSize: 1)
+        let directory = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (one, port1) = try launchServer(database: database.url, directory: directory, log: "one.log")
+        defer { kill(one.processIdentifier, SIGTERM); one.waitUntilExit() }
+        let (two, port2) = try launchServer(database: database.url, directory: directory, log: "two.log")
+        defer { kill(two.processIdentifier, SIGTERM); two.waitUntilExit() }
+        func call(_ port: Int, _ method: String, _ target: String, token: String, body: String, ifMatch: String? = nil) throws -> APIResponse {
+            var headers = ["Authorization: Bearer \(token)", "Content-Type: application/json"]
+            if let ifMatch { headers.append("If-Match: \"\(ifMatch)\"") }
+            return APIResponse(raw: try rawRequest(port: port, method, target, headers: headers, body: body))
+        }
+
+        let accountToken = try #require(try send(port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Two"}"#)["accountToken"]?.stringValue)
+        let phone = try #require(try send(port1, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
+        let tablet = try #require(try send(port2, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
+        let journal = try #require(try call(port1, "POST", "/v1/journals", token: phone, body: #"{"title":"Trip"}"#)["journalID"]?.stringValue)
+        let entry = "/v1/journals/\(journal)/entries/e"
+        let first = try call(port1, "PUT", entry, token: phone, body: #"{"text":"one","photos":[]}"#)
+        try #require(first.status == 200, "\(first.raw.body)")
+
+        let seen = try #require(try send(port2, "GET", "/v1/journals/\(journal)", token: tablet)["entries"]?[0]?["version"]?.stringValue)
+        let moved = try call(port1, "PUT", entry, token: phone, body: #"{"text":"two","photos":[]}"#, ifMatch: seen)
+        try #require(moved.status == 200, "\(moved.raw.body)")
+        let current = try #require(moved["version"]?.stringValue)
+        let stale = try call(port2, "PUT", entry, token: tablet, body: #"{"text":"stale","photos":[]}"#, ifMatch: seen)
+        #expect(stale.status == 412 && stale.errorName == "versionMismatch" && stale.json?["error"]?["version"]?.stringValue == current,
+                "\(stale.raw.body)")
+        let now = try send(port2, "GET", "/v1/journals/\(journal)", token: tablet)["entries"]?[0]
+        #expect(now?["text"]?.stringValue == "two" && now?["version"]?.stringValue == current)
+    }
+}
+
 /// PostgreSQL stops under load and comes back: 503 + Retry-After and /ready 503 while it is down,
 /// recovery without restarting Concord, no acknowledged write lost. Uses a cluster of its own
 /// (`CONCORD_TEST_PG_CTL init DIR`), so stopping it does not disturb the other PostgreSQL tests.
