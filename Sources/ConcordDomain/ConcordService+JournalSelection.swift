@@ -23,7 +23,7 @@ extension ConcordService {
     ///    candidates was picked (the picker could not show them as one photo), are kept after the picked
     ///    ones in their earlier order: a picker on one device never deletes what only another device holds.
     ///
-    /// `cancelled` changes nothing and answers the entry. The entry must exist (`404` otherwise: a
+    /// `cancelled` changes nothing and answers the entry. The entry must exist (`404` otherwise, `412` with `If-Match`: a
     /// selection edits an entry, it never creates one).
     public func applySelection(journalID: String, entryID: String, cancelled: Bool, localIdentifiers picked: [String], ifMatch: IfMatch?,
                                device: DeviceRef) throws(DomainError) -> JournalEntryView {
@@ -45,8 +45,10 @@ extension ConcordService {
                 guard state.authorization != .denied else { throw DomainError.accessUserDenied }
                 let limited = state.authorization == .limited
                 let j = try Self.journalStore(tx)
-                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.noSuchJournal }
-                guard var entry = try j.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else { throw Self.noSuchEntry }
+                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+                guard var entry = try j.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
+                    throw Self.missing(Self.noSuchEntry, ifMatch)
+                }
                 try Self.checkPrecondition(ifMatch, current: entry.version)
                 if cancelled { return try Self.resolvedView(tx, device: device, entry, limited: limited) }
 

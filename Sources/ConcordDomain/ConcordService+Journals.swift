@@ -93,8 +93,7 @@ extension ConcordService {
             try self.store.write { tx in
                 _ = try Self.requireDevice(tx, device)
                 let j = try Self.journalStore(tx)
-                // A rename never creates: an unknown journal is 404 whatever the precondition (RFC 9110 §13.2.1).
-                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.noSuchJournal }
+                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
                 try Self.checkPrecondition(ifMatch, current: journal.version)
                 guard journal.title != title else { return Self.summary(journal) }
                 let feed = try j.journalFeed(accountID: device.accountID)
@@ -118,7 +117,7 @@ extension ConcordService {
             try self.store.write { tx in
                 _ = try Self.requireDevice(tx, device)
                 let j = try Self.journalStore(tx)
-                guard let journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.noSuchJournal }
+                guard let journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
                 try Self.checkPrecondition(ifMatch, current: journal.version)
                 let entryIDs = try j.journalEntryIDs(accountID: device.accountID, journalID: journalID)
                 try j.deleteJournal(accountID: device.accountID, journalID: journalID)
@@ -167,7 +166,7 @@ extension ConcordService {
                 guard state.authorization != .denied else { throw DomainError.accessUserDenied }
                 let limited = state.authorization == .limited
                 let j = try Self.journalStore(tx)
-                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.noSuchJournal }
+                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
                 let existing = try j.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
                 // A PUT may create the entry; `If-Match` on one that does not exist yet fails (RFC 9110 §13.1.1).
                 try Self.checkPrecondition(ifMatch, current: existing?.version)
@@ -223,9 +222,9 @@ extension ConcordService {
             try self.store.write { tx in
                 _ = try Self.requireDevice(tx, device)
                 let j = try Self.journalStore(tx)
-                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.noSuchJournal }
+                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
                 guard let entry = try j.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
-                    throw Self.noSuchEntry
+                    throw Self.missing(Self.noSuchEntry, ifMatch)
                 }
                 try Self.checkPrecondition(ifMatch, current: entry.version)
                 let feed = try j.journalFeed(accountID: device.accountID)
@@ -246,6 +245,12 @@ extension ConcordService {
 
     static let noSuchJournal = DomainError.notFound(message: "No such journal.")
     static let noSuchEntry = DomainError.notFound(message: "No such entry.")
+
+    /// What a request for something that does not exist answers: `notFound`, unless it carries
+    /// `If-Match`, which cannot match what does not exist: `412` (API.md §6, RFC 9110 §13.1.1).
+    static func missing(_ notFound: DomainError, _ ifMatch: IfMatch?) -> DomainError {
+        ifMatch == nil ? notFound : .versionMismatch(currentVersion: nil)
+    }
 
     /// Journal IDs are the server's (UUIDs): anything else cannot name one, and is simply not found.
     static func findJournal(_ j: any JournalStoreReadTransaction, _ accountID: String, _ journalID: String) throws -> StoredJournal? {

@@ -182,12 +182,33 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
 
     // If-Match on an entry that does not exist yet is 412; malformed If-Match is 400; weak tags never match.
     let created = try server.call("PUT", "/v1/journals/\(id)/entries/new", token: a.token, body: #"{"text":"","photos":[]}"#, headers: ["If-Match: *"])
-    #expect(created.status == 412 && created.errorName == "versionMismatch" && created.json?["error"]?["version"] == nil)
+    #expect(created.status == 412 && created.errorName == "versionMismatch" && created.json?["error"]?["version"] == .null)
     let malformed = try server.call("PUT", "/v1/journals/\(id)/entries/e", token: a.token, body: #"{"text":"","photos":[]}"#, headers: ["If-Match: 12"])
     #expect(malformed.status == 400 && malformed.errorField == "If-Match")
     let mergedVersion = try #require(merged["version"]?.stringValue)
     #expect(try server.call("DELETE", "/v1/journals/\(id)/entries/e", token: a.token, headers: ["If-Match: W/\"\(mergedVersion)\""]).status == 412)
     #expect(try server.call("DELETE", "/v1/journals/\(id)/entries/e", token: a.token, headers: ["If-Match: \"x\", \"\(mergedVersion)\""]).status == 204)
+}
+
+@Test func ifMatchOnSomethingThatDoesNotExistIs412WithANullVersionAndWithoutItIs404() throws {
+    let server = try APIServer()
+    let a = try server.device(try server.account().token)
+    let id = try #require(try server.createJournal(a.token)["journalID"]?.stringValue)
+    let missingJournal = "/v1/journals/00000000-0000-4000-8000-000000000000"
+    let cases: [(method: String, path: String, body: String?)] = [
+        ("PUT", missingJournal, #"{"title":"x"}"#),
+        ("DELETE", missingJournal, nil),
+        ("PUT", missingJournal + "/entries/e", #"{"text":"","photos":[]}"#),
+        ("DELETE", "/v1/journals/\(id)/entries/nope", nil),
+        ("POST", "/v1/journals/\(id)/entries/nope/selection", #"{"cancelled":false,"localIdentifiers":[]}"#),
+    ]
+    for c in cases {
+        for ifMatch in ["If-Match: *", "If-Match: \"1\""] {
+            let r = try server.call(c.method, c.path, token: a.token, body: c.body, headers: [ifMatch])
+            #expect(r.status == 412 && r.errorName == "versionMismatch" && r.json?["error"]?["version"] == .null, "\(c.method) \(c.path) \(ifMatch)")
+        }
+        #expect(try server.call(c.method, c.path, token: a.token, body: c.body).status == 404, "\(c.method) \(c.path)")
+    }
 }
 
 @Test func thePickerExampleCancelledSessionsAndUnresolvedPhotosKeptAfterThePickedOnes() throws {
@@ -227,6 +248,8 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
 
     // Selection on an entry that does not exist is 404; missing fields are 400; If-Match is checked.
     #expect(try server.call("POST", "/v1/journals/\(id)/entries/nope/selection", token: a.token, body: #"{"cancelled":false,"localIdentifiers":[]}"#).status == 404)
+    #expect(try server.call("POST", "/v1/journals/\(id)/entries/nope/selection", token: a.token, body: #"{"cancelled":false,"localIdentifiers":[]}"#,
+                            headers: ["If-Match: *"]).status == 412)
     #expect(try server.call("POST", "/v1/journals/\(id)/entries/e/selection", token: a.token, body: #"{"localIdentifiers":[]}"#).errorField == "cancelled")
     #expect(try server.call("POST", "/v1/journals/\(id)/entries/e/selection", token: a.token, body: #"{"cancelled":false}"#).errorField == "localIdentifiers")
     let stale = try server.call("POST", "/v1/journals/\(id)/entries/e/selection", token: a.token,

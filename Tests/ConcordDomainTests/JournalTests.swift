@@ -56,6 +56,9 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         expectErrorNamed("notFound") { try env.service.journal(trip.journalID, device: d) }
         expectErrorNamed("notFound") { try env.service.deleteJournal(trip.journalID, ifMatch: nil, device: d) }
         expectErrorNamed("notFound") { try env.service.renameJournal(trip.journalID, title: "x", ifMatch: nil, device: d) }
+        // With If-Match, what does not exist cannot match: 412 without a version (API.md §6).
+        expectError(.versionMismatch(currentVersion: nil)) { try env.service.deleteJournal(trip.journalID, ifMatch: .any, device: d) }
+        expectError(.versionMismatch(currentVersion: nil)) { try env.service.renameJournal(trip.journalID, title: "x", ifMatch: .versions(["1"]), device: d) }
         expectErrorNamed("notFound") { try env.service.journal("not/a\u{1}journal", device: d) }
         #expect(try env.service.listJournals(device: d).map(\.journalID).first == food.journalID)
     }
