@@ -8,7 +8,7 @@
 # Usage: Benchmarks/scenarios/postgres.sh        (builds release concord unless BENCH_SKIP_BUILD=1)
 # Knobs: BENCH_DURATION=8 (s per wrk run), BENCH_CONNECTIONS=8, DEVICES=8, MANIFEST_ITEMS=10000,
 #        CONCORD_BENCH_POSTGRES_URL (an empty database to use; default: a throwaway cluster via
-#        .ci/pg-cluster, which needs root and the postgresql package).
+#        .ci/pg-cluster, which needs the postgresql package).
 # Every server, wrk and PostgreSQL share this machine's cores: only the ratios mean much.
 set -euo pipefail
 
