@@ -77,7 +77,9 @@ public struct PostgresConfiguration: Sendable, Equatable {
 /// thread at a time; every statement is prepared once per connection; lists travel as arrays
 /// (`= ANY($1)`, `unnest`), so a batch is one round trip whatever its size.
 ///
-/// Reads run in a `REPEATABLE READ READ ONLY` transaction: one snapshot, like SQLite's.
+/// Reads run in a `REPEATABLE READ READ ONLY` transaction: one snapshot, like SQLite's, and take no
+/// lock — writers of an account commit one after the other (below), so any snapshot holds a prefix
+/// of the account's changes in sequence order, and readers never wait for each other or for writers.
 /// Writes run in a `READ COMMITTED` transaction that takes `pg_advisory_xact_lock` on each account
 /// before its first statement touching that account (and on the settings before touching them):
 /// the domain's write bodies read, decide and write, so they need what SQLite's single writer gives —
@@ -126,7 +128,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
 
     public func read<T>(_ body: (any StoreReadTransaction) throws -> T) throws -> T {
         try self.transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", retries: 0) { c in
-            try body(PostgresTransaction(c, locking: true))
+            try body(PostgresTransaction(c, locking: false))
         }
     }
 
