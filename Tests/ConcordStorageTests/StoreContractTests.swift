@@ -47,6 +47,66 @@ import Testing
         #expect(page.map(\.localIdentifier) == ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
     }
 
+    /// The journal storage protocols behave the same on every engine: upserts replace, listings come
+    /// in creation order, deleting a journal takes its entries, the feed counts and prunes, and a
+    /// write on a missing account is notFound.
+    @Test(arguments: TestEngine.available) func journalStorageRoundTripsAndPrunes(_ engine: TestEngine) throws {
+        let db = try TestDatabase(engine)
+        func journals<T>(_ body: (any JournalStoreWriteTransaction) throws -> T) throws -> T {
+            try db.store.write { tx in
+                guard let j = tx as? any JournalStoreWriteTransaction else { throw Boom() }
+                return try body(j)
+            }
+        }
+        try db.store.write { tx in try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date()) }
+        let photos = ["G1", #"q"uo'te"#, "🎞️"]
+        try journals { j in
+            try j.putJournal(accountID: "acc", StoredJournal(journalID: "J2", title: "second", version: 2, entryCount: 0, createdSeq: 2, createdAt: 2.5, updatedAt: 2.5))
+            try j.putJournal(accountID: "acc", StoredJournal(journalID: "J1", title: "first", version: 1, entryCount: 0, createdSeq: 1, createdAt: 1.5, updatedAt: 1.5))
+            try j.putJournalEntry(accountID: "acc", StoredJournalEntry(journalID: "J1", entryID: "b", text: "B", photos: photos, version: 3, createdSeq: 3))
+            try j.putJournalEntry(accountID: "acc", StoredJournalEntry(journalID: "J1", entryID: "a", text: "A", photos: [], version: 4, createdSeq: 4))
+            // Replaces the row: text, photos and version change.
+            try j.putJournalEntry(accountID: "acc", StoredJournalEntry(journalID: "J1", entryID: "b", text: "B2", photos: ["G9"], version: 5, createdSeq: 3))
+            try j.putJournal(accountID: "acc", StoredJournal(journalID: "J1", title: "first", version: 5, entryCount: 2, createdSeq: 1, createdAt: 1.5, updatedAt: 5.5))
+            for seq in Int64(1)...5 {
+                try j.appendJournalChange(accountID: "acc", seq: seq, createdAt: Double(seq), details: JournalChangeDetails(entries: JournalChangeLists(inserted: ["J1/\(seq)"])))
+            }
+        }
+        try journals { j in
+            #expect(try j.journals(accountID: "acc").map(\.journalID) == ["J1", "J2"])
+            #expect(try j.journal(accountID: "acc", journalID: "J1") == StoredJournal(journalID: "J1", title: "first", version: 5, entryCount: 2, createdSeq: 1, createdAt: 1.5, updatedAt: 5.5))
+            #expect(try j.journalEntryIDs(accountID: "acc", journalID: "J1") == ["b", "a"])
+            #expect(try j.journalEntries(accountID: "acc", journalID: "J1").map(\.photos) == [["G9"], []])
+            #expect(try j.journalEntry(accountID: "acc", journalID: "J1", entryID: "b")?.text == "B2")
+            try j.putJournalEntry(accountID: "acc", StoredJournalEntry(journalID: "J2", entryID: "x", text: "", photos: photos, version: 6, createdSeq: 6))
+            #expect(try j.journalEntry(accountID: "acc", journalID: "J2", entryID: "x")?.photos == photos)
+            #expect(try j.journalFeed(accountID: "acc") == JournalFeedState(lastChangeSeq: 5, prunedThroughSeq: 0))
+            #expect(try j.journalChanges(accountID: "acc", after: 1, limit: 2).map(\.seq) == [2, 3])
+            #expect(try j.journalChanges(accountID: "acc", after: 4, limit: 10).first?.details.entries.inserted == ["J1/5"])
+            #expect(try j.latestJournalChangeSeq(accountID: "acc", createdAtOrBefore: 3.5) == 3)
+            #expect(try j.latestJournalChangeSeq(accountID: "acc", createdAtOrBefore: 0.5) == nil)
+            try j.pruneJournalChanges(accountID: "acc", throughSeq: 3)
+            #expect(try j.journalFeed(accountID: "acc") == JournalFeedState(lastChangeSeq: 5, prunedThroughSeq: 3))
+            #expect(try j.journalChanges(accountID: "acc", after: 0, limit: 10).map(\.seq) == [4, 5])
+            try j.deleteJournalEntry(accountID: "acc", journalID: "J1", entryID: "a")
+            try j.deleteJournal(accountID: "acc", journalID: "J2")
+            #expect(try j.journals(accountID: "acc").map(\.journalID) == ["J1"])
+            #expect(try j.journalEntryIDs(accountID: "acc", journalID: "J1") == ["b"])
+            #expect(try j.journalEntryIDs(accountID: "acc", journalID: "J2") == [])
+            // Reads of a missing account answer nothing; writes are notFound.
+            #expect(try j.journals(accountID: "nobody") == [])
+            #expect(try j.journalFeed(accountID: "nobody") == JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0))
+        }
+        for write in [
+            { (j: any JournalStoreWriteTransaction) in try j.putJournal(accountID: "nobody", StoredJournal(journalID: "J", title: "t", version: 1, entryCount: 0, createdSeq: 1, createdAt: 0, updatedAt: 0)) },
+            { j in try j.putJournalEntry(accountID: "nobody", StoredJournalEntry(journalID: "J", entryID: "e", text: "", photos: [], version: 1, createdSeq: 1)) },
+            { j in try j.appendJournalChange(accountID: "nobody", seq: 1, createdAt: 0, details: JournalChangeDetails()) },
+            { j in try j.deleteJournal(accountID: "nobody", journalID: "J") },
+        ] as [(any JournalStoreWriteTransaction) throws -> Void] {
+            #expect(throws: DomainError.notFound(message: "No such account.")) { try journals(write) }
+        }
+    }
+
     /// A batch of 5000 identifiers is one statement each way and answers exactly the stored ones.
     @Test(arguments: TestEngine.available) func largeBatchesRoundTrip(_ engine: TestEngine) throws {
         let db = try TestDatabase(engine)
