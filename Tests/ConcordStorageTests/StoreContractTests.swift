@@ -189,7 +189,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (PostgresStoreTests: pool, newer schema; the postgres cases of StoreContractTests)")))
+    @Test(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (PostgresStoreTests: pool, newer schema; the postgres cases of StoreContractTests, journal storage included)")))
     func poolNeverExceedsItsSizeAndRefusesANewerSchema() throws {
         let db = try TestDatabase(.postgres, poolSize: 2)
         let store = try #require(db.store as? PostgresStore)
