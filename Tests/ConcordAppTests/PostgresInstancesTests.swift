@@ -25,7 +25,7 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
 
 /// Two `concord serve` processes (the built binary) on one PostgreSQL database (API.md §5, §7:
 /// "on one server or on several sharing one database").
-@Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (PostgresInstancesTests: two concord serve processes on one database; the postgres case of racingDevicesGetOneCloudIdentifierPerContent)")))
+@Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (PostgresInstancesTests: two concord serve processes on one database; the postgres cases of racingDevicesGetOneCloudIdentifierPerContent and of the journal route tests in JournalRoutesTests.swift)")))
 struct PostgresInstancesTests {
     @Test func twoInstancesConvergeOnOneCloudIdentifierAndHandOutTokensInCommitOrder() throws {
         let database = try TestDatabase(.postgres, poolSize: 1)
