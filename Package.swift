@@ -46,7 +46,7 @@ let package = Package(
             name: "ConcordApp",
             dependencies: [
                 "ConcordJSON", "ConcordHTTP", "ConcordTransport", "ConcordObservability",
-                "ConcordDomain", "ConcordStorage", "CSQLite",
+                "ConcordDomain", "ConcordStorage", "CSQLite", "CConcordSystem",
             ]
         ),
         .executableTarget(name: "concord", dependencies: ["ConcordApp"]),

@@ -32,6 +32,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     private var openReaders = 0
     private var closed = false
     private let maxReaders: Int
+    private let memory: SQLiteMemory
     public let path: String
 
     /// `PRAGMA synchronous` of the writer connection (see the durability note above).
@@ -43,11 +44,12 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     }
 
     /// Opens (creating) the database at `path`, migrates it, and refuses a newer schema.
-    public init(path: String, maxReaders: Int = 8, synchronous: Synchronous = .normal) throws {
+    public init(path: String, maxReaders: Int = 8, synchronous: Synchronous = .normal, memory: SQLiteMemory = SQLiteMemory()) throws {
         self.path = path
         self.maxReaders = max(1, maxReaders)
+        self.memory = memory
         do {
-            let writer = try Connection(path: path)
+            let writer = try Connection(path: path, memory: memory)
             try writer.execute("PRAGMA journal_mode=WAL")
             try writer.execute("PRAGMA synchronous=" + synchronous.rawValue)
             try writer.execute("PRAGMA foreign_keys=OFF")
@@ -137,7 +139,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
                 self.openReaders += 1
                 self.readersCondition.unlock()
                 do {
-                    let c = try Connection(path: self.path)
+                    let c = try Connection(path: self.path, memory: self.memory)
                     // Readers never write: enforce it, so a bug cannot bypass the writer lock.
                     try c.execute("PRAGMA query_only=1")
                     return c
@@ -163,5 +165,20 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
         self.idleReaders.append(c)
         self.readersCondition.signal()
         self.readersCondition.unlock()
+    }
+}
+
+/// How much memory each SQLite connection may use (the writer and every reader).
+public struct SQLiteMemory: Sendable, Equatable {
+    /// `PRAGMA cache_size`: the page cache of one connection, in KiB (heap memory).
+    public var cacheKiB: Int
+    /// `PRAGMA mmap_size`: how much of the file is read through a memory map, in bytes. Mapped
+    /// pages are the kernel's page cache, shared by every connection, and count in the
+    /// process's resident size (`RssFile`) while they are mapped.
+    public var mmapBytes: Int
+
+    public init(cacheKiB: Int = 16 * 1024, mmapBytes: Int = 0) {
+        self.cacheKiB = cacheKiB
+        self.mmapBytes = mmapBytes
     }
 }

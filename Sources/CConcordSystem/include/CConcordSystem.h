@@ -10,10 +10,15 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <unistd.h>
+#include <malloc.h>
 
 static inline int concord_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
 static inline int concord_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }
 static inline int concord_errno(void) { return errno; }
+
+// glibc's malloc tuning (malloc.h is not in Glibc's Swift module).
+static inline int concord_malloc_trim(void) { return malloc_trim(0); }
+static inline int concord_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
 
 // Constants that Swift imports as enum structs or not at all; plain integers keep
 // the transport's call sites simple.

@@ -92,6 +92,10 @@ public struct Configuration: Sendable, Equatable {
     /// SQLite's `PRAGMA synchronous` for the writer: `normal` survives a crash of the process
     /// (kill -9), `full` also survives a power loss, at one fsync per commit.
     public var sqliteSynchronous = SQLiteSynchronous.normal
+    /// SQLite page cache per connection (the writer and each reader), in MiB.
+    public var sqliteCacheMegabytes = 16
+    /// How much of the SQLite file is read through a memory map, in MiB (0: none).
+    public var sqliteMmapMegabytes = 0
 
     public init() {}
 }

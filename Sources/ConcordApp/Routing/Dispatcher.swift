@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CConcordSystem
 import ConcordHTTP
 import ConcordObservability
 import ConcordTransport
@@ -59,6 +60,7 @@ public final class Dispatcher: HTTPResponder {
             } else {
                 let accepted = self.workers.submit { [self] in
                     self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
+                    if request.body.count >= Self.trimAfterBodyBytes { Self.returnFreedMemory() }
                 }
                 if !accepted {
                     self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
@@ -81,6 +83,17 @@ public final class Dispatcher: HTTPResponder {
             response.headers.add(name: "Allow", value: allow.joined(separator: ", "))
             self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID, response: response, respond: respond)
         }
+    }
+
+    /// A request body at least this large (a library manifest) was parsed into many small
+    /// allocations; once it is answered they are free, but malloc keeps them in its arenas.
+    static let trimAfterBodyBytes = 1 << 20
+
+    /// Hands free heap pages back to the kernel, so that the resident size after a manifest
+    /// upload is what the server still uses, not the peak of the parse (malloc_trim costs
+    /// about a millisecond; it runs only after such large requests).
+    static func returnFreedMemory() {
+        _ = concord_malloc_trim()
     }
 
     /// The answer when the worker queue is full.

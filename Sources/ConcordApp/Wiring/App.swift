@@ -3,8 +3,10 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CConcordSystem
 import ConcordHTTP
 import ConcordObservability
+import ConcordStorage
 import ConcordTransport
 import Dispatch
 import Synchronization
@@ -63,7 +65,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         let poolSize = configuration.databasePoolSize > 0 ? configuration.databasePoolSize : workers
         let storage = try StorageHook.open(
             configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch,
-            sqliteSynchronous: configuration.sqliteSynchronous, poolSize: poolSize)
+            sqliteSynchronous: configuration.sqliteSynchronous, poolSize: poolSize,
+            sqliteMemory: SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20))
         let adminToken: String
         do throws(StartupError) {
             adminToken = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
@@ -146,6 +149,10 @@ public func serve(_ configuration: Configuration) -> Int32 {
     }
     defer { for source in sources { source.cancel() } }
 
+    // A fixed mmap threshold: buffers of 1 MiB and more (request bodies, large answers) get their
+    // own mapping and go back to the kernel when freed. glibc otherwise raises the threshold
+    // after the first such free, and a 20 MB manifest body then stays in the heap for good.
+    _ = concord_set_mmap_threshold(1 << 20)
     let app: RunningApp
     do {
         app = try startApp(configuration)

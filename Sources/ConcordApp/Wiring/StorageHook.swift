@@ -30,7 +30,8 @@ public struct StorageHook: Sendable {
     /// `poolSize`: PostgreSQL connections kept at most.
     static func open(
         _ database: Configuration.Database, history: Configuration.History = Configuration.History(),
-        maxBatch: Int = Configuration.Limits().maxBatch, sqliteSynchronous: SQLiteSynchronous = .normal, poolSize: Int = 8
+        maxBatch: Int = Configuration.Limits().maxBatch, sqliteSynchronous: SQLiteSynchronous = .normal, poolSize: Int = 8,
+        sqliteMemory: SQLiteMemory = SQLiteMemory()
     ) throws(StartupError) -> StorageHook {
         var domain = DomainConfiguration()
         domain.maxBatch = maxBatch
@@ -59,7 +60,7 @@ public struct StorageHook: Sendable {
             try DataDirectory.create(forDatabaseAt: path)
             let store: SQLiteStore
             do {
-                store = try SQLiteStore(path: path, synchronous: sqliteSynchronous == .full ? .full : .normal)
+                store = try SQLiteStore(path: path, synchronous: sqliteSynchronous == .full ? .full : .normal, memory: sqliteMemory)
             } catch {
                 // SQLiteStoreError already names the file: keep only its reason.
                 var reason = String(describing: error)

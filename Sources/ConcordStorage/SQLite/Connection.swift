@@ -38,7 +38,7 @@ final class Connection {
     private(set) var isClosed = false
 
     /// Opens `path` (creating it). The handle is closed even when opening fails, as SQLite requires.
-    init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
+    init(path: String, busyTimeoutMilliseconds: Int32 = 5000, memory: SQLiteMemory = SQLiteMemory()) throws {
         var db: OpaquePointer?
         // NOMUTEX: each connection is used by one thread at a time (the store's locks ensure it),
         // so SQLite's own per-connection mutex is redundant.
@@ -54,8 +54,9 @@ final class Connection {
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         // The default page cache (2 MiB) is far smaller than a 100 000-object library: batches then
-        // pay a read syscall per page. A larger cache and memory-mapped reads keep lookups in memory.
-        try? self.execute("PRAGMA cache_size=-65536; PRAGMA mmap_size=1073741824; PRAGMA temp_store=MEMORY")
+        // pay a read syscall per page. A larger cache (and, when configured, memory-mapped reads)
+        // keeps lookups in memory; both are per connection (see SQLiteMemory).
+        try? self.execute("PRAGMA cache_size=-\(memory.cacheKiB); PRAGMA mmap_size=\(memory.mmapBytes); PRAGMA temp_store=MEMORY")
     }
 
     deinit { self.close() }
