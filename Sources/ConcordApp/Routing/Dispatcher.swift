@@ -59,8 +59,10 @@ public final class Dispatcher: HTTPResponder {
                 self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
             } else {
                 let accepted = self.workers.submit { [self] in
-                    self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
-                    if request.body.count >= Self.trimAfterBodyBytes { Self.returnFreedMemory() }
+                    let response = Self.run(route, context)
+                    let large = request.body.count >= Self.trimAfterBodyBytes || response.body.count >= Self.trimAfterBodyBytes
+                    self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: response, respond: respond)
+                    if large { Self.returnFreedMemory() }
                 }
                 if !accepted {
                     self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
@@ -85,8 +87,9 @@ public final class Dispatcher: HTTPResponder {
         }
     }
 
-    /// A request body at least this large (a library manifest) was parsed into many small
-    /// allocations; once it is answered they are free, but malloc keeps them in its arenas.
+    /// A request or answer body at least this large (a library manifest, a change of a whole
+    /// library) was parsed from or built out of many small allocations; once it is answered they
+    /// are free, but malloc keeps them in its arenas.
     static let trimAfterBodyBytes = 1 << 20
 
     /// Hands free heap pages back to the kernel, so that the resident size after a manifest
