@@ -13,22 +13,8 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
             let mappings = try app.call(.cloudIdentifiers, request) { () throws(DomainError) in
                 try app.service.cloudIdentifiers(forLocalIdentifiers: ids, device: device)
             }
-            return Codec.json(capacity: 64 + 128 * mappings.count) { w in
-                w.beginObject()
-                w.key("mappings")
-                w.beginArray()
-                for m in mappings {
-                    metrics.recordMapping(.localToCloud, m.result)
-                    w.beginObject()
-                    w.key("localIdentifier"); w.string(m.localIdentifier)
-                    switch m.result {
-                    case .found(let cloud): w.key("cloudIdentifier"); w.string(cloud)
-                    case .error(let error): w.key("error"); Codec.write(error, into: &w)
-                    }
-                    w.endObject()
-                }
-                w.endArray()
-                w.endObject()
+            return mappingAnswer(mappings, .localToCloud, metrics, asked: "localIdentifier", answered: "cloudIdentifier") {
+                ($0.localIdentifier, $0.result)
             }
         },
         Route("POST", "/v1/library/local-identifiers") { request throws(APIError) in
@@ -38,22 +24,8 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
             let mappings = try app.call(.localIdentifiers, request) { () throws(DomainError) in
                 try app.service.localIdentifiers(forCloudIdentifiers: ids, device: device)
             }
-            return Codec.json(capacity: 64 + 128 * mappings.count) { w in
-                w.beginObject()
-                w.key("mappings")
-                w.beginArray()
-                for m in mappings {
-                    metrics.recordMapping(.cloudToLocal, m.result)
-                    w.beginObject()
-                    w.key("cloudIdentifier"); w.string(m.cloudIdentifier)
-                    switch m.result {
-                    case .found(let local): w.key("localIdentifier"); w.string(local)
-                    case .error(let error): w.key("error"); Codec.write(error, into: &w)
-                    }
-                    w.endObject()
-                }
-                w.endArray()
-                w.endObject()
+            return mappingAnswer(mappings, .cloudToLocal, metrics, asked: "cloudIdentifier", answered: "localIdentifier") {
+                ($0.cloudIdentifier, $0.result)
             }
         },
         Route("POST", "/v1/library/links") { request throws(APIError) in
@@ -83,4 +55,30 @@ private func batch(_ body: JSONObject, _ key: String, _ app: AppContext) throws(
     guard array.count <= max else { throw APIError(DomainError.batchTooLarge(maxBatch: max)) }
     guard let ids = try Codec.stringArray(body, key, path: key) else { throw APIError.missingField(key) }
     return ids
+}
+
+/// `{"mappings": [...]}`: per item the identifier asked for (`asked`), then the one it maps to
+/// (`answered`) or its `error`; counts each outcome for `/metrics`.
+private func mappingAnswer<Mapping>(
+    _ mappings: [Mapping], _ direction: AppMetrics.Direction, _ metrics: AppMetrics, asked: String, answered: String,
+    _ parts: (Mapping) -> (identifier: String, result: MappingResult)
+) -> HTTPResponse {
+    Codec.json(capacity: 64 + 128 * mappings.count) { w in
+        w.beginObject()
+        w.key("mappings")
+        w.beginArray()
+        for m in mappings {
+            let (identifier, result) = parts(m)
+            metrics.recordMapping(direction, result)
+            w.beginObject()
+            w.key(asked); w.string(identifier)
+            switch result {
+            case .found(let other): w.key(answered); w.string(other)
+            case .error(let error): w.key("error"); Codec.write(error, into: &w)
+            }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+    }
 }
