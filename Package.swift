@@ -10,6 +10,8 @@ let package = Package(
     name: "Concord",
     products: [
         .executable(name: "concord", targets: ["concord"]),
+        // Exposed so the separate Benchmarks/ package can measure the JSON codec in-process.
+        .library(name: "ConcordJSON", targets: ["ConcordJSON"]),
     ],
     targets: [
         // System libraries and C shims.

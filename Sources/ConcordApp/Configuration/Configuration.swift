@@ -20,6 +20,8 @@ public struct Configuration: Sendable, Equatable {
         public var headerRead: Double = 10
         public var bodyRead: Double = 60
         public var idle: Double = 75
+        /// Seconds a response may wait for a client that stopped reading; then close.
+        public var write: Double = 60
         /// How long in-flight requests get to finish on SIGTERM/SIGINT.
         public var shutdownGrace: Double = 10
         public init() {}

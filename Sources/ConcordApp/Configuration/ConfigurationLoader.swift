@@ -128,6 +128,7 @@ public enum ConfigurationLoader {
         Setting(key: "server.timeouts.headerRead", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.headerRead = $1.double },
         Setting(key: "server.timeouts.bodyRead", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.bodyRead = $1.double },
         Setting(key: "server.timeouts.idle", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.idle = $1.double },
+        Setting(key: "server.timeouts.write", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.write = $1.double },
         Setting(key: "server.timeouts.shutdownGrace", kind: .double(0...3_600), flag: nil) { $0.server.timeouts.shutdownGrace = $1.double },
         Setting(key: "database", kind: .database, flag: "--database") {
             if case .database(let d) = $1 { $0.database = d }

@@ -22,8 +22,12 @@ final class WorkerPool: @unchecked Sendable {
         for i in 0..<max(1, threadCount) {
             // Strong on purpose: a thread keeps the pool alive until it has left `work()`,
             // so shutting down and releasing the pool can never race a waking thread.
-            let thread = Thread { self.work() }
-            thread.name = "concord-worker-\(i)"
+            let name = "concord-work-\(i)"
+            let thread = Thread {
+                // Named from inside: on Linux a name set before `start()` is not applied.
+                Thread.current.name = name
+                self.work()
+            }
             thread.stackSize = 1 << 20
             self.threads.append(thread)
             thread.start()
@@ -45,6 +49,13 @@ final class WorkerPool: @unchecked Sendable {
         self.condition.lock()
         defer { self.condition.unlock() }
         return self.jobs.count - self.head + self.running
+    }
+
+    /// Jobs running right now.
+    var runningCount: Int {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        return self.running
     }
 
     /// Runs what is queued, then stops the threads; returns when they are idle or when

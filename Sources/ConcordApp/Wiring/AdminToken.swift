@@ -65,7 +65,11 @@ enum AdminToken {
         var bytes = [UInt8](repeating: 0, count: 32)
         var filled = 0
         while filled < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            let n = bytes.withUnsafeMutableBytes { buffer in
+                // A 32-byte array always has storage; the guard only satisfies the type.
+                guard let base = buffer.baseAddress else { return -1 }
+                return read(fd, base + filled, buffer.count - filled)
+            }
             if n > 0 {
                 filled += n
             } else if n < 0 && errno == EINTR {

@@ -82,6 +82,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         server.headerReadTimeout = configuration.server.timeouts.headerRead
         server.bodyReadTimeout = configuration.server.timeouts.bodyRead
         server.idleTimeout = configuration.server.timeouts.idle
+        server.writeTimeout = configuration.server.timeouts.write
         if configuration.server.eventLoops > 0 { server.eventLoopCount = configuration.server.eventLoops }
 
         let refused = metrics.counter("concord_http_refused_total", help: "Requests refused by the transport (parse errors, limits, timeouts, 503).")

@@ -1,0 +1,47 @@
+// The peer Concord is measured against: an idiomatic Hummingbird 2 server with the routes the
+// benchmarks hit, JSON through Foundation's JSONDecoder/JSONEncoder (Hummingbird's defaults).
+//
+//   hummingbird-peer [--host 127.0.0.1] [--port 8081]
+//
+// GET  /health                          → 200 "ok" (text/plain)
+// POST /v1/library/cloud-identifiers    → {"mappings":[{"localIdentifier","cloudIdentifier"}...]}
+//      cloud identifiers are synthesised from the local ones (no storage), so the peer's cost
+//      is HTTP + JSON only: a floor for what a storage-backed Concord route must beat.
+import BenchSupport
+import Foundation
+import Hummingbird
+
+/// Response type local to this module (a retroactive conformance would warn).
+struct MappingAnswer: ResponseEncodable {
+    var mappings: [CloudIdentifierMapping]
+}
+
+func option(_ name: String, in arguments: [String]) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+let arguments = CommandLine.arguments
+let host = option("--host", in: arguments) ?? "127.0.0.1"
+guard let port = Int(option("--port", in: arguments) ?? "8081"), (0...65535).contains(port) else {
+    FileHandle.standardError.write(Data("usage: hummingbird-peer [--host H] [--port P]\n".utf8))
+    exit(2)
+}
+
+let router = Router()
+router.get("/health") { _, _ in
+    "ok"
+}
+router.post("/v1/library/cloud-identifiers") { request, context -> MappingAnswer in
+    let batch = try await request.decode(as: CloudIdentifiersRequest.self, context: context)
+    return MappingAnswer(mappings: batch.localIdentifiers.map {
+        CloudIdentifierMapping(localIdentifier: $0, cloudIdentifier: Fixtures.cloudIdentifier(for: $0))
+    })
+}
+
+// Hummingbird's default logger (info level) logs startup only, never per request.
+let app = Application(
+    router: router,
+    configuration: .init(address: .hostname(host, port: port), serverName: "hummingbird-peer")
+)
+try await app.runService()
