@@ -8,8 +8,12 @@ import PackageDescription
 
 let package = Package(
     name: "Concord",
+    // Apple platforms matter only to ConcordClient: async URLSession needs these (Linux ignores them).
+    platforms: [.macOS(.v12), .iOS(.v15), .tvOS(.v15), .watchOS(.v8)],
     products: [
         .executable(name: "concord", targets: ["concord"]),
+        // The client library apps add (iOS, macOS, Linux): Foundation only, no other module.
+        .library(name: "ConcordClient", targets: ["ConcordClient"]),
         // Exposed so the separate Benchmarks/ package can measure the JSON codec in-process.
         .library(name: "ConcordJSON", targets: ["ConcordJSON"]),
     ],
@@ -42,6 +46,9 @@ let package = Package(
         ),
         .executableTarget(name: "concord", dependencies: ["ConcordApp"]),
 
+        // Client: depends on nothing of ours, so it builds wherever Foundation does.
+        .target(name: "ConcordClient"),
+
         // Tests mirror the modules.
         .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON"]),
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
@@ -52,6 +59,10 @@ let package = Package(
         .testTarget(
             name: "ConcordAppTests",
             dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem"]
+        ),
+        .testTarget(
+            name: "ConcordClientTests",
+            dependencies: ["ConcordClient", "ConcordApp", "ConcordTransport", "ConcordHTTP", "ConcordObservability"]
         ),
     ]
 )

@@ -1,0 +1,154 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One API call before it is sent.
+struct APIRequest: Sendable {
+    var method: String
+    /// The path, each dynamic segment already percent-encoded.
+    var path: String
+    var query: [(name: String, value: String)] = []
+    var body: Data? = nil
+    /// Whether sending it twice does no more than sending it once (for retries after a
+    /// connection failure that may have followed delivery).
+    var idempotent: Bool
+    /// The version for `If-Match`, unquoted (`*`: whatever version exists).
+    var ifMatch: String? = nil
+}
+
+extension ConcordClient {
+    /// Sends `request`, retrying per the policy; answers the body and response of a 2xx, throws
+    /// `ConcordError` / `ConcordPhotosError` for an error answer and `URLError` for a
+    /// connection failure that was not (or no longer) retried.
+    func send(_ request: APIRequest) async throws -> (Data, HTTPURLResponse) {
+        let urlRequest = try self.urlRequest(request)
+        let policy = self.configuration.retryPolicy
+        var attempt = 1
+        while true {
+            let data: Data
+            let response: URLResponse
+            do {
+                (data, response) = try await self.configuration.session.data(for: urlRequest)
+            } catch let error as URLError {
+                guard policy.retries(error, idempotent: request.idempotent),
+                    let wait = policy.delay(beforeRetry: attempt, retryAfter: nil, random: Double.random(in: 0..<1))
+                else { throw error }
+                try await Self.sleep(seconds: wait)
+                attempt += 1
+                continue
+            }
+            guard let http = response as? HTTPURLResponse else {
+                throw ConcordError(status: 0, name: "invalidResponse", message: "Not an HTTP response.")
+            }
+            if (200..<300).contains(http.statusCode) { return (data, http) }
+            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { RetryAfter.seconds($0) }
+            if http.statusCode == 503,
+                let wait = policy.delay(beforeRetry: attempt, retryAfter: retryAfter, random: Double.random(in: 0..<1))
+            {
+                try await Self.sleep(seconds: wait)
+                attempt += 1
+                continue
+            }
+            throw errorFromResponse(status: http.statusCode, body: data, retryAfter: retryAfter)
+        }
+    }
+
+    /// Sends `request` and decodes a 2xx body as `T`.
+    func call<T: Decodable>(_ request: APIRequest, as type: T.Type = T.self) async throws -> T {
+        let (data, http) = try await self.send(request)
+        do {
+            return try Self.makeDecoder().decode(T.self, from: data)
+        } catch {
+            throw ConcordError(
+                status: http.statusCode, name: "invalidResponse",
+                message: "Cannot read the answer to \(request.method) \(request.path): \(error)")
+        }
+    }
+
+    /// A request with `body` encoded as JSON.
+    func request(_ method: String, _ path: String, query: [(name: String, value: String)] = [], body: some Encodable, idempotent: Bool, ifMatch: String? = nil) throws -> APIRequest {
+        let data = try Self.makeEncoder().encode(body)
+        return APIRequest(method: method, path: path, query: query, body: data, idempotent: idempotent, ifMatch: ifMatch)
+    }
+
+    private func urlRequest(_ request: APIRequest) throws -> URLRequest {
+        var text = self.baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        text += request.path
+        if !request.query.isEmpty {
+            text += "?" + request.query.map { "\(percentEncoded($0.name))=\(percentEncoded($0.value))" }.joined(separator: "&")
+        }
+        guard let url = URL(string: text) else {
+            throw ConcordError(status: 0, name: "badRequest", message: "Cannot form a URL from \(text).")
+        }
+        var r = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: self.configuration.timeout)
+        r.httpMethod = request.method
+        r.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let token = self.token { r.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        // An entity-tag is quoted (RFC 9110 §8.8.3); `*` ("any current version") is not.
+        if let version = request.ifMatch { r.setValue(version == "*" ? "*" : "\"\(version)\"", forHTTPHeaderField: "If-Match") }
+        if let body = request.body {
+            r.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            r.httpBody = body
+        }
+        return r
+    }
+
+    static func sleep(seconds: Double) async throws {
+        guard seconds > 0 else { return }
+        try await Task.sleep(nanoseconds: UInt64(min(seconds, 86_400) * 1e9))
+    }
+
+    /// JSON as the API writes it: RFC 3339 times.
+    static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(RFC3339.string(from: date))
+        }
+        return encoder
+    }
+
+    static func makeDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = RFC3339.date(from: text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "Not an RFC 3339 time: \(text)")
+            }
+            return date
+        }
+        return decoder
+    }
+}
+
+/// Percent-encodes all but RFC 3986's unreserved characters: path segments (local identifiers
+/// carry `/`) and query values (tokens may carry `+`, `=`).
+func percentEncoded(_ s: String) -> String {
+    s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? s
+}
+
+private let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+/// RFC 3339 times in UTC: whole seconds when the date has none, milliseconds otherwise, so the
+/// same `Date` always gives the same text (the server compares what it stores as text).
+enum RFC3339 {
+    static func string(from date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        let whole = date.timeIntervalSince1970.rounded(.down) == date.timeIntervalSince1970
+        formatter.formatOptions = whole ? [.withInternetDateTime] : [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
+    static func date(from text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: text)
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A client of a Concord server, for apps on iOS, macOS and Linux: async/await over
+/// `URLSession`, names and shapes as in PhotoKit.
+///
+/// One client speaks with one token: the admin token (accounts), an account token (devices)
+/// or a device token (library, mappings, history, journals). `withToken(_:)` makes a client
+/// for another token sharing the configuration.
+///
+/// ```swift
+/// let client = ConcordClient(baseURL: URL(string: "https://concord.example")!, token: deviceToken)
+/// let mappings = try await client.cloudIdentifierMappings(forLocalIdentifiers: ids)
+/// ```
+///
+/// Thread-safe: share one client across tasks.
+public final class ConcordClient: Sendable {
+    /// Settings beyond the server and the token.
+    public struct Configuration: Sendable {
+        /// Items per mapping request; larger batches are split. The client lowers it by itself
+        /// when the server answers `413 batchTooLarge` with a smaller `maxBatch`.
+        public var maxBatch: Int
+        /// Chunks of one split batch in flight at once (1: one after the other).
+        public var batchConcurrency: Int
+        /// When to retry (503, connection failures) and how long to wait.
+        public var retryPolicy: RetryPolicy
+        /// The session requests go through (inject one for its delegate, proxy or caching).
+        public var session: URLSession
+        /// Per-request timeout, in seconds.
+        public var timeout: TimeInterval
+
+        public init(maxBatch: Int = 10_000, batchConcurrency: Int = 2, retryPolicy: RetryPolicy = .standard, session: URLSession = .shared, timeout: TimeInterval = 60) {
+            self.maxBatch = maxBatch
+            self.batchConcurrency = batchConcurrency
+            self.retryPolicy = retryPolicy
+            self.session = session
+            self.timeout = timeout
+        }
+    }
+
+    /// The server's root, e.g. `https://concord.example` (paths `/v1/...` are appended).
+    public let baseURL: URL
+    /// The bearer token sent with every request (nil: none, for `/health`).
+    public let token: String?
+    /// The configuration given at creation.
+    public let configuration: Configuration
+    /// The batch size in force: the configured one until the server asks for less.
+    let batchLimit: BatchLimit
+
+    /// A client of the server at `baseURL` speaking with `token`.
+    public init(baseURL: URL, token: String?, configuration: Configuration = Configuration()) {
+        self.baseURL = baseURL
+        self.token = token
+        self.configuration = configuration
+        self.batchLimit = BatchLimit(max(1, configuration.maxBatch))
+    }
+
+    /// A client for the same server and configuration speaking with another token (the
+    /// account token from `createAccount`, a device token from `createDevice`).
+    public func withToken(_ token: String?) -> ConcordClient {
+        ConcordClient(baseURL: self.baseURL, token: token, configuration: self.configuration)
+    }
+
+    /// The batch size currently used to split mapping requests.
+    public var effectiveMaxBatch: Int { self.batchLimit.value }
+}
+
+/// The batch size shared by the client's requests; lowered when the server says so.
+///
+/// `@unchecked Sendable`: the one stored value is read and written only under `lock`.
+final class BatchLimit: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: Int
+
+    init(_ value: Int) { self.current = value }
+
+    var value: Int {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.current
+    }
+
+    /// Keeps the smaller of the current value and `value` (never raises it: a server that
+    /// once refused a size is not trusted to take it later).
+    func lower(to value: Int) {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        self.current = max(1, min(self.current, value))
+    }
+}
