@@ -13,31 +13,37 @@ extension ConcordService {
         for id in ids where !Identifiers.isValidLocalIdentifier(id) {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifiers")
         }
-        var unique: [String] = []
-        var seen = Set<String>()
-        for id in ids where seen.insert(id).inserted { unique.append(id) }
-
-        var answers: [String: MappingResult] = [:]
-        var pending: [String] = []
+        // Duplicates go to storage as they are: cheaper than deduplicating a batch that rarely has any.
+        var states: [ObjectLinkState?] = []
         let limited = try self.run { () throws -> Bool in
             try self.store.read { tx in
                 let state = try Self.requireDevice(tx, device)
                 guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-                let limited = state.authorization == .limited
-                var found: [String: StoredObject] = [:]
-                for s in try tx.objects(device, localIdentifiers: unique) { found[s.object.localIdentifier] = s }
-                for id in unique {
-                    guard let s = found[id] else { answers[id] = .error(.identifierNotFound(limitedLibrary: limited)); continue }   // step 1
-                    if let record = s.link { answers[id] = .found(record.cloudIdentifier) } else { pending.append(id) }   // step 2
-                }
-                return limited
+                states = try tx.linkStates(device, localIdentifiers: ids)
+                return state.authorization == .limited
             }
         }
-        if !pending.isEmpty {
-            let assigned = try self.run { try self.store.write { tx in try self.assignRecords(tx, device: device, localIdentifiers: pending) } }
-            for id in pending { answers[id] = assigned[id].map { .found($0.cloudIdentifier) } ?? .error(.identifierNotFound(limitedLibrary: limited)) }
+        var pending: [String] = []
+        var pendingSeen = Set<String>()
+        for case let s? in states where s.linkedGUID == nil && pendingSeen.insert(s.localIdentifier).inserted {
+            pending.append(s.localIdentifier)   // in request order: "oldest record first" follows it
         }
-        return ids.map { CloudIdentifierMapping(localIdentifier: $0, result: answers[$0] ?? .error(.identifierNotFound(limitedLibrary: limited))) }
+        var assigned: [String: CloudRecord] = [:]
+        if !pending.isEmpty {
+            assigned = try self.run { try self.store.write { tx in try self.assignRecords(tx, device: device, localIdentifiers: pending) } }
+        }
+        let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
+        var out: [CloudIdentifierMapping] = []
+        out.reserveCapacity(ids.count)
+        for (id, state) in zip(ids, states) {
+            // Step 1: not in the library. Step 2: linked. Step 3: assigned just now.
+            if let s = state, let r = s.link ?? assigned[id] {
+                out.append(CloudIdentifierMapping(localIdentifier: id, result: .found(r.cloudIdentifier)))
+            } else {
+                out.append(CloudIdentifierMapping(localIdentifier: id, result: notFound))   // step 1, or deleted before step 3 ran
+            }
+        }
+        return out
     }
 
     /// Step 3 for a batch, inside the write transaction: link each unlinked object to the oldest record
@@ -80,26 +86,23 @@ extension ConcordService {
     /// `POST /v1/library/local-identifiers`: cloud → local, one answer per item in request order.
     public func localIdentifiers(forCloudIdentifiers strings: [String], device: DeviceRef) throws(DomainError) -> [LocalIdentifierMapping] {
         guard strings.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        var parsed: [String: CloudIdentifier] = [:]
-        for s in strings where parsed[s] == nil { if let c = CloudIdentifier(parsing: s) { parsed[s] = c } }
-        let identifiers = Array(Set(parsed.values))
+        let parsed = strings.map { CloudIdentifier(parsing: $0) }   // nil: step 1, invalidIdentifier
+        let identifiers = parsed.compactMap { $0 }
 
-        var answers: [CloudIdentifier: MappingResult] = [:]
-        var toLink: [(localIdentifier: String, record: CloudRecord)] = []
+        var resolved = Resolution()
         let limited = try self.run { () throws -> Bool in
             try self.store.read { tx in
                 let state = try Self.requireDevice(tx, device)
                 guard state.authorization != .denied else { throw DomainError.accessUserDenied }
                 let limited = state.authorization == .limited
-                let resolved = try Self.resolve(tx, device: device, identifiers: identifiers, limited: limited)
-                answers = resolved.answers
-                toLink = resolved.links
+                resolved = try Self.resolve(tx, device: device, identifiers: identifiers, limited: limited)
                 return limited
             }
         }
-        if !toLink.isEmpty {
+        if !resolved.links.isEmpty {
             // Store the links found by content so the next lookup takes step 2. Re-checked under the write
             // lock: the object must still be unlinked with the record's content, the record unlinked here.
+            let toLink = resolved.links
             try self.run {
                 try self.store.write { tx in
                     let objects = try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier))
@@ -120,54 +123,59 @@ extension ConcordService {
                 }
             }
         }
-        return strings.map { s in
-            guard let c = parsed[s] else { return LocalIdentifierMapping(cloudIdentifier: s, result: .error(.invalidIdentifier)) }   // step 1
-            return LocalIdentifierMapping(cloudIdentifier: s, result: answers[c] ?? .error(.identifierNotFound(limitedLibrary: limited)))
+        let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
+        var answerIndex = 0
+        var out: [LocalIdentifierMapping] = []
+        out.reserveCapacity(strings.count)
+        for (s, c) in zip(strings, parsed) {
+            guard c != nil else { out.append(LocalIdentifierMapping(cloudIdentifier: s, result: .error(.invalidIdentifier))); continue }
+            out.append(LocalIdentifierMapping(cloudIdentifier: s, result: resolved.answers[answerIndex] ?? notFound))
+            answerIndex += 1
         }
+        return out
+    }
+
+    /// What `resolve` found: one answer per identifier (nil: identifierNotFound) and the links to store.
+    struct Resolution {
+        var answers: [MappingResult?] = []
+        var links: [(localIdentifier: String, record: CloudRecord)] = []
     }
 
     /// Steps 2–4 for a batch in one read transaction: records by GUID (this account only), their links on
-    /// this device, then objects by content for the rest. Returns the answers and the links to store.
-    static func resolve(_ tx: any StoreReadTransaction, device: DeviceRef, identifiers: [CloudIdentifier], limited: Bool)
-        throws -> (answers: [CloudIdentifier: MappingResult], links: [(localIdentifier: String, record: CloudRecord)]) {
-        var answers: [CloudIdentifier: MappingResult] = [:]
-        var links: [(localIdentifier: String, record: CloudRecord)] = []
-        guard !identifiers.isEmpty else { return (answers, links) }
-        var records: [String: CloudRecord] = [:]
-        // A GUID of another account is simply not found here (step 4).
-        for r in try tx.records(accountID: device.accountID, guids: Array(Set(identifiers.map(\.guid)))) { records[r.guid] = r }
-        let known = identifiers.filter { records[$0.guid]?.type == $0.type }
-        var linked: [String: String] = [:]
-        if !known.isEmpty {
-            for (guid, local) in try tx.linkedObjects(device, guids: Array(Set(known.map(\.guid)))) { linked[guid] = local }
+    /// this device, then objects by content for the rest. Answers are in the order of `identifiers`.
+    static func resolve(_ tx: any StoreReadTransaction, device: DeviceRef, identifiers: [CloudIdentifier], limited: Bool) throws -> Resolution {
+        var result = Resolution()
+        result.answers = [MappingResult?](repeating: nil, count: identifiers.count)
+        guard !identifiers.isEmpty else { return result }
+        // Steps 2 and 4 in one query: the account's records by GUID with their link on this device
+        // (a GUID of another account is simply not found here).
+        let found = try tx.recordLinks(device, guids: identifiers.map(\.guid))
+        var byContent: [Int] = []
+        for (i, c) in identifiers.enumerated() {
+            if let f = found[i], f.record.type == c.type, let local = f.linkedLocalIdentifier { result.answers[i] = .found(local); continue }   // step 2
+            if c.fingerprint.isEmpty { continue }   // step 3: an empty fingerprint resolves through its record only
+            byContent.append(i)
         }
-        var byContent: [CloudIdentifier] = []
-        for c in identifiers {
-            if records[c.guid]?.type == c.type, let local = linked[c.guid] { answers[c] = .found(local); continue }   // step 2
-            if c.fingerprint.isEmpty { answers[c] = .error(.identifierNotFound(limitedLibrary: limited)); continue }   // step 3: record only
-            byContent.append(c)
-        }
-        guard !byContent.isEmpty else { return (answers, links) }
-        let keys = Array(Set(byContent.map { ContentKey(type: $0.type, fingerprint: $0.fingerprint) }))
+        guard !byContent.isEmpty else { return result }
+        let keys = Array(Set(byContent.map { ContentKey(type: identifiers[$0].type, fingerprint: identifiers[$0].fingerprint) }))
         var candidates: [ContentKey: [StoredObject]] = [:]
         for s in try tx.objects(device, matching: keys) { candidates[ContentKey(type: s.object.type, fingerprint: s.object.fingerprint), default: []].append(s) }
-        for c in byContent {
+        for i in byContent {
+            let c = identifiers[i]
             let matches = candidates[ContentKey(type: c.type, fingerprint: c.fingerprint)] ?? []
-            if matches.isEmpty {
-                answers[c] = .error(.identifierNotFound(limitedLibrary: limited))
-            } else if matches.count == 1 {
+            if matches.count == 1 {
                 let o = matches[0]
-                answers[c] = .found(o.object.localIdentifier)
+                result.answers[i] = .found(o.object.localIdentifier)
                 // Link only when the record exists with exactly this content and the object is free.
-                if let r = records[c.guid], r.type == c.type, r.fingerprint == c.fingerprint, o.link == nil {
-                    links.append((o.object.localIdentifier, r))
+                if let r = found[i]?.record, r.type == c.type, r.fingerprint == c.fingerprint, o.link == nil {
+                    result.links.append((o.object.localIdentifier, r))
                 }
-            } else {
+            } else if matches.count > 1 {
                 let sorted = matches.map(\.object.localIdentifier).sorted { $0.utf8Precedes($1) }
-                answers[c] = .error(.multipleIdentifiersFound(localIdentifiers: sorted))
+                result.answers[i] = .error(.multipleIdentifiersFound(localIdentifiers: sorted))
             }
         }
-        return (answers, links)
+        return result
     }
 
     /// `POST /v1/library/links`: the person chose which object a cloud identifier means on this device.

@@ -45,6 +45,14 @@ public final class ConcordService: Sendable {
 
     var now: Date { self.clock() }
 
+    /// True when storage answers a trivial read (for `GET /ready`).
+    public func isReady() -> Bool {
+        (try? self.store.read { tx -> Bool in
+            _ = try tx.setting(Self.secretKey)
+            return true
+        }) ?? false
+    }
+
     // MARK: - Accounts and devices (§3)
 
     /// Who a presented bearer token belongs to (looked up by its SHA-256), nil if unknown.

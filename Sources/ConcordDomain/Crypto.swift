@@ -116,7 +116,10 @@ public enum Secrets {
         if fd >= 0 {
             defer { close(fd) }
             while filled < count {
-                let n = out.withUnsafeMutableBytes { buf in read(fd, buf.baseAddress! + filled, count - filled) }
+                let n = out.withUnsafeMutableBytes { buf -> Int in
+                    guard let base = buf.baseAddress else { return 0 }
+                    return read(fd, base + filled, count - filled)
+                }
                 if n > 0 { filled += n } else if n < 0 && errno == EINTR { continue } else { break }
             }
         }

@@ -71,23 +71,15 @@ public enum Identifiers {
         return true
     }
 
-    /// A fingerprint is base64url without padding of 16–64 bytes, in canonical form
-    /// (the unused low bits of the last character are zero, so one content has one spelling).
+    /// A fingerprint is base64url without padding of 16–64 bytes. The unused low bits of the last
+    /// character are not checked (lenient, as most decoders are): the fingerprint is compared as the
+    /// string the device sent, and standard encoders always write those bits as zero.
     public static func isValidFingerprint(_ s: String) -> Bool {
         let utf8 = s.utf8
         let n = utf8.count
         guard n >= 22, n <= 86, n % 4 != 1 else { return false }   // 16 bytes → 22 chars, 64 → 86
-        var last: UInt8 = 0
-        for c in utf8 {
-            guard base64urlValue(c) != nil else { return false }
-            last = c
-        }
-        guard let lastValue = base64urlValue(last) else { return false }
-        switch n % 4 {
-        case 2: return lastValue & 0x0F == 0   // 1 byte in the last group: 4 unused bits
-        case 3: return lastValue & 0x03 == 0   // 2 bytes: 2 unused bits
-        default: return true
-        }
+        for c in utf8 where base64urlValue(c) == nil { return false }
+        return true
     }
 
     @inline(__always)
@@ -104,23 +96,31 @@ public enum Identifiers {
 
     /// Parses a UUID in 8-4-4-4-12 form, either case; returns it upper-cased.
     public static func normalizedUUID(_ s: some StringProtocol) -> String? {
-        let utf8 = Array(s.utf8)
-        guard utf8.count == 36 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(36)
-        for (i, c) in utf8.enumerated() {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard c == UInt8(ascii: "-") else { return nil }
-                out.append(c)
-                continue
+        var copy = String(s)
+        return copy.withUTF8 { self.normalizedUUID(bytes: $0) }
+    }
+
+    /// `normalizedUUID` on UTF-8 bytes.
+    static func normalizedUUID(bytes b: UnsafeBufferPointer<UInt8>) -> String? {
+        guard b.count == 36 else { return nil }
+        var ok = true
+        let result = String(unsafeUninitializedCapacity: 36) { out in
+            for i in 0..<36 {
+                let c = b[i]
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    if c != UInt8(ascii: "-") { ok = false }
+                    out[i] = c
+                    continue
+                }
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "F"): out[i] = c
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): out[i] = c - 32
+                default: ok = false; out[i] = UInt8(ascii: "0")
+                }
             }
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "F"): out.append(c)
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): out.append(c - 32)
-            default: return nil
-            }
+            return 36
         }
-        return String(decoding: out, as: UTF8.self)
+        return ok ? result : nil
     }
 }
 
@@ -138,15 +138,30 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
         self.fingerprint = fingerprint
     }
 
-    /// Parses `s`; nil when it is not a well-formed cloud identifier.
+    /// Parses `s`; nil when it is not a well-formed cloud identifier. Works on the UTF-8 bytes
+    /// (this runs for every item of a 10 000-item batch).
     public init?(parsing s: String) {
-        let parts = s.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3,
-              let guid = Identifiers.normalizedUUID(parts[0]),
-              let type = ObjectType(code: parts[1]) else { return nil }
-        let fingerprint = String(parts[2])
-        guard fingerprint.isEmpty || Identifiers.isValidFingerprint(fingerprint) else { return nil }
-        self.init(guid: guid, type: type, fingerprint: fingerprint)
+        // GUID (36) + ":" + type (3) + ":" + fingerprint (0 or 22...86).
+        let n = s.utf8.count
+        guard n == 41 || (n >= 63 && n <= 127) else { return nil }
+        var parsed: CloudIdentifier?
+        var copy = s
+        copy.withUTF8 { b in
+            guard b[36] == UInt8(ascii: ":"), b[40] == UInt8(ascii: ":"),
+                  let guid = Identifiers.normalizedUUID(bytes: UnsafeBufferPointer(rebasing: b[0..<36])) else { return }
+            let type: ObjectType
+            switch (b[37], b[38], b[39]) {
+            case (0x30, 0x30, 0x31): type = .asset
+            case (0x30, 0x34, 0x30): type = .assetCollection
+            case (0x30, 0x32, 0x30): type = .collectionList
+            default: return
+            }
+            let fingerprint = String(decoding: UnsafeBufferPointer(rebasing: b[41...]), as: UTF8.self)
+            guard fingerprint.isEmpty || Identifiers.isValidFingerprint(fingerprint) else { return }
+            parsed = CloudIdentifier(guid: guid, type: type, fingerprint: fingerprint)
+        }
+        guard let parsed else { return nil }
+        self = parsed
     }
 
     /// The canonical string form (GUID upper case).

@@ -225,6 +225,14 @@ public struct ChangeDetails: Sendable, Equatable {
             case .collectionList: self.collectionLists = newValue
             }
         }
+        // In place: `details[t].inserted.append(id)` must not copy the list (quadratic on a big PUT).
+        _modify {
+            switch type {
+            case .asset: yield &self.assets
+            case .assetCollection: yield &self.assetCollections
+            case .collectionList: yield &self.collectionLists
+            }
+        }
     }
     public var isEmpty: Bool { self.assets.isEmpty && self.assetCollections.isEmpty && self.collectionLists.isEmpty }
 }

@@ -23,7 +23,31 @@ public struct CloudRecord: Sendable, Hashable {
         self.fingerprint = fingerprint
     }
     /// `<GUID>:<type>:<fingerprint>`.
-    public var cloudIdentifier: String { CloudIdentifier(guid: self.guid, type: self.type, fingerprint: self.fingerprint).stringValue }
+    public var cloudIdentifier: String {
+        var s = String()
+        s.reserveCapacity(41 + self.fingerprint.utf8.count)
+        s += self.guid; s += ":"; s += self.type.code; s += ":"; s += self.fingerprint
+        return s
+    }
+}
+
+/// The link state of one object: what local → cloud needs, and no more (the hot path).
+/// A link only ever joins an object and a record of the same type and fingerprint (every path that
+/// stores one checks it, and a fingerprint change drops it), so the linked record's cloud identifier
+/// is `linkedGUID:type:fingerprint` without reading the record.
+public struct ObjectLinkState: Sendable, Equatable {
+    public var localIdentifier: String
+    public var type: ObjectType
+    public var fingerprint: String
+    public var linkedGUID: String?
+    public init(localIdentifier: String, type: ObjectType, fingerprint: String, linkedGUID: String?) {
+        self.localIdentifier = localIdentifier
+        self.type = type
+        self.fingerprint = fingerprint
+        self.linkedGUID = linkedGUID
+    }
+    /// The linked record, rebuilt from the invariant above.
+    public var link: CloudRecord? { self.linkedGUID.map { CloudRecord(guid: $0, type: self.type, fingerprint: self.fingerprint) } }
 }
 
 /// Content key: objects and records are matched by type and fingerprint.
@@ -94,6 +118,12 @@ public protocol StoreReadTransaction: AnyObject {
     func devices(accountID: String) throws -> [DeviceState]
     /// Objects of `device` with these local identifiers (any order, missing omitted), with their links.
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
+    /// Type, fingerprint and link of the objects with these local identifiers: one entry per input,
+    /// in input order (nil: not in the library). The hot path of local → cloud: no hashing needed.
+    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?]
+    /// For each GUID, in input order: the account's record with that GUID (nil: none) and the local
+    /// identifier of the object of `device` linked to it (nil: none). The hot path of cloud → local.
+    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?]
     /// Every object of `device`.
     func allObjects(_ device: DeviceRef) throws -> [StoredObject]
     /// Objects of one type strictly after `after`, in local identifier byte order.

@@ -72,17 +72,81 @@ private let exactPowersOfTen: [Double] = [
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ]
 
-/// One open array or object. Elements are appended in place (`open[last].elements.append`)
-/// and the finished array is moved out on close, so no element is copied or retained twice.
+/// One open array or object. Object members are appended in place and the finished array is
+/// moved out on close, so no member is copied or retained twice; array elements go to the
+/// `ValueStack`.
 private struct OpenContainer {
     var isObject: Bool
-    var elements: [JSONValue] = []
+    /// Arrays only: where this array's elements start on the parser's `ValueStack`.
+    var stackStart = 0
     var members: [(key: String, value: JSONValue)] = []
     /// The name read before the value now being parsed (objects only).
     var pendingKey: String = ""
 
     init(isObject: Bool) {
         self.isObject = isObject
+    }
+}
+
+/// The elements of all open arrays, innermost last, in fixed-size segments.
+///
+/// Why not a growing `[JSONValue]` per array: its geometric growth makes malloc requests above
+/// glibc's small-bin limit (~1 KB), and each such request first consolidates every freed small
+/// chunk (such as the strings of the previous request), after which every string allocation takes
+/// malloc's slow path — that cost more than the parsing itself. Segments stay below the limit; a
+/// finished array is allocated once, at its exact size, and its elements are moved (not copied)
+/// into it.
+private struct ValueStack: ~Copyable {
+    /// Values per segment: a segment's allocation stays at about 768 bytes.
+    static var segmentCapacity: Int { max(1, 768 / MemoryLayout<JSONValue>.stride) }
+
+    /// Each holds `segmentCapacity` values; only the first `count` values overall are initialised.
+    private var segments: [UnsafeMutablePointer<JSONValue>] = []
+    /// Values on the stack.
+    private(set) var count = 0
+
+    init() {}
+
+    mutating func push(_ value: consuming JSONValue) {
+        let segment = self.count / Self.segmentCapacity
+        if segment == self.segments.count {
+            self.segments.append(.allocate(capacity: Self.segmentCapacity))
+        }
+        (self.segments[segment] + self.count % Self.segmentCapacity).initialize(to: value)
+        self.count += 1
+    }
+
+    /// Moves the values from `start` to the top into a new array of exactly that size.
+    mutating func popArray(from start: Int) -> [JSONValue] {
+        let total = self.count - start
+        guard total > 0 else { return [] }
+        let result = [JSONValue](unsafeUninitializedCapacity: total) { buffer, initializedCount in
+            guard let destination = buffer.baseAddress else { return }
+            var index = start
+            while index < self.count {
+                let offset = index % Self.segmentCapacity
+                let run = min(Self.segmentCapacity - offset, self.count - index)
+                (destination + (index - start)).moveInitialize(from: self.segments[index / Self.segmentCapacity] + offset, count: run)
+                index += run
+            }
+            initializedCount = total
+        }
+        self.count = start
+        return result
+    }
+
+    deinit {
+        // Values left on the stack (a parse error) are released; the segments are freed either way.
+        var index = 0
+        while index < self.count {
+            let offset = index % Self.segmentCapacity
+            let run = min(Self.segmentCapacity - offset, self.count - index)
+            (self.segments[index / Self.segmentCapacity] + offset).deinitialize(count: run)
+            index += run
+        }
+        for segment in self.segments {
+            segment.deallocate()
+        }
     }
 }
 
@@ -117,19 +181,24 @@ private struct JSONParser {
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
-        var open: [OpenContainer] = []
+        // The innermost open container lives in a local (`current`), the ones around it in
+        // `enclosing`: appending an element then touches one array, not an array inside an array.
+        var enclosing: [OpenContainer] = []
+        var current = OpenContainer(isObject: false)
+        var depth = 0
+        var values = ValueStack()
 
         parsing: while true {
             // Expecting the start of a value.
             self.skipWhitespace()
             guard self.index < self.input.count else {
-                throw self.error(open.isEmpty && self.index == 0 ? "empty input" : "unexpected end of input, expected a value")
+                throw self.error(depth == 0 && self.index == 0 ? "empty input" : "unexpected end of input, expected a value")
             }
             var value: JSONValue
             switch self.input[self.index] {
             case openBrace, openBracket:
                 let isObject = self.input[self.index] == openBrace
-                guard open.count < self.maxDepth else {
+                guard depth < self.maxDepth else {
                     throw self.error("nesting deeper than \(self.maxDepth) levels")
                 }
                 self.index += 1
@@ -141,8 +210,14 @@ private struct JSONParser {
                     var container = OpenContainer(isObject: isObject)
                     if isObject {
                         container.pendingKey = try self.parseMemberName()
+                    } else {
+                        container.stackStart = values.count
                     }
-                    open.append(container)
+                    if depth > 0 {
+                        enclosing.append(current)
+                    }
+                    current = container
+                    depth += 1
                     continue parsing
                 }
             case quote:
@@ -165,22 +240,21 @@ private struct JSONParser {
 
             // A value is complete: attach it, closing as many containers as end here.
             while true {
-                let top = open.count - 1
-                guard top >= 0 else {
+                guard depth > 0 else {
                     self.skipWhitespace()
                     guard self.index == self.input.count else {
                         throw self.error("unexpected data after the JSON value")
                     }
                     return value
                 }
-                let isObject = open[top].isObject
+                let isObject = current.isObject
                 // Move (not copy) the key and value in: saves a retain/release pair per element.
                 if isObject {
                     var key = ""
-                    swap(&key, &open[top].pendingKey)
-                    open[top].members.append((key: consume key, value: consume value))
+                    swap(&key, &current.pendingKey)
+                    current.members.append((key: consume key, value: consume value))
                 } else {
-                    open[top].elements.append(consume value)
+                    values.push(consume value)
                 }
                 self.skipWhitespace()
                 guard self.index < self.input.count else {
@@ -191,7 +265,13 @@ private struct JSONParser {
                 if byte == comma {
                     if isObject {
                         self.skipWhitespace()
-                        open[top].pendingKey = try self.parseMemberName()
+                        current.pendingKey = try self.parseMemberName()
+                    } else if self.index < self.input.count, self.input[self.index] == quote {
+                        // Arrays of strings are the bulk of our payloads: attach the next string
+                        // without going through the general value dispatch.
+                        self.index += 1
+                        value = .string(try self.parseString())
+                        continue
                     }
                     continue parsing
                 }
@@ -199,12 +279,18 @@ private struct JSONParser {
                     guard byte == closeBrace else {
                         throw self.error("expected ',' or '}' in object", at: self.index - 1)
                     }
-                    value = .object(JSONObject(open.removeLast().members))
+                    var members: [(key: String, value: JSONValue)] = []
+                    swap(&members, &current.members)
+                    value = .object(JSONObject(consume members))
                 } else {
                     guard byte == closeBracket else {
                         throw self.error("expected ',' or ']' in array", at: self.index - 1)
                     }
-                    value = .array(open.removeLast().elements)
+                    value = .array(values.popArray(from: current.stackStart))
+                }
+                depth -= 1
+                if depth > 0 {
+                    current = enclosing.removeLast()
                 }
             }
         }
@@ -242,56 +328,74 @@ private struct JSONParser {
     /// Parses string contents after the opening quote, through the closing quote.
     mutating func parseString() throws(JSONParseError) -> String {
         let start = self.index
+        let count = self.input.count
         // Fast path: no escapes, so the String is built straight from the validated slice.
         guard let base = UnsafeRawPointer(self.input.baseAddress) else {
             throw self.error("unterminated string", at: start - 1)
         }
-        while self.index < self.input.count {
-            // Skip 8 plain ASCII bytes at a time (no quote, backslash, control or non-ASCII
-            // byte); the first word holding one of those is handled a byte at a time below.
-            while self.input.count - self.index >= 8 {
-                let word = base.loadUnaligned(fromByteOffset: self.index, as: UInt64.self)
-                if Self.needsAttention(word) {
+        // A local index (not `self.index`) lets the loop keep it in a register.
+        var index = start
+        while true {
+            // Skip 8 plain ASCII bytes at a time; on a word holding a quote, backslash, control or
+            // non-ASCII byte, jump straight to the first such byte (the mask's lowest set bit).
+            var found = false
+            while count - index >= 8 {
+                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                let mask = Self.attentionMask(word)
+                if mask != 0 {
+                    index += mask.trailingZeroBitCount >> 3
+                    found = true
                     break
                 }
-                self.index += 8
+                index += 8
             }
-            let end = min(self.index + 8, self.input.count)
-            while self.index < end {
-                let byte = self.input[self.index]
-                if byte == quote {
-                    let string = String(decoding: UnsafeBufferPointer(rebasing: self.input[start..<self.index]), as: UTF8.self)
-                    self.index += 1
-                    return string
+            if !found {
+                // Fewer than 8 bytes left: find the next byte needing attention one at a time.
+                while index < count {
+                    let byte = self.input[index]
+                    if byte == quote || byte == backslash || byte < 0x20 || byte >= 0x80 {
+                        break
+                    }
+                    index += 1
                 }
-                if byte == backslash {
-                    return try self.parseEscapedString(start: start)
-                }
-                if byte < 0x20 {
-                    throw self.error("unescaped control character in string")
-                }
-                if byte < 0x80 {
-                    self.index += 1
-                } else {
-                    try self.skipUTF8Sequence()
+                guard index < count else {
+                    self.index = index
+                    throw self.error("unterminated string", at: start - 1)
                 }
             }
+            let byte = self.input[index]
+            if byte == quote {
+                self.index = index + 1
+                return String(decoding: UnsafeBufferPointer(rebasing: self.input[start..<index]), as: UTF8.self)
+            }
+            self.index = index
+            if byte == backslash {
+                return try self.parseEscapedString(start: start)
+            }
+            if byte < 0x20 {
+                throw self.error("unescaped control character in string")
+            }
+            // Non-ASCII: validate the whole sequence, then carry on scanning after it.
+            try self.skipUTF8Sequence()
+            index = self.index
         }
-        throw self.error("unterminated string", at: start - 1)
     }
 
-    /// Whether any byte of `word` is a quote, a backslash, below 0x20 or at least 0x80 (SWAR tests:
-    /// `(x - 0x01…) & ~x & 0x80…` is non-zero exactly when some byte of x is zero).
+    /// The bytes of `word` that are a quote, a backslash, below 0x20 or at least 0x80 have their
+    /// high bit set in the result — exactly for the lowest such byte (SWAR tests:
+    /// `(x - 0x01…) & ~x & 0x80…` flags bytes that are zero; a borrow can only add false flags
+    /// above a true one, so on little-endian loads the lowest flag is the first byte in memory).
     @inline(__always)
-    static func needsAttention(_ word: UInt64) -> Bool {
+    static func attentionMask(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let quotes = word ^ (ones &* UInt64(quote))
         let backslashes = word ^ (ones &* UInt64(backslash))
         let hasQuote = (quotes &- ones) & ~quotes
         let hasBackslash = (backslashes &- ones) & ~backslashes
-        let hasControl = (word &- ones &* 0x20) & ~word
-        return (hasQuote | hasBackslash | hasControl | word) & highs != 0
+        // Below 0x20 wraps to a set high bit; bytes ≥ 0x80 (set already) need attention anyway.
+        let hasControlOrHigh = (word &- ones &* 0x20) | word
+        return (hasQuote | hasBackslash | hasControlOrHigh) & highs
     }
 
     /// Slow path: the run before `self.index` is validated; decode escapes into `scratch`.

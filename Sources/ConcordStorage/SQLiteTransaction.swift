@@ -3,8 +3,11 @@ import Foundation
 
 /// The store's operations on one connection inside one transaction. Lists of identifiers are
 /// bound as one JSON array and expanded with `json_each`, so a batch is one statement.
+/// Account and device UUIDs are turned into their integer storage keys once per transaction.
 final class SQLiteTransaction: StoreWriteTransaction {
     let db: Connection
+    private var accountKeys: [String: Int64] = [:]
+    private var deviceKeys: [DeviceRef: Int64] = [:]
 
     init(_ db: Connection) { self.db = db }
 
@@ -14,36 +17,73 @@ final class SQLiteTransaction: StoreWriteTransaction {
     // index when all columns are read, hence INDEXED BY (checked by QueryPlanTests).
 
     static let objectsByLocalIDsSQL = """
-            SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
-            CROSS JOIN objects o ON o.account_id = ?1 AND o.device_id = ?2 AND o.local_id = j.value
-            \(SQLiteTransaction.linkJoin)
-            """
+        SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
+        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND o.local_id = j.value
+        \(SQLiteTransaction.linkJoin)
+        """
+
+    static let linkStatesSQL = """
+        SELECT j.key, o.type, o.fingerprint, o.record_guid FROM json_each(?3) j
+        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND o.local_id = j.value
+        """
+
+    static let recordLinksSQL = """
+        SELECT j.key, r.guid, r.type, r.fingerprint, o.local_id FROM json_each(?3) j
+        CROSS JOIN records r ON r.account_key = ?1 AND r.guid = j.value
+        LEFT JOIN objects o INDEXED BY objects_by_record ON o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid
+        """
 
     static let objectsByContentSQL = """
-            SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
-            CROSS JOIN objects o INDEXED BY objects_by_content ON o.account_id = ?1 AND o.device_id = ?2
-                AND o.type = json_extract(j.value, '$[0]') AND o.fingerprint = json_extract(j.value, '$[1]')
-            \(SQLiteTransaction.linkJoin)
-            ORDER BY o.local_id
-            """
+        SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
+        CROSS JOIN objects o INDEXED BY objects_by_content ON o.account_key = ?1 AND o.device_key = ?2
+            AND o.type = json_extract(j.value, '$[0]') AND o.fingerprint = json_extract(j.value, '$[1]')
+        \(SQLiteTransaction.linkJoin)
+        ORDER BY o.local_id
+        """
 
     static let recordsByGUIDSQL = """
-            SELECT r.guid, r.type, r.fingerprint FROM json_each(?2) j
-            CROSS JOIN records r ON r.account_id = ?1 AND r.guid = j.value
-            """
+        SELECT r.guid, r.type, r.fingerprint FROM json_each(?2) j
+        CROSS JOIN records r ON r.account_key = ?1 AND r.guid = j.value
+        """
 
     static let linkedObjectsSQL = """
-            SELECT o.record_guid, o.local_id FROM json_each(?3) j
-            CROSS JOIN objects o ON o.account_id = ?1 AND o.device_id = ?2 AND o.record_guid = j.value
-            """
+        SELECT o.record_guid, o.local_id FROM json_each(?3) j
+        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = j.value
+        """
 
     static let unlinkedRecordsSQL = """
-            SELECT r.guid, r.type, r.fingerprint FROM json_each(?3) j
-            CROSS JOIN records r ON r.account_id = ?1
-                AND r.type = json_extract(j.value, '$[0]') AND r.fingerprint = json_extract(j.value, '$[1]')
-            WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.account_id = ?1 AND o.device_id = ?2 AND o.record_guid = r.guid)
-            ORDER BY r.created_order
-            """
+        SELECT r.guid, r.type, r.fingerprint FROM json_each(?3) j
+        CROSS JOIN records r ON r.account_key = ?1
+            AND r.type = json_extract(j.value, '$[0]') AND r.fingerprint = json_extract(j.value, '$[1]')
+        WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid)
+        ORDER BY r.created_order
+        """
+
+    // MARK: - Keys
+
+    /// The account's storage key, nil if there is no such account.
+    func accountKey(_ accountID: String) throws -> Int64? {
+        if let k = self.accountKeys[accountID] { return k }
+        guard let k = try self.db.scalarInt("SELECT account_key FROM accounts WHERE account_id = ?", [.text(accountID)]) else { return nil }
+        self.accountKeys[accountID] = k
+        return k
+    }
+
+    /// The device's (account, device) storage keys, nil if there is no such device in that account.
+    func keys(_ device: DeviceRef) throws -> (account: Int64, device: Int64)? {
+        guard let a = try self.accountKey(device.accountID) else { return nil }
+        if let d = self.deviceKeys[device] { return (a, d) }
+        guard let d = try self.db.scalarInt("SELECT device_key FROM devices WHERE account_key = ? AND device_id = ?",
+                                            [.int(a), .text(device.deviceID)]) else { return nil }
+        self.deviceKeys[device] = d
+        return (a, d)
+    }
+
+    /// Keys for a write: a missing device is `notFound` (deleted while the request ran).
+    private func requireKeys(_ device: DeviceRef) throws -> (account: Int64, device: Int64) {
+        guard let k = try self.keys(device) else { throw DomainError.notFound(message: "No such device.") }
+        return k
+    }
 
     // MARK: - Settings, tokens, accounts, devices
 
@@ -60,7 +100,12 @@ final class SQLiteTransaction: StoreWriteTransaction {
 
     func principal(tokenHash: [UInt8]) throws -> Principal? {
         var result: Principal?
-        try self.db.query("SELECT kind, account_id, device_id FROM tokens WHERE token_hash = ?", [.blob(tokenHash)]) { s in
+        try self.db.query("""
+            SELECT t.kind, a.account_id, d.device_id FROM tokens t
+            JOIN accounts a ON a.account_key = t.account_key
+            LEFT JOIN devices d ON d.account_key = t.account_key AND d.device_key = t.device_key
+            WHERE t.token_hash = ?
+            """, [.blob(tokenHash)]) { s in
             switch s.int(0) {
             case 1: result = .account(accountID: s.text(1))
             case 2: if let d = s.optionalText(2) { result = .device(DeviceRef(accountID: s.text(1), deviceID: d)) }
@@ -71,66 +116,82 @@ final class SQLiteTransaction: StoreWriteTransaction {
     }
 
     func accountExists(_ accountID: String) throws -> Bool {
-        try self.db.scalarInt("SELECT 1 FROM accounts WHERE account_id = ?", [.text(accountID)]) != nil
+        try self.accountKey(accountID) != nil
     }
 
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws {
         try self.db.run("INSERT INTO accounts (account_id, name, created_at) VALUES (?, ?, ?)",
                         [.text(accountID), .text(name), .double(createdAt.timeIntervalSince1970)])
-        try self.db.run("INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES (?, 1, ?, NULL)",
-                        [.blob(tokenHash), .text(accountID)])
+        let key = sqlite3LastInsertRowID(self.db)
+        self.accountKeys[accountID] = key
+        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key) VALUES (?, 1, ?, NULL)",
+                        [.blob(tokenHash), .int(key)])
     }
 
-    private static let deviceColumns = "account_id, device_id, name, platform, created_at, authorization, last_change_seq, pruned_through_seq, object_count"
+    private static let deviceColumns = "device_id, name, platform, created_at, authorization, last_change_seq, pruned_through_seq, object_count"
 
-    private static func deviceState(_ s: Statement) -> DeviceState {
-        let auth: AuthorizationStatus = switch s.int(5) { case 1: .limited; case 2: .denied; default: .authorized }
-        return DeviceState(ref: DeviceRef(accountID: s.text(0), deviceID: s.text(1)), name: s.text(2), platform: s.optionalText(3),
-                           createdAt: Date(timeIntervalSince1970: s.double(4)), authorization: auth,
-                           lastChangeSeq: s.int(6), prunedThroughSeq: s.int(7), objectCount: Int(s.int(8)))
+    private static func deviceState(_ s: Statement, accountID: String) -> DeviceState {
+        let auth: AuthorizationStatus = switch s.int(4) { case 1: .limited; case 2: .denied; default: .authorized }
+        return DeviceState(ref: DeviceRef(accountID: accountID, deviceID: s.text(0)), name: s.text(1), platform: s.optionalText(2),
+                           createdAt: Date(timeIntervalSince1970: s.double(3)), authorization: auth,
+                           lastChangeSeq: s.int(5), prunedThroughSeq: s.int(6), objectCount: Int(s.int(7)))
     }
 
     func device(_ device: DeviceRef) throws -> DeviceState? {
+        guard let a = try self.accountKey(device.accountID) else { return nil }
         var result: DeviceState?
-        try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = ? AND device_id = ?",
-                          [.text(device.accountID), .text(device.deviceID)]) { s in result = Self.deviceState(s) }
+        try self.db.query("SELECT \(Self.deviceColumns), device_key FROM devices WHERE account_key = ? AND device_id = ?",
+                          [.int(a), .text(device.deviceID)]) { s in
+            result = Self.deviceState(s, accountID: device.accountID)
+            self.deviceKeys[device] = s.int(8)
+        }
         return result
     }
 
     func devices(accountID: String) throws -> [DeviceState] {
+        guard let a = try self.accountKey(accountID) else { return [] }
         var result: [DeviceState] = []
-        try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = ? ORDER BY created_at, device_id",
-                          [.text(accountID)]) { s in result.append(Self.deviceState(s)) }
+        try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_key = ? ORDER BY created_at, device_id",
+                          [.int(a)]) { s in result.append(Self.deviceState(s, accountID: accountID)) }
         return result
     }
 
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws {
-        try self.db.run("INSERT INTO devices (account_id, device_id, name, platform, created_at) VALUES (?, ?, ?, ?, ?)",
-                        [.text(device.accountID), .text(device.deviceID), .text(name), platform.map { .text($0) } ?? .null,
+        guard let a = try self.accountKey(device.accountID),
+              let d = try self.db.scalarInt("SELECT next_device_key FROM accounts WHERE account_key = ?", [.int(a)]) else {
+            throw DomainError.notFound(message: "No such account.")
+        }
+        try self.db.run("UPDATE accounts SET next_device_key = ? WHERE account_key = ?", [.int(d + 1), .int(a)])
+        try self.db.run("INSERT INTO devices (account_key, device_key, device_id, name, platform, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        [.int(a), .int(d), .text(device.deviceID), .text(name), platform.map { .text($0) } ?? .null,
                          .double(createdAt.timeIntervalSince1970)])
-        try self.db.run("INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES (?, 2, ?, ?)",
-                        [.blob(tokenHash), .text(device.accountID), .text(device.deviceID)])
+        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key) VALUES (?, 2, ?, ?)",
+                        [.blob(tokenHash), .int(a), .int(d)])
+        self.deviceKeys[device] = d
     }
 
     func deleteDevice(_ device: DeviceRef) throws -> Bool {
-        let key: [SQLValue] = [.text(device.accountID), .text(device.deviceID)]
-        let n = try self.db.run("DELETE FROM devices WHERE account_id = ? AND device_id = ?", key)
-        guard n > 0 else { return false }
-        try self.db.run("DELETE FROM objects WHERE account_id = ? AND device_id = ?", key)
-        try self.db.run("DELETE FROM changes WHERE account_id = ? AND device_id = ?", key)
-        try self.db.run("DELETE FROM tokens WHERE account_id = ? AND device_id = ?", key)
+        guard let k = try self.keys(device) else { return false }
+        let key: [SQLValue] = [.int(k.account), .int(k.device)]
+        try self.db.run("DELETE FROM devices WHERE account_key = ? AND device_key = ?", key)
+        try self.db.run("DELETE FROM objects WHERE account_key = ? AND device_key = ?", key)
+        try self.db.run("DELETE FROM changes WHERE account_key = ? AND device_key = ?", key)
+        try self.db.run("DELETE FROM tokens WHERE account_key = ? AND device_key = ?", key)
+        self.deviceKeys[device] = nil
         return true
     }
 
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws {
+        let k = try self.requireKeys(device)
         let code: Int64 = switch status { case .authorized: 0; case .limited: 1; case .denied: 2 }
-        try self.db.run("UPDATE devices SET authorization = ? WHERE account_id = ? AND device_id = ?",
-                        [.int(code), .text(device.accountID), .text(device.deviceID)])
+        try self.db.run("UPDATE devices SET authorization = ? WHERE account_key = ? AND device_key = ?",
+                        [.int(code), .int(k.account), .int(k.device)])
     }
 
     func updateDeviceCounters(_ device: DeviceRef, lastChangeSeq: Int64, objectCount: Int) throws {
-        try self.db.run("UPDATE devices SET last_change_seq = ?, object_count = ? WHERE account_id = ? AND device_id = ?",
-                        [.int(lastChangeSeq), .int(Int64(objectCount)), .text(device.accountID), .text(device.deviceID)])
+        let k = try self.requireKeys(device)
+        try self.db.run("UPDATE devices SET last_change_seq = ?, object_count = ? WHERE account_key = ? AND device_key = ?",
+                        [.int(lastChangeSeq), .int(Int64(objectCount)), .int(k.account), .int(k.device)])
     }
 
     // MARK: - Objects
@@ -140,7 +201,7 @@ final class SQLiteTransaction: StoreWriteTransaction {
         o.local_id, o.type, o.fingerprint, o.media_type, o.creation_date, o.modification_date, o.has_adjustments, \
         o.is_favorite, o.title, o.members, o.app_created, o.record_guid, r.type, r.fingerprint
         """
-    private static let linkJoin = "LEFT JOIN records r ON r.account_id = o.account_id AND r.guid = o.record_guid"
+    private static let linkJoin = "LEFT JOIN records r ON r.account_key = o.account_key AND r.guid = o.record_guid"
 
     private static func libraryObject(_ s: Statement) -> LibraryObject {
         let members = s.text(9)
@@ -163,31 +224,57 @@ final class SQLiteTransaction: StoreWriteTransaction {
     }
 
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
-        guard !localIdentifiers.isEmpty else { return [] }
+        guard !localIdentifiers.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
         result.reserveCapacity(localIdentifiers.count)
-        try self.db.query(Self.objectsByLocalIDsSQL, [.text(device.accountID), .text(device.deviceID), .text(jsonArray(localIdentifiers))]) { s in
+        try self.db.query(Self.objectsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))]) { s in
             result.append(Self.storedObject(s))
         }
         return result
     }
 
+    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?] {
+        var result = [ObjectLinkState?](repeating: nil, count: localIdentifiers.count)
+        guard !localIdentifiers.isEmpty, let k = try self.keys(device) else { return result }
+        try self.db.query(Self.linkStatesSQL, [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))]) { s in
+            let i = Int(s.int(0))
+            guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            result[i] = ObjectLinkState(localIdentifier: localIdentifiers[i], type: type, fingerprint: s.text(2), linkedGUID: s.optionalText(3))
+        }
+        return result
+    }
+
+    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
+        var result = [(record: CloudRecord, linkedLocalIdentifier: String?)?](repeating: nil, count: guids.count)
+        guard !guids.isEmpty, let a = try self.accountKey(device.accountID) else { return result }
+        // An unknown device links nothing; records are still the account's.
+        let d = try self.keys(device)?.device ?? -1
+        try self.db.query(Self.recordLinksSQL, [.int(a), .int(d), .text(jsonArray(guids))]) { s in
+            let i = Int(s.int(0))
+            guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(s.int(2))) else { return }
+            result[i] = (CloudRecord(guid: s.text(1), type: type, fingerprint: s.text(3)), s.optionalText(4))
+        }
+        return result
+    }
+
     func allObjects(_ device: DeviceRef) throws -> [StoredObject] {
+        guard let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_id = ?1 AND o.device_id = ?2
-            """, [.text(device.accountID), .text(device.deviceID)]) { s in result.append(Self.storedObject(s)) }
+            WHERE o.account_key = ?1 AND o.device_key = ?2
+            """, [.int(k.account), .int(k.device)]) { s in result.append(Self.storedObject(s)) }
         return result
     }
 
     func objectPage(_ device: DeviceRef, type: ObjectType, after: String?, limit: Int) throws -> [LibraryObject] {
+        guard let k = try self.keys(device) else { return [] }
         var result: [LibraryObject] = []
         try self.db.query("""
-            SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_id = ?1 AND o.device_id = ?2 AND o.type = ?3 AND o.local_id > ?4
+            SELECT \(Self.objectColumns) FROM objects o INDEXED BY objects_by_type \(Self.linkJoin)
+            WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.type = ?3 AND o.local_id > ?4
             ORDER BY o.local_id LIMIT ?5
-            """, [.text(device.accountID), .text(device.deviceID), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { s in
+            """, [.int(k.account), .int(k.device), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { s in
             result.append(Self.libraryObject(s))
         }
         return result
@@ -204,28 +291,30 @@ final class SQLiteTransaction: StoreWriteTransaction {
     }
 
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
-        guard !keys.isEmpty else { return [] }
+        guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
-        try self.db.query(Self.objectsByContentSQL, [.text(device.accountID), .text(device.deviceID), .text(Self.contentKeysJSON(keys))]) { s in
+        try self.db.query(Self.objectsByContentSQL, [.int(k.account), .int(k.device), .text(Self.contentKeysJSON(keys))]) { s in
             result.append(Self.storedObject(s))
         }
         return result
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        guard !objects.isEmpty else { return }
+        let k = try self.requireKeys(device)
         for s in objects {
             let o = s.object
             try self.db.run("""
-                INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, modification_date,
+                INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
                                      has_adjustments, is_favorite, title, members, app_created, record_guid)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
-                ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET
+                ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET
                     type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
                     creation_date = excluded.creation_date, modification_date = excluded.modification_date,
                     has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
                     members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid
                 """, [
-                    .text(device.accountID), .text(device.deviceID), .text(o.localIdentifier), .int(Int64(o.type.rawValue)),
+                    .int(k.account), .int(k.device), .text(o.localIdentifier), .int(Int64(o.type.rawValue)),
                     .text(o.fingerprint), .text(o.mediaType.rawValue), o.creationDate.map { .text($0) } ?? .null,
                     o.modificationDate.map { .text($0) } ?? .null, .int(o.hasAdjustments ? 1 : 0), .int(o.isFavorite ? 1 : 0),
                     o.title.map { .text($0) } ?? .null, .text(o.members.joined(separator: "\n")), .int(o.appCreated ? 1 : 0),
@@ -236,34 +325,37 @@ final class SQLiteTransaction: StoreWriteTransaction {
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
         guard !localIdentifiers.isEmpty else { return }
-        try self.db.run("DELETE FROM objects WHERE account_id = ?1 AND device_id = ?2 AND local_id IN (SELECT value FROM json_each(?3))",
-                        [.text(device.accountID), .text(device.deviceID), .text(jsonArray(localIdentifiers))])
+        let k = try self.requireKeys(device)
+        try self.db.run("DELETE FROM objects WHERE account_key = ?1 AND device_key = ?2 AND local_id IN (SELECT value FROM json_each(?3))",
+                        [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))])
     }
 
     // MARK: - Records and links
 
     func records(accountID: String, guids: [String]) throws -> [CloudRecord] {
-        guard !guids.isEmpty else { return [] }
+        guard !guids.isEmpty, let a = try self.accountKey(accountID) else { return [] }
         var result: [CloudRecord] = []
-        try self.db.query(Self.recordsByGUIDSQL, [.text(accountID), .text(jsonArray(guids))]) { s in
+        result.reserveCapacity(guids.count)
+        try self.db.query(Self.recordsByGUIDSQL, [.int(a), .text(jsonArray(guids))]) { s in
             if let type = ObjectType(rawValue: Int(s.int(1))) { result.append(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2))) }
         }
         return result
     }
 
     func linkedObjects(_ device: DeviceRef, guids: [String]) throws -> [(guid: String, localIdentifier: String)] {
-        guard !guids.isEmpty else { return [] }
+        guard !guids.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [(guid: String, localIdentifier: String)] = []
-        try self.db.query(Self.linkedObjectsSQL, [.text(device.accountID), .text(device.deviceID), .text(jsonArray(guids))]) { s in
+        result.reserveCapacity(guids.count)
+        try self.db.query(Self.linkedObjectsSQL, [.int(k.account), .int(k.device), .text(jsonArray(guids))]) { s in
             result.append((s.text(0), s.text(1)))
         }
         return result
     }
 
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord] {
-        guard !keys.isEmpty else { return [] }
+        guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [CloudRecord] = []
-        try self.db.query(Self.unlinkedRecordsSQL, [.text(device.accountID), .text(device.deviceID), .text(Self.contentKeysJSON(keys))]) { s in
+        try self.db.query(Self.unlinkedRecordsSQL, [.int(k.account), .int(k.device), .text(Self.contentKeysJSON(keys))]) { s in
             if let type = ObjectType(rawValue: Int(s.int(1))) { result.append(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2))) }
         }
         return result
@@ -272,67 +364,76 @@ final class SQLiteTransaction: StoreWriteTransaction {
     func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
         guard !records.isEmpty else { return }
         // Writes are serialised, so reading and bumping the account's counter cannot interleave.
-        guard var order = try self.db.scalarInt("SELECT next_record_order FROM accounts WHERE account_id = ?", [.text(accountID)]) else {
+        guard let a = try self.accountKey(accountID),
+              var order = try self.db.scalarInt("SELECT next_record_order FROM accounts WHERE account_key = ?", [.int(a)]) else {
             throw DomainError.notFound(message: "No such account.")
         }
         for r in records {
-            try self.db.run("INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                            [.text(accountID), .text(r.guid), .int(Int64(r.type.rawValue)), .text(r.fingerprint), .int(order),
+            try self.db.run("INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                            [.int(a), .text(r.guid), .int(Int64(r.type.rawValue)), .text(r.fingerprint), .int(order),
                              .double(createdAt.timeIntervalSince1970)])
             order += 1
         }
-        try self.db.run("UPDATE accounts SET next_record_order = ? WHERE account_id = ?", [.int(order), .text(accountID)])
+        try self.db.run("UPDATE accounts SET next_record_order = ? WHERE account_key = ?", [.int(order), .int(a)])
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
+        guard !links.isEmpty else { return }
+        let k = try self.requireKeys(device)
         for (local, guid) in links {
-            try self.db.run("UPDATE objects SET record_guid = ? WHERE account_id = ? AND device_id = ? AND local_id = ?",
-                            [.text(guid), .text(device.accountID), .text(device.deviceID), .text(local)])
+            try self.db.run("UPDATE objects SET record_guid = ? WHERE account_key = ? AND device_key = ? AND local_id = ?",
+                            [.text(guid), .int(k.account), .int(k.device), .text(local)])
         }
     }
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {
         guard !guids.isEmpty else { return }
+        let k = try self.requireKeys(device)
         try self.db.run("""
             UPDATE objects SET record_guid = NULL
-            WHERE account_id = ?1 AND device_id = ?2 AND record_guid IN (SELECT value FROM json_each(?3))
-            """, [.text(device.accountID), .text(device.deviceID), .text(jsonArray(guids))])
+            WHERE account_key = ?1 AND device_key = ?2 AND record_guid IN (SELECT value FROM json_each(?3))
+            """, [.int(k.account), .int(k.device), .text(jsonArray(guids))])
     }
 
     func dropAllLinks(_ device: DeviceRef) throws {
-        try self.db.run("UPDATE objects SET record_guid = NULL WHERE account_id = ? AND device_id = ? AND record_guid IS NOT NULL",
-                        [.text(device.accountID), .text(device.deviceID)])
+        let k = try self.requireKeys(device)
+        try self.db.run("UPDATE objects SET record_guid = NULL WHERE account_key = ? AND device_key = ? AND record_guid IS NOT NULL",
+                        [.int(k.account), .int(k.device)])
     }
 
     // MARK: - History
 
     func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
-        try self.db.run("INSERT INTO changes (account_id, device_id, seq, created_at, details) VALUES (?, ?, ?, ?, ?)",
-                        [.text(device.accountID), .text(device.deviceID), .int(seq), .double(createdAt),
+        let k = try self.requireKeys(device)
+        try self.db.run("INSERT INTO changes (account_key, device_key, seq, created_at, details) VALUES (?, ?, ?, ?, ?)",
+                        [.int(k.account), .int(k.device), .int(seq), .double(createdAt),
                          details.map { .text(ChangeDetailsCodec.encode($0)) } ?? .null])
     }
 
     func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange] {
+        guard let k = try self.keys(device) else { return [] }
         var result: [StoredChange] = []
         try self.db.query("""
             SELECT seq, created_at, details FROM changes
-            WHERE account_id = ? AND device_id = ? AND seq > ? ORDER BY seq LIMIT ?
-            """, [.text(device.accountID), .text(device.deviceID), .int(seq), .int(Int64(limit))]) { s in
+            WHERE account_key = ? AND device_key = ? AND seq > ? ORDER BY seq LIMIT ?
+            """, [.int(k.account), .int(k.device), .int(seq), .int(Int64(limit))]) { s in
             result.append(StoredChange(seq: s.int(0), createdAt: s.double(1), details: s.isNull(2) ? nil : ChangeDetailsCodec.decode(s.text(2))))
         }
         return result
     }
 
     func latestChangeSeq(_ device: DeviceRef, createdAtOrBefore time: Double) throws -> Int64? {
-        try self.db.scalarInt("SELECT max(seq) FROM changes WHERE account_id = ? AND device_id = ? AND created_at <= ?",
-                              [.text(device.accountID), .text(device.deviceID), .double(time)])
+        guard let k = try self.keys(device) else { return nil }
+        return try self.db.scalarInt("SELECT max(seq) FROM changes WHERE account_key = ? AND device_key = ? AND created_at <= ?",
+                                     [.int(k.account), .int(k.device), .double(time)])
     }
 
     func pruneChanges(_ device: DeviceRef, throughSeq: Int64) throws {
-        try self.db.run("DELETE FROM changes WHERE account_id = ? AND device_id = ? AND seq <= ?",
-                        [.text(device.accountID), .text(device.deviceID), .int(throughSeq)])
-        try self.db.run("UPDATE devices SET pruned_through_seq = max(pruned_through_seq, ?) WHERE account_id = ? AND device_id = ?",
-                        [.int(throughSeq), .text(device.accountID), .text(device.deviceID)])
+        let k = try self.requireKeys(device)
+        try self.db.run("DELETE FROM changes WHERE account_key = ? AND device_key = ? AND seq <= ?",
+                        [.int(k.account), .int(k.device), .int(throughSeq)])
+        try self.db.run("UPDATE devices SET pruned_through_seq = max(pruned_through_seq, ?) WHERE account_key = ? AND device_key = ?",
+                        [.int(throughSeq), .int(k.account), .int(k.device)])
     }
 }
 

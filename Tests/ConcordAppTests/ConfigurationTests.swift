@@ -52,6 +52,13 @@ private func writeConfig(_ json: String) -> String {
     #expect(flagConfig.server.host == "10.0.0.2" && flagConfig.server.port == 8080)
 }
 
+@Test func sqliteSynchronousDefaultsToNormalAndAcceptsFull() throws {
+    #expect(try ConfigurationLoader.load(flags: [], environment: [:]).sqliteSynchronous == .normal)
+    #expect(try ConfigurationLoader.load(flags: [], environment: ["CONCORD_SQLITE_SYNCHRONOUS": "full"]).sqliteSynchronous == .full)
+    let file = writeConfig(#"{"sqliteSynchronous":"full"}"#)
+    #expect(try ConfigurationLoader.load(flags: [("--config", file)], environment: [:]).sqliteSynchronous == .full)
+}
+
 @Test func databaseLocationsParse() {
     #expect(Configuration.Database(parsing: "sqlite:/var/db/c.sqlite") == .sqlite(path: "/var/db/c.sqlite"))
     #expect(Configuration.Database(parsing: "./c.sqlite") == .sqlite(path: "./c.sqlite"))
@@ -74,6 +81,7 @@ private let errorCases: [(name: String, flags: [(String, String)], environment: 
     ("environmentPort", [], ["CONCORD_PORT": "eighty"], nil, #"invalid value "eighty" for CONCORD_PORT: expected an integer"#),
     ("environmentSection", [], ["CONCORD_LIMITS_MAX_BATCH": "0"], nil, "for CONCORD_LIMITS_MAX_BATCH: expected an integer of at least 1"),
     ("environmentTimeout", [], ["CONCORD_TIMEOUTS_IDLE": "soon"], nil, "for CONCORD_TIMEOUTS_IDLE: expected a number of seconds"),
+    ("unknownSQLiteSynchronous", [], ["CONCORD_SQLITE_SYNCHRONOUS": "off"], nil, #"invalid value "off" for CONCORD_SQLITE_SYNCHRONOUS: expected one of normal, full"#),
     ("fileWrongType", [], [:], #"{"server":{"port":"8080"}}"#, #"invalid value "8080" for server.port in "#),
     ("fileFraction", [], [:], #"{"history":{"maxAgeDays":1.5}}"#, "invalid value 1.5 for history.maxAgeDays in "),
     ("fileUnknownKey", [], [:], #"{"server":{"prot":8080}}"#, "unknown key server.prot in "),

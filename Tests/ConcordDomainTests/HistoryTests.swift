@@ -1,4 +1,5 @@
 import ConcordDomain
+import ConcordStorage
 import Foundation
 import Testing
 
@@ -140,6 +141,7 @@ import Testing
         try env.put(b, assets: (0..<contents).map { ("b\($0)", fp($0)) })
         let threads = 8
         let lock = NSLock()
+        // nonisolated(unsafe): both are only touched while holding `lock`.
         nonisolated(unsafe) var answers: [Int: Set<String>] = [:]
         nonisolated(unsafe) var failures: [String] = []
         let service = env.service
@@ -169,5 +171,44 @@ import Testing
             #expect(try env.local(a, [c]) == [.found("a\(i)")])
             #expect(try env.local(b, [c]) == [.found("b\(i)")])
         }
+    }
+}
+
+@Suite struct SharedDatabaseTests {
+    /// Two "servers" (two stores, two services) on one database file: devices racing through
+    /// different servers still converge on one record, and each device's tokens stay ordered.
+    @Test func twoServersSharingOneFileConverge() throws {
+        let env = try TestEnv()
+        let clock = env.clock
+        let second = try ConcordService(store: try SQLiteStore(path: env.path), clock: { clock.now })
+        let a = try env.device("A")
+        let b = try env.device("B")
+        let contents = 30
+        try env.put(a, assets: (0..<contents).map { ("a\($0)", fp($0)) })
+        try second.applyChanges(LibraryChangeRequest(assets: .init(upsert: (0..<contents).map { .asset("b\($0)", fingerprint: fp($0)) })), device: b)
+        let services = [env.service, second]
+        let lock = NSLock()
+        // nonisolated(unsafe): both are only touched while holding `lock`.
+        nonisolated(unsafe) var answers: [Int: Set<String>] = [:]
+        nonisolated(unsafe) var failures: [String] = []
+        DispatchQueue.concurrentPerform(iterations: 8) { t in
+            let service = services[t % 2]
+            let (device, prefix) = (t / 2) % 2 == 0 ? (a, "a") : (b, "b")
+            for i in 0..<contents {
+                do {
+                    let r = try service.cloudIdentifiers(forLocalIdentifiers: ["\(prefix)\(i)"], device: device)
+                    if case .found(let c) = r[0].result { lock.withLock { _ = answers[i, default: []].insert(c) } }
+                    else { lock.withLock { failures.append("\(r)") } }
+                } catch {
+                    lock.withLock { failures.append("\(error)") }
+                }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        for i in 0..<contents { #expect(answers[i]?.count == 1, "content \(i)") }
+        // Tokens from either server are the same device history.
+        let t1 = try env.service.currentChangeToken(device: a)
+        try second.applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("a-new", fingerprint: fp(999))])), device: a)
+        #expect(try env.service.changes(since: t1, limit: nil, device: a).changes.count == 1)
     }
 }

@@ -168,3 +168,23 @@ import Testing
         #expect(try env.cloud(b, ["a1"]) == [.error(.identifierNotFound(limitedLibrary: false))])
     }
 }
+
+@Suite struct LargeLibraryTests {
+    /// A whole-library PUT of many objects is linear: inserted, then updated and deleted in bulk.
+    @Test func largePutLibraryStaysFast() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        let n = 10_000
+        let start = Date()
+        let r1 = try env.service.replaceLibrary(LibrarySnapshot(objects: (0..<n).map { .asset("id-\($0)", fingerprint: fp($0)) }), reset: false, device: d)
+        #expect(r1.inserted == n)
+        // Half updated, a quarter deleted, the rest unchanged.
+        var next: [LibraryObject] = []
+        for i in 0..<n where i % 4 != 3 { next.append(.asset("id-\(i)", fingerprint: fp(i), isFavorite: i % 2 == 0)) }
+        let r2 = try env.service.replaceLibrary(LibrarySnapshot(objects: next), reset: false, device: d)
+        #expect((r2.inserted, r2.updated, r2.deleted, r2.unchanged) == (0, n / 2, n / 4, n / 4))
+        let page = try env.service.changes(since: r1.changeToken, limit: nil, device: d)
+        #expect(page.changes.first?.details?.assets.updated.count == n / 2)
+        #expect(Date().timeIntervalSince(start) < 30)
+    }
+}

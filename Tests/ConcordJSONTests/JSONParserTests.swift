@@ -215,6 +215,33 @@ import Testing
         #expect(decoded == identifiers)
     }
 
+    /// Array elements are held in fixed-size segments while parsing: nested arrays that start and
+    /// end on either side of a segment boundary must come out whole and in order, and a parse
+    /// failing with many elements pending must release them (no crash, no stale values).
+    @Test(arguments: [0, 1, 20, 31, 32, 33, 63, 64, 65, 200])
+    func nestedArraysAcrossSegmentBoundariesKeepEveryElementInOrder(count: Int) throws {
+        func element(_ index: Int) -> (text: String, value: JSONValue) {
+            switch index % 4 {
+            case 0: return ("\"item \(index)\"", .string("item \(index)"))
+            case 1: return ("\(index)", .number(Double(index)))
+            case 2:
+                let inner = (0..<(index % 70)).map { "\"in\($0)\"" }.joined(separator: ",")
+                return ("[\(inner)]", .array((0..<(index % 70)).map { .string("in\($0)") }))
+            default:
+                return ("{\"k\":[\(index),[]]}", .object(JSONObject([(key: "k", value: .array([.number(Double(index)), .array([])]))])))
+            }
+        }
+        let elements = (0..<count).map(element)
+        let text = "[" + elements.map(\.text).joined(separator: ",") + "]"
+        #expect(try Self.parse(text) == .array(elements.map(\.value)))
+        #expect(try Self.parse("[" + text + ", " + text + "]") == .array([.array(elements.map(\.value)), .array(elements.map(\.value))]))
+        // Cut off before the end: every prefix that leaves arrays open must fail cleanly.
+        let bytes = Array(text.utf8)
+        for cut in stride(from: 1, to: bytes.count, by: max(1, bytes.count / 40)) {
+            #expect(throws: JSONParseError.self) { try JSONValue.parse(bytes[0..<cut]) }
+        }
+    }
+
     @Test func errorDescriptionNamesMessageAndOffset() {
         let error = JSONParseError(message: "unterminated string", offset: 7)
         #expect(error.description == "unterminated string at byte 7")

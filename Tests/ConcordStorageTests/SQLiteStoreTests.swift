@@ -45,13 +45,16 @@ struct Boom: Error {}
         }
     }
 
-    @Test func writerIsWALWithSynchronousFull() throws {
+    @Test func writerIsWALWithSynchronousNormalByDefaultAndFullOnRequest() throws {
         let dir = try TempDir()
         let store = try SQLiteStore(path: dir.db)
         var mode = ""
         try store.writer.query("PRAGMA journal_mode") { s in mode = s.text(0) }
         #expect(mode == "wal")
-        #expect(try store.writer.scalarInt("PRAGMA synchronous") == 2)   // FULL
+        #expect(try store.writer.scalarInt("PRAGMA synchronous") == 1)   // NORMAL
+        let dir2 = try TempDir()
+        let full = try SQLiteStore(path: dir2.db, synchronous: .full)
+        #expect(try full.writer.scalarInt("PRAGMA synchronous") == 2)    // FULL
     }
 
     @Test func writeRollsBackWhenTheBodyThrows() throws {
@@ -149,6 +152,8 @@ struct Boom: Error {}
         ("objectsByContent", SQLiteTransaction.objectsByContentSQL),
         ("recordsByGUID", SQLiteTransaction.recordsByGUIDSQL),
         ("linkedObjects", SQLiteTransaction.linkedObjectsSQL),
+        ("linkStates", SQLiteTransaction.linkStatesSQL),
+        ("recordLinks", SQLiteTransaction.recordLinksSQL),
         ("unlinkedRecords", SQLiteTransaction.unlinkedRecordsSQL),
     ])
     func batchQueriesUseIndexes(_ name: String, _ sql: String) throws {
@@ -158,9 +163,39 @@ struct Boom: Error {}
         try store.writer.query("EXPLAIN QUERY PLAN " + sql) { s in plan.append(s.text(3)) }
         // A SEARCH on only the (account, device) prefix is a scan of a whole library.
         let scans = plan.filter {
-            ($0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN j")) || $0.hasSuffix("(account_id=? AND device_id=?)") || $0.hasSuffix("(account_id=?)")
+            ($0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN j")) || $0.hasSuffix("(account_key=? AND device_key=?)") || $0.hasSuffix("(account_key=?)")
         }
         #expect(scans.isEmpty, "\(name): \(plan)")
         #expect(plan.contains { $0.contains("USING") && ($0.contains("INDEX") || $0.contains("PRIMARY KEY")) }, "\(name): \(plan)")
+    }
+}
+
+@Suite struct LifecycleTests {
+    @Test func closeCheckpointsAndLaterCallsAreUnavailable() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        try store.write { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
+        #expect(try store.read { tx in try tx.accountExists("A") })
+        store.close()
+        #expect(throws: DomainError.unavailable(message: "Storage is closed.")) { try store.read { tx in try tx.accountExists("A") } }
+        #expect(throws: DomainError.unavailable(message: "Storage is closed.")) { try store.write { tx in try tx.accountExists("A") } }
+        // The WAL was folded into the database file, and the data is there on reopening.
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: dir.db + "-wal")[.size] as? Int) ?? 0
+        #expect(walSize == 0)
+        let reopened = try SQLiteStore(path: dir.db)
+        #expect(try reopened.read { tx in try tx.accountExists("A") })
+    }
+}
+
+@Suite struct ReadinessTests {
+    @Test func readyWhileOpenNotAfterClose() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        let service = try ConcordService(store: store)
+        #expect(service.isReady())
+        #expect(store.ping())
+        store.close()
+        #expect(!service.isReady())
+        #expect(!store.ping())
     }
 }

@@ -23,6 +23,8 @@ public enum CommandLineInterface {
           concord serve [--host H] [--port P] [--database D] [--admin-token T] [--config FILE] [--log-level L]
           concord version
           concord help
+          concord healthcheck [--url http://HOST:PORT/PATH]
+          concord backup --to FILE [--database D] [--config FILE]
 
         serve options (each also an environment variable):
           --host H          address to listen on (CONCORD_HOST, default 0.0.0.0)
@@ -33,6 +35,10 @@ public enum CommandLineInterface {
                             start and kept in the data directory's admin-token file)
           --config FILE     JSON configuration file (CONCORD_CONFIG); see docs/configuration.md
           --log-level L     trace, debug, info, notice, warning or error (CONCORD_LOG_LEVEL, default info)
+
+        healthcheck: exit 0 when GET answers 200; default URL http://127.0.0.1:$CONCORD_PORT/health.
+        backup: a consistent copy of the SQLite database, safe while a server serves it; never
+        overwrites FILE.
 
         Precedence: defaults < config file < environment < flags.
         Exit status: 0 after a clean shutdown, 1 when the server cannot start, 2 for a usage or
@@ -90,6 +96,7 @@ public enum CommandLineInterface {
     /// Runs the command line and returns the exit status: usage and configuration errors
     /// are one line on stderr and status 2.
     public static func run(arguments: [String], environment: [String: String]) -> Int32 {
+        if let status = OperatorCommands.run(arguments, environment: environment) { return status }
         let command: Command
         do {
             command = try self.parse(arguments, environment: environment)

@@ -87,6 +87,14 @@ public struct Configuration: Sendable, Equatable {
     public var history = History()
     /// Threads for requests that touch storage; 0 means two per core (at least 4).
     public var workers = 0
+    /// SQLite's `PRAGMA synchronous` for the writer: `normal` survives a crash of the process
+    /// (kill -9), `full` also survives a power loss, at one fsync per commit.
+    public var sqliteSynchronous = SQLiteSynchronous.normal
 
     public init() {}
+}
+
+/// The durability level of SQLite commits (see docs/configuration.md).
+public enum SQLiteSynchronous: String, Sendable, Equatable {
+    case normal, full
 }

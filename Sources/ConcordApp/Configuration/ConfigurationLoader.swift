@@ -18,6 +18,8 @@ struct Setting: Sendable {
         case optionalString
         case logLevel
         case database
+        /// One of a fixed set of words.
+        case choice([String])
     }
 
     /// Dotted path in the JSON file, e.g. `server.limits.bodyBytes`.
@@ -55,6 +57,7 @@ struct Setting: Sendable {
         case .optionalString: "a non-empty string"
         case .logLevel: "one of " + LogLevel.allCases.map(\.name).joined(separator: ", ")
         case .database: "sqlite:PATH, a file path, or postgres://user:password@host:port/dbname"
+        case .choice(let words): "one of " + words.joined(separator: ", ")
         }
     }
 
@@ -75,6 +78,8 @@ struct Setting: Sendable {
             return LogLevel(name: text).map { .logLevel($0) }
         case .database:
             return Configuration.Database(parsing: text).map { .database($0) }
+        case .choice(let words):
+            return words.contains(text) ? .string(text) : nil
         }
     }
 
@@ -140,6 +145,9 @@ public enum ConfigurationLoader {
         Setting(key: "history.maxChanges", kind: .int(1...maxInt), flag: nil) { $0.history.maxChanges = $1.int },
         Setting(key: "history.maxAgeDays", kind: .int(1...36_500), flag: nil) { $0.history.maxAgeDays = $1.int },
         Setting(key: "workers", kind: .int(0...1024), flag: nil) { $0.workers = $1.int },
+        Setting(key: "sqliteSynchronous", kind: .choice(["normal", "full"]), flag: nil) {
+            $0.sqliteSynchronous = $1.string == "full" ? .full : .normal
+        },
     ]
 
     /// Flags `serve` accepts: the settings' flags plus `--config`.

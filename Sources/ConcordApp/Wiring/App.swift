@@ -58,7 +58,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
     let metrics = MetricsRegistry()
     do throws(StartupError) {
         let storage = try StorageHook.open(
-            configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch)
+            configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch,
+            sqliteSynchronous: configuration.sqliteSynchronous)
         let adminToken: String
         do throws(StartupError) {
             adminToken = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)

@@ -29,7 +29,7 @@ public struct StorageHook: Sendable {
     /// reason when it cannot (unreadable file, newer schema, postgres not built).
     static func open(
         _ database: Configuration.Database, history: Configuration.History = Configuration.History(),
-        maxBatch: Int = Configuration.Limits().maxBatch
+        maxBatch: Int = Configuration.Limits().maxBatch, sqliteSynchronous: SQLiteSynchronous = .normal
     ) throws(StartupError) -> StorageHook {
         switch database {
         case .postgres:
@@ -38,7 +38,7 @@ public struct StorageHook: Sendable {
             try DataDirectory.create(forDatabaseAt: path)
             let store: SQLiteStore
             do {
-                store = try SQLiteStore(path: path)
+                store = try SQLiteStore(path: path, synchronous: sqliteSynchronous == .full ? .full : .normal)
             } catch {
                 // SQLiteStoreError already names the file: keep only its reason.
                 var reason = String(describing: error)
