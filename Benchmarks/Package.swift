@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "hummingbird-peer", targets: ["hummingbird-peer"]),
         .executable(name: "json-bench", targets: ["json-bench"]),
+        .executable(name: "device-sim", targets: ["device-sim"]),
     ],
     dependencies: [
         // No traits: the default ones pull swift-configuration and change nothing we measure,
@@ -30,6 +31,13 @@ let package = Package(
             name: "json-bench",
             dependencies: [
                 "BenchSupport",
+                .product(name: "ConcordJSON", package: "Concord"),
+            ]
+        ),
+        // Simulated devices against a running Concord (and the peer): its own raw-socket client.
+        .executableTarget(
+            name: "device-sim",
+            dependencies: [
                 .product(name: "ConcordJSON", package: "Concord"),
             ]
         ),

@@ -6,6 +6,10 @@ extension ConcordService {
     /// `POST /v1/library/changes`: applied atomically; one history entry when anything changed.
     @discardableResult
     public func applyChanges(_ request: LibraryChangeRequest, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
+        // API.md §4 bounds only PUT /v1/library by the body limit "not by maxBatch": an incremental
+        // change request is a batch, so its items (upserts and deletes of all types) count against it.
+        let itemCount = [ObjectType.asset, .assetCollection, .collectionList].reduce(0) { $0 + request.part($1).upsert.count + request.part($1).delete.count }
+        guard itemCount <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         var seen = Set<String>()
         var upserts: [LibraryObject] = []
         var deletes: [(type: ObjectType, id: String)] = []
@@ -65,6 +69,15 @@ extension ConcordService {
                 for id in deleteIDs { after[id] = nil }
                 for o in upserts { after[o.localIdentifier] = o.type }
                 try Self.checkMembers(upserts, typeOf: { after[$0] })
+                // PhotoKit semantics: a deleted asset leaves every album, a deleted collection every folder.
+                // An identifier appears once per request, so a deleted one is never re-added here.
+                let upserted = Set(upserts.lazy.map(\.localIdentifier))
+                let cascaded = try Self.removeDeletedMembers(tx, device, deleted: deleteIDs, typeOf: { existing[$0]?.object.type },
+                                                             skipping: upserted)
+                for s in cascaded {
+                    puts.append(s)
+                    details[s.object.type].updated.append(s.object.localIdentifier)
+                }
 
                 let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
                 let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
@@ -206,6 +219,57 @@ extension ConcordService {
         if boundary > state.prunedThroughSeq { try tx.pruneChanges(state.ref, throughSeq: boundary) }
         return seq
     }
+
+    /// Albums listing a deleted asset and folders listing a deleted collection, with those members
+    /// removed (order kept) and their links kept (the fingerprint is unchanged). Containers deleted in
+    /// the same request are skipped (they are gone), and so are those in `skipping` (upserted in the
+    /// same request: the client's list is what it wants, and `checkMembers` holds it to the rule).
+    /// Built from existing store primitives so every engine gets it: one paged scan of the device's
+    /// albums (or folders) by type, only when the request deletes something they can list, then one
+    /// batched read of the changed ones for their links.
+    static func removeDeletedMembers(_ tx: any StoreWriteTransaction, _ device: DeviceRef, deleted: [String],
+                                     typeOf: (String) -> ObjectType?, skipping: Set<String>) throws -> [StoredObject] {
+        guard !deleted.isEmpty else { return [] }
+        let gone = Set(deleted)
+        var deletedAssets = Set<String>()
+        var deletedCollections = Set<String>()
+        for id in deleted {
+            switch typeOf(id) {
+            case .asset: deletedAssets.insert(id)
+            case .assetCollection, .collectionList: deletedCollections.insert(id)
+            case nil: break
+            }
+        }
+        var changed: [String: [String]] = [:]   // container → its new member list
+        var order: [String] = []
+        for (containerType, removed) in [(ObjectType.assetCollection, deletedAssets), (.collectionList, deletedCollections)] where !removed.isEmpty {
+            var after: String?
+            while true {
+                let page = try tx.objectPage(device, type: containerType, after: after, limit: Self.containerScanPage)
+                for c in page where !gone.contains(c.localIdentifier) && !skipping.contains(c.localIdentifier) {
+                    guard c.members.contains(where: { removed.contains($0) }) else { continue }
+                    changed[c.localIdentifier] = c.members.filter { !removed.contains($0) }
+                    order.append(c.localIdentifier)
+                }
+                guard page.count == Self.containerScanPage, let last = page.last else { break }
+                after = last.localIdentifier
+            }
+        }
+        guard !order.isEmpty else { return [] }
+        var stored: [String: StoredObject] = [:]
+        for s in try tx.objects(device, localIdentifiers: order) { stored[s.object.localIdentifier] = s }
+        var result: [StoredObject] = []
+        result.reserveCapacity(order.count)
+        for id in order {
+            guard var s = stored[id], let members = changed[id] else { continue }
+            s.object.members = members
+            result.append(s)
+        }
+        return result
+    }
+
+    /// Page size of the container scan: one round trip for all but very large libraries of albums.
+    static let containerScanPage = 10_000
 
     static func validate(_ o: LibraryObject, field: String) throws(DomainError) {
         guard Identifiers.isValidLocalIdentifier(o.localIdentifier) else {

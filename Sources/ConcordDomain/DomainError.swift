@@ -5,6 +5,7 @@ public indirect enum DetailValue: Sendable, Equatable {
     case bool(Bool)
     case array([DetailValue])
     case object([DetailField])
+    case null
 }
 
 /// One named detail of an error object, kept in order.
@@ -114,7 +115,8 @@ public enum DomainError: Error, Sendable, Equatable {
         case .badRequest(_, let field?): return [DetailField("field", .string(field))]
         case .unprocessable(_, let details): return details
         case .batchTooLarge(let max): return [DetailField("maxBatch", .int(max))]
-        case .versionMismatch(let v?): return [DetailField("version", .string(v))]
+        // Nothing exists to have a version: `"version": null`, so the answer keeps one shape.
+        case .versionMismatch(let v): return [DetailField("version", v.map { .string($0) } ?? .null)]
         default: return []
         }
     }

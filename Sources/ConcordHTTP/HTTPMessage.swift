@@ -21,13 +21,13 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// Replaces every field of that name with one field.
     public mutating func replaceOrAdd(name: String, value: String) {
-        self.fields.removeAll { $0.name.utf8.count == name.utf8.count && $0.name.lowercased() == name.lowercased() }
+        self.fields.removeAll { fieldNamesEqual($0.name, name) }
         self.fields.append((name, value))
     }
 
     /// The first value of `name`, compared case-insensitively.
     public subscript(first name: String) -> String? {
-        for field in self.fields where field.name.utf8.count == name.utf8.count && field.name.lowercased() == name.lowercased() {
+        for field in self.fields where fieldNamesEqual(field.name, name) {
             return field.value
         }
         return nil
@@ -35,10 +35,39 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// Every value of `name`, in order.
     public subscript(all name: String) -> [String] {
-        self.fields.filter { $0.name.utf8.count == name.utf8.count && $0.name.lowercased() == name.lowercased() }.map(\.value)
+        self.fields.filter { fieldNamesEqual($0.name, name) }.map(\.value)
     }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { self.fields.makeIterator() }
+}
+
+/// Case-insensitive name comparison without allocating: ASCII bytes compare with their
+/// case folded; a name with any non-ASCII byte falls back to `lowercased()` so the answer
+/// is exactly what comparing lowercased strings gives.
+@inline(__always)
+func fieldNamesEqual(_ a: String, _ b: String) -> Bool {
+    guard a.utf8.count == b.utf8.count else { return false }
+    var a = a
+    var b = b
+    let ascii: Bool? = a.withUTF8 { x in
+        b.withUTF8 { y in
+            var equal = true
+            for i in 0..<x.count {
+                let p = x[i]
+                let q = y[i]
+                if p | q >= 0x80 { return nil }
+                if p == q { continue }
+                // Fold A-Z to a-z; only letters may differ by case.
+                let lp = p &- UInt8(ascii: "A") < 26 ? p | 0x20 : p
+                let lq = q &- UInt8(ascii: "A") < 26 ? q | 0x20 : q
+                // Keep scanning after a mismatch: a later non-ASCII byte means `lowercased()` decides.
+                if lp != lq { equal = false }
+            }
+            return equal
+        }
+    }
+    if let ascii { return ascii }
+    return a.lowercased() == b.lowercased()
 }
 
 /// A complete request as handed to the application: the head plus the whole body
@@ -60,16 +89,34 @@ public struct HTTPRequest: Sendable {
         self.body = body
     }
 
-    /// The target's path, still percent-encoded (everything before `?`).
+    /// The target's path, still percent-encoded (everything before `?`). For an absolute-form
+    /// target (`http://host/path?q`, RFC 9112 §3.2.2, which a server MUST accept) it is the
+    /// path after the authority, `/` when that is empty (RFC 3986 §6.2.3).
     public var path: Substring {
-        if let q = self.target.firstIndex(of: "?") { return self.target[..<q] }
-        return self.target[...]
+        let rest = self.originForm
+        if let q = rest.firstIndex(of: "?") { return rest[..<q] }
+        return rest
     }
 
     /// The target's query, without `?`, still percent-encoded; nil when there is none.
     public var query: Substring? {
         guard let q = self.target.firstIndex(of: "?") else { return nil }
         return self.target[self.target.index(after: q)...]
+    }
+
+    /// The target from its path on: the target itself unless it is absolute-form, whose
+    /// `scheme://authority` is dropped (the authority ends at the first `/` or `?`).
+    private var originForm: Substring {
+        let target = self.target[...]
+        guard let first = target.utf8.first, first != UInt8(ascii: "/"), first != UInt8(ascii: "*"),
+              let colon = target.firstIndex(of: ":")
+        else { return target }
+        let afterColon = target[target.index(after: colon)...]
+        guard afterColon.hasPrefix("//") else { return target }
+        let authority = afterColon.dropFirst(2)
+        guard let end = authority.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
+        if authority[end] == "?" { return Substring("/" + authority[end...]) }
+        return authority[end...]
     }
 }
 

@@ -407,7 +407,7 @@ public struct HTTPRequestParser: Sendable {
         }
         let major = Int(self.buffer[i + 5] - UInt8(ascii: "0"))
         let minor = Int(self.buffer[i + 7] - UInt8(ascii: "0"))
-        guard major == 1, minor <= 1 else {
+        guard major == 1 else {
             throw .versionNotSupported("HTTP/\(major).\(minor) is not supported")
         }
         let method = String(decoding: self.buffer[start..<methodEnd], as: UTF8.self)
@@ -417,14 +417,23 @@ public struct HTTPRequestParser: Sendable {
         } else if first == UInt8(ascii: "*") && targetEnd - targetStart == 1 {
             // RFC 9112 §3.2.4 asterisk-form: only for a server-wide OPTIONS.
             guard method == "OPTIONS" else { throw .badRequest("asterisk-form target is only valid for OPTIONS") }
+        } else if method == "CONNECT" {
+            // RFC 9112 §3.2.3 authority-form: kept so the router answers 501 (CONNECT is not served).
         } else if !self.isAbsoluteForm(targetStart, targetEnd) {
-            // Authority-form (§3.2.3) is only for CONNECT, which is not served.
+            // Authority-form (§3.2.3) is only for CONNECT.
             throw .badRequest("malformed request target")
+        }
+        // RFC 9112 §3.2: no form of request-target has a fragment (clients strip it); a '#'
+        // would otherwise end up inside a path segment or query value.
+        if self.buffer[targetStart..<targetEnd].contains(UInt8(ascii: "#")) {
+            throw .badRequest("fragment in request target")
         }
         // RFC 9112 §3.2.2 absolute-form is accepted (a server MUST accept it) and kept as sent.
         self.method = method
         self.target = String(decoding: self.buffer[targetStart..<targetEnd], as: UTF8.self)
-        self.version = HTTPVersion(major: major, minor: minor)
+        // RFC 9110 §2.5: a higher minor version of a major version we implement is processed
+        // as the highest minor we conform to (HTTP/1.2 is served as HTTP/1.1).
+        self.version = HTTPVersion(major: major, minor: min(minor, 1))
     }
 
     /// scheme ":" "//" … (RFC 3986 §3.1: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )).

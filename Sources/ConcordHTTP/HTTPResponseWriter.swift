@@ -37,12 +37,12 @@ public enum HTTPResponseWriter {
         buffer.append(contentsOf: "HTTP/1.1 ".utf8)
         appendStatusCode(status, to: &buffer)
         buffer.append(sp)
-        buffer.append(contentsOf: reasonPhrase(status).utf8)
+        appendUTF8(reasonPhrase(status), to: &buffer)
         buffer.append(contentsOf: crlf)
 
         for field in response.headers.fields {
             guard isValidFieldName(field.name), !isWriterOwned(field.name) else { continue }
-            buffer.append(contentsOf: field.name.utf8)
+            appendUTF8(field.name, to: &buffer)
             buffer.append(contentsOf: ": ".utf8)
             appendNeutralisedValue(field.value, to: &buffer)
             buffer.append(contentsOf: crlf)
@@ -54,7 +54,7 @@ public enum HTTPResponseWriter {
 
         if !bodyless {
             buffer.append(contentsOf: "Content-Length: ".utf8)
-            buffer.append(contentsOf: String(response.body.count).utf8)
+            appendDecimal(response.body.count, to: &buffer)
             buffer.append(contentsOf: crlf)
         }
         if !keepAlive {
@@ -135,6 +135,27 @@ public enum HTTPResponseWriter {
 private let sp: UInt8 = 0x20
 private let crlf: [UInt8] = [0x0D, 0x0A]
 
+/// The bytes of `string` in one copy.
+private func appendUTF8(_ string: String, to buffer: inout [UInt8]) {
+    var string = string
+    string.withUTF8 { buffer.append(contentsOf: $0) }
+}
+
+/// A non-negative count in decimal, without building a String.
+private func appendDecimal(_ value: Int, to buffer: inout [UInt8]) {
+    var v = UInt(max(0, value))
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes ≥ the 20 digits of UInt64.max
+    withUnsafeMutableBytes(of: &digits) { raw in
+        var i = raw.count
+        repeat {
+            i -= 1
+            raw[i] = UInt8(ascii: "0") &+ UInt8(v % 10)
+            v /= 10
+        } while v > 0
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[i...]))
+    }
+}
+
 private func appendStatusCode(_ status: Int, to buffer: inout [UInt8]) {
     buffer.append(UInt8(ascii: "0") + UInt8(status / 100))
     buffer.append(UInt8(ascii: "0") + UInt8(status / 10 % 10))
@@ -144,20 +165,33 @@ private func appendStatusCode(_ status: Int, to buffer: inout [UInt8]) {
 /// Control characters (except HTAB) become spaces: a CR or LF here would end the field early
 /// and let the rest be read as new fields or a new response.
 private func appendNeutralisedValue(_ value: String, to buffer: inout [UInt8]) {
-    for byte in value.utf8 {
-        if (byte < 0x20 && byte != 0x09) || byte == 0x7F {
-            buffer.append(sp)
-        } else {
-            buffer.append(byte)
+    var value = value
+    // Contiguous UTF-8 (native strings already are): check for a control byte first, and
+    // when there is none — nearly always — copy the value in one go.
+    value.withUTF8 { bytes in
+        var clean = true
+        for byte in bytes where (byte < 0x20 && byte != 0x09) || byte == 0x7F {
+            clean = false
+            break
+        }
+        if clean {
+            buffer.append(contentsOf: bytes)
+            return
+        }
+        for byte in bytes {
+            buffer.append((byte < 0x20 && byte != 0x09) || byte == 0x7F ? sp : byte)
         }
     }
 }
 
 /// field-name = token (RFC 9110 §5.1).
 private func isValidFieldName(_ name: String) -> Bool {
-    if name.utf8.isEmpty { return false }
-    for c in name.utf8 where !isTokenChar(c) { return false }
-    return true
+    var name = name
+    return name.withUTF8 { bytes in
+        if bytes.isEmpty { return false }
+        for c in bytes where !isTokenChar(c) { return false }
+        return true
+    }
 }
 
 private func isWriterOwned(_ name: String) -> Bool {

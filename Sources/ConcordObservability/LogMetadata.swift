@@ -34,12 +34,19 @@ public struct LogMetadata: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         for (key, value) in elements { self[key] = value }
     }
 
+    /// Pairs whose keys the caller knows to be distinct (hot paths such as the access
+    /// log), taken as they are without the per-key replacement search.
+    public init(uniquePairs: [(key: String, value: LogValue)]) {
+        self.pairs = uniquePairs
+    }
+
     public var isEmpty: Bool { self.pairs.isEmpty }
 
     public subscript(key: String) -> LogValue? {
-        get { self.pairs.first(where: { $0.key == key })?.value }
+        // Lengths first: unequal keys are then rejected without a string comparison.
+        get { self.pairs.first(where: { $0.key.utf8.count == key.utf8.count && $0.key == key })?.value }
         set {
-            if let index = self.pairs.firstIndex(where: { $0.key == key }) {
+            if let index = self.pairs.firstIndex(where: { $0.key.utf8.count == key.utf8.count && $0.key == key }) {
                 if let newValue { self.pairs[index].value = newValue } else { self.pairs.remove(at: index) }
             } else if let newValue {
                 self.pairs.append((key, newValue))

@@ -60,6 +60,16 @@ public final class LogSink: Sendable {
         if full { self.flush() }
     }
 
+    /// Renders one line straight into the buffer (under the lock: no line array of its
+    /// own); flushes synchronously only when the buffer passes the threshold.
+    public func append(_ render: (inout [UInt8]) -> Void) {
+        let full = self.buffer.withLock { buffer in
+            render(&buffer)
+            return buffer.count >= self.flushThreshold
+        }
+        if full { self.flush() }
+    }
+
     /// Writes everything buffered so far.
     public func flush() {
         self.writeLock.withLock { _ in

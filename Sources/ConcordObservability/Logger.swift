@@ -37,9 +37,21 @@ public struct Logger: Sendable {
     @inline(__always)
     public func log(level: LogLevel, _ message: @autoclosure () -> String, metadata: @autoclosure () -> LogMetadata = [:]) {
         guard level >= self.level else { return }
-        let extra = metadata()
-        let all = extra.isEmpty ? self.metadata : self.metadata.merging(extra)
-        self.sink.append(LogLine.render(epochNanoseconds: LogClock.nowNanoseconds(), level: level, message: message(), metadata: all))
+        self.write(level: level, message: message(), extra: metadata())
+    }
+
+    /// Renders the line straight into the sink's buffer: no intermediate line array,
+    /// and no merged copy of the metadata when only one side has pairs.
+    @usableFromInline
+    func write(level: LogLevel, message: String, extra: LogMetadata) {
+        let now = LogClock.nowNanoseconds()
+        if extra.isEmpty || self.metadata.isEmpty {
+            let all = extra.isEmpty ? self.metadata : extra
+            self.sink.append { LogLine.append(epochNanoseconds: now, level: level, message: message, metadata: all, to: &$0) }
+        } else {
+            let all = self.metadata.merging(extra)
+            self.sink.append { LogLine.append(epochNanoseconds: now, level: level, message: message, metadata: all, to: &$0) }
+        }
     }
 
     public func trace(_ message: @autoclosure () -> String, metadata: @autoclosure () -> LogMetadata = [:]) {
@@ -80,19 +92,25 @@ public enum LogLine {
     public static func render(epochNanoseconds: Int64, level: LogLevel, message: String, metadata: LogMetadata) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96 + message.utf8.count)
+        self.append(epochNanoseconds: epochNanoseconds, level: level, message: message, metadata: metadata, to: &out)
+        return out
+    }
+
+    /// Appends the line `render` returns to `out` (the sink renders into its buffer).
+    public static func append(epochNanoseconds: Int64, level: LogLevel, message: String, metadata: LogMetadata, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"ts":""#.utf8)
         appendTimestamp(epochNanoseconds, to: &out)
         out.append(contentsOf: #"","level":""#.utf8)
         out.append(contentsOf: level.name.utf8)
         out.append(contentsOf: #"","msg":"#.utf8)
         appendJSONString(message, to: &out)
-        for (key, value) in metadata.pairs where key != "ts" && key != "level" && key != "msg" {
+        for (key, value) in metadata.pairs where !isReservedKey(key) {
             out.append(UInt8(ascii: ","))
             appendJSONString(key, to: &out)
             out.append(UInt8(ascii: ":"))
             switch value {
             case .string(let s): appendJSONString(s, to: &out)
-            case .int(let i): out.append(contentsOf: String(i).utf8)
+            case .int(let i): appendInt(i, to: &out)
             case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
             case .double(let d):
                 // JSON has no NaN or infinities; write them as strings rather than break the line.
@@ -100,29 +118,88 @@ public enum LogLine {
             }
         }
         out.append(contentsOf: "}\n".utf8)
-        return out
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`
+    /// `ts`, `level` or `msg`; lengths first, so most keys need no string comparison.
+    @inline(__always)
+    static func isReservedKey(_ key: String) -> Bool {
+        switch key.utf8.count {
+        case 2: key == "ts"
+        case 3: key == "msg"
+        case 5: key == "level"
+        default: false
+        }
+    }
+
+    /// Decimal digits of `value`, as `String(value)` spells them, without building a String.
+    static func appendInt(_ value: Int, to out: inout [UInt8]) {
+        if value < 0 {
+            out.append(UInt8(ascii: "-"))
+        }
+        // Magnitude as UInt so Int.min does not overflow.
+        var v = value.magnitude
+        if v < 10 {
+            out.append(UInt8(ascii: "0") &+ UInt8(v))
+            return
+        }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes ≥ the 20 digits of UInt64.max
+        withUnsafeMutableBytes(of: &digits) { raw in
+            var i = raw.count
+            while v > 0 {
+                i -= 1
+                raw[i] = UInt8(ascii: "0") &+ UInt8(v % 10)
+                v /= 10
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[i...]))
+        }
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, by arithmetic on the epoch (no `gmtime_r`, which takes
+    /// glibc's time-zone lock on every call).
     static func appendTimestamp(_ epochNanoseconds: Int64, to out: inout [UInt8]) {
-        var seconds = time_t(epochNanoseconds / 1_000_000_000)
-        let millis = Int((epochNanoseconds % 1_000_000_000) / 1_000_000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        appendDigits(Int(parts.tm_year) + 1900, 4, &out)
+        // Floor division so instants before 1970 still land on the right day and millisecond.
+        var seconds = epochNanoseconds / 1_000_000_000
+        var nanos = epochNanoseconds % 1_000_000_000
+        if nanos < 0 {
+            nanos += 1_000_000_000
+            seconds -= 1
+        }
+        var days = Int(seconds / 86_400)
+        var secondsOfDay = Int(seconds % 86_400)
+        if secondsOfDay < 0 {
+            secondsOfDay += 86_400
+            days -= 1
+        }
+        let (year, month, day) = civilFromDays(days)
+        appendDigits(year, 4, &out)
         out.append(UInt8(ascii: "-"))
-        appendDigits(Int(parts.tm_mon) + 1, 2, &out)
+        appendDigits(month, 2, &out)
         out.append(UInt8(ascii: "-"))
-        appendDigits(Int(parts.tm_mday), 2, &out)
+        appendDigits(day, 2, &out)
         out.append(UInt8(ascii: "T"))
-        appendDigits(Int(parts.tm_hour), 2, &out)
+        appendDigits(secondsOfDay / 3600, 2, &out)
         out.append(UInt8(ascii: ":"))
-        appendDigits(Int(parts.tm_min), 2, &out)
+        appendDigits(secondsOfDay / 60 % 60, 2, &out)
         out.append(UInt8(ascii: ":"))
-        appendDigits(Int(parts.tm_sec), 2, &out)
+        appendDigits(secondsOfDay % 60, 2, &out)
         out.append(UInt8(ascii: "."))
-        appendDigits(millis, 3, &out)
+        appendDigits(Int(nanos / 1_000_000), 3, &out)
         out.append(UInt8(ascii: "Z"))
+    }
+
+    /// Days since 1970-01-01 → proleptic Gregorian (year, month 1...12, day 1...31).
+    /// Howard Hinnant's `civil_from_days` (as `HTTPDate` uses).
+    static func civilFromDays(_ z0: Int) -> (Int, Int, Int) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let y = yoe + era * 400
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (m <= 2 ? y + 1 : y, m, d)
     }
 
     private static func appendDigits(_ value: Int, _ width: Int, _ out: inout [UInt8]) {
@@ -142,6 +219,17 @@ public enum LogLine {
     /// control characters escaped; everything else copied as UTF-8.
     static func appendJSONString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most keys and values need no escape: check first, then copy in one go.
+        var s = s
+        let clean = s.withUTF8 { bytes in
+            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if clean {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

@@ -48,7 +48,7 @@ private final class LogCapture: Sendable {
     #expect(error == .object(JSONObject([("error", .object(JSONObject([("name", .string("notFound")), ("message", .string("Not found."))])))])))
 
     let wrongMethod = try rawRequest(port: app.port, "DELETE", "/health")
-    #expect(wrongMethod.status == 405 && wrongMethod.header("Allow") == "GET, HEAD")
+    #expect(wrongMethod.status == 405 && wrongMethod.header("Allow") == "GET, HEAD, OPTIONS")
     #expect(wrongMethod.body.contains(#""name":"methodNotAllowed""#))
 
     let badPath = try rawRequest(port: app.port, "GET", "/health%zz")

@@ -244,3 +244,47 @@ private func fullChange(album: String = "A/L0/040", folder: String = "F/L0/020")
     #expect(try server.call("PUT", "/v1/library/authorization", token: device.token, body: #"{"status":"authorized"}"#).status == 200)
     #expect(try server.cloudIDs(device.token, ["a"])[0]["cloudIdentifier"]?.stringValue == cloud)
 }
+
+@Test func deletingAnAssetOrAlbumRemovesItFromAlbumsAndFolders() throws {
+    let server = try APIServer()
+    let account = try server.account()
+    let device = try server.device(account.token)
+    #expect(try server.call("POST", "/v1/library/changes", token: device.token, body: fullChange()).status == 200)
+    let start = try #require(try server.call("GET", "/v1/library/token", token: device.token)["changeToken"]?.stringValue)
+
+    // The album listed the asset: it leaves the album in the same change, counted as updated.
+    let deleteAsset = try server.call("POST", "/v1/library/changes", token: device.token,
+                                      body: #"{"assets":{"delete":["\#(assetID(1))"]}}"#)
+    #expect(deleteAsset.status == 200, "\(deleteAsset.raw.body)")
+    #expect(deleteAsset["inserted"]?.intValue == 0 && deleteAsset["updated"]?.intValue == 1
+        && deleteAsset["deleted"]?.intValue == 1 && deleteAsset["unchanged"]?.intValue == 0)
+    let album = try server.call("GET", "/v1/library/objects/A/L0/040", token: device.token)
+    #expect(album["assets"]?.arrayValue == [.string(assetID(2))] && album["title"]?.stringValue == "Trip")
+
+    // An album sent with the delete keeps its own list, so listing the deleted asset is 422.
+    let conflicting = try server.call("POST", "/v1/library/changes", token: device.token, body: """
+        {"assets":{"delete":["\(assetID(2))"]},
+         "assetCollections":{"upsert":[{"localIdentifier":"A/L0/040","fingerprint":"\(fingerprint(100))","assets":["\(assetID(2))"]}]}}
+        """)
+    #expect(conflicting.status == 422 && conflicting.errorName == "unprocessable")
+    #expect(conflicting.json?["error"]?["missing"]?.arrayValue == [.string(assetID(2))])
+
+    // A deleted album leaves its folder.
+    let deleteAlbum = try server.call("POST", "/v1/library/changes", token: device.token,
+                                      body: #"{"assetCollections":{"delete":["A/L0/040"]}}"#)
+    #expect(deleteAlbum["updated"]?.intValue == 1 && deleteAlbum["deleted"]?.intValue == 1)
+    #expect(try server.call("GET", "/v1/library/objects/F/L0/020", token: device.token)["collections"]?.arrayValue == [])
+
+    // History names the containers as updated in the deleting change.
+    let history = try server.call("GET", "/v1/library/changes?since=\(percentEncoded(start))", token: device.token)
+    let t1 = try #require(deleteAsset["changeToken"]?.stringValue)
+    let t2 = try #require(deleteAlbum["changeToken"]?.stringValue)
+    #expect(history.json == (try JSONValue.parse(Array("""
+        {"changes":[
+          {"changeToken":"\(t1)","assets":{"inserted":[],"updated":[],"deleted":["\(assetID(1))"]},
+           "assetCollections":{"inserted":[],"updated":["A/L0/040"],"deleted":[]},"collectionLists":{"inserted":[],"updated":[],"deleted":[]}},
+          {"changeToken":"\(t2)","assets":{"inserted":[],"updated":[],"deleted":[]},
+           "assetCollections":{"inserted":[],"updated":[],"deleted":["A/L0/040"]},"collectionLists":{"inserted":[],"updated":["F/L0/020"],"deleted":[]}}],
+         "changeToken":"\(t2)","hasMore":false}
+        """.utf8))))
+}

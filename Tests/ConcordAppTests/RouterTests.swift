@@ -20,6 +20,8 @@ private enum Expected: Equatable {
     case notFound
     case methodNotAllowed([String])
     case badRequest
+    case notImplemented
+    case options([String])
 }
 
 private func outcome(_ method: String, _ path: String) -> Expected {
@@ -28,20 +30,22 @@ private func outcome(_ method: String, _ path: String) -> Expected {
     case .notFound: .notFound
     case .methodNotAllowed(let allow): .methodNotAllowed(allow)
     case .badRequest: .badRequest
+    case .notImplemented: .notImplemented
+    case .options(let allow): .options(allow)
     }
 }
 
 private let cases: [(method: String, path: String, expected: Expected)] = [
     ("GET", "/health", .found("GET /health", [:])),
     ("HEAD", "/health", .found("GET /health", [:])),
-    ("POST", "/health", .methodNotAllowed(["GET", "HEAD"])),
+    ("POST", "/health", .methodNotAllowed(["GET", "HEAD", "OPTIONS"])),
     ("GET", "/health/", .notFound),
     ("GET", "/healthz", .notFound),
     ("GET", "/", .notFound),
     ("GET", "//health", .notFound),
     ("GET", "/v1/devices/abc", .found("GET /v1/devices/{deviceID}", ["deviceID": "abc"])),
     ("DELETE", "/v1/devices/abc", .found("DELETE /v1/devices/{deviceID}", ["deviceID": "abc"])),
-    ("PATCH", "/v1/devices/abc", .methodNotAllowed(["DELETE", "GET", "HEAD"])),
+    ("POST", "/v1/devices/abc", .methodNotAllowed(["DELETE", "GET", "HEAD", "OPTIONS"])),
     // A literal beats a parameter at the same position.
     ("GET", "/v1/devices/me", .found("GET /v1/devices/me", [:])),
     // ...but the parameter pattern still serves methods the literal lacks.
@@ -63,14 +67,24 @@ private let cases: [(method: String, path: String, expected: Expected)] = [
     ("GET", "/v1/library/objects/ABC-123%2FL0%2F001",
      .found("GET /v1/library/objects/{localIdentifier...}", ["localIdentifier": "ABC-123/L0/001"])),
     ("PUT", "/v1/library/objects/x", .found("PUT /v1/library/objects/{localIdentifier...}", ["localIdentifier": "x"])),
-    ("DELETE", "/v1/library/objects/x", .methodNotAllowed(["GET", "HEAD", "PUT"])),
+    ("DELETE", "/v1/library/objects/x", .methodNotAllowed(["GET", "HEAD", "OPTIONS", "PUT"])),
     ("POST", "/v1/library/objects", .found("POST /v1/library/objects", [:])),
-    ("GET", "/v1/library/objects", .methodNotAllowed(["POST"])),
+    ("GET", "/v1/library/objects", .methodNotAllowed(["OPTIONS", "POST"])),
     ("GET", "/v1/library/objects/", .notFound),
     ("GET", "/v1/library/objects/a/%zz", .badRequest),
     ("GET", "/v1/accounts/a1/devices/d1", .found("GET /v1/accounts/{accountID}/devices/{deviceID}", ["accountID": "a1", "deviceID": "d1"])),
     ("GET", "*", .notFound),
-    ("get", "/health", .methodNotAllowed(["GET", "HEAD"])),
+    // Methods are case-sensitive (RFC 9110 §9.1): "get" is a method no route implements.
+    ("get", "/health", .notImplemented),
+    ("FOO", "/health", .notImplemented),
+    ("FOO", "/nothing", .notImplemented),
+    ("PATCH", "/v1/library/objects", .notImplemented),
+    ("TRACE", "/health", .notImplemented),
+    // OPTIONS: the matching pattern's methods; "*" lists every method the server implements.
+    ("OPTIONS", "/health", .options(["GET", "HEAD", "OPTIONS"])),
+    ("OPTIONS", "/v1/devices/abc", .options(["DELETE", "GET", "HEAD", "OPTIONS"])),
+    ("OPTIONS", "/nothing", .notFound),
+    ("OPTIONS", "*", .options(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"])),
 ]
 
 @Test(arguments: cases.indices)

@@ -14,11 +14,12 @@ import Testing
         let second = try env.service.applyChanges(LibraryChangeRequest(
             assets: .init(upsert: [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2), isFavorite: true)], delete: ["ghost"]),
             assetCollections: .init(delete: ["c1"])), device: d)
-        #expect((second.inserted, second.updated, second.deleted, second.unchanged) == (0, 1, 1, 1))
+        // a2 updated, and l1 too: the deleted album c1 leaves the folder listing it.
+        #expect((second.inserted, second.updated, second.deleted, second.unchanged) == (0, 2, 1, 1))
         #expect(try env.service.object(localIdentifier: "a2", device: d).isFavorite)
         expectErrorNamed("notFound") { try env.service.object(localIdentifier: "c1", device: d) }
         let stored = try env.service.object(localIdentifier: "l1", device: d)
-        #expect(stored == .collectionList("l1", fingerprint: fp(20), collections: ["c1"]))
+        #expect(stored == .collectionList("l1", fingerprint: fp(20), collections: []))
     }
 
     @Test func storedObjectKeepsEveryField() throws {
@@ -159,6 +160,19 @@ import Testing
         expectErrorNamed("badRequest") { try env.service.listObjects(type: .asset, after: nil, limit: 10_001, device: d) }
     }
 
+    @Test func changeRequestOverMaxBatchIsBatchTooLargeAndStoresNothing() throws {
+        var configuration = DomainConfiguration()
+        configuration.maxBatch = 3
+        let env = try TestEnv(configuration: configuration)
+        let d = try env.device()
+        let tooMany = LibraryChangeRequest(
+            assets: .init(upsert: [.asset("a", fingerprint: fp(1)), .asset("b", fingerprint: fp(2)), .asset("c", fingerprint: fp(3))], delete: ["x"]))
+        expectErrorNamed("batchTooLarge") { try env.service.applyChanges(tooMany, device: d) }
+        #expect(try env.service.listObjects(type: .asset, after: nil, limit: nil, device: d).objects.isEmpty)
+        let enough = LibraryChangeRequest(assets: .init(upsert: [.asset("a", fingerprint: fp(1))], delete: ["x", "y"]))
+        #expect(try env.service.applyChanges(enough, device: d).inserted == 1)
+    }
+
     @Test func anotherDevicesObjectsAreInvisible() throws {
         let env = try TestEnv()
         let a = try env.device("A")
@@ -166,6 +180,117 @@ import Testing
         try env.put(a, assets: [("a1", fp(1))])
         expectErrorNamed("notFound") { try env.service.object(localIdentifier: "a1", device: b) }
         #expect(try env.cloud(b, ["a1"]) == [.error(.identifierNotFound(limitedLibrary: false))])
+    }
+}
+
+/// PhotoKit semantics: deleting an asset removes it from every album, a collection from every folder.
+@Suite struct MembershipCascadeTests {
+    @Test func deletedAssetLeavesEveryAlbumInTheSameChange() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        let other = try env.device("Other")
+        let setup = LibraryChangeRequest(
+            assets: .init(upsert: [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2)), .asset("a3", fingerprint: fp(3))]),
+            assetCollections: .init(upsert: [
+                .assetCollection("c1", fingerprint: fp(10), title: "Trip", assets: ["a1", "a2", "a1", "a3"], appCreated: true),
+                .assetCollection("c2", fingerprint: fp(11), assets: ["a3", "a2"]),
+                .assetCollection("c3", fingerprint: fp(12), assets: ["a3"]),
+            ]))
+        try env.service.applyChanges(setup, device: d)
+        try env.service.applyChanges(setup, device: other)
+        let linked = try env.cloudID(d, "c1")
+        let t0 = try env.service.currentChangeToken(device: d)
+
+        let r = try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a1", "a2"])), device: d)
+        #expect((r.inserted, r.updated, r.deleted, r.unchanged) == (0, 2, 2, 0))
+        // Order and duplicates of the remaining members are kept; every other field too.
+        #expect(try env.service.object(localIdentifier: "c1", device: d)
+            == .assetCollection("c1", fingerprint: fp(10), title: "Trip", assets: ["a3"], appCreated: true))
+        #expect(try env.service.object(localIdentifier: "c2", device: d) == .assetCollection("c2", fingerprint: fp(11), assets: ["a3"]))
+        #expect(try env.service.object(localIdentifier: "c3", device: d) == .assetCollection("c3", fingerprint: fp(12), assets: ["a3"]))
+        // The album keeps its link: its content (fingerprint) did not change.
+        #expect(try env.cloudID(d, "c1") == linked)
+        // One history entry listing the albums as updated.
+        let page = try env.service.changes(since: t0, limit: nil, device: d)
+        #expect(page.changes.map(\.changeToken) == [r.changeToken])
+        #expect(page.changes.first?.details == ChangeDetails(assets: ChangeLists(deleted: ["a1", "a2"]),
+                                                            assetCollections: ChangeLists(updated: ["c1", "c2"])))
+        #expect(try env.service.listDevices(accountID: d.accountID).first { $0.deviceID == d.deviceID }?.objectCount == 4)
+        // Another device's albums are untouched.
+        #expect(try env.service.object(localIdentifier: "c1", device: other).members == ["a1", "a2", "a1", "a3"])
+        // Deleting an asset no album lists, or an unknown one, changes no album.
+        let t1 = try env.service.currentChangeToken(device: d)
+        try env.put(d, assets: [("a4", fp(4))])
+        let lone = try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a4", "ghost"])), device: d)
+        #expect((lone.updated, lone.deleted) == (0, 1))
+        #expect(try env.service.changes(since: t1, limit: nil, device: d).changes.last?.details == ChangeDetails(assets: ChangeLists(deleted: ["a4"])))
+    }
+
+    @Test func albumUpsertedWithTheDeleteKeepsItsOwnList() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        try env.service.applyChanges(LibraryChangeRequest(
+            assets: .init(upsert: [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2))]),
+            assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(10), assets: ["a1", "a2"]),
+                                             .assetCollection("c2", fingerprint: fp(11), assets: ["a1"])])), device: d)
+        // The upsert still lists the deleted asset: 422 naming it, and nothing is applied.
+        expectError(.unprocessable(message: "c1 lists asset a1, which the library lacks.",
+                                   details: [DetailField("localIdentifier", .string("c1")), DetailField("missing", .array([.string("a1")]))])) {
+            try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a1"]),
+                                                              assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(10), assets: ["a2", "a1"])])), device: d)
+        }
+        #expect(try env.service.object(localIdentifier: "c2", device: d).members == ["a1"])
+        // The upsert's own list wins (here reordered); the other album is cascaded. Both count once.
+        let t0 = try env.service.currentChangeToken(device: d)
+        let r = try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a1"]),
+                                                                  assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(10), title: "New", assets: ["a2"])])), device: d)
+        #expect((r.inserted, r.updated, r.deleted, r.unchanged) == (0, 2, 1, 0))
+        #expect(try env.service.object(localIdentifier: "c1", device: d) == .assetCollection("c1", fingerprint: fp(10), title: "New", assets: ["a2"]))
+        #expect(try env.service.object(localIdentifier: "c2", device: d).members == [])
+        #expect(try env.service.changes(since: t0, limit: nil, device: d).changes.first?.details
+            == ChangeDetails(assets: ChangeLists(deleted: ["a1"]), assetCollections: ChangeLists(updated: ["c1", "c2"])))
+        // An album deleted with its asset is only deleted.
+        try env.put(d, assets: [("a3", fp(3))])
+        try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("c3", fingerprint: fp(12), assets: ["a3"])])), device: d)
+        let both = try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a3"]), assetCollections: .init(delete: ["c3"])), device: d)
+        #expect((both.updated, both.deleted) == (0, 2))
+    }
+
+    @Test func deletedCollectionLeavesEveryFolder() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        try env.service.applyChanges(LibraryChangeRequest(
+            assets: .init(upsert: [.asset("a1", fingerprint: fp(1))]),
+            assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(10), assets: ["a1"]),
+                                             .assetCollection("c2", fingerprint: fp(11))]),
+            collectionLists: .init(upsert: [.collectionList("inner", fingerprint: fp(20), collections: ["c1"]),
+                                            .collectionList("outer", fingerprint: fp(21), title: "Years", collections: ["inner", "c1", "c2"])])), device: d)
+        let t0 = try env.service.currentChangeToken(device: d)
+        let r = try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(delete: ["c1"])), device: d)
+        #expect((r.inserted, r.updated, r.deleted, r.unchanged) == (0, 2, 1, 0))
+        #expect(try env.service.object(localIdentifier: "inner", device: d).members == [])
+        #expect(try env.service.object(localIdentifier: "outer", device: d)
+            == .collectionList("outer", fingerprint: fp(21), title: "Years", collections: ["inner", "c2"]))
+        #expect(try env.service.changes(since: t0, limit: nil, device: d).changes.first?.details
+            == ChangeDetails(assetCollections: ChangeLists(deleted: ["c1"]), collectionLists: ChangeLists(updated: ["inner", "outer"])))
+        // A deleted folder leaves the folders listing it too.
+        let nested = try env.service.applyChanges(LibraryChangeRequest(collectionLists: .init(delete: ["inner"])), device: d)
+        #expect((nested.updated, nested.deleted) == (1, 1))
+        #expect(try env.service.object(localIdentifier: "outer", device: d).members == ["c2"])
+    }
+
+    /// The scan pages through the device's albums: an album past the first page is found too.
+    @Test func cascadeReachesAlbumsBeyondOneScanPage() throws {
+        let env = try TestEnv()
+        let d = try env.device()
+        let n = 10_005   // past one scan page (ConcordService.containerScanPage, 10 000)
+        var albums: [LibraryObject] = [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2))]
+        for i in 0..<n { albums.append(.assetCollection("c\(i)", fingerprint: fp(100 + i), assets: i % 1000 == 7 || i == n - 1 ? ["a1", "a2"] : ["a2"])) }
+        try env.service.replaceLibrary(LibrarySnapshot(objects: albums), reset: false, device: d)
+        let r = try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a1"])), device: d)
+        let expected = (0..<n).filter { $0 % 1000 == 7 || $0 == n - 1 }.map { "c\($0)" }
+        #expect(r.updated == expected.count)
+        for id in expected { #expect(try env.service.object(localIdentifier: id, device: d).members == ["a2"]) }
     }
 }
 

@@ -95,6 +95,9 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "controlCharInTarget", input: "GET /a\u{1}b HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "tabInTarget", input: "GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "nonASCIIInTarget", input: "GET /caf\u{e9} HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
+    // RFC 9112 §3.2: a request-target has no fragment (it was routed as part of the path).
+    ParserCase(name: "fragmentInTargetIs400", input: "GET /health#x HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
+    ParserCase(name: "fragmentAfterQueryIs400", input: "GET /a?b=1#x HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "invalidMethodChar", input: "G(T / HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "emptyMethod", input: " / HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "missingVersion", input: "GET /\r\nHost: a\r\n\r\n", error: "400 badRequest"),
@@ -102,7 +105,9 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "lowercaseVersionIsGarbage", input: "GET / http/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "twoDigitVersionIsGarbage", input: "GET / HTTP/11\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "http2VersionNotSupported505", input: "GET / HTTP/2.0\r\nHost: a\r\n\r\n", error: "505 httpVersionNotSupported"),
-    ParserCase(name: "http12VersionNotSupported505", input: "GET / HTTP/1.2\r\nHost: a\r\n\r\n", error: "505 httpVersionNotSupported"),
+    // RFC 9110 §2.5: a higher minor version is processed as HTTP/1.1 (it was 505).
+    ParserCase(name: "http12ProcessedAsHTTP11", input: "GET / HTTP/1.2\r\nHost: a\r\n\r\n", events: getRequest()),
+    ParserCase(name: "http19WithoutHostIs400LikeHTTP11", input: "GET / HTTP/1.9\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "http09VersionNotSupported505", input: "GET / HTTP/0.9\r\n\r\n", error: "505 httpVersionNotSupported"),
     ParserCase(
         name: "asteriskFormForOptions",
@@ -115,7 +120,13 @@ let parserCases: [ParserCase] = [
         input: "GET http://a/b?c HTTP/1.1\r\nHost: a\r\n\r\n",
         events: [head("GET", "http://a/b?c"), request("GET", "http://a/b?c")]
     ),
-    ParserCase(name: "authorityFormRejected", input: "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
+    // CONNECT's authority-form parses, so the app answers 501 (it was a 400 "malformed").
+    ParserCase(
+        name: "authorityFormParsedForConnect",
+        input: "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n",
+        events: [head("CONNECT", "a:443"), request("CONNECT", "a:443")]
+    ),
+    ParserCase(name: "authorityFormRejectedForGet", input: "GET a:443 HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(
         name: "requestLineAtLimitAccepted",
         input: "GET /" + String(repeating: "a", count: 10) + " HTTP/1.1\r\nHost: a\r\n\r\n",   // 24 bytes

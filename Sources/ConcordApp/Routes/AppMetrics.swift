@@ -8,6 +8,8 @@ enum StorageOperation: String, CaseIterable, Sendable {
     case applyChanges, replaceLibrary, getObject, listObjects, setAuthorization
     case cloudIdentifiers, localIdentifiers, link
     case currentChangeToken, changes
+    case createJournal, listJournals, getJournal, renameJournal, deleteJournal
+    case putEntry, deleteEntry, selection, currentJournalChangeToken, journalChanges
 }
 
 /// Metrics the API routes add to `/metrics` (API.md §8): mapping outcomes and storage

@@ -170,6 +170,31 @@ enum Codec {
     // MARK: - Writing answers
 
     /// A `200` (or `status`) JSON answer built by `build`.
+    /// `{"changeToken"}`: the answer of both token endpoints (§6, §7).
+    static func changeTokenResponse(_ token: String) -> HTTPResponse {
+        Codec.json { w in
+            w.beginObject()
+            w.key("changeToken"); w.string(token)
+            w.endObject()
+        }
+    }
+
+    /// `{"changes":[...],"changeToken","hasMore"}`: one page of either change feed (§6, §7).
+    static func changePageResponse<Change>(
+        _ changes: [Change], changeToken: String, hasMore: Bool, write: (Change, inout JSONWriter) -> Void
+    ) -> HTTPResponse {
+        Codec.json(capacity: 128 + 256 * changes.count) { w in
+            w.beginObject()
+            w.key("changes")
+            w.beginArray()
+            for change in changes { write(change, &w) }
+            w.endArray()
+            w.key("changeToken"); w.string(changeToken)
+            w.key("hasMore"); w.bool(hasMore)
+            w.endObject()
+        }
+    }
+
     static func json(status: Int = 200, capacity: Int = 256, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
         HTTPResponse.json(status: status, capacity: capacity, build)
     }

@@ -47,6 +47,7 @@ extension Codec {
         case .string(let s): w.string(s)
         case .int(let i): w.int(i)
         case .bool(let b): w.bool(b)
+        case .null: w.null()
         case .array(let values):
             w.beginArray()
             for v in values { Self.write(v, into: &w) }

@@ -10,11 +10,7 @@ func historyRoutes(_ app: AppContext) -> [Route] {
             let token = try app.call(.currentChangeToken, request) { () throws(DomainError) in
                 try app.service.currentChangeToken(device: device)
             }
-            return Codec.json { w in
-                w.beginObject()
-                w.key("changeToken"); w.string(token)
-                w.endObject()
-            }
+            return Codec.changeTokenResponse(token)
         },
         Route("GET", "/v1/library/changes") { request throws(APIError) in
             let device = try app.requireDevice(request)
@@ -23,15 +19,8 @@ func historyRoutes(_ app: AppContext) -> [Route] {
             let page = try app.call(.changes, request) { () throws(DomainError) in
                 try app.service.changes(since: since, limit: limit, device: device)
             }
-            return Codec.json(capacity: 128 + 256 * page.changes.count) { w in
-                w.beginObject()
-                w.key("changes")
-                w.beginArray()
-                for change in page.changes { Codec.write(change, into: &w) }
-                w.endArray()
-                w.key("changeToken"); w.string(page.changeToken)
-                w.key("hasMore"); w.bool(page.hasMore)
-                w.endObject()
+            return Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
+                Codec.write(change, into: &w)
             }
         },
     ]

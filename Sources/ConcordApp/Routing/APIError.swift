@@ -33,6 +33,8 @@ public struct APIError: Error, Sendable {
     public static func methodNotAllowed(allow: [String]) -> APIError {
         APIError(status: 405, name: "methodNotAllowed", message: "Method not allowed.", headers: [("Allow", allow.joined(separator: ", "))])
     }
+    /// `501`: a method the server does not implement on any resource (RFC 9110 §15.6.2).
+    public static let notImplemented = APIError(status: 501, name: "notImplemented", message: "This method is not implemented.")
     public static func internalError() -> APIError {
         APIError(status: 500, name: "internalError", message: "Internal server error.")
     }

@@ -21,9 +21,15 @@ public final class Dispatcher: HTTPResponder {
     ///   - workerCount: threads for blocking handlers.
     ///   - maxPendingJobs: queued blocking requests beyond which the answer is `503 unavailable`.
     public init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000) {
-        self.router = Router(routes: routes)
+        let table = HTTPMetrics(registry: metrics, patterns: routes.map(\.pattern))
+        // Each route carries its metrics slot, so a request records without a lookup.
+        self.router = Router(routes: routes.map { route in
+            var route = route
+            route.metricsIndex = table.index[route.pattern] ?? -1
+            return route
+        })
         self.workers = WorkerPool(threadCount: workerCount, maxPending: maxPendingJobs)
-        self.metrics = HTTPMetrics(registry: metrics, patterns: routes.map(\.pattern))
+        self.metrics = table
         self.logger = logger
         let workers = self.workers
         metrics.gauge("concord_worker_queue_depth", help: "Blocking requests queued or running on the worker pool.") {
@@ -39,7 +45,7 @@ public final class Dispatcher: HTTPResponder {
             var queryItems: [(name: String, value: String)] = []
             if let query = request.query {
                 guard let items = PercentDecoding.parseQuery(query) else {
-                    self.finish(request, pattern: route.pattern, start: start, requestID: requestID,
+                    self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
                                 response: APIError.badRequest("The query string has invalid percent-encoding.").response, respond: respond)
                     return
                 }
@@ -49,23 +55,31 @@ public final class Dispatcher: HTTPResponder {
             logger[metadataKey: "request"] = .int(requestID)
             let context = RequestContext(request: request, pathParameters: parameters, routePattern: route.pattern, queryItems: queryItems, logger: logger)
             if route.onLoop {
-                self.finish(request, pattern: route.pattern, start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
+                self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
             } else {
                 let accepted = self.workers.submit { [self] in
-                    self.finish(request, pattern: route.pattern, start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
+                    self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
                 }
                 if !accepted {
-                    self.finish(request, pattern: route.pattern, start: start, requestID: requestID,
+                    self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
                                 response: Self.overloaded.response, respond: respond)
                 }
             }
         case .notFound:
-            self.finish(request, pattern: HTTPMetrics.unmatched, start: start, requestID: requestID, response: APIError.notFound.response, respond: respond)
+            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID, response: APIError.notFound.response, respond: respond)
         case .methodNotAllowed(let allow):
-            self.finish(request, pattern: HTTPMetrics.unmatched, start: start, requestID: requestID,
+            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID,
                         response: APIError.methodNotAllowed(allow: allow).response, respond: respond)
         case .badRequest(let error):
-            self.finish(request, pattern: HTTPMetrics.unmatched, start: start, requestID: requestID, response: error.response, respond: respond)
+            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID, response: error.response, respond: respond)
+        case .notImplemented:
+            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID,
+                        response: APIError.notImplemented.response, respond: respond)
+        case .options(let allow):
+            // 200 with an empty body: RFC 9110 §9.3.7 wants `Content-Length: 0`, which a 204 cannot carry.
+            var response = HTTPResponse(status: 200)
+            response.headers.add(name: "Allow", value: allow.joined(separator: ", "))
+            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID, response: response, respond: respond)
         }
     }
 
@@ -85,19 +99,19 @@ public final class Dispatcher: HTTPResponder {
     }
 
     private func finish(
-        _ request: HTTPRequest, pattern: String, start: Int64, requestID: Int, response: HTTPResponse,
+        _ request: HTTPRequest, route: HTTPMetrics.PerRoute, start: Int64, requestID: Int, response: HTTPResponse,
         respond: @Sendable (HTTPResponse) -> Void
     ) {
         let elapsed = MonotonicClock.nanoseconds() - start
-        self.metrics.record(pattern: pattern, status: response.status, nanoseconds: elapsed)
-        self.logger.info("request", metadata: [
-            "request": .int(requestID),
-            "method": .string(request.method),
-            "route": .string(pattern),
-            "status": .int(response.status),
-            "durationMicros": .int(Int(elapsed / 1000)),
-            "bytes": .int(response.body.count),
-        ])
+        route.record(status: response.status, nanoseconds: elapsed)
+        self.logger.info("request", metadata: LogMetadata(uniquePairs: [
+            ("request", .int(requestID)),
+            ("method", .string(request.method)),
+            ("route", .string(route.pattern)),
+            ("status", .int(response.status)),
+            ("durationMicros", .int(Int(elapsed / 1000))),
+            ("bytes", .int(response.body.count)),
+        ]))
         respond(response)
     }
 
@@ -126,9 +140,50 @@ final class HTTPMetrics: Sendable {
                 "concord_http_request_duration_seconds", help: "Time from a complete request to its response, by route.",
                 labels: [("route", pattern)])
             self.byStatus = Mutex([:])
+            self.fast = (0..<12).map { _ in CounterSlot() }
+        }
+
+        /// Lock-free slots for the statuses the API answers most (see `fastSlot`); other
+        /// statuses go through `byStatus`. A slot is filled on first use, so a series
+        /// appears in the exposition only once it has counted something, as before.
+        let fast: [CounterSlot]
+
+        /// The slot of `status` in `fast`, if it has one.
+        @inline(__always)
+        static func fastSlot(_ status: Int) -> Int? {
+            switch status {
+            case 200: 0
+            case 201: 1
+            case 204: 2
+            case 400: 3
+            case 401: 4
+            case 403: 5
+            case 404: 6
+            case 405: 7
+            case 409: 8
+            case 413: 9
+            case 500: 10
+            case 503: 11
+            default: nil
+            }
+        }
+
+        func record(status: Int, nanoseconds: Int64) {
+            self.counter(status: status).increment()
+            self.latency.observe(Double(nanoseconds) / 1e9)
         }
 
         func counter(status: Int) -> Counter {
+            if let slot = Self.fastSlot(status) {
+                if let counter = self.fast[slot].reference.load() { return counter }
+                // The registry hands back the same series for the same labels, so a race
+                // between two threads here stores the same counter either way.
+                return self.fast[slot].reference.storeIfNil(self.slowCounter(status: status))
+            }
+            return self.slowCounter(status: status)
+        }
+
+        private func slowCounter(status: Int) -> Counter {
             self.byStatus.withLock { counters in
                 if let counter = counters[status] { return counter }
                 let counter = self.registry.counter(
@@ -140,20 +195,34 @@ final class HTTPMetrics: Sendable {
         }
     }
 
-    let routes: [String: PerRoute]
-
-    init(registry: MetricsRegistry, patterns: [String]) {
-        var routes: [String: PerRoute] = [:]
-        for pattern in patterns + [HTTPMetrics.unmatched] where routes[pattern] == nil {
-            routes[pattern] = PerRoute(pattern: pattern, registry: registry)
-        }
-        self.routes = routes
+    /// A counter filled in once, then read without a lock.
+    final class CounterSlot: Sendable {
+        let reference = AtomicLazyReference<Counter>()
     }
 
-    func record(pattern: String, status: Int, nanoseconds: Int64) {
-        guard let route = self.routes[pattern] else { return }
-        route.counter(status: status).increment()
-        route.latency.observe(Double(nanoseconds) / 1e9)
+    /// One entry per distinct pattern, in first-seen order, then `unmatched`.
+    let routes: [PerRoute]
+    /// Pattern → position in `routes`.
+    let index: [String: Int]
+    /// The entry of requests no route matched.
+    let unmatchedSlot: PerRoute
+
+    init(registry: MetricsRegistry, patterns: [String]) {
+        var routes: [PerRoute] = []
+        var index: [String: Int] = [:]
+        for pattern in patterns + [HTTPMetrics.unmatched] where index[pattern] == nil {
+            index[pattern] = routes.count
+            routes.append(PerRoute(pattern: pattern, registry: registry))
+        }
+        self.routes = routes
+        self.index = index
+        self.unmatchedSlot = routes[index[HTTPMetrics.unmatched] ?? routes.count - 1]
+    }
+
+    /// The entry at `index`, or `unmatched` for a route the table does not know.
+    @inline(__always)
+    func slot(_ index: Int) -> PerRoute {
+        index >= 0 && index < self.routes.count ? self.routes[index] : self.unmatchedSlot
     }
 }
 

@@ -16,6 +16,9 @@ public struct Route: Sendable {
     public let onLoop: Bool
     public let handler: Handler
     let segments: [PatternSegment]
+    /// Index of this route's pattern in the dispatcher's metrics table (set by `Dispatcher`,
+    /// so recording a request needs no lookup keyed by the pattern string).
+    var metricsIndex = -1
 
     public init(_ method: String, _ pattern: String, onLoop: Bool = false, handler: @escaping Handler) {
         self.method = method

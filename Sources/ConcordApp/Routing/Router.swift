@@ -10,6 +10,12 @@ public enum RouteMatch: Sendable {
     case methodNotAllowed(allow: [String])
     /// The path is not decodable (bad percent-encoding, not UTF-8): `400 badRequest`.
     case badRequest(APIError)
+    /// A method no route implements (unknown, or `get` in lower case: methods are
+    /// case-sensitive): `501 notImplemented` (RFC 9110 §9.1, §15.6.2).
+    case notImplemented
+    /// `OPTIONS` on a path some pattern matches, or `OPTIONS *` (server-wide): answered
+    /// by the router with `Allow` (RFC 9110 §9.3.7).
+    case options(allow: [String])
 }
 
 /// Matches a request's method and path against the routes.
@@ -22,6 +28,8 @@ public enum RouteMatch: Sendable {
 /// - `HEAD` is served by the `GET` route of a pattern (the writer drops the body).
 /// - A path matched only by patterns without the method is `405`, with `Allow`
 ///   listing the methods of the most specific matching pattern.
+/// - A method no route has (nor `HEAD`/`OPTIONS`) is `501`, whatever the path.
+/// - `OPTIONS` is answered for every matching pattern (and `*`) with its `Allow`.
 public struct Router: Sendable {
     /// Routes of one pattern, grouped so 404/405 and `Allow` are decided per pattern.
     struct PatternGroup: Sendable {
@@ -29,9 +37,13 @@ public struct Router: Sendable {
         var segments: [PatternSegment]
         var routes: [String: Route]      // method → route
         var allow: [String]
+        /// The pattern ends in `{rest...}`.
+        var hasRest: Bool
     }
 
     let groups: [PatternGroup]
+    /// Every method some route answers, plus `HEAD` (with `GET`) and `OPTIONS`, sorted.
+    let implementedMethods: [String]
 
     /// Builds the table. Two routes with the same method and pattern are a programming error.
     public init(routes: [Route]) {
@@ -43,14 +55,17 @@ public struct Router: Sendable {
                 groups[i].routes[route.method] = route
             } else {
                 byPattern[route.pattern] = groups.count
-                groups.append(PatternGroup(pattern: route.pattern, segments: route.segments, routes: [route.method: route], allow: []))
+                groups.append(PatternGroup(pattern: route.pattern, segments: route.segments, routes: [route.method: route], allow: [],
+                                          hasRest: route.segments.last?.rank == 2))
             }
         }
         for i in groups.indices {
             var allow = Set(groups[i].routes.keys)
             if allow.contains("GET") { allow.insert("HEAD") }
+            allow.insert("OPTIONS")
             groups[i].allow = allow.sorted()
         }
+        self.implementedMethods = Set(groups.flatMap(\.allow)).union(["OPTIONS"]).sorted()
         // Most specific first, so the first match is the winner.
         groups.sort { a, b in
             for (x, y) in zip(a.segments, b.segments) where x.rank != y.rank { return x.rank < y.rank }
@@ -64,6 +79,11 @@ public struct Router: Sendable {
 
     /// Matches `method` and the still-encoded `path` (no query).
     public func match(method: String, path: Substring) -> RouteMatch {
+        guard self.implementedMethods.contains(method) else { return .notImplemented }
+        if path == "*" {
+            // RFC 9112 §3.2.4: the parser admits "*" only with OPTIONS.
+            return method == "OPTIONS" ? .options(allow: self.implementedMethods) : .notFound
+        }
         guard path.first == "/" else { return .notFound }
         let raw = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
         // Decode every segment up front: a malformed escape anywhere is a 400, whatever
@@ -76,10 +96,14 @@ public struct Router: Sendable {
         }
         var firstPatternMatch: PatternGroup?
         for group in self.groups {
+            // Cheap reject before any string work: without a `{rest...}` the segment
+            // counts must be equal; with one, the path needs at least as many segments.
+            if group.hasRest ? raw.count < group.segments.count : raw.count != group.segments.count { continue }
             guard let parameters = Self.match(group.segments, raw: raw, decoded: decoded) else { continue }
             if let route = group.routes[method] ?? (method == "HEAD" ? group.routes["GET"] : nil) {
                 return .found(route, parameters: parameters)
             }
+            if method == "OPTIONS" { return .options(allow: group.allow) }
             if firstPatternMatch == nil { firstPatternMatch = group }
         }
         if let group = firstPatternMatch { return .methodNotAllowed(allow: group.allow) }
@@ -100,7 +124,8 @@ public struct Router: Sendable {
                 parameters[name] = value
                 return parameters
             case .literal(let literal):
-                guard i < decoded.count, decoded[i] == literal else { return nil }
+                // Lengths first: a mismatch is then rejected without a string comparison.
+                guard i < decoded.count, decoded[i].utf8.count == literal.utf8.count, decoded[i] == literal else { return nil }
             case .parameter(let name):
                 guard i < decoded.count, !decoded[i].isEmpty else { return nil }
                 parameters[name] = decoded[i]

@@ -93,6 +93,7 @@ enum SQLiteMigrations {
         ) WITHOUT ROWID;
         CREATE INDEX changes_by_time ON changes (account_key, device_key, created_at, seq);
         """),
+        SQLiteMigrations.journals,
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -1,0 +1,343 @@
+// The two scenarios: mapping (issue 3) and journal (issue 4). Each sets up its own account.
+import ConcordJSON
+import Foundation
+
+// MARK: - Small helpers
+
+func f(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
+
+func parseObject(_ bytes: [UInt8]) throws -> JSONObject {
+    guard case .object(let object) = try JSONValue.parse(bytes) else { throw ClientError(description: "answer is not a JSON object") }
+    return object
+}
+
+func stringField(_ object: JSONObject, _ key: String) throws -> String {
+    guard case .string(let value)? = object[key] else { throw ClientError(description: "answer lacks string \"\(key)\"") }
+    return value
+}
+
+func print(markdown lines: String...) { for line in lines { print(line) } }
+
+/// An account with devices, and each device's token.
+struct SimAccount {
+    var accountToken: String
+    var deviceTokens: [String]
+
+    init(_ s: Settings, devices: Int) throws {
+        let name = "sim-\(Int(Date().timeIntervalSince1970))"
+        let account = try parseObject(call(s.port, RawRequest("POST", "/v1/accounts", token: s.adminToken,
+                                                                 body: Array(#"{"name":"\#(name)"}"#.utf8)), expect: 201))
+        let accountToken = try stringField(account, "accountToken")
+        self.accountToken = accountToken
+        self.deviceTokens = try (0..<devices).map { d in
+            let device = try parseObject(call(s.port, RawRequest("POST", "/v1/devices", token: accountToken,
+                                                                    body: Array(#"{"name":"sim-device-\#(d + 1)","platform":"iOS"}"#.utf8)), expect: 201))
+            return try stringField(device, "deviceToken")
+        }
+    }
+}
+
+struct UploadResult {
+    var seconds: Double
+    var serverCPU: Double
+    var bytes: Int
+    var changeToken: String
+    var emptyToken: String
+    var inserted: Int
+}
+
+/// `PUT /v1/library` with the whole manifest, timed (wall clock and server CPU).
+func upload(_ s: Settings, token: String, library: DeviceLibrary, photos: PhotoSet) throws -> UploadResult {
+    let empty = try stringField(parseObject(call(s.port, RawRequest("GET", "/v1/library/token", token: token))), "changeToken")
+    let body = library.manifest(photos)
+    let request = RawRequest("PUT", "/v1/library", token: token, body: body)
+    let connection = try HTTPConnection(port: s.port)
+    let cpu0 = s.server?.cpuSeconds() ?? 0
+    let t0 = now()
+    let answer = try connection.send(request)
+    let seconds = now() - t0
+    let cpu = (s.server?.cpuSeconds() ?? 0) - cpu0
+    guard answer.status == 200 else {
+        throw ClientError(description: "PUT /v1/library: \(answer.status) \(String(decoding: answer.body.prefix(400), as: UTF8.self))")
+    }
+    let object = try parseObject(answer.body)
+    var inserted = 0
+    if case .number(let n)? = object["inserted"] { inserted = Int(n) }
+    return UploadResult(seconds: seconds, serverCPU: cpu, bytes: body.count, changeToken: try stringField(object, "changeToken"),
+                        emptyToken: empty, inserted: inserted)
+}
+
+/// Mapping answers → (identifier asked, found value or error name), in request order.
+func mappings(_ body: [UInt8], askedKey: String, foundKey: String) throws -> [(String, found: String?, error: String?)] {
+    let object = try parseObject(body)
+    guard case .array(let items)? = object["mappings"] else { throw ClientError(description: "answer lacks mappings") }
+    return items.map { item in
+        guard case .object(let m) = item else { return ("", nil, "notAnObject") }
+        var asked = "", found: String?, error: String?
+        if case .string(let v)? = m[askedKey] { asked = v }
+        if case .string(let v)? = m[foundKey] { found = v }
+        if case .object(let e)? = m["error"], case .string(let name)? = e["name"] { error = name }
+        return (asked, found, error)
+    }
+}
+
+/// One row of the phase table.
+func phaseRow(_ name: String, _ r: LoadResult, idsPerRequest: Int) -> String {
+    let ids = Double(r.requests * idsPerRequest)
+    let cpuPerID = ids > 0 ? r.serverCPU / ids * 1e6 : 0
+    let busy = r.seconds > 0 ? r.serverCPU / r.seconds : 0
+    return "| \(name) | \(r.requests) | \(Int(ids)) | \(f(r.seconds, 1)) | \(f(r.requestsPerSecond, 0)) | \(f(r.requestsPerSecond * Double(idsPerRequest), 0)) | \(f(r.percentile(50))) | \(f(r.percentile(99))) | \(f(r.cpuPerRequestMS)) | \(f(cpuPerID, 2)) | \(f(busy)) | \(r.errors) |"
+}
+
+let phaseHeader = """
+| phase | requests | identifiers | wall s | requests/s | identifiers/s | p50 ms | p99 ms | server CPU per request (ms) | server CPU per identifier (µs) | server busy (cores) | errors |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+"""
+
+func met(_ ok: Bool) -> String { ok ? "**met**" : "**not met**" }
+
+// MARK: - Mapping (issue 3)
+
+func mappingScenario(_ s: Settings) throws {
+    let t0 = now()
+    let photos = PhotoSet(count: Int((Double(s.assets) * 10 / 9).rounded()))
+    let libraries = (0..<s.devices).map { DeviceLibrary(device: $0, assets: s.assets, photos: photos) }
+    log("generated \(s.devices) libraries of \(s.assets) assets (\(photos.fingerprints.count) shared photos) in \(f(now() - t0))s")
+    let account = try SimAccount(s, devices: s.devices)
+
+    var uploads: [UploadResult] = []
+    for (d, library) in libraries.enumerated() {
+        log("PUT /v1/library device \(d + 1)/\(s.devices)…")
+        let u = try upload(s, token: account.deviceTokens[d], library: library, photos: photos)
+        log("  \(f(u.seconds))s wall, \(f(u.serverCPU))s server CPU, inserted \(u.inserted)")
+        uploads.append(u)
+    }
+    let rssAfterUpload = s.server?.memoryMiB("VmHWM") ?? 0
+    let rssNowAfterUpload = s.server?.memoryMiB("VmRSS") ?? 0
+
+    // Local → cloud on device 1: the first pass creates the records (cold), later passes find links (warm).
+    let d1 = account.deviceTokens[0], d2 = account.deviceTokens[1]
+    let l2c = stride(from: 0, to: s.assets, by: s.batch).map { start in
+        RawRequest("POST", "/v1/library/cloud-identifiers", token: d1,
+                   body: identifiersBody("localIdentifiers", libraries[0].localIdentifiers[start..<min(start + s.batch, s.assets)]))
+    }
+    log("cold local→cloud on device 1: \(l2c.count) batches…")
+    let cold = try runLoad(port: s.port, clients: s.clients, requests: l2c, server: s.server, keepBodies: true)
+    var cloudIDs: [String] = []
+    var coldOutcomes: [String: Int] = [:]
+    for body in cold.bodies where !body.isEmpty {
+        for m in try mappings(body, askedKey: "localIdentifier", foundKey: "cloudIdentifier") {
+            if let c = m.found { cloudIDs.append(c); coldOutcomes["found", default: 0] += 1 } else { coldOutcomes[m.error ?? "?", default: 0] += 1 }
+        }
+    }
+
+    // Warm, interleaved with the peer's echo of the very same request bytes.
+    var warm = LoadResult(), echo = LoadResult()
+    for round in 1...s.rounds {
+        log("warm local→cloud round \(round)/\(s.rounds): Concord \(f(s.seconds, 0))s")
+        warm.merge(try runLoad(port: s.port, clients: s.clients, requests: l2c, duration: s.seconds, server: s.server))
+        if let peerPort = s.peerPort {
+            log("warm local→cloud round \(round)/\(s.rounds): peer echo \(f(s.seconds, 0))s")
+            echo.merge(try runLoad(port: peerPort, clients: s.clients, requests: l2c, duration: s.seconds, server: s.peer))
+        }
+    }
+
+    // Cloud → local on device 2 with device 1's identifiers: the first pass resolves by content and stores links.
+    let c2l = stride(from: 0, to: cloudIDs.count, by: s.batch).map { start in
+        RawRequest("POST", "/v1/library/local-identifiers", token: d2,
+                   body: identifiersBody("cloudIdentifiers", cloudIDs[start..<min(start + s.batch, cloudIDs.count)]))
+    }
+    log("cold cloud→local on device 2: \(c2l.count) batches…")
+    let coldBack = try runLoad(port: s.port, clients: s.clients, requests: c2l, server: s.server, keepBodies: true)
+    var backOutcomes: [String: Int] = [:]
+    for body in coldBack.bodies where !body.isEmpty {
+        for m in try mappings(body, askedKey: "cloudIdentifier", foundKey: "localIdentifier") {
+            backOutcomes[m.found != nil ? "found" : (m.error ?? "?"), default: 0] += 1
+        }
+    }
+    var warmBack = LoadResult()
+    for round in 1...s.rounds {
+        log("warm cloud→local round \(round)/\(s.rounds): \(f(s.seconds, 0))s")
+        warmBack.merge(try runLoad(port: s.port, clients: s.clients, requests: c2l, duration: s.seconds, server: s.server))
+    }
+
+    // Change feed on device 3: small changes (10 favourites toggled each), then the feed read in pages.
+    let feedDevice = min(2, s.devices - 1)
+    let d3 = account.deviceTokens[feedDevice]
+    let smallChanges = 100
+    var writes: [RawRequest] = []
+    for c in 0..<smallChanges {
+        var w = JSONWriter(capacity: 2048)
+        w.beginObject(); w.key("assets"); w.beginObject(); w.key("upsert"); w.beginArray()
+        for k in 0..<10 {
+            let i = (c * 10 + k) % s.assets
+            let p = libraries[feedDevice].photoIndex[i]
+            w.beginObject()
+            w.key("localIdentifier"); w.string(libraries[feedDevice].localIdentifiers[i])
+            w.key("fingerprint"); w.string(photos.fingerprints[p])
+            w.key("mediaType"); w.string(p % 20 == 0 ? "video" : "image")
+            w.key("creationDate"); w.string(photos.dates[p])
+            w.key("isFavorite"); w.bool(p % 37 != 0)   // flipped: an update
+            w.endObject()
+        }
+        w.endArray(); w.endObject(); w.endObject()
+        writes.append(RawRequest("POST", "/v1/library/changes", token: d3, body: w.bytes))
+    }
+    log("change feed: \(smallChanges) small changes on device \(feedDevice + 1)…")
+    let smallWrites = try runLoad(port: s.port, clients: 1, requests: writes, server: s.server)
+    // Walk the feed once to learn each page's `since`, then read those pages under load.
+    let pageLimit = 10
+    var pageRequests: [RawRequest] = []
+    var since = uploads[feedDevice].changeToken
+    while true {
+        let path = "/v1/library/changes?since=\(since)&limit=\(pageLimit)"
+        let page = try parseObject(call(s.port, RawRequest("GET", path, token: d3)))
+        guard case .array(let changes)? = page["changes"], !changes.isEmpty else { break }
+        pageRequests.append(RawRequest("GET", path, token: d3))
+        since = try stringField(page, "changeToken")
+        if case .bool(false)? = page["hasMore"] { break }
+    }
+    log("change feed: \(pageRequests.count) pages of \(pageLimit) under load, \(f(s.seconds, 0))s")
+    let feed = pageRequests.isEmpty ? LoadResult()
+        : try runLoad(port: s.port, clients: s.clients, requests: pageRequests, duration: s.seconds, server: s.server)
+    // The initial upload is one change listing every asset: one page holding it.
+    let bigPage = [RawRequest("GET", "/v1/library/changes?since=\(uploads[feedDevice].emptyToken)&limit=1", token: d3)]
+    var big = LoadResult()
+    var bigBytes = 0
+    for _ in 0..<3 {
+        let r = try runLoad(port: s.port, clients: 1, requests: bigPage, server: s.server, keepBodies: true)
+        bigBytes = r.bodies.first?.count ?? 0
+        big.merge(r)
+    }
+    let peakRSS = s.server?.memoryMiB("VmHWM") ?? 0
+    let endRSS = s.server?.memoryMiB("VmRSS") ?? 0
+
+    // MARK: report
+    print(markdown: "", "## Mapping — \(s.devices) devices × \(s.assets) assets, batches of \(s.batch), \(s.clients) concurrent keep-alive connections", "")
+    print("Synthetic libraries: a shared set of \(photos.fingerprints.count) photos (fingerprint = SHA-256 of synthetic content, base64url); each device holds a random ~90% subset plus \(libraries[0].duplicates) duplicates (2%: the same fingerprint twice), and \(libraries[0].albums.count) albums of 50–200 assets.")
+    print(markdown: "", "| `PUT /v1/library` (whole manifest) | assets + albums | body MB | wall s | server CPU s | inserted |", "|---|---:|---:|---:|---:|---:|")
+    for (d, u) in uploads.enumerated() {
+        print("| device \(d + 1) | \(s.assets) + \(libraries[d].albums.count) | \(f(Double(u.bytes) / 1e6, 1)) | \(f(u.seconds)) | \(f(u.serverCPU)) | \(u.inserted) |")
+    }
+    print(markdown: "", phaseHeader)
+    print(phaseRow("local→cloud, cold (device 1, creates records)", cold, idsPerRequest: s.batch))
+    print(phaseRow("local→cloud, warm (device 1, linked)", warm, idsPerRequest: s.batch))
+    if s.peerPort != nil { print(phaseRow("Hummingbird peer: echo of the same batches", echo, idsPerRequest: s.batch)) }
+    print(phaseRow("cloud→local, cold (device 2, resolves by content, links)", coldBack, idsPerRequest: s.batch))
+    print(phaseRow("cloud→local, warm (device 2)", warmBack, idsPerRequest: s.batch))
+    print(phaseRow("`POST /v1/library/changes`, 10 assets each, 1 client", smallWrites, idsPerRequest: 10))
+    print(phaseRow("`GET /v1/library/changes` pages of \(pageLimit) small changes", feed, idsPerRequest: pageLimit))
+    print(phaseRow("`GET /v1/library/changes` the upload's change (\(s.assets) ids, \(f(Double(bigBytes) / 1e6, 1)) MB), 1 client", big, idsPerRequest: 1))
+    func outcomes(_ o: [String: Int]) -> String { o.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") }
+    print(markdown: "", "Answers of the cold passes — local→cloud: \(outcomes(coldOutcomes)); cloud→local on device 2: \(outcomes(backOutcomes)).")
+    for (name, r) in [("cold", cold), ("warm", warm), ("peer", echo), ("cold back", coldBack), ("warm back", warmBack), ("writes", smallWrites), ("feed", feed)] {
+        if let e = r.firstError { print("First error (\(name)): `\(e.prefix(200))`") }
+    }
+
+    let warmCPU = warm.cpuPerRequestMS, warmP99 = warm.percentile(99)
+    let rpsRatio = echo.requestsPerSecond > 0 ? warm.requestsPerSecond / echo.requestsPerSecond : 0
+    let cpuRatio = echo.cpuPerRequestMS > 0 ? warm.cpuPerRequestMS / echo.cpuPerRequestMS : 0
+    let worstUpload = uploads.map(\.seconds).max() ?? 0
+    print(markdown: "", "| target | measured | |", "|---|---|---|")
+    print("| \(s.batch)-id batch against a \(s.assets)-asset library ≤ 2 ms server CPU (≥ 500 000 ids/s on one core) | warm \(f(warmCPU)) ms (\(f(warmCPU > 0 ? Double(s.batch) / warmCPU * 1000 : 0, 0)) ids per CPU-second); cold \(f(cold.cpuPerRequestMS)) ms | \(met(warmCPU > 0 && warmCPU <= 2)) (warm) |")
+    print("| p99 < 10 ms at \(s.clients) clients | warm \(f(warmP99)) ms (p50 \(f(warm.percentile(50))) ms) | \(met(warmP99 > 0 && warmP99 < 10)) |")
+    if s.peerPort != nil {
+        print("| Concord lookup ≥ 3× the peer's echo (requests/s) | \(f(rpsRatio))× (server CPU per request: \(f(cpuRatio))× the peer's) | \(met(rpsRatio >= 3)) |")
+    }
+    print("| \(s.assets)-asset manifest accepted < 5 s | slowest \(f(worstUpload)) s of \(s.devices) | \(met(worstUpload < 5)) |")
+    print("| peak RSS < 300 MiB with all \(s.devices) libraries loaded | VmHWM \(f(peakRSS, 1)) MiB (\(f(rssAfterUpload, 1)) after the uploads; VmRSS \(f(rssNowAfterUpload, 1)) then, \(f(endRSS, 1)) at the end) | \(met(peakRSS > 0 && peakRSS < 300)) |")
+}
+
+// MARK: - Journal (issue 4)
+
+func journalScenario(_ s: Settings) throws {
+    let photos = PhotoSet(count: Int((Double(s.assets) * 10 / 9).rounded()))
+    let libraries = (0..<2).map { DeviceLibrary(device: $0, assets: s.assets, photos: photos) }
+    let account = try SimAccount(s, devices: 2)
+    var uploads: [UploadResult] = []
+    for d in 0..<2 {
+        log("PUT /v1/library device \(d + 1)/2…")
+        uploads.append(try upload(s, token: account.deviceTokens[d], library: libraries[d], photos: photos))
+    }
+    let d1 = account.deviceTokens[0], d2 = account.deviceTokens[1]
+    let entries = 200, perEntry = 10
+    // Cloud identifiers of 2000 assets spread over device 1's library.
+    let step = max(1, s.assets / (entries * perEntry))
+    let chosen = (0..<(entries * perEntry)).map { libraries[0].localIdentifiers[($0 * step) % s.assets] }
+    var cloudIDs: [String] = []
+    for start in stride(from: 0, to: chosen.count, by: 1000) {
+        let body = try call(s.port, RawRequest("POST", "/v1/library/cloud-identifiers", token: d1,
+                                               body: identifiersBody("localIdentifiers", chosen[start..<min(start + 1000, chosen.count)])))
+        cloudIDs += try mappings(body, askedKey: "localIdentifier", foundKey: "cloudIdentifier").compactMap { $0.found }
+    }
+    guard cloudIDs.count == chosen.count else { throw ClientError(description: "only \(cloudIDs.count) of \(chosen.count) assets mapped") }
+
+    let journal = try parseObject(call(s.port, RawRequest("POST", "/v1/journals", token: d1, body: Array(#"{"title":"Trip"}"#.utf8)), expect: 201))
+    let journalID = try stringField(journal, "journalID")
+    let entryWrites = (0..<entries).map { e in
+        var w = JSONWriter(capacity: 2048)
+        w.beginObject(); w.key("text"); w.string("Day \(e + 1): a walk by the sea.")
+        w.key("photos"); w.beginArray()
+        for p in 0..<perEntry { w.beginObject(); w.key("cloudIdentifier"); w.string(cloudIDs[e * perEntry + p]); w.endObject() }
+        w.endArray(); w.endObject()
+        return RawRequest("PUT", "/v1/journals/\(journalID)/entries/e\(e + 1)", token: d1, body: w.bytes)
+    }
+    log("journal: writing \(entries) entries × \(perEntry) photos by cloud identifier…")
+    let built = try runLoad(port: s.port, clients: 1, requests: entryWrites, server: s.server)
+
+    let reads = max(10, Int(s.seconds * 10))
+    let read1 = RawRequest("GET", "/v1/journals/\(journalID)", token: d1)
+    let read2 = RawRequest("GET", "/v1/journals/\(journalID)", token: d2)
+    log("journal: reads on device 1 (\(reads))…")
+    let r1 = try runLoad(port: s.port, clients: 1, requests: Array(repeating: read1, count: reads), server: s.server)
+    log("journal: first read on device 2 (resolves by content, stores links)…")
+    let firstOn2 = try runLoad(port: s.port, clients: 1, requests: [read2], server: s.server, keepBodies: true)
+    var resolved = 0, unresolved = 0
+    if let body = firstOn2.bodies.first, case .array(let es)? = try parseObject(body)["entries"] {
+        for case .object(let e) in es {
+            guard case .array(let ps)? = e["photos"] else { continue }
+            for case .object(let p) in ps { if p["localIdentifier"] != nil { resolved += 1 } else { unresolved += 1 } }
+        }
+    }
+    log("journal: reads on device 2 (\(reads))…")
+    let r2 = try runLoad(port: s.port, clients: 1, requests: Array(repeating: read2, count: reads), server: s.server)
+    log("journal: concurrent reads, \(s.clients) clients, \(f(s.seconds, 0))s…")
+    let rc = try runLoad(port: s.port, clients: s.clients, requests: [read1, read2], duration: s.seconds, server: s.server)
+
+    // Entries of 50 photos by local identifier on device 2: some already linked, most not yet.
+    var rng = SplitMix(state: 0x50)
+    let writeCount = max(10, Int(s.seconds * 10))
+    let localWrites = (0..<writeCount).map { i in
+        var w = JSONWriter(capacity: 4096)
+        w.beginObject(); w.key("text"); w.string("Picked on device 2, #\(i + 1)")
+        w.key("photos"); w.beginArray()
+        var used = Set<Int>()
+        while used.count < 50 { used.insert(rng.below(s.assets)) }
+        for a in used.sorted() { w.beginObject(); w.key("localIdentifier"); w.string(libraries[1].localIdentifiers[a]); w.endObject() }
+        w.endArray(); w.endObject()
+        return RawRequest("PUT", "/v1/journals/\(journalID)/entries/w\(i + 1)", token: d2, body: w.bytes)
+    }
+    log("journal: \(writeCount) entries of 50 photos by local identifier on device 2…")
+    let wl = try runLoad(port: s.port, clients: 1, requests: localWrites, server: s.server)
+
+    print(markdown: "", "## Journal — \(entries) entries × \(perEntry) photos, devices of \(s.assets) assets", "")
+    print("Uploads: \(uploads.map { f($0.seconds) + " s" }.joined(separator: ", ")). Device 2 holds a different random ~90% of the same photos: its first read resolved \(resolved) photos and left \(unresolved) as placeholders.")
+    print(markdown: "", "| phase | requests | wall s | requests/s | p50 ms | p99 ms | server CPU per request (ms) | errors |", "|---|---:|---:|---:|---:|---:|---:|---:|")
+    func row(_ name: String, _ r: LoadResult) {
+        print("| \(name) | \(r.requests) | \(f(r.seconds, 1)) | \(f(r.requestsPerSecond, 0)) | \(f(r.percentile(50))) | \(f(r.percentile(99))) | \(f(r.cpuPerRequestMS)) | \(r.errors) |")
+    }
+    row("`PUT` entry of \(perEntry) photos by cloud identifier (building the journal), 1 client", built)
+    row("`GET /v1/journals/{id}` on device 1 (photos linked there), 1 client", r1)
+    row("`GET /v1/journals/{id}` first read on device 2 (resolves by content)", firstOn2)
+    row("`GET /v1/journals/{id}` on device 2 afterwards, 1 client", r2)
+    row("`GET /v1/journals/{id}`, both devices, \(s.clients) clients", rc)
+    row("`PUT` entry of 50 photos by local identifier on device 2, 1 client", wl)
+    for (name, r) in [("build", built), ("read 1", r1), ("first read 2", firstOn2), ("read 2", r2), ("concurrent", rc), ("write", wl)] {
+        if let e = r.firstError { print("First error (\(name)): `\(e.prefix(200))`") }
+    }
+    let worstCPU = max(r1.cpuPerRequestMS, r2.cpuPerRequestMS)
+    let worstP99 = max(r1.percentile(99), r2.percentile(99))
+    print(markdown: "", "| target | measured | |", "|---|---|---|")
+    print("| reading a 200×10 journal < 20 ms | server CPU \(f(r1.cpuPerRequestMS)) / \(f(r2.cpuPerRequestMS)) ms per read (device 1 / 2); client p50 \(f(r1.percentile(50))) / \(f(r2.percentile(50))) ms, p99 \(f(r1.percentile(99))) / \(f(r2.percentile(99))) ms | \(met(worstCPU < 20)) (server CPU), \(met(worstP99 < 20)) (client p99) |")
+    print("| writing an entry of 50 photos by local identifier (latency) | p50 \(f(wl.percentile(50))) ms, p99 \(f(wl.percentile(99))) ms, server CPU \(f(wl.cpuPerRequestMS)) ms | (no number set) |")
+}

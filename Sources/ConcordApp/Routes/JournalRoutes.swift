@@ -1,0 +1,277 @@
+import ConcordDomain
+import ConcordHTTP
+import ConcordJSON
+import Foundation
+
+/// API.md §6: the account's journals, their entries, the photo picker's selection and the
+/// account's journal change feed. Device tokens only (§1: journals are part of "everything a
+/// device does"); an account token is `403`.
+func journalRoutes(_ app: AppContext) -> [Route] {
+    [
+        Route("POST", "/v1/journals") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let title = try Codec.requiredString(try request.jsonBody(), "title", path: "title")
+            let journal = try app.call(.createJournal, request) { () throws(DomainError) in
+                try app.service.createJournal(title: title, device: device)
+            }
+            var response = Codec.json(status: 201) { w in Codec.write(journal, entries: nil, into: &w) }
+            response.headers.add(name: "ETag", value: Codec.entityTag(journal.version))
+            response.headers.add(name: "Location", value: "/v1/journals/" + journal.journalID)
+            return response
+        },
+        Route("GET", "/v1/journals") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let journals = try app.call(.listJournals, request) { () throws(DomainError) in
+                try app.service.listJournals(device: device)
+            }
+            return Codec.json(capacity: 64 + 192 * journals.count) { w in
+                w.beginObject()
+                w.key("journals")
+                w.beginArray()
+                for j in journals { Codec.write(j, entries: nil, into: &w) }
+                w.endArray()
+                w.endObject()
+            }
+        },
+        Route("GET", "/v1/journals/token") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let token = try app.call(.currentJournalChangeToken, request) { () throws(DomainError) in
+                try app.service.currentJournalChangeToken(device: device)
+            }
+            return Codec.changeTokenResponse(token)
+        },
+        Route("GET", "/v1/journals/changes") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            guard let since = request.query("since") else { throw APIError.missingField("since") }
+            let limit = try Codec.intQuery(request, "limit")
+            let page = try app.call(.journalChanges, request) { () throws(DomainError) in
+                try app.service.journalChanges(since: since, limit: limit, device: device)
+            }
+            return Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
+                Codec.write(change, into: &w)
+            }
+        },
+        Route("GET", "/v1/journals/{journalID}") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let journalID = try request.pathParameter("journalID")
+            let detail = try app.call(.getJournal, request) { () throws(DomainError) in
+                try app.service.journal(journalID, device: device)
+            }
+            let photos = detail.entries.reduce(0) { $0 + $1.photos.count }
+            var response = Codec.json(capacity: 256 + 256 * detail.entries.count + 160 * photos) { w in
+                Codec.write(detail.journal, entries: detail.entries, into: &w)
+            }
+            response.headers.add(name: "ETag", value: Codec.entityTag(detail.journal.version))
+            return response
+        },
+        Route("PUT", "/v1/journals/{journalID}") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let journalID = try request.pathParameter("journalID")
+            let ifMatch = try Codec.ifMatch(request)
+            let title = try Codec.requiredString(try request.jsonBody(), "title", path: "title")
+            let journal = try app.call(.renameJournal, request) { () throws(DomainError) in
+                try app.service.renameJournal(journalID, title: title, ifMatch: ifMatch, device: device)
+            }
+            var response = Codec.json { w in Codec.write(journal, entries: nil, into: &w) }
+            response.headers.add(name: "ETag", value: Codec.entityTag(journal.version))
+            return response
+        },
+        Route("DELETE", "/v1/journals/{journalID}") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let journalID = try request.pathParameter("journalID")
+            let ifMatch = try Codec.ifMatch(request)
+            try app.call(.deleteJournal, request) { () throws(DomainError) in
+                try app.service.deleteJournal(journalID, ifMatch: ifMatch, device: device)
+            }
+            return .noContent
+        },
+        Route("PUT", "/v1/journals/{journalID}/entries/{entryID}") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let journalID = try request.pathParameter("journalID")
+            let entryID = try request.pathParameter("entryID")
+            let ifMatch = try Codec.ifMatch(request)
+            let body = try request.jsonBody()
+            let text = try Codec.requiredString(body, "text", path: "text")
+            let photos = try Codec.journalPhotos(body, maxBatch: app.service.configuration.maxBatch)
+            let entry = try app.call(.putEntry, request) { () throws(DomainError) in
+                try app.service.putEntry(journalID: journalID, entryID: entryID, text: text, photos: photos, ifMatch: ifMatch, device: device)
+            }
+            return Codec.entryResponse(entry)
+        },
+        Route("DELETE", "/v1/journals/{journalID}/entries/{entryID}") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let journalID = try request.pathParameter("journalID")
+            let entryID = try request.pathParameter("entryID")
+            let ifMatch = try Codec.ifMatch(request)
+            try app.call(.deleteEntry, request) { () throws(DomainError) in
+                try app.service.deleteEntry(journalID: journalID, entryID: entryID, ifMatch: ifMatch, device: device)
+            }
+            return .noContent
+        },
+        Route("POST", "/v1/journals/{journalID}/entries/{entryID}/selection") { request throws(APIError) in
+            let device = try app.requireDevice(request)
+            let journalID = try request.pathParameter("journalID")
+            let entryID = try request.pathParameter("entryID")
+            let ifMatch = try Codec.ifMatch(request)
+            let body = try request.jsonBody()
+            guard let cancelled = try Codec.bool(body, "cancelled", path: "cancelled") else { throw APIError.missingField("cancelled") }
+            // A cancelled session may come without identifiers (the picker returned none).
+            let max = app.service.configuration.maxBatch
+            let picked: [String]
+            if let array = try Codec.array(body, "localIdentifiers", path: "localIdentifiers") {
+                guard array.count <= max else { throw APIError(DomainError.batchTooLarge(maxBatch: max)) }
+                picked = try Codec.requiredStringArray(body, "localIdentifiers", path: "localIdentifiers")
+            } else if cancelled {
+                picked = []
+            } else {
+                throw APIError.missingField("localIdentifiers")
+            }
+            let entry = try app.call(.selection, request) { () throws(DomainError) in
+                try app.service.applySelection(journalID: journalID, entryID: entryID, cancelled: cancelled, localIdentifiers: picked,
+                                               ifMatch: ifMatch, device: device)
+            }
+            return Codec.entryResponse(entry)
+        },
+    ]
+}
+
+extension Codec {
+    // MARK: - Journals (§6)
+
+    /// `"<version>"`: the `ETag` of a journal or entry (a strong entity tag, RFC 9110 §8.8.3).
+    static func entityTag(_ version: String) -> String { "\"" + version + "\"" }
+
+    /// The request's `If-Match` (RFC 9110 §13.1.1): nil when absent, `.any` for `*`, else the listed
+    /// entity tags' values. Weak tags (`W/"..."`) never match a strong comparison, so they are dropped
+    /// (a list of only weak tags fails with `412`). Anything else is `400` naming `If-Match`.
+    static func ifMatch(_ request: RequestContext) throws(APIError) -> IfMatch? {
+        let fields = request.request.headers[all: "If-Match"]
+        guard !fields.isEmpty else { return nil }
+        let invalid = APIError.badRequest("If-Match must be * or a list of quoted entity tags.", field: "If-Match")
+        let bytes = Array(fields.joined(separator: ",").utf8)
+        func isOWS(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
+        var i = 0
+        var versions: [String] = []
+        var tags = 0
+        var star = false
+        // #entity-tag (RFC 9110 §5.6.1): elements separated by commas and optional whitespace, empty ones ignored.
+        while i < bytes.count {
+            if isOWS(bytes[i]) || bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "*") {
+                star = true
+                i += 1
+            } else {
+                var weak = false
+                if bytes[i] == UInt8(ascii: "W"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "/") {
+                    weak = true
+                    i += 2
+                }
+                guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw invalid }
+                i += 1
+                let start = i
+                // etagc = %x21 / %x23-7E / obs-text: no quote, space or control inside.
+                while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
+                    guard bytes[i] == 0x21 || (bytes[i] >= 0x23 && bytes[i] != 0x7F) else { throw invalid }
+                    i += 1
+                }
+                guard i < bytes.count else { throw invalid }
+                if !weak { versions.append(String(decoding: bytes[start..<i], as: UTF8.self)) }
+                i += 1
+                tags += 1
+            }
+            // After an element: only whitespace, then a comma or the end.
+            while i < bytes.count, isOWS(bytes[i]) { i += 1 }
+            guard i == bytes.count || bytes[i] == UInt8(ascii: ",") else { throw invalid }
+        }
+        if star {
+            guard tags == 0 else { throw invalid }   // "*" stands alone
+            return .any
+        }
+        guard tags > 0 else { throw invalid }
+        return .versions(versions)
+    }
+
+    /// An entry PUT's `"photos"`: each `{"cloudIdentifier"}` or `{"localIdentifier"}` (exactly one);
+    /// more than `maxBatch` photos is `413 batchTooLarge`, checked before the items.
+    static func journalPhotos(_ body: JSONObject, maxBatch: Int) throws(APIError) -> [JournalPhotoInput] {
+        guard let array = try self.array(body, "photos", path: "photos") else { throw APIError.missingField("photos") }
+        guard array.count <= maxBatch else { throw APIError(DomainError.batchTooLarge(maxBatch: maxBatch)) }
+        var photos: [JournalPhotoInput] = []
+        photos.reserveCapacity(array.count)
+        for value in array {
+            guard case .object(let o) = value else { throw APIError.wrongType("photos", "an array of objects") }
+            let cloud = try self.string(o, "cloudIdentifier", path: "photos.cloudIdentifier")
+            let local = try self.string(o, "localIdentifier", path: "photos.localIdentifier")
+            switch (cloud, local) {
+            case (let c?, nil): photos.append(.cloudIdentifier(c))
+            case (nil, let l?): photos.append(.localIdentifier(l))
+            default:
+                throw APIError.badRequest("Each photo must have exactly one of cloudIdentifier and localIdentifier.", field: "photos")
+            }
+        }
+        return photos
+    }
+
+    /// A journal: `{"journalID","title","version","entryCount","updatedAt","createdAt"}`, with
+    /// `"entries"` when given (`GET /v1/journals/{journalID}`).
+    static func write(_ j: JournalSummary, entries: [JournalEntryView]?, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("journalID"); w.string(j.journalID)
+        w.key("title"); w.string(j.title)
+        w.key("version"); w.string(j.version)
+        w.key("entryCount"); w.int(j.entryCount)
+        w.key("updatedAt"); w.string(RFC3339.format(j.updatedAt))
+        w.key("createdAt"); w.string(RFC3339.format(j.createdAt))
+        if let entries {
+            w.key("entries")
+            w.beginArray()
+            for e in entries { self.write(e, into: &w) }
+            w.endArray()
+        }
+        w.endObject()
+    }
+
+    /// An entry: `{"entryID","text","version","photos"}`, each photo `{"cloudIdentifier","localIdentifier"}`
+    /// or `{"cloudIdentifier","error"}` as resolved for the calling device.
+    static func write(_ e: JournalEntryView, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("entryID"); w.string(e.entryID)
+        w.key("text"); w.string(e.text)
+        w.key("version"); w.string(e.version)
+        w.key("photos")
+        w.beginArray()
+        for p in e.photos {
+            w.beginObject()
+            w.key("cloudIdentifier"); w.string(p.cloudIdentifier)
+            switch p.result {
+            case .found(let local): w.key("localIdentifier"); w.string(local)
+            case .error(let error): w.key("error"); self.write(error, into: &w)
+            }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+    }
+
+    /// `200` with the entry and its `ETag`.
+    static func entryResponse(_ entry: JournalEntryView) -> HTTPResponse {
+        var response = Codec.json(capacity: 128 + entry.text.utf8.count + 160 * entry.photos.count) { w in Codec.write(entry, into: &w) }
+        response.headers.add(name: "ETag", value: Codec.entityTag(entry.version))
+        return response
+    }
+
+    /// One journal change: `{"changeToken","journals":{...},"entries":{...}}`, every list present.
+    static func write(_ change: JournalChange, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("changeToken"); w.string(change.changeToken)
+        for (name, lists) in [("journals", change.details.journals), ("entries", change.details.entries)] {
+            w.key(name)
+            w.beginObject()
+            w.key("inserted"); self.strings(lists.inserted, &w)
+            w.key("updated"); self.strings(lists.updated, &w)
+            w.key("deleted"); self.strings(lists.deleted, &w)
+            w.endObject()
+        }
+        w.endObject()
+    }
+}

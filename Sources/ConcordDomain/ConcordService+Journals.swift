@@ -1,0 +1,451 @@
+import Foundation
+
+extension ConcordService {
+    // MARK: - Journals (§6)
+    //
+    // Every write of a journal or entry is ONE write transaction that assigns the next sequence
+    // number of the account's journal feed. That number is the change's token (encoded), the new
+    // version of what changed (entry and its journal), and the order of creation, so versions are
+    // never reused: a version string seen before a delete can never match the thing re-created.
+    // A write that changes nothing (same title, same text and photos) keeps the versions and adds
+    // no change, as library uploads do (§4).
+
+    /// Longest journal title, in bytes (titles are 1–1024 bytes, like names).
+    static let maxTitleBytes = 1024
+    /// Longest entry text, in bytes.
+    public static let maxEntryTextBytes = 1 << 20
+
+    /// The journal part of a read transaction.
+    static func journalStore(_ tx: any StoreReadTransaction) throws -> any JournalStoreReadTransaction {
+        guard let j = tx as? any JournalStoreReadTransaction else {
+            throw DomainError.internalError(message: "this storage engine does not implement journals")
+        }
+        return j
+    }
+
+    /// The journal part of a write transaction.
+    static func journalStore(_ tx: any StoreWriteTransaction) throws -> any JournalStoreWriteTransaction {
+        guard let j = tx as? any JournalStoreWriteTransaction else {
+            throw DomainError.internalError(message: "this storage engine does not implement journals")
+        }
+        return j
+    }
+
+    /// `POST /v1/journals`: a new, empty journal.
+    public func createJournal(title: String, device: DeviceRef) throws(DomainError) -> JournalSummary {
+        try Self.validateTitle(title)
+        let now = self.now
+        let id = UUID().uuidString
+        return try self.run {
+            try self.store.write { tx in
+                _ = try Self.requireDevice(tx, device)
+                let j = try Self.journalStore(tx)
+                let feed = try j.journalFeed(accountID: device.accountID)
+                let seq = feed.lastChangeSeq + 1
+                let journal = StoredJournal(journalID: id, title: title, version: seq, entryCount: 0, createdSeq: seq,
+                                            createdAt: now.timeIntervalSince1970, updatedAt: now.timeIntervalSince1970)
+                try j.putJournal(accountID: device.accountID, journal)
+                try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: seq, now: now,
+                                             details: JournalChangeDetails(journals: JournalChangeLists(inserted: [id])))
+                return Self.summary(journal)
+            }
+        }
+    }
+
+    /// `GET /v1/journals`: the account's journals in creation order.
+    public func listJournals(device: DeviceRef) throws(DomainError) -> [JournalSummary] {
+        try self.run {
+            try self.store.read { tx in
+                _ = try Self.requireDevice(tx, device)
+                return try Self.journalStore(tx).journals(accountID: device.accountID).map(Self.summary)
+            }
+        }
+    }
+
+    /// `GET /v1/journals/{journalID}`: the journal with its entries (creation order), every photo
+    /// resolved for `device` as §5 cloud → local in ONE batched resolution over the whole journal.
+    /// Links found by content (§5 step 3) are stored afterwards in one write transaction.
+    public func journal(_ journalID: String, device: DeviceRef) throws(DomainError) -> JournalDetail {
+        var toLink: [(localIdentifier: String, record: CloudRecord)] = []
+        let detail = try self.run { () throws -> JournalDetail in
+            try self.store.read { tx in
+                let state = try Self.requireDevice(tx, device)
+                guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+                let j = try Self.journalStore(tx)
+                guard let journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.noSuchJournal }
+                let entries = try j.journalEntries(accountID: device.accountID, journalID: journalID)
+                let resolved = try Self.resolvePhotos(tx, device: device, entries.map(\.photos), limited: state.authorization == .limited)
+                toLink = resolved.links
+                return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) })
+            }
+        }
+        if !toLink.isEmpty {
+            try self.run { try self.store.write { tx in try Self.storeContentLinks(tx, device: device, toLink) } }
+        }
+        return detail
+    }
+
+    /// `PUT /v1/journals/{journalID}`: renames the journal. `If-Match` is checked against the journal's version.
+    public func renameJournal(_ journalID: String, title: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) -> JournalSummary {
+        try Self.validateTitle(title)
+        let now = self.now
+        return try self.run {
+            try self.store.write { tx in
+                _ = try Self.requireDevice(tx, device)
+                let j = try Self.journalStore(tx)
+                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+                try Self.checkPrecondition(ifMatch, current: journal.version)
+                guard journal.title != title else { return Self.summary(journal) }
+                let feed = try j.journalFeed(accountID: device.accountID)
+                let seq = feed.lastChangeSeq + 1
+                journal.title = title
+                journal.version = seq
+                journal.updatedAt = now.timeIntervalSince1970
+                try j.putJournal(accountID: device.accountID, journal)
+                try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: seq, now: now,
+                                             details: JournalChangeDetails(journals: JournalChangeLists(updated: [journalID])))
+                return Self.summary(journal)
+            }
+        }
+    }
+
+    /// `DELETE /v1/journals/{journalID}`: the journal and its entries; the change lists the journal
+    /// and every entry as deleted.
+    public func deleteJournal(_ journalID: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) {
+        let now = self.now
+        try self.run {
+            try self.store.write { tx in
+                _ = try Self.requireDevice(tx, device)
+                let j = try Self.journalStore(tx)
+                guard let journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+                try Self.checkPrecondition(ifMatch, current: journal.version)
+                let entryIDs = try j.journalEntryIDs(accountID: device.accountID, journalID: journalID)
+                try j.deleteJournal(accountID: device.accountID, journalID: journalID)
+                let feed = try j.journalFeed(accountID: device.accountID)
+                try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: feed.lastChangeSeq + 1, now: now,
+                                             details: JournalChangeDetails(journals: JournalChangeLists(deleted: [journalID]),
+                                                                           entries: JournalChangeLists(deleted: entryIDs.map { journalID + "/" + $0 })))
+            }
+        }
+    }
+
+    /// `PUT /v1/journals/{journalID}/entries/{entryID}`: creates or replaces the entry. Local identifiers
+    /// are mapped local → cloud (§5, which may create records and links) in the same write transaction;
+    /// when any photo cannot be mapped the answer is `unprocessable` listing every failing photo, and
+    /// nothing is stored. The answer has the photos resolved for `device`.
+    public func putEntry(journalID: String, entryID: String, text: String, photos: [JournalPhotoInput], ifMatch: IfMatch?,
+                         device: DeviceRef) throws(DomainError) -> JournalEntryView {
+        try Self.validateEntryID(entryID)
+        guard text.utf8.count <= Self.maxEntryTextBytes else {
+            throw DomainError.badRequest(message: "text must be at most \(Self.maxEntryTextBytes) bytes.", field: "text")
+        }
+        guard photos.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
+        // Checks that need no storage: bounds (400), duplicates (400), malformed cloud identifiers (422 item).
+        var parsed: [Int: CloudIdentifier] = [:]
+        var failures: [(index: Int, error: ItemError)] = []
+        var locals: [String] = []
+        var seenLocal = Set<String>()
+        for (i, p) in photos.enumerated() {
+            switch p {
+            case .localIdentifier(let id):
+                guard Identifiers.isValidLocalIdentifier(id) else {
+                    throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "photos.localIdentifier")
+                }
+                guard seenLocal.insert(id).inserted else {
+                    throw DomainError.badRequest(message: "The local identifier \(id) is listed twice.", field: "photos.localIdentifier")
+                }
+                locals.append(id)
+            case .cloudIdentifier(let s):
+                if let c = CloudIdentifier(parsing: s) { parsed[i] = c } else { failures.append((i, .invalidIdentifier)) }
+            }
+        }
+        let now = self.now
+        return try self.run {
+            try self.store.write { tx in
+                let state = try Self.requireDevice(tx, device)
+                guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+                let limited = state.authorization == .limited
+                let j = try Self.journalStore(tx)
+                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+                let existing = try j.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
+                // A PUT may create the entry; `If-Match` on one that does not exist yet fails (RFC 9110 §13.1.1).
+                try Self.checkPrecondition(ifMatch, current: existing?.version)
+
+                let assigned = locals.isEmpty ? [:] : try self.assignRecords(tx, device: device, localIdentifiers: locals)
+                for (i, p) in photos.enumerated() {
+                    if case .localIdentifier(let id) = p {
+                        if let r = assigned[id] { parsed[i] = CloudIdentifier(guid: r.guid, type: r.type, fingerprint: r.fingerprint) } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }
+                    }
+                }
+                if !failures.isEmpty {
+                    // Thrown inside the transaction: records and links step 3 made above are rolled back too.
+                    throw Self.unmappablePhotos(photos, failures.sorted { $0.index < $1.index })
+                }
+                var cloudIDs: [String] = []
+                cloudIDs.reserveCapacity(photos.count)
+                var seenRecords = Set<String>()
+                for i in photos.indices {
+                    guard let c = parsed[i] else { throw DomainError.internalError(message: "photo \(i) neither parsed nor failed") }
+                    guard seenRecords.insert(c.guid + ":" + c.type.code).inserted else {
+                        throw DomainError.badRequest(message: "The photo \(c.stringValue) is in the entry twice (the same cloud record).", field: "photos")
+                    }
+                    cloudIDs.append(c.stringValue)
+                }
+                var entry = existing ?? StoredJournalEntry(journalID: journalID, entryID: entryID, text: text, photos: [], version: 0, createdSeq: 0)
+                if existing == nil || existing?.text != text || existing?.photos != cloudIDs {
+                    let feed = try j.journalFeed(accountID: device.accountID)
+                    let seq = feed.lastChangeSeq + 1
+                    entry.text = text
+                    entry.photos = cloudIDs
+                    entry.version = seq
+                    if existing == nil { entry.createdSeq = seq }
+                    try j.putJournalEntry(accountID: device.accountID, entry)
+                    journal.version = seq
+                    journal.updatedAt = now.timeIntervalSince1970
+                    if existing == nil { journal.entryCount += 1 }
+                    try j.putJournal(accountID: device.accountID, journal)
+                    let key = journalID + "/" + entryID
+                    let entries = existing == nil ? JournalChangeLists(inserted: [key]) : JournalChangeLists(updated: [key])
+                    try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: seq, now: now,
+                                                 details: JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]), entries: entries))
+                }
+                return try Self.resolvedView(tx, device: device, entry, limited: limited)
+            }
+        }
+    }
+
+    /// `DELETE /v1/journals/{journalID}/entries/{entryID}`.
+    public func deleteEntry(journalID: String, entryID: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) {
+        try Self.validateEntryID(entryID)
+        let now = self.now
+        try self.run {
+            try self.store.write { tx in
+                _ = try Self.requireDevice(tx, device)
+                let j = try Self.journalStore(tx)
+                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+                guard let entry = try j.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
+                    throw Self.missing(Self.noSuchEntry, ifMatch)
+                }
+                try Self.checkPrecondition(ifMatch, current: entry.version)
+                let feed = try j.journalFeed(accountID: device.accountID)
+                let seq = feed.lastChangeSeq + 1
+                try j.deleteJournalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
+                journal.version = seq
+                journal.updatedAt = now.timeIntervalSince1970
+                journal.entryCount = max(0, journal.entryCount - 1)
+                try j.putJournal(accountID: device.accountID, journal)
+                try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: seq, now: now,
+                                             details: JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
+                                                                           entries: JournalChangeLists(deleted: [journalID + "/" + entryID])))
+            }
+        }
+    }
+
+    // MARK: - Helpers shared by the journal operations
+
+    static let noSuchJournal = DomainError.notFound(message: "No such journal.")
+    static let noSuchEntry = DomainError.notFound(message: "No such entry.")
+
+    /// What a request for something that does not exist answers: `notFound`, unless it carries
+    /// `If-Match`, which cannot match what does not exist: `412` (API.md §6, RFC 9110 §13.1.1).
+    static func missing(_ notFound: DomainError, _ ifMatch: IfMatch?) -> DomainError {
+        ifMatch == nil ? notFound : .versionMismatch(currentVersion: nil)
+    }
+
+    /// Journal IDs are the server's (UUIDs): anything else cannot name one, and is simply not found.
+    static func findJournal(_ j: any JournalStoreReadTransaction, _ accountID: String, _ journalID: String) throws -> StoredJournal? {
+        guard Identifiers.isValidLocalIdentifier(journalID) else { return nil }
+        return try j.journal(accountID: accountID, journalID: journalID)
+    }
+
+    static func validateTitle(_ title: String) throws(DomainError) {
+        guard !title.isEmpty, title.utf8.count <= Self.maxTitleBytes else {
+            throw DomainError.badRequest(message: "title must be 1 to \(Self.maxTitleBytes) bytes.", field: "title")
+        }
+    }
+
+    /// Entry IDs are the client's: 1–255 bytes of UTF-8 without control characters (the rules of a local identifier).
+    static func validateEntryID(_ entryID: String) throws(DomainError) {
+        guard Identifiers.isValidLocalIdentifier(entryID) else {
+            throw DomainError.badRequest(message: "An entry ID must be 1 to 255 bytes of UTF-8 without control characters.", field: "entryID")
+        }
+    }
+
+    /// `If-Match` (RFC 9110 §13.1.1): absent passes; `*` passes when the thing exists; a list passes
+    /// when it names the current version. Otherwise `versionMismatch` carrying the current version
+    /// (none when the thing does not exist).
+    static func checkPrecondition(_ ifMatch: IfMatch?, current: Int64?) throws {
+        guard let ifMatch else { return }
+        guard let current else { throw DomainError.versionMismatch(currentVersion: nil) }
+        switch ifMatch {
+        case .any: return
+        case .versions(let versions):
+            let v = Self.versionString(current)
+            guard versions.contains(v) else { throw DomainError.versionMismatch(currentVersion: v) }
+        }
+    }
+
+    static func versionString(_ seq: Int64) -> String { String(seq) }
+
+    static func summary(_ j: StoredJournal) -> JournalSummary {
+        JournalSummary(journalID: j.journalID, title: j.title, version: Self.versionString(j.version), entryCount: j.entryCount,
+                       createdAt: Date(timeIntervalSince1970: j.createdAt), updatedAt: Date(timeIntervalSince1970: j.updatedAt))
+    }
+
+    static func view(_ e: StoredJournalEntry, _ answers: [String: MappingResult]) -> JournalEntryView {
+        JournalEntryView(entryID: e.entryID, text: e.text, version: Self.versionString(e.version), photos: e.photos.map { c in
+            JournalPhoto(cloudIdentifier: c, result: answers[c] ?? .error(.invalidIdentifier))
+        })
+    }
+
+    /// `422 unprocessable` naming every photo that could not be mapped, in entry order:
+    /// `"photos": [{"index", "localIdentifier" | "cloudIdentifier", "error"}]`.
+    static func unmappablePhotos(_ photos: [JournalPhotoInput], _ failures: [(index: Int, error: ItemError)]) -> DomainError {
+        let items: [DetailValue] = failures.map { f in
+            var fields = [DetailField("index", .int(f.index))]
+            switch photos[f.index] {
+            case .localIdentifier(let id): fields.append(DetailField("localIdentifier", .string(id)))
+            case .cloudIdentifier(let s): fields.append(DetailField("cloudIdentifier", .string(s)))
+            }
+            fields.append(DetailField("error", f.error.detailValue))
+            return .object(fields)
+        }
+        let first: String
+        switch photos[failures[0].index] {
+        case .localIdentifier(let id): first = id
+        case .cloudIdentifier(let s): first = s
+        }
+        let message = failures.count == 1 ? "The photo \(first) cannot be mapped; nothing was stored."
+            : "\(failures.count) photos cannot be mapped (the first is \(first)); nothing was stored."
+        return DomainError.unprocessable(message: message, details: [DetailField("photos", .array(items))])
+    }
+
+    /// Resolves every photo of every list (§5 cloud → local) in ONE batch: the distinct identifiers of
+    /// all lists go through `resolve` together. Answers are keyed by the stored (canonical) string.
+    static func resolvePhotos(_ tx: any StoreReadTransaction, device: DeviceRef, _ lists: [[String]], limited: Bool)
+        throws -> (answers: [String: MappingResult], links: [(localIdentifier: String, record: CloudRecord)]) {
+        // Stored strings are canonical, so distinct strings are distinct identifiers: one slot each.
+        var slot: [String: Int] = [:]
+        var identifiers: [CloudIdentifier] = []
+        var keys: [String] = []
+        var unreadable: [String] = []
+        for list in lists {
+            for s in list where slot[s] == nil {
+                guard let c = Self.storedCloudIdentifier(s) else { unreadable.append(s); continue }
+                slot[s] = identifiers.count
+                identifiers.append(c)
+                keys.append(s)
+            }
+        }
+        let resolved = try Self.resolve(tx, device: device, identifiers: identifiers, limited: limited)
+        var answers: [String: MappingResult] = [:]
+        answers.reserveCapacity(keys.count + unreadable.count)
+        for (i, s) in keys.enumerated() {
+            answers[s] = (i < resolved.answers.count ? resolved.answers[i] : nil) ?? .error(.identifierNotFound(limitedLibrary: limited))
+        }
+        for s in unreadable { answers[s] = .error(.invalidIdentifier) }
+        return (answers, resolved.links)
+    }
+
+    /// A stored photo's identifier. Entries hold only canonical strings (`CloudIdentifier.stringValue`:
+    /// 36-byte upper-case GUID, `:`, 3-digit type, `:`, fingerprint), so the fixed layout is sliced
+    /// without the full parser's validation (the read path of a 2000-photo journal is dominated by
+    /// per-photo work); anything else falls back to the full parser.
+    static func storedCloudIdentifier(_ s: String) -> CloudIdentifier? {
+        let u = s.utf8
+        guard u.count >= 41 else { return CloudIdentifier(parsing: s) }
+        let colon1 = u.index(u.startIndex, offsetBy: 36)
+        let typeStart = u.index(after: colon1)
+        let colon2 = u.index(typeStart, offsetBy: 3)
+        guard u[colon1] == UInt8(ascii: ":"), u[colon2] == UInt8(ascii: ":"),
+              let type = ObjectType(code: String(decoding: u[typeStart..<colon2], as: UTF8.self)) else { return CloudIdentifier(parsing: s) }
+        return CloudIdentifier(guid: String(decoding: u[u.startIndex..<colon1], as: UTF8.self), type: type,
+                               fingerprint: String(decoding: u[u.index(after: colon2)...], as: UTF8.self))
+    }
+
+    /// The entry with its photos resolved for `device`, inside a write transaction: links found by
+    /// content are stored right there (§5 step 3).
+    static func resolvedView(_ tx: any StoreWriteTransaction, device: DeviceRef, _ entry: StoredJournalEntry, limited: Bool) throws -> JournalEntryView {
+        let resolved = try Self.resolvePhotos(tx, device: device, [entry.photos], limited: limited)
+        if !resolved.links.isEmpty { try Self.storeContentLinks(tx, device: device, resolved.links) }
+        return Self.view(entry, resolved.answers)
+    }
+
+    /// Stores links found by content (§5 step 3), re-checked under the write lock: the object must still
+    /// be unlinked with the record's type and fingerprint, and the record unlinked on this device.
+    static func storeContentLinks(_ tx: any StoreWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)]) throws {
+        var byID: [String: StoredObject] = [:]
+        for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[o.object.localIdentifier] = o }
+        let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
+        var linkedObjects = Set<String>()
+        var linkedRecords = Set<String>()
+        var links: [(localIdentifier: String, guid: String)] = []
+        for (id, record) in toLink {
+            guard let o = byID[id], o.link == nil, o.object.type == record.type, o.object.fingerprint == record.fingerprint,
+                  !taken.contains(record.guid), !linkedObjects.contains(id), !linkedRecords.contains(record.guid) else { continue }
+            linkedObjects.insert(id)
+            linkedRecords.insert(record.guid)
+            links.append((id, record.guid))
+        }
+        if !links.isEmpty { try tx.setLinks(device, links) }
+    }
+
+    /// Appends the change `seq` to the account's journal feed and prunes it by the history retention
+    /// (the same `historyMaxChanges` and `historyMaxAge` as a device's library history).
+    func commitJournalChange(_ j: any JournalStoreWriteTransaction, accountID: String, feed: JournalFeedState, seq: Int64, now: Date,
+                             details: JournalChangeDetails) throws {
+        try j.appendJournalChange(accountID: accountID, seq: seq, createdAt: now.timeIntervalSince1970, details: details)
+        let boundary = try self.journalRetentionBoundary(j, accountID: accountID, lastSeq: seq, prunedThrough: feed.prunedThroughSeq, now: now)
+        if boundary > feed.prunedThroughSeq { try j.pruneJournalChanges(accountID: accountID, throughSeq: boundary) }
+    }
+
+    /// The oldest journal token still valid (see `retentionBoundary`, the same rule per account).
+    func journalRetentionBoundary(_ j: any JournalStoreReadTransaction, accountID: String, lastSeq: Int64, prunedThrough: Int64, now: Date) throws -> Int64 {
+        var boundary = max(prunedThrough, lastSeq - Int64(self.configuration.historyMaxChanges))
+        if let old = try j.latestJournalChangeSeq(accountID: accountID, createdAtOrBefore: now.timeIntervalSince1970 - self.configuration.historyMaxAge) {
+            boundary = max(boundary, old)
+        }
+        return boundary
+    }
+
+    // MARK: - The account's journal change feed
+
+    /// `GET /v1/journals/token`: the token of the account's last journal change (valid before any journal exists).
+    public func currentJournalChangeToken(device: DeviceRef) throws(DomainError) -> String {
+        let feed = try self.run {
+            try self.store.read { tx in
+                _ = try Self.requireDevice(tx, device)
+                return try Self.journalStore(tx).journalFeed(accountID: device.accountID)
+            }
+        }
+        return self.tokens.encode(seq: feed.lastChangeSeq, scope: .journals(accountID: device.accountID))
+    }
+
+    /// `GET /v1/journals/changes?since=&limit=`: journal changes strictly after `since`, in order (§7's rules).
+    public func journalChanges(since: String, limit: Int?, device: DeviceRef) throws(DomainError) -> JournalChangePage {
+        let limit = limit ?? self.configuration.defaultChangesLimit
+        guard limit >= 1, limit <= self.configuration.maxChangesLimit else {
+            throw DomainError.badRequest(message: "limit must be between 1 and \(self.configuration.maxChangesLimit).", field: "limit")
+        }
+        let scope = ChangeTokenScope.journals(accountID: device.accountID)
+        guard let sinceSeq = self.tokens.decode(since, scope: scope) else { throw DomainError.invalidChangeToken }
+        let now = self.now
+        var stored = try self.run {
+            try self.store.read { tx in
+                _ = try Self.requireDevice(tx, device)
+                let j = try Self.journalStore(tx)
+                let feed = try j.journalFeed(accountID: device.accountID)
+                // A valid MAC on a seq never reached: a token from a restored or older database.
+                guard sinceSeq <= feed.lastChangeSeq else { throw DomainError.invalidChangeToken }
+                let boundary = try self.journalRetentionBoundary(j, accountID: device.accountID, lastSeq: feed.lastChangeSeq,
+                                                                 prunedThrough: feed.prunedThroughSeq, now: now)
+                guard sinceSeq >= boundary else { throw DomainError.persistentChangeTokenExpired }
+                return try j.journalChanges(accountID: device.accountID, after: sinceSeq, limit: limit + 1)
+            }
+        }
+        let hasMore = stored.count > limit
+        if hasMore { stored.removeLast(stored.count - limit) }
+        let changes = stored.map { JournalChange(changeToken: self.tokens.encode(seq: $0.seq, scope: scope), details: $0.details) }
+        return JournalChangePage(changes: changes, changeToken: changes.last?.changeToken ?? since, hasMore: hasMore)
+    }
+}

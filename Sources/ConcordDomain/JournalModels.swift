@@ -1,0 +1,233 @@
+import Foundation
+
+// MARK: - Values the service answers (API.md §6)
+
+/// A journal as listed: `{"journalID","title","version","entryCount","updatedAt","createdAt"}`.
+public struct JournalSummary: Sendable, Equatable {
+    public var journalID: String
+    public var title: String
+    /// Opaque; changes whenever the journal or one of its entries changes (`ETag`, `If-Match`).
+    public var version: String
+    public var entryCount: Int
+    public var createdAt: Date
+    /// The time of the last change to the journal or one of its entries.
+    public var updatedAt: Date
+    public init(journalID: String, title: String, version: String, entryCount: Int, createdAt: Date, updatedAt: Date) {
+        self.journalID = journalID
+        self.title = title
+        self.version = version
+        self.entryCount = entryCount
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// One photo of an entry, resolved for the calling device as §5 cloud → local:
+/// `.found(localIdentifier)` or a per-item error (`identifierNotFound`, `multipleIdentifiersFound`).
+public struct JournalPhoto: Sendable, Equatable {
+    /// The stored cloud identifier (canonical: GUID upper case).
+    public var cloudIdentifier: String
+    public var result: MappingResult
+    public init(cloudIdentifier: String, result: MappingResult) {
+        self.cloudIdentifier = cloudIdentifier
+        self.result = result
+    }
+}
+
+/// An entry with its photos resolved for the calling device: `{"entryID","text","version","photos"}`.
+public struct JournalEntryView: Sendable, Equatable {
+    public var entryID: String
+    public var text: String
+    /// Opaque; changes whenever the entry changes (`ETag`, `If-Match`).
+    public var version: String
+    public var photos: [JournalPhoto]
+    public init(entryID: String, text: String, version: String, photos: [JournalPhoto]) {
+        self.entryID = entryID
+        self.text = text
+        self.version = version
+        self.photos = photos
+    }
+}
+
+/// `GET /v1/journals/{journalID}`: the journal and its entries in creation order.
+public struct JournalDetail: Sendable, Equatable {
+    public var journal: JournalSummary
+    public var entries: [JournalEntryView]
+    public init(journal: JournalSummary, entries: [JournalEntryView]) {
+        self.journal = journal
+        self.entries = entries
+    }
+}
+
+/// One photo of an entry `PUT`: a cloud identifier as stored elsewhere, or one of the calling
+/// device's local identifiers (mapped local → cloud in the write transaction).
+public enum JournalPhotoInput: Sendable, Equatable {
+    case cloudIdentifier(String)
+    case localIdentifier(String)
+}
+
+/// An `If-Match` precondition (RFC 9110 §13.1.1): `*`, or the entity tags listed (strong comparison).
+public enum IfMatch: Sendable, Equatable {
+    /// `If-Match: *`: matches whatever exists.
+    case any
+    /// `If-Match: "v1", "v2"`: matches when the current version is one of these.
+    case versions([String])
+}
+
+/// Journal IDs and `"<journalID>/<entryID>"` keys inserted, updated, deleted by one change.
+public struct JournalChangeLists: Sendable, Equatable {
+    public var inserted: [String]
+    public var updated: [String]
+    public var deleted: [String]
+    public init(inserted: [String] = [], updated: [String] = [], deleted: [String] = []) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+    }
+}
+
+/// What one change to the account's journals did: `"journals"` and `"entries"` parts.
+public struct JournalChangeDetails: Sendable, Equatable {
+    public var journals: JournalChangeLists
+    /// Keys `"<journalID>/<entryID>"` (journal IDs hold no `/`, so the first `/` splits them).
+    public var entries: JournalChangeLists
+    public init(journals: JournalChangeLists = JournalChangeLists(), entries: JournalChangeLists = JournalChangeLists()) {
+        self.journals = journals
+        self.entries = entries
+    }
+}
+
+/// One change of `GET /v1/journals/changes`.
+public struct JournalChange: Sendable, Equatable {
+    public var changeToken: String
+    public var details: JournalChangeDetails
+    public init(changeToken: String, details: JournalChangeDetails) {
+        self.changeToken = changeToken
+        self.details = details
+    }
+}
+
+/// The answer of `GET /v1/journals/changes`.
+public struct JournalChangePage: Sendable, Equatable {
+    public var changes: [JournalChange]
+    /// The token to send as the next `since`.
+    public var changeToken: String
+    public var hasMore: Bool
+    public init(changes: [JournalChange], changeToken: String, hasMore: Bool) {
+        self.changes = changes
+        self.changeToken = changeToken
+        self.hasMore = hasMore
+    }
+}
+
+// MARK: - Storage (a part of the store protocols; transactions conform to both sets)
+
+/// A journal row. `version` is the sequence number of the last change to the journal or its entries;
+/// `createdSeq` (the change that created it) orders the listing.
+public struct StoredJournal: Sendable, Equatable {
+    public var journalID: String
+    public var title: String
+    public var version: Int64
+    public var entryCount: Int
+    public var createdSeq: Int64
+    public var createdAt: Double
+    public var updatedAt: Double
+    public init(journalID: String, title: String, version: Int64, entryCount: Int, createdSeq: Int64, createdAt: Double, updatedAt: Double) {
+        self.journalID = journalID
+        self.title = title
+        self.version = version
+        self.entryCount = entryCount
+        self.createdSeq = createdSeq
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// An entry row: photos are canonical cloud identifiers in entry order. `version` is the sequence
+/// number of the change that last wrote it; `createdSeq` orders the journal's entries.
+public struct StoredJournalEntry: Sendable, Equatable {
+    public var journalID: String
+    public var entryID: String
+    public var text: String
+    public var photos: [String]
+    public var version: Int64
+    public var createdSeq: Int64
+    public init(journalID: String, entryID: String, text: String, photos: [String], version: Int64, createdSeq: Int64) {
+        self.journalID = journalID
+        self.entryID = entryID
+        self.text = text
+        self.photos = photos
+        self.version = version
+        self.createdSeq = createdSeq
+    }
+}
+
+/// The account's journal change feed counters (zeros before the first change).
+public struct JournalFeedState: Sendable, Equatable {
+    public var lastChangeSeq: Int64
+    public var prunedThroughSeq: Int64
+    public init(lastChangeSeq: Int64, prunedThroughSeq: Int64) {
+        self.lastChangeSeq = lastChangeSeq
+        self.prunedThroughSeq = prunedThroughSeq
+    }
+}
+
+/// One stored journal change.
+public struct StoredJournalChange: Sendable, Equatable {
+    public var seq: Int64
+    public var createdAt: Double
+    public var details: JournalChangeDetails
+    public init(seq: Int64, createdAt: Double, details: JournalChangeDetails) {
+        self.seq = seq
+        self.createdAt = createdAt
+        self.details = details
+    }
+}
+
+/// Journal reads of a read (or write) transaction. A storage engine's transactions conform to this
+/// alongside `StoreReadTransaction`; the service reaches it by a cast, so engines without journals
+/// still compile (their journal calls answer `internalError`).
+public protocol JournalStoreReadTransaction: AnyObject {
+    /// The account's journal feed counters; zeros when it has none yet.
+    func journalFeed(accountID: String) throws -> JournalFeedState
+    /// The account's journals in creation order.
+    func journals(accountID: String) throws -> [StoredJournal]
+    func journal(accountID: String, journalID: String) throws -> StoredJournal?
+    /// The journal's entries in creation order.
+    func journalEntries(accountID: String, journalID: String) throws -> [StoredJournalEntry]
+    func journalEntry(accountID: String, journalID: String, entryID: String) throws -> StoredJournalEntry?
+    /// The journal's entry IDs in creation order.
+    func journalEntryIDs(accountID: String, journalID: String) throws -> [String]
+    /// Journal changes with seq > `after`, ascending, at most `limit`.
+    func journalChanges(accountID: String, after seq: Int64, limit: Int) throws -> [StoredJournalChange]
+    /// The highest seq of a journal change created at or before `time`, nil if none.
+    func latestJournalChangeSeq(accountID: String, createdAtOrBefore time: Double) throws -> Int64?
+}
+
+/// Journal writes, inside the one write transaction.
+public protocol JournalStoreWriteTransaction: JournalStoreReadTransaction {
+    /// Inserts or replaces the journal row.
+    func putJournal(accountID: String, _ journal: StoredJournal) throws
+    /// Deletes the journal and every entry of it.
+    func deleteJournal(accountID: String, journalID: String) throws
+    /// Inserts or replaces the entry row.
+    func putJournalEntry(accountID: String, _ entry: StoredJournalEntry) throws
+    func deleteJournalEntry(accountID: String, journalID: String, entryID: String) throws
+    /// Appends one change and makes `seq` the feed's last.
+    func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws
+    /// Deletes changes with seq ≤ `throughSeq` and remembers it as the pruning point.
+    func pruneJournalChanges(accountID: String, throughSeq: Int64) throws
+}
+
+extension ItemError {
+    /// The error as a detail object (for `422` answers listing per-photo errors): the same fields
+    /// as when it is rendered in an item's `"error"`.
+    public var detailValue: DetailValue {
+        var fields = [DetailField("name", .string(self.name)), DetailField("message", .string(self.message))]
+        if let code = self.photosErrorCode {
+            fields.append(DetailField("domain", .string("PHPhotosErrorDomain")))
+            fields.append(DetailField("code", .int(code)))
+        }
+        return .object(fields + self.details)
+    }
+}

@@ -1,0 +1,55 @@
+import ConcordDomain
+@testable import ConcordStorage
+import Foundation
+import Testing
+
+@Suite struct JournalPerformanceTests {
+    /// Reading a journal of 200 entries × 10 photos on a 100 000-asset device is one batched resolution
+    /// (a handful of statements for all 2000 photos), and writing a 50-photo entry by local identifier is
+    /// one write transaction. Debug build: times are printed, bounds only catch a per-photo query regression.
+    @Test func journalOfTwoThousandPhotosAgainstHundredThousandAssets() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        let service = try ConcordService(store: store)
+        let account = try service.createAccount(name: "perf")
+        let created = try service.createDevice(accountID: account.accountID, name: "d", platform: nil)
+        let device = DeviceRef(accountID: account.accountID, deviceID: created.deviceID)
+        let n = 100_000
+        // Bulk-load the library in SQL, as PerformanceTests does (fingerprints: 42 digits + "A").
+        _ = try store.writer.transaction(immediate: true) {
+            try store.writer.run("""
+                WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?3)
+                INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, has_adjustments, is_favorite, members, app_created)
+                SELECT (SELECT account_key FROM accounts WHERE account_id = ?1),
+                       (SELECT device_key FROM devices WHERE device_id = ?2), 'ID-' || i || '/L0/001', 1, printf('%042dA', i), 'image', 0, 0, '', 0 FROM seq
+                """, [.text(device.accountID), .text(device.deviceID), .int(Int64(n))])
+        }
+        let journal = try service.createJournal(title: "Big", device: device)
+        for e in 0..<200 {
+            let photos = (0..<10).map { JournalPhotoInput.localIdentifier("ID-\((e * 10 + $0) * 37)/L0/001") }
+            _ = try service.putEntry(journalID: journal.journalID, entryID: "entry-\(e)", text: "Entry \(e)", photos: photos, ifMatch: nil, device: device)
+        }
+
+        var bestRead = Double.infinity
+        for _ in 0..<5 {
+            let t0 = threadCPUSeconds()
+            let detail = try service.journal(journal.journalID, device: device)
+            bestRead = min(bestRead, threadCPUSeconds() - t0)
+            #expect(detail.entries.count == 200)
+            #expect(detail.entries.allSatisfy { $0.photos.count == 10 && $0.photos.allSatisfy { if case .found = $0.result { true } else { false } } })
+        }
+
+        var bestWrite = Double.infinity
+        for round in 0..<3 {
+            // 50 photos never mapped before: step 3 creates 50 records and links in the one transaction.
+            let photos = (0..<50).map { JournalPhotoInput.localIdentifier("ID-\(50_000 + round * 1000 + $0)/L0/001") }
+            let t0 = threadCPUSeconds()
+            let entry = try service.putEntry(journalID: journal.journalID, entryID: "fifty-\(round)", text: "", photos: photos, ifMatch: nil, device: device)
+            bestWrite = min(bestWrite, threadCPUSeconds() - t0)
+            #expect(entry.photos.count == 50)
+        }
+        print("perf: journal read 200 entries × 10 photos \(String(format: "%.2f", bestRead * 1000)) ms CPU; entry write 50 new photos by local identifier \(String(format: "%.2f", bestWrite * 1000)) ms CPU; library \(n)")
+        #expect(bestRead < 0.5)
+        #expect(bestWrite < 0.5)
+    }
+}
