@@ -180,19 +180,12 @@ public struct HTTPRequestParser: Sendable {
                 self.record(field)
 
             case .fixedBody(let remaining):
-                let available = self.buffer.count - self.cursor
-                let take = min(available, remaining)
-                if take > 0 {
-                    self.body.append(contentsOf: self.buffer[self.cursor..<(self.cursor + take)])
-                    self.cursor += take
-                    self.scan = self.cursor
-                }
-                if take == remaining {
-                    self.state = .complete
-                } else {
-                    self.state = .fixedBody(remaining: remaining - take)
+                let left = self.takeBodyBytes(remaining)
+                guard left == 0 else {
+                    self.state = .fixedBody(remaining: left)
                     return nil
                 }
+                self.state = .complete
 
             case .chunkSizeLine:
                 guard let line = try self.nextChunkedLine() else { return nil }
@@ -211,19 +204,12 @@ public struct HTTPRequestParser: Sendable {
                 }
 
             case .chunkData(let remaining):
-                let available = self.buffer.count - self.cursor
-                let take = min(available, remaining)
-                if take > 0 {
-                    self.body.append(contentsOf: self.buffer[self.cursor..<(self.cursor + take)])
-                    self.cursor += take
-                    self.scan = self.cursor
-                }
-                if take == remaining {
-                    self.state = .chunkDataEnd
-                } else {
-                    self.state = .chunkData(remaining: remaining - take)
+                let left = self.takeBodyBytes(remaining)
+                guard left == 0 else {
+                    self.state = .chunkData(remaining: left)
                     return nil
                 }
+                self.state = .chunkDataEnd
 
             case .chunkDataEnd:
                 // RFC 9112 §7.1: chunk = chunk-size [ chunk-ext ] CRLF chunk-data CRLF.
@@ -274,6 +260,18 @@ public struct HTTPRequestParser: Sendable {
                 return .request(request, keepAlive: head.keepAlive)
             }
         }
+    }
+
+    /// Moves up to `remaining` buffered body bytes (of a fixed body or a chunk) into `body`;
+    /// returns how many are still to come.
+    private mutating func takeBodyBytes(_ remaining: Int) -> Int {
+        let take = min(self.buffer.count - self.cursor, remaining)
+        if take > 0 {
+            self.body.append(contentsOf: self.buffer[self.cursor..<(self.cursor + take)])
+            self.cursor += take
+            self.scan = self.cursor
+        }
+        return remaining - take
     }
 
     private mutating func resetRequest() {
