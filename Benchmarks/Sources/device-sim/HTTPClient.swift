@@ -10,6 +10,8 @@ import Darwin
 /// A failure talking to a server: connect, send, receive or an unparsable answer.
 struct ClientError: Error, CustomStringConvertible {
     var description: String
+    /// False for a timeout: re-sending on a fresh connection would only double the wait.
+    var retryable = true
 }
 
 /// A serialised request, built once and sent many times.
@@ -45,6 +47,9 @@ final class HTTPConnection {
     private var buffer: [UInt8] = []
     private var start = 0   // first unread byte in buffer
 
+    /// Seconds a single send or recv may block (the 100k-asset manifest upload is the slowest answer).
+    static let ioTimeoutSeconds = 60
+
     init(port: Int) throws {
         self.port = port
         try self.connect()
@@ -77,6 +82,11 @@ final class HTTPConnection {
             close(fd)
             throw ClientError(description: "connect to 127.0.0.1:\(self.port): errno \(code)")
         }
+        // A deadline on every send and recv: a server (or a framing bug here) that stops
+        // answering must fail the run with an error, never hang it.
+        var timeout = timeval(tv_sec: HTTPConnection.ioTimeoutSeconds, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         self.fd = fd
         self.buffer.removeAll(keepingCapacity: true)
         self.start = 0
@@ -87,6 +97,8 @@ final class HTTPConnection {
     func send(_ request: RawRequest) throws -> RawResponse {
         do {
             return try self.exchange(request)
+        } catch let error as ClientError where !error.retryable {
+            throw error
         } catch {
             try self.connect()
             return try self.exchange(request)
@@ -126,16 +138,26 @@ final class HTTPConnection {
             break
         }
         self.buffer.removeLast(chunk - max(received, 0))
-        if received <= 0 { throw ClientError(description: received == 0 ? "connection closed by server" : "recv: errno \(errno)") }
+        if received <= 0 {
+            let code = errno
+            if received < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
+                throw ClientError(description: "no answer from 127.0.0.1:\(self.port) within \(HTTPConnection.ioTimeoutSeconds) s", retryable: false)
+            }
+            throw ClientError(description: received == 0 ? "connection closed by server" : "recv: errno \(code)")
+        }
     }
 
     private func readResponse() throws -> RawResponse {
         // Head: up to CRLF CRLF.
+        // How far past `start` has been scanned, kept RELATIVE to `start`: `fill()` moves the
+        // unread bytes to the front of the buffer when all earlier ones were consumed, so an
+        // absolute index taken before a fill can point past the new data. (It used to: the
+        // second answer on a keep-alive connection was then never found and recv waited forever.)
         var headEnd = -1
-        var searchFrom = self.start
+        var scanned = 0
         while headEnd < 0 {
-            if let end = self.findHeadEnd(from: searchFrom) { headEnd = end; break }
-            searchFrom = max(self.start, self.buffer.count - 3)
+            if let end = self.findHeadEnd(from: self.start + scanned) { headEnd = end; break }
+            scanned = max(0, self.buffer.count - self.start - 3)
             try self.fill()
         }
         let head = String(decoding: self.buffer[self.start..<headEnd], as: UTF8.self)
