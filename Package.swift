@@ -2,7 +2,7 @@
 // Concord: one SwiftPM package, no package dependencies (see README.md).
 // Modules are layers; dependencies point one way:
 //   ConcordJSON, ConcordObservability  <-  ConcordHTTP  <-  ConcordTransport
-//   ConcordDomain  <-  ConcordStorage (CSQLite)
+//   ConcordDomain  <-  ConcordStorage (CSQLite, CLibPQ)
 //   everything  <-  ConcordApp  <-  concord
 import PackageDescription
 
@@ -24,6 +24,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(name: "CConcordSystem"),
 
         // Pure layers.
@@ -34,7 +39,7 @@ let package = Package(
 
         // I/O layers.
         .target(name: "ConcordTransport", dependencies: ["CConcordSystem", "ConcordHTTP"]),
-        .target(name: "ConcordStorage", dependencies: ["CSQLite", "ConcordDomain"]),
+        .target(name: "ConcordStorage", dependencies: ["CSQLite", "CLibPQ", "ConcordDomain"]),
 
         // Wiring.
         .target(
@@ -49,16 +54,17 @@ let package = Package(
         // Client: depends on nothing of ours, so it builds wherever Foundation does.
         .target(name: "ConcordClient"),
 
-        // Tests mirror the modules.
+        // Tests mirror the modules. ConcordTestSupport: the engines the store/domain/app suites run on.
+        .target(name: "ConcordTestSupport", dependencies: ["ConcordStorage", "ConcordDomain"], path: "Tests/ConcordTestSupport"),
         .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON"]),
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
         .testTarget(name: "ConcordObservabilityTests", dependencies: ["ConcordObservability"]),
         .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem"]),
-        .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordStorage"]),
-        .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite"]),
+        .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordStorage", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite", "ConcordTestSupport"]),
         .testTarget(
             name: "ConcordAppTests",
-            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem"]
+            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem", "ConcordTestSupport"]
         ),
         .testTarget(
             name: "ConcordClientTests",

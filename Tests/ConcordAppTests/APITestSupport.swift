@@ -1,5 +1,6 @@
 import ConcordJSON
 import ConcordObservability
+import ConcordTestSupport
 import Foundation
 import Testing
 
@@ -8,14 +9,17 @@ import Testing
 /// The admin token every API test server is configured with.
 let testAdminToken = "test-admin-token"
 
-/// A real server on 127.0.0.1 port 0 over a fresh SQLite file, for the API tests.
+/// A real server on 127.0.0.1 port 0 over a fresh database of `engine` (SQLite file or
+/// PostgreSQL schema), for the API tests.
 final class APIServer: Sendable {
     let app: RunningApp
     let directory: URL
+    /// The PostgreSQL schema, dropped after the server stops (nil for SQLite).
+    let postgres: TestDatabase?
     var port: Int { self.app.port }
 
     /// - Parameter configure: adjusts the configuration (retention, maxBatch) before start.
-    init(_ configure: (inout Configuration) -> Void = { _ in }) throws {
+    init(engine: TestEngine = .sqlite, _ configure: (inout Configuration) -> Void = { _ in }) throws {
         self.directory = makeTemporaryDirectory()
         var c = Configuration()
         c.server.host = "127.0.0.1"
@@ -26,6 +30,13 @@ final class APIServer: Sendable {
         c.adminToken = testAdminToken
         c.logLevel = .error
         c.database = .sqlite(path: self.directory.appendingPathComponent("concord.sqlite").path)
+        if engine == .postgres {
+            let database = try TestDatabase(.postgres, poolSize: 1)
+            self.postgres = database
+            c.database = .postgres(url: database.url)
+        } else {
+            self.postgres = nil
+        }
         configure(&c)
         self.app = try startApp(c, sink: LogSink(flushInterval: 0, output: { _ in }))
     }

@@ -2,14 +2,15 @@
 import Glibc
 #endif
 import ConcordJSON
+import ConcordTestSupport
 import Foundation
 import Synchronization
 import Testing
 
 @testable import ConcordApp
 
-@Test func racingDevicesGetOneCloudIdentifierPerContent() throws {
-    let server = try APIServer { $0.workers = 8 }
+@Test(arguments: TestEngine.available) func racingDevicesGetOneCloudIdentifierPerContent(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine) { $0.workers = 8 }
     let account = try server.account()
     let phone = try server.device(account.token, "Phone")
     let tablet = try server.device(account.token, "Tablet")
@@ -68,12 +69,12 @@ private func concordExecutable() -> URL? {
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
 }
 
-/// `concord serve` on port 0 over `database`; answers the process and its port.
-private func launchServer(database: String, directory: URL, log: String) throws -> (Process, Int) {
+/// `concord serve` on port 0 over `database` (what `--database` takes); answers the process and its port.
+func launchServer(database: String, directory: URL, log: String) throws -> (Process, Int) {
     let executable: URL = try #require(concordExecutable(), "the concord executable is not built")
     let process = Process()
     process.executableURL = executable
-    process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", "sqlite:" + database, "--admin-token", testAdminToken, "--log-level", "notice"]
+    process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", database, "--admin-token", testAdminToken, "--log-level", "notice"]
     var environment = ProcessInfo.processInfo.environment
     for key in environment.keys where key.hasPrefix("CONCORD_") { environment[key] = nil }
     process.environment = environment
@@ -97,7 +98,7 @@ private func launchServer(database: String, directory: URL, log: String) throws 
 }
 
 /// One request to `port` with an optional bearer token and JSON body.
-private func send(_ port: Int, _ method: String, _ target: String, token: String?, body: String = "") throws -> APIResponse {
+func send(_ port: Int, _ method: String, _ target: String, token: String?, body: String = "") throws -> APIResponse {
     var headers: [String] = []
     if let token { headers.append("Authorization: Bearer \(token)") }
     return APIResponse(raw: try rawRequest(port: port, method, target, headers: headers, body: body))
@@ -114,7 +115,7 @@ private func crashChange(_ k: Int) -> String {
     let directory = makeTemporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let database = directory.appendingPathComponent("crash.sqlite").path
-    let (first, port1) = try launchServer(database: database, directory: directory, log: "first.log")
+    let (first, port1) = try launchServer(database: "sqlite:" + database, directory: directory, log: "first.log")
     defer { if first.isRunning { kill(first.processIdentifier, SIGKILL) } }
 
     let account = try send(port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Crash"}"#)
@@ -153,7 +154,7 @@ private func crashChange(_ k: Int) -> String {
     #expect(result.acknowledged.count >= 40)
 
     // Restart on the same file: the device token and the history survived.
-    let (second, port2) = try launchServer(database: database, directory: directory, log: "second.log")
+    let (second, port2) = try launchServer(database: "sqlite:" + database, directory: directory, log: "second.log")
     defer { kill(second.processIdentifier, SIGTERM); second.waitUntilExit() }
     let history = try send(port2, "GET", "/v1/library/changes?since=\(percentEncoded(start))&limit=10000", token: deviceToken)
     #expect(history.status == 200, "\(history.raw.body)")

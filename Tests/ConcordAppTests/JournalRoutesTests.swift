@@ -1,4 +1,5 @@
 import ConcordJSON
+import ConcordTestSupport
 import Foundation
 import Testing
 
@@ -35,8 +36,8 @@ extension APIServer {
 /// The cloud identifiers of an entry body's photos.
 func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValue?.map { $0["cloudIdentifier"]?.stringValue } ?? [] }
 
-@Test func journalsCanBeCreatedListedReadRenamedAndDeleted() throws {
-    let server = try APIServer()
+@Test(arguments: TestEngine.available) func journalsCanBeCreatedListedReadRenamedAndDeleted(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine)
     let account = try server.account()
     let device = try server.device(account.token)
 
@@ -83,8 +84,8 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(try server.call("GET", "/v1/journals", token: device.token)["journals"]?.arrayValue == [])
 }
 
-@Test func aJournalWrittenOnOneDeviceOpensOnAnotherFoundAmbiguousAndMissing() throws {
-    let server = try APIServer()
+@Test(arguments: TestEngine.available) func aJournalWrittenOnOneDeviceOpensOnAnotherFoundAmbiguousAndMissing(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine)
     let account = try server.account()
     let a = try server.device(account.token, "A")
     let b = try server.device(account.token, "B")
@@ -117,8 +118,8 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(try server.call("DELETE", "/v1/journals/\(id)/entries/day%2F1", token: b.token).status == 404)
 }
 
-@Test func anEntryWithAPhotoThatCannotBeMappedIs422AndStoresNothing() throws {
-    let server = try APIServer()
+@Test(arguments: TestEngine.available) func anEntryWithAPhotoThatCannotBeMappedIs422AndStoresNothing(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine)
     let account = try server.account()
     let a = try server.device(account.token)
     try server.upsert(a.token, assets: [("a1", fingerprint(1))])
@@ -151,8 +152,8 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(try server.call("PUT", "/v1/journals/\(id)/entries/\(longID)", token: a.token, body: #"{"text":"","photos":[]}"#).errorField == "entryID")
 }
 
-@Test func twoDevicesEditingOneEntryWithIfMatchOneWinsOneGets412AndNothingIsLost() throws {
-    let server = try APIServer()
+@Test(arguments: TestEngine.available) func twoDevicesEditingOneEntryWithIfMatchOneWinsOneGets412AndNothingIsLost(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine)
     let account = try server.account()
     let a = try server.device(account.token, "A")
     let b = try server.device(account.token, "B")
@@ -190,8 +191,8 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(try server.call("DELETE", "/v1/journals/\(id)/entries/e", token: a.token, headers: ["If-Match: \"x\", \"\(mergedVersion)\""]).status == 204)
 }
 
-@Test func ifMatchOnSomethingThatDoesNotExistIs412WithANullVersionAndWithoutItIs404() throws {
-    let server = try APIServer()
+@Test(arguments: TestEngine.available) func ifMatchOnSomethingThatDoesNotExistIs412WithANullVersionAndWithoutItIs404(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine)
     let a = try server.device(try server.account().token)
     let id = try #require(try server.createJournal(a.token)["journalID"]?.stringValue)
     let missingJournal = "/v1/journals/00000000-0000-4000-8000-000000000000"
@@ -211,8 +212,8 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     }
 }
 
-@Test func thePickerExampleCancelledSessionsAndUnresolvedPhotosKeptAfterThePickedOnes() throws {
-    let server = try APIServer()
+@Test(arguments: TestEngine.available) func thePickerExampleCancelledSessionsAndUnresolvedPhotosKeptAfterThePickedOnes(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine)
     let account = try server.account()
     let a = try server.device(account.token, "A")
     let b = try server.device(account.token, "B")
@@ -259,8 +260,8 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(ghost.status == 422 && ghost.json?["error"]?["localIdentifiers"]?[0]?["localIdentifier"]?.stringValue == "ghost")
 }
 
-@Test func theJournalChangeFeedPagesAndRejectsForeignTokens() throws {
-    let server = try APIServer { $0.history.maxChanges = 4 }
+@Test(arguments: TestEngine.available) func theJournalChangeFeedPagesAndRejectsForeignTokens(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine) { $0.history.maxChanges = 4 }
     let account = try server.account()
     let a = try server.device(account.token, "A")
     let b = try server.device(account.token, "B")
@@ -314,8 +315,8 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(try server.call("GET", "/v1/journals/changes?since=\(percentEncoded(start))", token: account.token).status == 403)
 }
 
-@Test func aDeniedDeviceGets403AccessUserDeniedOnJournalReadsThatResolvePhotos() throws {
-    let server = try APIServer()
+@Test(arguments: TestEngine.available) func aDeniedDeviceGets403AccessUserDeniedOnJournalReadsThatResolvePhotos(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine)
     let account = try server.account()
     let a = try server.device(account.token)
     try server.upsert(a.token, assets: [("a1", fingerprint(1))])

@@ -1,10 +1,11 @@
 import ConcordDomain
+import ConcordTestSupport
 import Foundation
 import Testing
 
 @Suite struct AccountTests {
-    @Test func tokensAuthenticateToTheirPrincipalAndUnknownTokensDoNot() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func tokensAuthenticateToTheirPrincipalAndUnknownTokensDoNot(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.service.createDevice(accountID: env.account.accountID, name: "iPhone", platform: "iOS")
         #expect(try env.service.authenticate(token: env.account.accountToken) == .account(accountID: env.account.accountID))
         #expect(try env.service.authenticate(token: d.deviceToken) == .device(DeviceRef(accountID: env.account.accountID, deviceID: d.deviceID)))
@@ -14,8 +15,8 @@ import Testing
         #expect(UUID(uuidString: d.deviceID) != nil)
     }
 
-    @Test func listDevicesShowsCountsAndCurrentToken() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func listDevicesShowsCountsAndCurrentToken(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         env.clock.advance(1)   // listed by creation time
         let b = try env.device("B")
@@ -28,8 +29,8 @@ import Testing
         #expect(try env.service.listDevices(accountID: "00000000-0000-0000-0000-000000000000").isEmpty)
     }
 
-    @Test func deleteDeviceRemovesLibraryHistoryLinksAndToken() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func deleteDeviceRemovesLibraryHistoryLinksAndToken(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let created = try env.service.createDevice(accountID: env.account.accountID, name: "A", platform: nil)
         let a = DeviceRef(accountID: env.account.accountID, deviceID: created.deviceID)
         let b = try env.device("B")
@@ -49,14 +50,14 @@ import Testing
         #expect(try env.service.listDevices(accountID: env.account.accountID).map(\.deviceID) == [b.deviceID])
     }
 
-    @Test func namesAreValidatedAndUnknownAccountIsNotFound() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func namesAreValidatedAndUnknownAccountIsNotFound(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         expectError(.badRequest(message: "name must be 1 to 1024 bytes.", field: "name")) { try env.service.createAccount(name: "") }
         expectErrorNamed("notFound") { try env.service.createDevice(accountID: UUID().uuidString, name: "x", platform: nil) }
     }
 
-    @Test func changeTokenSecretSurvivesReopening() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func changeTokenSecretSurvivesReopening(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device()
         try env.put(a, assets: [("a1", fp(1))])
         let token = try env.service.currentChangeToken(device: a)

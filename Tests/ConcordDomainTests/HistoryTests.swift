@@ -1,11 +1,12 @@
 import ConcordDomain
 import ConcordStorage
+import ConcordTestSupport
 import Foundation
 import Testing
 
 @Suite struct HistoryTests {
-    @Test func tokenOfEmptyLibraryYieldsEveryLaterChangeInOrder() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func tokenOfEmptyLibraryYieldsEveryLaterChangeInOrder(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let t0 = try env.service.currentChangeToken(device: d)
         #expect(try env.service.changes(since: t0, limit: nil, device: d) == ChangePage(changes: [], changeToken: t0, hasMore: false))
@@ -27,8 +28,8 @@ import Testing
         #expect(Set([t0, r1.changeToken, r2.changeToken, r3.changeToken]).count == 4)
     }
 
-    @Test func pagingWithLimitAndHasMore() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func pagingWithLimitAndHasMore(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         var since = try env.service.currentChangeToken(device: d)
         for i in 0..<7 { try env.put(d, assets: [("a\(i)", fp(i))]) }
@@ -49,8 +50,8 @@ import Testing
         #expect(try env.service.changes(since: since, limit: 10_000, device: d).changes.isEmpty)
     }
 
-    @Test func foreignForgedOrGarbledTokenIsInvalidChangeToken() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func foreignForgedOrGarbledTokenIsInvalidChangeToken(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1))])
@@ -66,10 +67,10 @@ import Testing
         expectError(.invalidChangeToken) { try env.service.changes(since: codec.encode(seq: 0, scope: .library(a)), limit: nil, device: a) }
     }
 
-    @Test func expiryByCount() throws {
+    @Test(arguments: TestEngine.available) func expiryByCount(_ engine: TestEngine) throws {
         var config = DomainConfiguration()
         config.historyMaxChanges = 3
-        let env = try TestEnv(configuration: config)
+        let env = try TestEnv(engine, configuration: config)
         let d = try env.device()
         let t0 = try env.service.currentChangeToken(device: d)
         var tokens: [String] = []
@@ -83,10 +84,10 @@ import Testing
         #expect(DomainError.persistentChangeTokenExpired.photosErrorCode == 3105)
     }
 
-    @Test func expiryByAgeWithInjectedClock() throws {
+    @Test(arguments: TestEngine.available) func expiryByAgeWithInjectedClock(_ engine: TestEngine) throws {
         var config = DomainConfiguration()
         config.historyMaxAge = 3600
-        let env = try TestEnv(configuration: config)
+        let env = try TestEnv(engine, configuration: config)
         let d = try env.device()
         let t0 = try env.service.currentChangeToken(device: d)
         let r1 = try env.put(d, assets: [("a1", fp(1))])
@@ -104,8 +105,8 @@ import Testing
         #expect(try env.service.changes(since: r2.changeToken, limit: nil, device: d).changes.map(\.changeToken) == [r3.changeToken])
     }
 
-    @Test func resetChangeIsDetailsUnavailable() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func resetChangeIsDetailsUnavailable(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let t0 = try env.service.currentChangeToken(device: d)
         try env.put(d, assets: [("a1", fp(1))])
@@ -116,8 +117,8 @@ import Testing
         #expect(ItemError.persistentChangeDetailsUnavailable.photosErrorCode == 3210)
     }
 
-    @Test func failedRequestLeavesNoTraceAndTokensStayDense() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func failedRequestLeavesNoTraceAndTokensStayDense(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let r1 = try env.put(d, assets: [("a1", fp(1))])
         expectErrorNamed("unprocessable") {
@@ -132,8 +133,8 @@ import Testing
 @Suite struct ConvergenceTests {
     /// Two devices × many threads map the same new content at once: exactly one record results,
     /// and every answer names it.
-    @Test func racingDevicesConvergeOnOneRecord() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func racingDevicesConvergeOnOneRecord(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         let contents = 40
@@ -177,10 +178,9 @@ import Testing
 @Suite struct SharedDatabaseTests {
     /// Two "servers" (two stores, two services) on one database file: devices racing through
     /// different servers still converge on one record, and each device's tokens stay ordered.
-    @Test func twoServersSharingOneFileConverge() throws {
-        let env = try TestEnv()
-        let clock = env.clock
-        let second = try ConcordService(store: try SQLiteStore(path: env.path), clock: { clock.now })
+    @Test(arguments: TestEngine.available) func twoServersSharingOneFileConverge(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
+        let second = try env.anotherInstance()
         let a = try env.device("A")
         let b = try env.device("B")
         let contents = 30

@@ -1,4 +1,5 @@
 import ConcordDomain
+import ConcordTestSupport
 import ConcordStorage
 import Foundation
 import Testing
@@ -11,8 +12,8 @@ extension TestEnv {
 
 @Suite struct JournalSelectionTests {
     /// The talk's example: ID:1 and ID:2 preselected; the person deselects 2 and adds 3.
-    @Test func deselectingOneAndAddingAnotherKeepsTheFirstCloudIdentifier() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func deselectingOneAndAddingAnotherKeepsTheFirstCloudIdentifier(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("ID:1", fp(1)), ("ID:2", fp(2)), ("ID:3", fp(3))])
         let j = try env.journal(d)
@@ -24,8 +25,8 @@ extension TestEnv {
         #expect(try env.service.journal(j.journalID, device: d).entries == [after])
     }
 
-    @Test func pickedOrderIsTheNewOrder() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func pickedOrderIsTheNewOrder(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("p1", fp(1)), ("p2", fp(2)), ("p3", fp(3))])
         let j = try env.journal(d)
@@ -36,8 +37,8 @@ extension TestEnv {
         #expect(try env.select(d, j.journalID, "e", ["p3", "p1", "p2"]).version == after.version)
     }
 
-    @Test func aPickedObjectKeepsTheEntrysCloudIdentifierEvenWhenAFreshMappingWouldGiveAnother() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func aPickedObjectKeepsTheEntrysCloudIdentifierEvenWhenAFreshMappingWouldGiveAnother(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         // B maps its copy first (record R1); A holds two copies, so its second copy gets record R2.
@@ -56,8 +57,8 @@ extension TestEnv {
         #expect(try env.link(b, "b1")?.cloudIdentifier == r1)
     }
 
-    @Test func photosThatDoNotResolveHereAreKeptAfterThePickedOnes() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func photosThatDoNotResolveHereAreKeptAfterThePickedOnes(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2)), ("a3", fp(3)), ("a4", fp(4))])
@@ -75,8 +76,8 @@ extension TestEnv {
         #expect(try env.service.journal(j.journalID, device: a).entries[0].photos.map(\.result) == [.found("a1"), .found("a3")])
     }
 
-    @Test func anAmbiguousPhotoWhoseCandidateIsPickedKeepsItsCloudIdentifierThere() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func anAmbiguousPhotoWhoseCandidateIsPickedKeepsItsCloudIdentifierThere(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2))])
@@ -94,8 +95,8 @@ extension TestEnv {
         #expect(try env.link(b, "dup1") == nil)
     }
 
-    @Test func noSecondCloudIdentifierForAPickedObjectEntersTheEntry() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func noSecondCloudIdentifierForAPickedObjectEntersTheEntry(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         // B maps b1 first (record R1). A holds two copies: a1 links to R1, a1copy gets R2.
@@ -119,8 +120,8 @@ extension TestEnv {
         #expect(both.photos.map(\.result) == [.found("b1"), .found("b1copy")])
     }
 
-    @Test func anAmbiguousPhotoNoneOfWhoseCandidatesIsPickedIsKeptLikeAnUnresolvedOne() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func anAmbiguousPhotoNoneOfWhoseCandidatesIsPickedIsKeptLikeAnUnresolvedOne(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2))])
@@ -132,8 +133,8 @@ extension TestEnv {
         #expect(after.photos[2].result == .error(.multipleIdentifiersFound(localIdentifiers: ["dup1", "dup2"])))
     }
 
-    @Test func cancelledChangesNothing() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func cancelledChangesNothing(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("p1", fp(1)), ("p2", fp(2))])
         let j = try env.journal(d)
@@ -145,8 +146,8 @@ extension TestEnv {
         #expect(try env.link(d, "p2") == nil)
     }
 
-    @Test func selectionErrors() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func selectionErrors(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("p1", fp(1)), ("p2", fp(2))])
         let j = try env.journal(d)
@@ -175,8 +176,8 @@ extension TestEnv {
 }
 
 @Suite struct JournalChangeFeedTests {
-    @Test func everyJournalWriteIsOneChangeInOrder() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func everyJournalWriteIsOneChangeInOrder(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("p1", fp(1))])
         let t0 = try env.service.currentJournalChangeToken(device: d)
@@ -229,8 +230,8 @@ extension TestEnv {
         expectErrorNamed("badRequest") { try env.service.journalChanges(since: t0, limit: 10_001, device: d) }
     }
 
-    @Test func journalTokensAreTheAccountsAndNoOtherScopes() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func journalTokensAreTheAccountsAndNoOtherScopes(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         _ = try env.journal(a)
@@ -248,11 +249,11 @@ extension TestEnv {
         expectError(.invalidChangeToken) { try env.service.changes(since: ta, limit: nil, device: a) }
     }
 
-    @Test func journalTokensExpireByCountAndAge() throws {
+    @Test(arguments: TestEngine.available) func journalTokensExpireByCountAndAge(_ engine: TestEngine) throws {
         var config = DomainConfiguration()
         config.historyMaxChanges = 3
         config.historyMaxAge = 100
-        let env = try TestEnv(configuration: config)
+        let env = try TestEnv(engine, configuration: config)
         let d = try env.device()
         let t0 = try env.service.currentJournalChangeToken(device: d)
         var tokens: [String] = []

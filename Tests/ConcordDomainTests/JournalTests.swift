@@ -1,4 +1,5 @@
 import ConcordDomain
+import ConcordTestSupport
 import ConcordStorage
 import Foundation
 import Testing
@@ -25,8 +26,8 @@ extension TestEnv {
 func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier) }
 
 @Suite struct JournalTests {
-    @Test func createListGetRenameDeleteJournals() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func createListGetRenameDeleteJournals(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         #expect(try env.service.listJournals(device: d) == [])
         let trip = try env.journal(d, "Trip")
@@ -62,8 +63,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(try env.service.listJournals(device: d).map(\.journalID).first == food.journalID)
     }
 
-    @Test func journalsBelongToTheAccountAndAreInvisibleToOthers() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func journalsBelongToTheAccountAndAreInvisibleToOthers(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         let j = try env.journal(a)
@@ -80,8 +81,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         expectError(.notFound(message: "No such journal.")) { try env.service.deleteJournal(j.journalID, ifMatch: nil, device: o) }
     }
 
-    @Test func entryWrittenOnOneDeviceResolvesOnAnotherFoundAmbiguousAndMissing() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func entryWrittenOnOneDeviceResolvesOnAnotherFoundAmbiguousAndMissing(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2)), ("a3", fp(3))])
@@ -108,8 +109,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(try env.service.journal(j.journalID, device: b).entries[0].photos[2].result == .error(.identifierNotFound(limitedLibrary: true)))
     }
 
-    @Test func entryPhotosByCloudIdentifierAreStoredCanonically() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func entryPhotosByCloudIdentifierAreStoredCanonically(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         try env.put(a, assets: [("a1", fp(1))])
         let c1 = try env.cloudID(a, "a1")
@@ -120,8 +121,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(e.photos.map(\.result) == [.found("a1"), .error(.identifierNotFound(limitedLibrary: false))])
     }
 
-    @Test func unmappablePhotosAre422AndNothingIsStored() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func unmappablePhotosAre422AndNothingIsStored(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         try env.put(a, assets: [("a1", fp(1)), ("fresh", fp(5))])
         let j = try env.journal(a)
@@ -146,8 +147,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(try env.link(a, "fresh") == nil)
     }
 
-    @Test func entryValidation() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func entryValidation(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         try env.put(a, assets: [("a1", fp(1))])
         let c1 = try env.cloudID(a, "a1")
@@ -177,7 +178,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(try env.service.putEntry(journalID: j.journalID, entryID: long, text: "line\nline", photos: [], ifMatch: nil, device: a).entryID == long)
         var config = DomainConfiguration()
         config.maxBatch = 2
-        let small = try TestEnv(configuration: config)
+        let small = try TestEnv(engine, configuration: config)
         let s = try small.device()
         let sj = try small.journal(s)
         expectError(.batchTooLarge(maxBatch: 2)) {
@@ -185,8 +186,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         }
     }
 
-    @Test func entriesKeepCreationOrderAndCount() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func entriesKeepCreationOrderAndCount(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device()
         let j = try env.journal(a)
         for id in ["z", "a", "m"] { try env.entry(a, j.journalID, id, locals: []) }
@@ -200,8 +201,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         expectError(.notFound(message: "No such entry.")) { try env.service.deleteEntry(journalID: j.journalID, entryID: "nope", ifMatch: nil, device: a) }
     }
 
-    @Test func versionsAndIfMatch() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func versionsAndIfMatch(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device()
         let j = try env.journal(a)
         // If-Match on an entry that does not exist yet: 412 without a version (RFC 9110 §13.1.1), for * too.
@@ -233,8 +234,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         try env.service.deleteJournal(j.journalID, ifMatch: .any, device: a)
     }
 
-    @Test func twoDevicesEditingOneEntryWithIfMatchNeverOverwriteEachOther() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func twoDevicesEditingOneEntryWithIfMatchNeverOverwriteEachOther(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         let j = try env.journal(a)
@@ -265,8 +266,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(merged.text == texts[w] + " + " + texts[1 - w])
     }
 
-    @Test func deniedDevicesCannotResolveJournals() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func deniedDevicesCannotResolveJournals(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device()
         try env.put(a, assets: [("a1", fp(1))])
         let j = try env.journal(a)

@@ -1,10 +1,11 @@
 import ConcordDomain
+import ConcordTestSupport
 import Foundation
 import Testing
 
 @Suite struct LibraryTests {
-    @Test func insertUpdateUnchangedDeleteAreCountedAcrossTypes() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func insertUpdateUnchangedDeleteAreCountedAcrossTypes(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let first = try env.service.applyChanges(LibraryChangeRequest(
             assets: .init(upsert: [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2))]),
@@ -22,8 +23,8 @@ import Testing
         #expect(stored == .collectionList("l1", fingerprint: fp(20), collections: []))
     }
 
-    @Test func storedObjectKeepsEveryField() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func storedObjectKeepsEveryField(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let asset = LibraryObject.asset("x/L0/001", fingerprint: fp(1), mediaType: .video, creationDate: "2024-05-01T12:00:00Z",
                                         modificationDate: "2024-05-02T12:00:00.5+02:00", hasAdjustments: true, isFavorite: true)
@@ -33,8 +34,8 @@ import Testing
         #expect(try env.service.object(localIdentifier: "y/L0/040", device: d) == album)
     }
 
-    @Test func identicalResendIsANoOpWithoutHistoryEntry() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func identicalResendIsANoOpWithoutHistoryEntry(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let r1 = try env.put(d, assets: [("a1", fp(1))])
         let r2 = try env.put(d, assets: [("a1", fp(1))])
@@ -44,8 +45,8 @@ import Testing
         #expect(since.changes.isEmpty)
     }
 
-    @Test func identifierTwiceInOneRequestIs400() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func identifierTwiceInOneRequestIs400(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         expectErrorNamed("badRequest") { try env.put(d, assets: [("a1", fp(1)), ("a1", fp(2))]) }
         expectErrorNamed("badRequest") {
@@ -62,8 +63,8 @@ import Testing
         expectErrorNamed("notFound") { try env.service.object(localIdentifier: "a1", device: d) }
     }
 
-    @Test func typeIsImmutable() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func typeIsImmutable(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("x", fp(1))])
         expectErrorNamed("badRequest") {
@@ -82,8 +83,8 @@ import Testing
         #expect(try env.service.object(localIdentifier: "x", device: d).type == .assetCollection)
     }
 
-    @Test func invalidValuesAre400NamingTheField() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func invalidValuesAre400NamingTheField(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         expectError(.badRequest(message: "fingerprint of a must be base64url without padding of 16 to 64 bytes.", field: "assets.upsert.fingerprint")) {
             try env.put(d, assets: [("a", "short")])
@@ -96,8 +97,8 @@ import Testing
         expectErrorNamed("badRequest") { try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["bad\u{1}id"])), device: d) }
     }
 
-    @Test func albumListingAnUnknownAssetIs422NamingIt() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func albumListingAnUnknownAssetIs422NamingIt(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         expectError(.unprocessable(message: "c1 lists asset zz, which the library lacks.",
@@ -122,8 +123,8 @@ import Testing
         }
     }
 
-    @Test func putLibraryWorksOutTheDifference() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func putLibraryWorksOutTheDifference(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1)), ("a2", fp(2)), ("a3", fp(3))])
         let t0 = try env.service.currentChangeToken(device: d)
@@ -143,8 +144,8 @@ import Testing
         #expect(try env.service.listDevices(accountID: d.accountID)[0].objectCount == 3)
     }
 
-    @Test func listObjectsPagesInByteOrder() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func listObjectsPagesInByteOrder(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         // "Z" < "a" < "é" in UTF-8 byte order.
         try env.put(d, assets: [("é", fp(1)), ("a", fp(2)), ("Z", fp(3)), ("b", fp(4))])
@@ -160,10 +161,10 @@ import Testing
         expectErrorNamed("badRequest") { try env.service.listObjects(type: .asset, after: nil, limit: 10_001, device: d) }
     }
 
-    @Test func changeRequestOverMaxBatchIsBatchTooLargeAndStoresNothing() throws {
+    @Test(arguments: TestEngine.available) func changeRequestOverMaxBatchIsBatchTooLargeAndStoresNothing(_ engine: TestEngine) throws {
         var configuration = DomainConfiguration()
         configuration.maxBatch = 3
-        let env = try TestEnv(configuration: configuration)
+        let env = try TestEnv(engine, configuration: configuration)
         let d = try env.device()
         let tooMany = LibraryChangeRequest(
             assets: .init(upsert: [.asset("a", fingerprint: fp(1)), .asset("b", fingerprint: fp(2)), .asset("c", fingerprint: fp(3))], delete: ["x"]))
@@ -173,8 +174,8 @@ import Testing
         #expect(try env.service.applyChanges(enough, device: d).inserted == 1)
     }
 
-    @Test func anotherDevicesObjectsAreInvisible() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func anotherDevicesObjectsAreInvisible(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1))])
@@ -185,8 +186,8 @@ import Testing
 
 /// PhotoKit semantics: deleting an asset removes it from every album, a collection from every folder.
 @Suite struct MembershipCascadeTests {
-    @Test func deletedAssetLeavesEveryAlbumInTheSameChange() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func deletedAssetLeavesEveryAlbumInTheSameChange(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let other = try env.device("Other")
         let setup = LibraryChangeRequest(
@@ -226,8 +227,8 @@ import Testing
         #expect(try env.service.changes(since: t1, limit: nil, device: d).changes.last?.details == ChangeDetails(assets: ChangeLists(deleted: ["a4"])))
     }
 
-    @Test func albumUpsertedWithTheDeleteKeepsItsOwnList() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func albumUpsertedWithTheDeleteKeepsItsOwnList(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.service.applyChanges(LibraryChangeRequest(
             assets: .init(upsert: [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2))]),
@@ -256,8 +257,8 @@ import Testing
         #expect((both.updated, both.deleted) == (0, 2))
     }
 
-    @Test func deletedCollectionLeavesEveryFolder() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func deletedCollectionLeavesEveryFolder(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.service.applyChanges(LibraryChangeRequest(
             assets: .init(upsert: [.asset("a1", fingerprint: fp(1))]),
@@ -280,8 +281,8 @@ import Testing
     }
 
     /// The scan pages through the device's albums: an album past the first page is found too.
-    @Test func cascadeReachesAlbumsBeyondOneScanPage() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func cascadeReachesAlbumsBeyondOneScanPage(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let n = 10_005   // past one scan page (ConcordService.containerScanPage, 10 000)
         var albums: [LibraryObject] = [.asset("a1", fingerprint: fp(1)), .asset("a2", fingerprint: fp(2))]
@@ -296,8 +297,8 @@ import Testing
 
 @Suite struct LargeLibraryTests {
     /// A whole-library PUT of many objects is linear: inserted, then updated and deleted in bulk.
-    @Test func largePutLibraryStaysFast() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func largePutLibraryStaysFast(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         let n = 10_000
         let start = Date()

@@ -1,17 +1,18 @@
 import ConcordDomain
+import ConcordTestSupport
 import Foundation
 import Testing
 
 @Suite struct LocalToCloudTests {
-    @Test func step1UnknownObjectIsIdentifierNotFound() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step1UnknownObjectIsIdentifierNotFound(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         #expect(try env.cloud(d, ["nope"]) == [.error(.identifierNotFound(limitedLibrary: false))])
         expectErrorNamed("badRequest") { try env.cloud(d, [""]) }
     }
 
-    @Test func step2LinkedObjectAnswersItsRecordEveryTime() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step2LinkedObjectAnswersItsRecordEveryTime(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         let c1 = try env.cloudID(d, "a1")
@@ -25,8 +26,8 @@ import Testing
         #expect(try env.cloudID(d, "a1") == c1)
     }
 
-    @Test func step3ReusesTheOldestUnlinkedRecordOfTheSameContent() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step3ReusesTheOldestUnlinkedRecordOfTheSameContent(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(1))])   // duplicates on A: two records
@@ -41,8 +42,8 @@ import Testing
         #expect(r3 != r1 && r3 != r2)
     }
 
-    @Test func step3CreatesARecordWithoutAnyOtherDevice() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step3CreatesARecordWithoutAnyOtherDevice(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(2))]),
@@ -52,8 +53,8 @@ import Testing
         #expect(types == ["001", "040", "020"])
     }
 
-    @Test func answersKeepRequestOrderAndDuplicates() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func answersKeepRequestOrderAndDuplicates(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1)), ("a2", fp(2))])
         let m = try env.service.cloudIdentifiers(forLocalIdentifiers: ["a2", "x", "a1", "a2"], device: d)
@@ -63,9 +64,9 @@ import Testing
         if case .found = m[2].result {} else { Issue.record("a1 not found") }
     }
 
-    @Test func sameContentOnTwoDevicesGetsOneIdentifierWhicheverAsksFirst() throws {
+    @Test(arguments: TestEngine.available) func sameContentOnTwoDevicesGetsOneIdentifierWhicheverAsksFirst(_ engine: TestEngine) throws {
         for aFirst in [true, false] {
-            let env = try TestEnv()
+            let env = try TestEnv(engine)
             let a = try env.device("A")
             let b = try env.device("B")
             try env.put(a, assets: [("a1", fp(1))])
@@ -75,8 +76,8 @@ import Testing
         }
     }
 
-    @Test func batchOfManyIdentifiersMixesAllSteps() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func batchOfManyIdentifiersMixesAllSteps(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: (0..<500).map { ("a\($0)", fp($0)) })
         _ = try env.cloud(d, (0..<250).map { "a\($0)" })                   // half linked
@@ -86,10 +87,10 @@ import Testing
         #expect(try env.cloud(d, ids) == m)
     }
 
-    @Test func batchTooLarge() throws {
+    @Test(arguments: TestEngine.available) func batchTooLarge(_ engine: TestEngine) throws {
         var config = DomainConfiguration()
         config.maxBatch = 3
-        let env = try TestEnv(configuration: config)
+        let env = try TestEnv(engine, configuration: config)
         let d = try env.device()
         expectError(.batchTooLarge(maxBatch: 3)) { try env.cloud(d, ["a", "b", "c", "d"]) }
         expectError(.batchTooLarge(maxBatch: 3)) { try env.local(d, ["a", "b", "c", "d"]) }
@@ -98,16 +99,16 @@ import Testing
 }
 
 @Suite struct CloudToLocalTests {
-    @Test func step1MalformedIsInvalidIdentifierPerItem() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step1MalformedIsInvalidIdentifierPerItem(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         let c = try env.cloudID(d, "a1")
         #expect(try env.local(d, ["garbage", c, ""]) == [.error(.invalidIdentifier), .found("a1"), .error(.invalidIdentifier)])
     }
 
-    @Test func step2LinkedRecordAnswersTheObjectEvenWithDuplicates() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step2LinkedRecordAnswersTheObjectEvenWithDuplicates(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1)), ("a2", fp(1))])
         let c1 = try env.cloudID(d, "a1")
@@ -118,8 +119,8 @@ import Testing
         #expect(try env.local(d, [c1.lowercased().replacingOccurrences(of: fp(1).lowercased(), with: fp(1))]) == [.found("a1")])
     }
 
-    @Test func step3ResolvesByContentAndStoresTheLink() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step3ResolvesByContentAndStoresTheLink(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1))])
@@ -132,8 +133,8 @@ import Testing
         #expect(try env.local(b, [c]) == [.found("b1")])
     }
 
-    @Test func step3EmptyFingerprintResolvesThroughRecordOnly() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step3EmptyFingerprintResolvesThroughRecordOnly(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("ca", fingerprint: fp(7))])), device: a)
@@ -146,8 +147,8 @@ import Testing
         #expect(try env.local(b, [bare]) == [.found("cb")])                               // now linked
     }
 
-    @Test func step3NoMatchIsIdentifierNotFoundAndTypeMatters() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step3NoMatchIsIdentifierNotFoundAndTypeMatters(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         let unknown = UUID().uuidString + ":001:" + fp(2)
@@ -158,8 +159,8 @@ import Testing
         #expect(try env.local(d, [c.guid + ":040:" + fp(1)]) == [.error(.identifierNotFound(limitedLibrary: false))])
     }
 
-    @Test func step3DuplicatesAreMultipleIdentifiersFoundSortedAndNotLinked() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step3DuplicatesAreMultipleIdentifiersFoundSortedAndNotLinked(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1))])
@@ -172,8 +173,8 @@ import Testing
         #expect(try env.local(b, [UUID().uuidString + ":001:" + fp(1)]) == [expected])
     }
 
-    @Test func step3AnswersAnObjectLinkedElsewhereWithoutRelinking() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step3AnswersAnObjectLinkedElsewhereWithoutRelinking(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(1))])
@@ -185,8 +186,8 @@ import Testing
         #expect(try env.cloudID(b, "b1") == c1)
     }
 
-    @Test func step3DoesNotLinkWhenTheFingerprintPartIsNotTheRecords() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step3DoesNotLinkWhenTheFingerprintPartIsNotTheRecords(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1))])
@@ -198,8 +199,8 @@ import Testing
         #expect(try env.cloudID(b, "b1") != c.stringValue)
     }
 
-    @Test func step4AnotherAccountsGuidIsTreatedAsUnknown() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func step4AnotherAccountsGuidIsTreatedAsUnknown(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let mine = try env.device("mine")
         let other = try env.service.createAccount(name: "Other")
         let theirs = try env.device("theirs", accountID: other.accountID)
@@ -216,8 +217,8 @@ import Testing
 }
 
 @Suite struct LinkTests {
-    @Test func linkByPersonReplacesEarlierLinks() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func linkByPersonReplacesEarlierLinks(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
         try env.put(a, assets: [("a1", fp(1))])
@@ -241,8 +242,8 @@ import Testing
         #expect(try env.cloudID(b, "b1") == c2)
     }
 
-    @Test func linkErrors() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func linkErrors(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let a = try env.device("A")
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2))])
         try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(1))])), device: a)
@@ -261,8 +262,8 @@ import Testing
 }
 
 @Suite struct LinkDroppingTests {
-    @Test func deleteDropsTheLink() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func deleteDropsTheLink(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         let c = try env.cloudID(d, "a1")
@@ -273,8 +274,8 @@ import Testing
         #expect(try env.cloudID(d, "a1") == c)
     }
 
-    @Test func fingerprintChangeDropsTheLink() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func fingerprintChangeDropsTheLink(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         let c = try env.cloudID(d, "a1")
@@ -286,8 +287,8 @@ import Testing
         #expect(try env.local(d, [c2]) == [.found("a1")])
     }
 
-    @Test func resetDropsEveryLinkAndIsOneUnavailableChange() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func resetDropsEveryLinkAndIsOneUnavailableChange(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1)), ("a2", fp(2))])
         let c1 = try env.cloudID(d, "a1")
@@ -313,8 +314,8 @@ import Testing
 }
 
 @Suite struct AuthorizationTests {
-    @Test func deniedRefusesMappingAndLimitedMarksNotFound() throws {
-        let env = try TestEnv()
+    @Test(arguments: TestEngine.available) func deniedRefusesMappingAndLimitedMarksNotFound(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         let c = try env.cloudID(d, "a1")

@@ -1,5 +1,6 @@
 import ConcordDomain
 import ConcordStorage
+import ConcordTestSupport
 import Foundation
 import Testing
 
@@ -12,26 +13,26 @@ final class ManualClock: @unchecked Sendable {
     func advance(_ seconds: Double) { self.lock.withLock { self.current += seconds } }
 }
 
-/// A fresh SQLite file per test, a service on it, one account with devices.
+/// A fresh database of `engine` per test (TestDatabase), a service on it, one account with devices.
 final class TestEnv {
-    let directory: String
-    let path: String
-    let store: SQLiteStore
+    let database: TestDatabase
+    var store: any ConcordStore { self.database.store }
     let service: ConcordService
     let clock = ManualClock()
     let account: CreatedAccount
 
-    init(configuration: DomainConfiguration = DomainConfiguration()) throws {
-        self.directory = NSTemporaryDirectory() + "concord-test-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
-        self.path = self.directory + "/db.sqlite"
-        self.store = try SQLiteStore(path: self.path)
+    init(_ engine: TestEngine, configuration: DomainConfiguration = DomainConfiguration()) throws {
+        self.database = try TestDatabase(engine)
         let clock = self.clock
-        self.service = try ConcordService(store: self.store, configuration: configuration, clock: { clock.now })
+        self.service = try ConcordService(store: self.database.store, configuration: configuration, clock: { clock.now })
         self.account = try self.service.createAccount(name: "Test")
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: self.directory) }
+    /// A service on a second store of the same database (another instance), on the same clock.
+    func anotherInstance() throws -> ConcordService {
+        let clock = self.clock
+        return try ConcordService(store: try self.database.openAnotherStore(), configuration: self.service.configuration, clock: { clock.now })
+    }
 
     /// A new device of the test account (or of `accountID`).
     func device(_ name: String = "device", accountID: String? = nil) throws -> DeviceRef {
@@ -90,4 +91,12 @@ func expectErrorNamed<T>(_ name: String, sourceLocation: SourceLocation = #_sour
     } catch {
         Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
     }
+}
+
+/// Says, in the test output, that the PostgreSQL cases of the engine-parameterised suites did not run.
+@Test(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (the postgres cases of AccountTests, LibraryTests, HistoryTests, ConvergenceTests, SharedDatabaseTests, LargeLibraryTests, LocalToCloudTests, CloudToLocalTests, LinkTests, LinkDroppingTests, AuthorizationTests, TwoInstanceTests, MembershipCascadeTests, JournalTests, JournalSelectionTests, JournalChangeFeedTests)")))
+func postgresEngineCasesRun() throws {
+    let env = try TestEnv(.postgres)
+    #expect(env.database.engine == .postgres)
+    #expect(try env.service.listDevices(accountID: env.account.accountID).isEmpty)
 }

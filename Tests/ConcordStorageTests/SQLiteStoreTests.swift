@@ -57,20 +57,6 @@ struct Boom: Error {}
         #expect(try full.writer.scalarInt("PRAGMA synchronous") == 2)    // FULL
     }
 
-    @Test func writeRollsBackWhenTheBodyThrows() throws {
-        let dir = try TempDir()
-        let store = try SQLiteStore(path: dir.db)
-        #expect(throws: Boom.self) {
-            try store.write { tx in
-                try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date())
-                throw Boom()
-            }
-        }
-        #expect(try store.read { tx in try tx.accountExists("A") } == false)
-        try store.write { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
-        #expect(try store.read { tx in try tx.accountExists("A") })
-    }
-
     @Test func readersCannotWrite() throws {
         let dir = try TempDir()
         let store = try SQLiteStore(path: dir.db)

@@ -81,6 +81,8 @@ public struct Configuration: Sendable, Equatable {
 
     public var server = Server()
     public var database = Database.sqlite(path: "./data/concord.sqlite")
+    /// PostgreSQL connections each process keeps at most; 0 means one per worker.
+    public var databasePoolSize = 0
     /// The admin token; nil means "generate one on first start and keep it in the data directory".
     public var adminToken: String? = nil
     public var logLevel = LogLevel.info

@@ -138,6 +138,7 @@ public enum ConfigurationLoader {
         Setting(key: "database", kind: .database, flag: "--database") {
             if case .database(let d) = $1 { $0.database = d }
         },
+        Setting(key: "databasePoolSize", kind: .int(0...10_000), flag: nil) { $0.databasePoolSize = $1.int },
         Setting(key: "adminToken", kind: .optionalString, flag: "--admin-token") { $0.adminToken = $1.string },
         Setting(key: "logLevel", kind: .logLevel, flag: "--log-level") {
             if case .logLevel(let l) = $1 { $0.logLevel = l }

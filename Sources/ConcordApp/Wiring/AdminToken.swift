@@ -20,7 +20,11 @@ enum AdminToken {
         let databasePath: String
         switch database {
         case .sqlite(let path): databasePath = path
-        case .postgres: databasePath = "./data/concord.sqlite"
+        case .postgres:
+            // No data directory of its own: the generated token lives in ./data (configure one
+            // token for every instance sharing a database, see docs/scaling.md).
+            databasePath = "./data/concord.sqlite"
+            try DataDirectory.create(forDatabaseAt: databasePath)
         }
         let path = self.filePath(forDatabaseAt: databasePath)
         if let existing = try self.readToken(path) { return existing }

@@ -57,9 +57,13 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
     let logger = Logger(level: configuration.logLevel, sink: sink)
     let metrics = MetricsRegistry()
     do throws(StartupError) {
+        let cores = ServerConfiguration.coreCount
+        let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
+        // Each worker holds at most one connection at a time: more would sit idle.
+        let poolSize = configuration.databasePoolSize > 0 ? configuration.databasePoolSize : workers
         let storage = try StorageHook.open(
             configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch,
-            sqliteSynchronous: configuration.sqliteSynchronous)
+            sqliteSynchronous: configuration.sqliteSynchronous, poolSize: poolSize)
         let adminToken: String
         do throws(StartupError) {
             adminToken = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
@@ -69,8 +73,6 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         }
         let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage)
 
-        let cores = ServerConfiguration.coreCount
-        let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
         let dispatcher = Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers)
 
         var server = ServerConfiguration(host: configuration.server.host, port: configuration.server.port)

@@ -26,14 +26,35 @@ public struct StorageHook: Sendable {
 
     /// Opens the configured database (creating its directory), migrates it, and builds the
     /// service with the configured history retention and `maxBatch`. Throws a one-line
-    /// reason when it cannot (unreadable file, newer schema, postgres not built).
+    /// reason when it cannot (unreadable file, unreachable server, newer schema).
+    /// `poolSize`: PostgreSQL connections kept at most.
     static func open(
         _ database: Configuration.Database, history: Configuration.History = Configuration.History(),
-        maxBatch: Int = Configuration.Limits().maxBatch, sqliteSynchronous: SQLiteSynchronous = .normal
+        maxBatch: Int = Configuration.Limits().maxBatch, sqliteSynchronous: SQLiteSynchronous = .normal, poolSize: Int = 8
     ) throws(StartupError) -> StorageHook {
+        var domain = DomainConfiguration()
+        domain.maxBatch = maxBatch
+        domain.historyMaxChanges = history.maxChanges
+        domain.historyMaxAge = Double(history.maxAgeDays) * 24 * 3600
         switch database {
-        case .postgres:
-            throw StartupError("postgres support is not built yet; use sqlite:PATH")
+        case .postgres(let url):
+            let store: PostgresStore
+            let name: String
+            do {
+                let configuration = try PostgresConfiguration(url: url, poolSize: max(1, poolSize))
+                name = configuration.displayName
+                store = try PostgresStore(configuration: configuration)
+            } catch {
+                throw StartupError("cannot use database \(database): \(Self.oneLine(error.message))")
+            }
+            let service: ConcordService
+            do {
+                service = try ConcordService(store: store, configuration: domain)
+            } catch {
+                store.close()
+                throw StartupError("cannot use database postgres \(name): \(Self.oneLine(error.message))")
+            }
+            return StorageHook(service: service, isReady: { store.ping() }, close: { store.close() })
         case .sqlite(let path):
             try DataDirectory.create(forDatabaseAt: path)
             let store: SQLiteStore
@@ -46,10 +67,6 @@ public struct StorageHook: Sendable {
                 if reason.hasPrefix(prefix) { reason.removeFirst(prefix.count) }
                 throw StartupError("cannot use database \(path): \(Self.oneLine(reason))")
             }
-            var domain = DomainConfiguration()
-            domain.maxBatch = maxBatch
-            domain.historyMaxChanges = history.maxChanges
-            domain.historyMaxAge = Double(history.maxAgeDays) * 24 * 3600
             let service: ConcordService
             do {
                 service = try ConcordService(store: store, configuration: domain)

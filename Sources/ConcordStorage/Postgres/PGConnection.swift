@@ -1,0 +1,289 @@
+import CLibPQ
+import Foundation
+
+/// A PostgreSQL failure: the server's SQLSTATE (when it sent one) and whether the connection is gone.
+public struct PostgresError: Error, CustomStringConvertible, Sendable {
+    /// Five-character SQLSTATE, empty when the failure is on the client side (no connection, ...).
+    public var sqlState: String
+    public var message: String
+    /// True when the connection is unusable afterwards (server gone, network cut): the pool drops it.
+    public var connectionLost: Bool
+
+    public var description: String {
+        (self.sqlState.isEmpty ? "" : "[\(self.sqlState)] ") + self.message
+    }
+
+    /// serialization_failure, deadlock_detected, unique_violation: the transaction may simply be run again.
+    var isRetryable: Bool { self.sqlState == "40001" || self.sqlState == "40P01" || self.sqlState == "23505" }
+}
+
+/// A value bound to a statement parameter. Every parameter is sent in binary format with its
+/// length, so text and bytes travel unchanged (no escaping, no quoting, no NUL termination).
+enum PGValue {
+    case text(String)
+    case int(Int64)
+    case double(Double)
+    case bytes([UInt8])
+    case textArray([String?])
+    case intArray([Int64])
+    case boolArray([Bool])
+    case null(Oid)
+
+    // Type OIDs of pg_type (stable across PostgreSQL versions).
+    static let textOID: Oid = 25, int8OID: Oid = 20, float8OID: Oid = 701, byteaOID: Oid = 17, boolOID: Oid = 16
+    static let textArrayOID: Oid = 1009, int8ArrayOID: Oid = 1016, boolArrayOID: Oid = 1000
+
+    var oid: Oid {
+        switch self {
+        case .text: Self.textOID
+        case .int: Self.int8OID
+        case .double: Self.float8OID
+        case .bytes: Self.byteaOID
+        case .textArray: Self.textArrayOID
+        case .intArray: Self.int8ArrayOID
+        case .boolArray: Self.boolArrayOID
+        case .null(let oid): oid
+        }
+    }
+
+    static func optionalText(_ s: String?) -> PGValue { s.map { .text($0) } ?? .null(Self.textOID) }
+
+    /// The binary wire form; nil for SQL NULL.
+    func encode() -> [UInt8]? {
+        switch self {
+        case .text(let s): return Array(s.utf8)
+        case .int(let v): return Self.bigEndian(UInt64(bitPattern: v))
+        case .double(let d): return Self.bigEndian(d.bitPattern)
+        case .bytes(let b): return b
+        case .textArray(let items):
+            return Self.array(elementOID: Self.textOID, items.map { $0.map { Array($0.utf8) } })
+        case .intArray(let items):
+            return Self.array(elementOID: Self.int8OID, items.map { Self.bigEndian(UInt64(bitPattern: $0)) })
+        case .boolArray(let items):
+            return Self.array(elementOID: Self.boolOID, items.map { [$0 ? 1 : 0] })
+        case .null: return nil
+        }
+    }
+
+    private static func bigEndian(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (56 - 8 * UInt64($0))) } }
+    private static func int32(_ v: Int32, into out: inout [UInt8]) {
+        let u = UInt32(bitPattern: v)
+        out.append(UInt8(u >> 24)); out.append(UInt8((u >> 16) & 0xFF)); out.append(UInt8((u >> 8) & 0xFF)); out.append(UInt8(u & 0xFF))
+    }
+
+    /// One-dimensional array in PostgreSQL's binary array format (array_recv): ndim, has-nulls,
+    /// element type, then (length, lower bound) and each element as (byte length or -1, bytes).
+    private static func array(elementOID: Oid, _ elements: [[UInt8]?]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + ($1?.count ?? 0) })
+        let empty = elements.isEmpty
+        self.int32(empty ? 0 : 1, into: &out)
+        self.int32(elements.contains { $0 == nil } ? 1 : 0, into: &out)
+        self.int32(Int32(bitPattern: elementOID), into: &out)
+        guard !empty else { return out }
+        self.int32(Int32(elements.count), into: &out)
+        self.int32(1, into: &out)
+        for e in elements {
+            if let e {
+                self.int32(Int32(e.count), into: &out)
+                out.append(contentsOf: e)
+            } else {
+                self.int32(-1, into: &out)
+            }
+        }
+        return out
+    }
+}
+
+/// The rows of one result, read in binary format. Valid until the next statement on the connection.
+struct PGRow {
+    let result: OpaquePointer
+    let row: Int32
+
+    func isNull(_ column: Int32) -> Bool { PQgetisnull(self.result, self.row, column) != 0 }
+
+    private func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
+        let n = Int(PQgetlength(self.result, self.row, column))
+        guard let p = PQgetvalue(self.result, self.row, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: p, count: n)
+    }
+
+    func text(_ column: Int32) -> String { String(decoding: self.bytes(column), as: UTF8.self) }
+    func optionalText(_ column: Int32) -> String? { self.isNull(column) ? nil : self.text(column) }
+    func blob(_ column: Int32) -> [UInt8] { Array(self.bytes(column)) }
+
+    /// int2, int4 or int8 by their width; 0 for NULL.
+    func int(_ column: Int32) -> Int64 {
+        let b = self.bytes(column)
+        var v: UInt64 = 0
+        for byte in b { v = v << 8 | UInt64(byte) }
+        switch b.count {
+        case 2: return Int64(Int16(truncatingIfNeeded: v))
+        case 4: return Int64(Int32(truncatingIfNeeded: v))
+        case 8: return Int64(bitPattern: v)
+        default: return 0
+        }
+    }
+
+    func double(_ column: Int32) -> Double {
+        let b = self.bytes(column)
+        guard b.count == 8 else { return 0 }
+        var v: UInt64 = 0
+        for byte in b { v = v << 8 | UInt64(byte) }
+        return Double(bitPattern: v)
+    }
+
+    func bool(_ column: Int32) -> Bool { self.bytes(column).first.map { $0 != 0 } ?? false }
+}
+
+/// One libpq connection with its prepared statements. Not thread-safe: the pool hands it to one
+/// thread at a time.
+final class PGConnection {
+    private let handle: OpaquePointer
+    /// SQL text → prepared statement name on this connection.
+    private var prepared: [String: String] = [:]
+    private(set) var isClosed = false
+    /// Set when a failure showed the connection is gone; the pool then drops it.
+    private(set) var isBroken = false
+
+    /// Connects with libpq keyword/value parameters (no string escaping involved).
+    init(parameters: [(String, String)]) throws(PostgresError) {
+        let keys = parameters.map { strdup($0.0) } + [nil]
+        let values = parameters.map { strdup($0.1) } + [nil]
+        defer {
+            for p in keys { free(p) }
+            for p in values { free(p) }
+        }
+        let conn: OpaquePointer? = keys.withUnsafeBufferPointer { k in
+            values.withUnsafeBufferPointer { v in
+                k.withMemoryRebound(to: UnsafePointer<CChar>?.self) { kk in
+                    v.withMemoryRebound(to: UnsafePointer<CChar>?.self) { vv in
+                        PQconnectdbParams(kk.baseAddress, vv.baseAddress, 0)
+                    }
+                }
+            }
+        }
+        guard let conn else { throw PostgresError(sqlState: "", message: "out of memory", connectionLost: true) }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            let message = Self.oneLine(String(cString: PQerrorMessage(conn)))
+            PQfinish(conn)
+            throw PostgresError(sqlState: "", message: message, connectionLost: true)
+        }
+        // libpq's default prints server notices ("relation … already exists, skipping", DROP … CASCADE
+        // listings) to stderr, outside the structured log; none of them needs an answer.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
+        self.handle = conn
+    }
+
+    deinit { self.close() }
+
+    func close() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        PQfinish(self.handle)
+    }
+
+    /// True while libpq believes the connection is up (it learns otherwise only on use) and no
+    /// transaction is left open on it.
+    var isUsable: Bool {
+        !self.isClosed && !self.isBroken && PQstatus(self.handle) == CONNECTION_OK && PQtransactionStatus(self.handle) == PQTRANS_IDLE
+    }
+
+    /// True when the connection is up with a transaction open (or failed) on it: it needs a ROLLBACK.
+    var needsRollback: Bool {
+        !self.isClosed && !self.isBroken && PQstatus(self.handle) == CONNECTION_OK && PQtransactionStatus(self.handle) != PQTRANS_IDLE
+    }
+
+    /// Runs one or more statements without parameters (simple query protocol).
+    func execute(_ sql: String) throws(PostgresError) {
+        let result = PQexec(self.handle, sql)
+        defer { PQclear(result) }
+        try self.check(result)
+    }
+
+    /// Runs a parameterised statement, prepared once per connection, and calls `row` for each row.
+    /// Returns the number of rows affected (INSERT/UPDATE/DELETE) or returned.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [PGValue] = [], row: (PGRow) throws -> Void = { _ in }) throws -> Int {
+        let name = try self.statementName(sql, parameters)
+        let encoded = parameters.map { $0.encode() }
+        var lengths: [Int32] = encoded.map { Int32($0?.count ?? 0) }
+        var formats: [Int32] = Array(repeating: 1, count: parameters.count)
+        // One buffer for every value, so that all pointers stay valid during the call.
+        var storage: [UInt8] = []
+        storage.reserveCapacity(lengths.reduce(0) { $0 + Int($1) } + 1)
+        var offsets: [Int?] = []
+        for e in encoded {
+            if let e {
+                offsets.append(storage.count)
+                storage.append(contentsOf: e)
+            } else {
+                offsets.append(nil)
+            }
+        }
+        storage.append(0)   // never empty: a zero-length value still needs a valid, non-NULL pointer
+        let result: OpaquePointer? = storage.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+            let pointers: [UnsafePointer<CChar>?] = offsets.map { $0.map { base + $0 } }
+            return pointers.withUnsafeBufferPointer { values in
+                lengths.withUnsafeMutableBufferPointer { l in
+                    formats.withUnsafeMutableBufferPointer { f in
+                        PQexecPrepared(self.handle, name, Int32(parameters.count), values.baseAddress, l.baseAddress, f.baseAddress, 1)
+                    }
+                }
+            }
+        }
+        defer { PQclear(result) }
+        try self.check(result)
+        guard let result else { return 0 }
+        let rows = PQntuples(result)
+        for i in 0..<rows { try row(PGRow(result: result, row: i)) }
+        let affected = String(cString: PQcmdTuples(result))
+        return Int(affected) ?? Int(rows)
+    }
+
+    /// The first column of the first row as an integer, nil when there is no row or it is NULL.
+    func scalarInt(_ sql: String, _ parameters: [PGValue] = []) throws -> Int64? {
+        var value: Int64?
+        try self.query(sql, parameters) { r in if value == nil, !r.isNull(0) { value = r.int(0) } }
+        return value
+    }
+
+    private func statementName(_ sql: String, _ parameters: [PGValue]) throws(PostgresError) -> String {
+        if let name = self.prepared[sql] { return name }
+        let name = "concord_\(self.prepared.count + 1)"
+        let types = parameters.map(\.oid)
+        let result = types.withUnsafeBufferPointer { t in
+            PQprepare(self.handle, name, sql, Int32(types.count), t.baseAddress)
+        }
+        defer { PQclear(result) }
+        try self.check(result)
+        self.prepared[sql] = name
+        return name
+    }
+
+    private func check(_ result: OpaquePointer?) throws(PostgresError) {
+        let status = result.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
+        switch status {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return
+        default:
+            var sqlState = ""
+            var message = ""
+            if let result {
+                if let s = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) { sqlState = String(cString: s) }
+                if let m = PQresultErrorField(result, Int32(UInt8(ascii: "M"))) { message = String(cString: m) }
+            }
+            if message.isEmpty { message = Self.oneLine(String(cString: PQerrorMessage(self.handle))) }
+            // Class 08 (connection exception), 57P01..03 (admin shutdown, crash shutdown, cannot connect
+            // now) or libpq's own view of the socket: this connection will not work again.
+            let lost = PQstatus(self.handle) == CONNECTION_BAD || sqlState.hasPrefix("08") || sqlState.hasPrefix("57P")
+            if lost { self.isBroken = true }
+            throw PostgresError(sqlState: sqlState, message: message, connectionLost: lost)
+        }
+    }
+
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+
+/// The PostgreSQL schema, as numbered migrations recorded in `schema_migrations`.
+///
+/// Every table is keyed by `account_id` first (primary keys and indexes), so the data can be
+/// distributed by account (Citus: `create_distributed_table(table, 'account_id')`), and every
+/// query of one request names one account. Exceptions: `settings` (server-wide, tiny: a reference
+/// table) and `tokens`, looked up by token hash before the account is known (a reference table, or
+/// distributed by `token_hash`). Identifiers are `COLLATE "C"`: the contract's order is byte order,
+/// whatever the database's default collation.
+enum PostgresMigrations {
+    static let all: [(version: Int, sql: String)] = [
+        (1, """
+        CREATE TABLE settings (
+            key text COLLATE "C" PRIMARY KEY,
+            value bytea NOT NULL
+        );
+
+        CREATE TABLE accounts (
+            account_id text COLLATE "C" PRIMARY KEY,
+            name text NOT NULL,
+            created_at double precision NOT NULL,
+            next_record_order bigint NOT NULL DEFAULT 1
+        );
+
+        -- kind: 1 account token, 2 device token. Only the SHA-256 of a token is stored.
+        CREATE TABLE tokens (
+            token_hash bytea PRIMARY KEY,
+            kind bigint NOT NULL,
+            account_id text COLLATE "C" NOT NULL,
+            device_id text COLLATE "C"
+        );
+        CREATE INDEX tokens_by_owner ON tokens (account_id, device_id);
+
+        -- authorization: 0 authorized, 1 limited, 2 denied.
+        CREATE TABLE devices (
+            account_id text COLLATE "C" NOT NULL,
+            device_id text COLLATE "C" NOT NULL,
+            name text NOT NULL,
+            platform text,
+            created_at double precision NOT NULL,
+            authorization_status bigint NOT NULL DEFAULT 0,
+            last_change_seq bigint NOT NULL DEFAULT 0,
+            pruned_through_seq bigint NOT NULL DEFAULT 0,
+            object_count bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (account_id, device_id)
+        );
+
+        -- The shared mapping table: one row per cloud record. created_order gives "the oldest".
+        CREATE TABLE records (
+            account_id text COLLATE "C" NOT NULL,
+            guid text COLLATE "C" NOT NULL,
+            type bigint NOT NULL,
+            fingerprint text COLLATE "C" NOT NULL,
+            created_order bigint NOT NULL,
+            created_at double precision NOT NULL,
+            PRIMARY KEY (account_id, guid)
+        );
+        CREATE UNIQUE INDEX records_by_content ON records (account_id, type, fingerprint, created_order);
+
+        -- A device's library. record_guid is the object's link (at most one record per object);
+        -- the partial unique index makes a record link to at most one object per device.
+        CREATE TABLE objects (
+            account_id text COLLATE "C" NOT NULL,
+            device_id text COLLATE "C" NOT NULL,
+            local_id text COLLATE "C" NOT NULL,
+            type bigint NOT NULL,
+            fingerprint text COLLATE "C" NOT NULL,
+            media_type text NOT NULL,
+            creation_date text,
+            modification_date text,
+            has_adjustments boolean NOT NULL,
+            is_favorite boolean NOT NULL,
+            title text,
+            members text NOT NULL,
+            app_created boolean NOT NULL,
+            record_guid text COLLATE "C",
+            PRIMARY KEY (account_id, device_id, local_id)
+        );
+        CREATE INDEX objects_by_content ON objects (account_id, device_id, type, fingerprint, local_id);
+        CREATE INDEX objects_by_type ON objects (account_id, device_id, type, local_id);
+        CREATE UNIQUE INDEX objects_by_record ON objects (account_id, device_id, record_guid) WHERE record_guid IS NOT NULL;
+
+        -- A device's change history. details NULL: unavailable (a reset library).
+        CREATE TABLE changes (
+            account_id text COLLATE "C" NOT NULL,
+            device_id text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL,
+            created_at double precision NOT NULL,
+            details text,
+            PRIMARY KEY (account_id, device_id, seq)
+        );
+        CREATE INDEX changes_by_time ON changes (account_id, device_id, created_at, seq);
+        """),
+        Self.journals,
+    ]
+
+    static var latestVersion: Int { self.all.last?.version ?? 0 }
+
+    /// Key of the session advisory lock that serialises migrations of every instance sharing the database.
+    static let lockKey: Int64 = 0x436F_6E63_6F72_64   // "Concord"
+
+    /// Brings the database to `latestVersion` under `pg_advisory_lock`, so several instances starting
+    /// at once migrate it once; refuses a database written by a newer build.
+    static func migrate(_ db: PGConnection) throws {
+        _ = try db.query("SELECT pg_advisory_lock($1)", [.int(self.lockKey)])
+        defer { _ = try? db.query("SELECT pg_advisory_unlock($1)", [.int(self.lockKey)]) }
+        try db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version bigint PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        let current = Int(try db.scalarInt("SELECT max(version) FROM schema_migrations") ?? 0)
+        guard current <= self.latestVersion else {
+            throw PostgresStoreError(message: "database schema version \(current) is newer than this build knows (\(self.latestVersion)); run a newer concord")
+        }
+        for m in self.all where m.version > current {
+            try db.execute("BEGIN")
+            do {
+                try db.execute(m.sql)
+                try db.query("INSERT INTO schema_migrations (version) VALUES ($1)", [.int(Int64(m.version))])
+                try db.execute("COMMIT")
+            } catch {
+                try? db.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,271 @@
+import CLibPQ
+import ConcordDomain
+import Foundation
+
+/// Why the PostgreSQL store cannot start (bad URL, unreachable, newer schema): one line for the operator.
+public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public init(message: String) { self.message = message }
+    public var description: String { self.message }
+}
+
+/// Where and how to connect: parsed from `postgres://user:password@host:port/dbname?key=value`
+/// (`postgresql://` too). User, password and database name are percent-decoded; query items are
+/// passed to libpq as connection parameters (`sslmode`, `connect_timeout`, ...).
+public struct PostgresConfiguration: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    public var user: String?
+    public var password: String?
+    public var database: String
+    public var options: [String: String]
+    /// Connections kept open at most (reads and writes share them).
+    public var poolSize: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 5432, user: String? = nil, password: String? = nil,
+                database: String, options: [String: String] = [:], poolSize: Int = 8) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+        self.options = options
+        self.poolSize = poolSize
+    }
+
+    /// Parses a `postgres://` or `postgresql://` URL; throws a one-line reason.
+    public init(url: String, poolSize: Int = 8) throws(PostgresStoreError) {
+        guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://"), let c = URLComponents(string: url) else {
+            throw PostgresStoreError(message: "not a postgres://user:password@host:port/dbname URL")
+        }
+        var path = c.path
+        if path.hasPrefix("/") { path.removeFirst() }
+        guard !path.isEmpty, !path.contains("/") else { throw PostgresStoreError(message: "the URL names no database (postgres://user:password@host:port/dbname)") }
+        var host = c.host ?? ""
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }   // IPv6 literal
+        var options: [String: String] = [:]
+        for item in c.queryItems ?? [] {
+            guard let value = item.value else { continue }
+            options[item.name] = value
+        }
+        self.init(host: host.isEmpty ? "127.0.0.1" : (host.removingPercentEncoding ?? host), port: c.port ?? 5432,
+                  user: c.user, password: c.password, database: path, options: options, poolSize: poolSize)
+    }
+
+    /// libpq keyword/value pairs.
+    var connectionParameters: [(String, String)] {
+        var p: [(String, String)] = [("host", self.host), ("port", String(self.port)), ("dbname", self.database),
+                                     ("application_name", "concord"), ("connect_timeout", "5"),
+                                     // Notice a server that vanished without closing the socket.
+                                     ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3")]
+        if let user = self.user { p.append(("user", user)) }
+        if let password = self.password { p.append(("password", password)) }
+        for (k, v) in self.options.sorted(by: { $0.key < $1.key }) {
+            p.removeAll { $0.0 == k }
+            p.append((k, v))
+        }
+        return p
+    }
+
+    /// `host:port/dbname`, safe to log.
+    public var displayName: String { "\(self.host.contains(":") ? "[\(self.host)]" : self.host):\(self.port)/\(self.database)" }
+}
+
+/// The PostgreSQL engine of `ConcordStore`, for one or several Concord instances sharing one database.
+///
+/// Connections: a pool of at most `poolSize` libpq connections, opened on demand, each used by one
+/// thread at a time; every statement is prepared once per connection; lists travel as arrays
+/// (`= ANY($1)`, `unnest`), so a batch is one round trip whatever its size.
+///
+/// Reads run in a `REPEATABLE READ READ ONLY` transaction: one snapshot, like SQLite's, and take no
+/// lock — writers of an account commit one after the other (below), so any snapshot holds a prefix
+/// of the account's changes in sequence order, and readers never wait for each other or for writers.
+/// Writes run in a `READ COMMITTED` transaction that takes `pg_advisory_xact_lock` on each account
+/// before its first statement touching that account (and on the settings before touching them):
+/// the domain's write bodies read, decide and write, so they need what SQLite's single writer gives —
+/// no other writer of the same account in between, on this instance or another. Accounts stay
+/// independent. The lock is held until commit, so a device's change sequence numbers commit in
+/// order and a token is only handed out after its change is visible (API.md §7).
+/// A write that still fails with a serialization failure, deadlock or unique violation is run again
+/// (up to 5 times): write bodies only compute their result from the transaction, so rerunning is safe.
+///
+/// Faults: a failed connection is dropped and the next use opens a new one, so the store recovers by
+/// itself when PostgreSQL comes back; meanwhile calls throw `DomainError.unavailable` (503 + Retry-After).
+/// A commit whose answer was lost is reported as unavailable, never as success.
+public final class PostgresStore: ConcordStore, @unchecked Sendable {
+    // @unchecked Sendable: `idle`, `open` and `closed` are only touched while holding `condition`;
+    // a connection is used by exactly one thread between check-out and check-in.
+    private let condition = NSCondition()
+    private var idle: [PGConnection] = []
+    private var open = 0
+    private var closed = false
+    public let configuration: PostgresConfiguration
+    /// How long a caller waits for a free connection before answering unavailable.
+    private let checkoutTimeout: Double = 10
+
+    /// Connects, migrates (under an advisory lock) and refuses a newer schema.
+    public init(configuration: PostgresConfiguration) throws(PostgresStoreError) {
+        self.configuration = configuration
+        let first: PGConnection
+        do {
+            first = try PGConnection(parameters: configuration.connectionParameters)
+        } catch {
+            throw PostgresStoreError(message: "cannot connect to postgres \(configuration.displayName): \(error.message)")
+        }
+        do {
+            try PostgresMigrations.migrate(first)
+        } catch let e as PostgresStoreError {
+            throw e
+        } catch {
+            throw PostgresStoreError(message: "cannot migrate postgres \(configuration.displayName): \(error)")
+        }
+        self.open = 1
+        self.idle = [first]
+    }
+
+    /// The schema version this build writes.
+    public static var schemaVersion: Int { PostgresMigrations.latestVersion }
+
+    public func read<T>(_ body: (any StoreReadTransaction) throws -> T) throws -> T {
+        try self.transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", retries: 0) { c in
+            try body(PostgresTransaction(c, locking: false))
+        }
+    }
+
+    public func write<T>(_ body: (any StoreWriteTransaction) throws -> T) throws -> T {
+        try self.transaction(begin: "BEGIN", retries: 5) { c in
+            try body(PostgresTransaction(c, locking: true))
+        }
+    }
+
+    /// Answers whether the database answers (for `/ready`).
+    public func ping() -> Bool {
+        (try? self.read { tx in _ = try tx.setting("ping"); return true }) ?? false
+    }
+
+    /// Closes every connection once the checked-out ones are back; later calls throw `unavailable`.
+    public func close() {
+        self.condition.lock()
+        self.closed = true
+        while self.idle.count < self.open { self.condition.wait() }
+        for c in self.idle { c.close() }
+        self.idle.removeAll()
+        self.open = 0
+        self.condition.unlock()
+    }
+
+    /// Connections open right now (for tests and metrics).
+    public var openConnections: Int { self.condition.withLock { self.open } }
+
+    // MARK: - Transactions
+
+    private func transaction<T>(begin: String, retries: Int, _ body: (PGConnection) throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            let connection = try self.begin(begin)
+            do {
+                let value = try body(connection)
+                try connection.execute("COMMIT")
+                self.checkIn(connection)
+                return value
+            } catch {
+                if connection.needsRollback { try? connection.execute("ROLLBACK") }
+                self.checkIn(connection)
+                guard let e = error as? PostgresError else { throw error }
+                if e.isRetryable, attempt < retries {
+                    attempt += 1
+                    continue
+                }
+                throw Self.domainError(e)
+            }
+        }
+    }
+
+    /// A pooled connection with a transaction begun. An idle connection may have died with a server
+    /// restart: nothing ran on it yet, so a fresh one is tried once before answering unavailable.
+    private func begin(_ sql: String) throws -> PGConnection {
+        for attempt in 0..<2 {
+            let connection = try self.checkOut()
+            do {
+                try connection.execute(sql)
+                return connection
+            } catch {
+                self.checkIn(connection)
+                if !error.connectionLost || attempt == 1 { throw Self.domainError(error) }
+            }
+        }
+        throw DomainError.unavailable(message: "The database is unavailable; retry later.")
+    }
+
+    /// Turns a PostgreSQL failure into the domain's terms: gone or overloaded → unavailable (503);
+    /// a value PostgreSQL cannot store (e.g. NUL in text) → badRequest; the rest → internal.
+    static func domainError(_ e: PostgresError) -> DomainError {
+        if e.connectionLost || e.isRetryable || e.sqlState.hasPrefix("53") || e.sqlState == "57014" || e.sqlState == "55P03" {
+            return .unavailable(message: "The database is unavailable; retry later.")
+        }
+        if e.sqlState == "22021" || e.sqlState == "22P05" {
+            return .badRequest(message: "A value contains characters the database cannot store.", field: nil)
+        }
+        return .internalError(message: "PostgreSQL: \(e)")
+    }
+
+    private func checkOut() throws -> PGConnection {
+        let deadline = Date().addingTimeInterval(self.checkoutTimeout)
+        self.condition.lock()
+        while true {
+            guard !self.closed else {
+                self.condition.unlock()
+                throw DomainError.unavailable(message: "The database is closed.")
+            }
+            if let c = self.idle.popLast() {
+                self.condition.unlock()
+                return c
+            }
+            if self.open < self.configuration.poolSize {
+                self.open += 1
+                self.condition.unlock()
+                do {
+                    return try PGConnection(parameters: self.configuration.connectionParameters)
+                } catch {
+                    self.condition.lock()
+                    self.open -= 1
+                    self.condition.signal()
+                    self.condition.unlock()
+                    throw DomainError.unavailable(message: "The database is unavailable; retry later.")
+                }
+            }
+            guard self.condition.wait(until: deadline) else {
+                self.condition.unlock()
+                throw DomainError.unavailable(message: "Every database connection is busy; retry later.")
+            }
+        }
+    }
+
+    /// Returns a connection to the pool; a broken one is closed instead and its slot freed.
+    private func checkIn(_ c: PGConnection) {
+        let usable = c.isUsable
+        if !usable { c.close() }
+        self.condition.lock()
+        if usable { self.idle.append(c) } else { self.open -= 1 }
+        self.condition.signal()
+        self.condition.unlock()
+    }
+}
+
+/// Administrative statements outside the store (creating or dropping a database or schema for
+/// tests and tools): one connection, the statements, closed again.
+public enum PostgresAdmin {
+    /// Runs `sql` (one or more statements, no parameters) on the database `url` names.
+    public static func execute(url: String, _ sql: String) throws(PostgresStoreError) {
+        let configuration = try PostgresConfiguration(url: url)
+        do {
+            let c = try PGConnection(parameters: configuration.connectionParameters)
+            defer { c.close() }
+            // libpq prints server notices (e.g. DROP SCHEMA … CASCADE listing every table) to stderr.
+            try c.execute("SET client_min_messages TO warning")
+            try c.execute(sql)
+        } catch {
+            throw PostgresStoreError(message: "postgres \(configuration.displayName): \(error.message)")
+        }
+    }
+}

@@ -1,0 +1,397 @@
+import ConcordDomain
+import Foundation
+
+/// The store's operations on one PostgreSQL connection inside one transaction. Every list is bound
+/// as one array parameter (`= ANY($n)`, `unnest(...)`), so a batch is one statement and one round trip.
+///
+/// In a write transaction (`locking`), the first statement touching an account is preceded by
+/// `pg_advisory_xact_lock` on that account: writers of one account are serialised across every
+/// instance sharing the database, and each statement after the lock sees what earlier writers committed.
+final class PostgresTransaction: StoreWriteTransaction {
+    let db: PGConnection
+    private let locking: Bool
+    private var lockedAccounts = Set<String>()
+    private var settingsLocked = false
+
+    init(_ db: PGConnection, locking: Bool) {
+        self.db = db
+        self.locking = locking
+    }
+
+    /// Key space of the advisory locks: (class, hash) pairs, so account and settings locks never collide.
+    private static let accountLockClass: Int64 = 1, settingsLockClass: Int64 = 2
+
+    /// Serialises this write transaction with every other writer of `accountID` (held until commit).
+    func lock(_ accountID: String) throws {
+        guard self.locking, !self.lockedAccounts.contains(accountID) else { return }
+        try self.db.query("SELECT pg_advisory_xact_lock($1::int4, hashtext($2))", [.int(Self.accountLockClass), .text(accountID)])
+        self.lockedAccounts.insert(accountID)
+    }
+
+    private func lockSettings() throws {
+        guard self.locking, !self.settingsLocked else { return }
+        try self.db.query("SELECT pg_advisory_xact_lock($1::int4, 0)", [.int(Self.settingsLockClass)])
+        self.settingsLocked = true
+    }
+
+    // MARK: - Settings, tokens, accounts, devices
+
+    func setting(_ key: String) throws -> [UInt8]? {
+        try self.lockSettings()
+        var value: [UInt8]?
+        try self.db.query("SELECT value FROM settings WHERE key = $1", [.text(key)]) { r in value = r.blob(0) }
+        return value
+    }
+
+    func setSetting(_ key: String, _ value: [UInt8]) throws {
+        try self.lockSettings()
+        try self.db.query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                          [.text(key), .bytes(value)])
+    }
+
+    func principal(tokenHash: [UInt8]) throws -> Principal? {
+        var result: Principal?
+        try self.db.query("SELECT kind, account_id, device_id FROM tokens WHERE token_hash = $1", [.bytes(tokenHash)]) { r in
+            switch r.int(0) {
+            case 1: result = .account(accountID: r.text(1))
+            case 2: if let d = r.optionalText(2) { result = .device(DeviceRef(accountID: r.text(1), deviceID: d)) }
+            default: result = nil
+            }
+        }
+        return result
+    }
+
+    func accountExists(_ accountID: String) throws -> Bool {
+        try self.lock(accountID)
+        return try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(accountID)]) != nil
+    }
+
+    func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws {
+        try self.lock(accountID)
+        try self.db.query("""
+            WITH a AS (INSERT INTO accounts (account_id, name, created_at) VALUES ($1, $2, $3))
+            INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES ($4, 1, $1, NULL)
+            """, [.text(accountID), .text(name), .double(createdAt.timeIntervalSince1970), .bytes(tokenHash)])
+    }
+
+    private static let deviceColumns = "account_id, device_id, name, platform, created_at, authorization_status, last_change_seq, pruned_through_seq, object_count"
+
+    private static func deviceState(_ r: PGRow) -> DeviceState {
+        let auth: AuthorizationStatus = switch r.int(5) { case 1: .limited; case 2: .denied; default: .authorized }
+        return DeviceState(ref: DeviceRef(accountID: r.text(0), deviceID: r.text(1)), name: r.text(2), platform: r.optionalText(3),
+                           createdAt: Date(timeIntervalSince1970: r.double(4)), authorization: auth,
+                           lastChangeSeq: r.int(6), prunedThroughSeq: r.int(7), objectCount: Int(r.int(8)))
+    }
+
+    func device(_ device: DeviceRef) throws -> DeviceState? {
+        try self.lock(device.accountID)
+        var result: DeviceState?
+        try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = $1 AND device_id = $2",
+                          [.text(device.accountID), .text(device.deviceID)]) { r in result = Self.deviceState(r) }
+        return result
+    }
+
+    func devices(accountID: String) throws -> [DeviceState] {
+        try self.lock(accountID)
+        var result: [DeviceState] = []
+        try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = $1 ORDER BY created_at, device_id",
+                          [.text(accountID)]) { r in result.append(Self.deviceState(r)) }
+        return result
+    }
+
+    func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws {
+        try self.lock(device.accountID)
+        try self.db.query("""
+            WITH d AS (INSERT INTO devices (account_id, device_id, name, platform, created_at) VALUES ($1, $2, $3, $4, $5))
+            INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES ($6, 2, $1, $2)
+            """, [.text(device.accountID), .text(device.deviceID), .text(name), .optionalText(platform),
+                  .double(createdAt.timeIntervalSince1970), .bytes(tokenHash)])
+    }
+
+    func deleteDevice(_ device: DeviceRef) throws -> Bool {
+        try self.lock(device.accountID)
+        let key: [PGValue] = [.text(device.accountID), .text(device.deviceID)]
+        let n = try self.db.query("DELETE FROM devices WHERE account_id = $1 AND device_id = $2", key)
+        guard n > 0 else { return false }
+        try self.db.query("""
+            WITH o AS (DELETE FROM objects WHERE account_id = $1 AND device_id = $2),
+                 c AS (DELETE FROM changes WHERE account_id = $1 AND device_id = $2)
+            DELETE FROM tokens WHERE account_id = $1 AND device_id = $2
+            """, key)
+        return true
+    }
+
+    func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws {
+        try self.lock(device.accountID)
+        let code: Int64 = switch status { case .authorized: 0; case .limited: 1; case .denied: 2 }
+        try self.db.query("UPDATE devices SET authorization_status = $1 WHERE account_id = $2 AND device_id = $3",
+                          [.int(code), .text(device.accountID), .text(device.deviceID)])
+    }
+
+    func updateDeviceCounters(_ device: DeviceRef, lastChangeSeq: Int64, objectCount: Int) throws {
+        try self.lock(device.accountID)
+        try self.db.query("UPDATE devices SET last_change_seq = $1, object_count = $2 WHERE account_id = $3 AND device_id = $4",
+                          [.int(lastChangeSeq), .int(Int64(objectCount)), .text(device.accountID), .text(device.deviceID)])
+    }
+
+    // MARK: - Objects
+
+    /// Columns of an object row followed by its linked record's type and fingerprint (LEFT JOIN).
+    private static let objectColumns = """
+        o.local_id, o.type, o.fingerprint, o.media_type, o.creation_date, o.modification_date, o.has_adjustments, \
+        o.is_favorite, o.title, o.members, o.app_created, o.record_guid, r.type, r.fingerprint
+        """
+    private static let linkJoin = "LEFT JOIN records r ON r.account_id = o.account_id AND r.guid = o.record_guid"
+
+    private static func libraryObject(_ r: PGRow) -> LibraryObject {
+        let members = r.text(9)
+        return LibraryObject(
+            localIdentifier: r.text(0), type: ObjectType(rawValue: Int(r.int(1))) ?? .asset, fingerprint: r.text(2),
+            mediaType: MediaType(rawValue: r.text(3)) ?? .unknown, creationDate: r.optionalText(4), modificationDate: r.optionalText(5),
+            hasAdjustments: r.bool(6), isFavorite: r.bool(7), title: r.optionalText(8),
+            // Local identifiers contain no control characters, so "\n" separates members unambiguously.
+            members: members.isEmpty ? [] : members.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
+            appCreated: r.bool(10))
+    }
+
+    private static func storedObject(_ r: PGRow) -> StoredObject {
+        let object = self.libraryObject(r)
+        var link: CloudRecord?
+        if let guid = r.optionalText(11), !r.isNull(12), let type = ObjectType(rawValue: Int(r.int(12))) {
+            link = CloudRecord(guid: guid, type: type, fingerprint: r.text(13))
+        }
+        return StoredObject(object: object, link: link)
+    }
+
+    func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
+        guard !localIdentifiers.isEmpty else { return [] }
+        try self.lock(device.accountID)
+        var result: [StoredObject] = []
+        result.reserveCapacity(localIdentifiers.count)
+        try self.db.query("""
+            SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
+            WHERE o.account_id = $1 AND o.device_id = $2 AND o.local_id = ANY($3)
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)]) { r in result.append(Self.storedObject(r)) }
+        return result
+    }
+
+    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?] {
+        var result = [ObjectLinkState?](repeating: nil, count: localIdentifiers.count)
+        guard !localIdentifiers.isEmpty else { return result }
+        try self.lock(device.accountID)
+        // WITH ORDINALITY numbers the inputs: each row lands at its input position (duplicates included).
+        try self.db.query("""
+            SELECT u.ord - 1, o.type, o.fingerprint, o.record_guid FROM unnest($3::text[]) WITH ORDINALITY AS u(id, ord)
+            JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.local_id = u.id
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)]) { r in
+            let i = Int(r.int(0))
+            guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(r.int(1))) else { return }
+            result[i] = ObjectLinkState(localIdentifier: localIdentifiers[i], type: type, fingerprint: r.text(2), linkedGUID: r.optionalText(3))
+        }
+        return result
+    }
+
+    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
+        var result = [(record: CloudRecord, linkedLocalIdentifier: String?)?](repeating: nil, count: guids.count)
+        guard !guids.isEmpty else { return result }
+        try self.lock(device.accountID)
+        try self.db.query("""
+            SELECT u.ord - 1, r.guid, r.type, r.fingerprint, o.local_id FROM unnest($3::text[]) WITH ORDINALITY AS u(guid, ord)
+            JOIN records r ON r.account_id = $1 AND r.guid = u.guid
+            LEFT JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.record_guid = r.guid
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(guids)]) { r in
+            let i = Int(r.int(0))
+            guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(r.int(2))) else { return }
+            result[i] = (CloudRecord(guid: r.text(1), type: type, fingerprint: r.text(3)), r.optionalText(4))
+        }
+        return result
+    }
+
+    func allObjects(_ device: DeviceRef) throws -> [StoredObject] {
+        try self.lock(device.accountID)
+        var result: [StoredObject] = []
+        try self.db.query("""
+            SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
+            WHERE o.account_id = $1 AND o.device_id = $2
+            """, [.text(device.accountID), .text(device.deviceID)]) { r in result.append(Self.storedObject(r)) }
+        return result
+    }
+
+    func objectPage(_ device: DeviceRef, type: ObjectType, after: String?, limit: Int) throws -> [LibraryObject] {
+        try self.lock(device.accountID)
+        var result: [LibraryObject] = []
+        try self.db.query("""
+            SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
+            WHERE o.account_id = $1 AND o.device_id = $2 AND o.type = $3 AND o.local_id > $4
+            ORDER BY o.local_id LIMIT $5
+            """, [.text(device.accountID), .text(device.deviceID), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { r in
+            result.append(Self.libraryObject(r))
+        }
+        return result
+    }
+
+    func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
+        guard !keys.isEmpty else { return [] }
+        try self.lock(device.accountID)
+        var result: [StoredObject] = []
+        try self.db.query("""
+            SELECT \(Self.objectColumns) FROM unnest($3::int8[], $4::text[]) AS k(type, fingerprint)
+            JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.type = k.type AND o.fingerprint = k.fingerprint
+            \(Self.linkJoin)
+            ORDER BY o.local_id
+            """, [.text(device.accountID), .text(device.deviceID), .intArray(keys.map { Int64($0.type.rawValue) }),
+                  .textArray(keys.map(\.fingerprint))]) { r in result.append(Self.storedObject(r)) }
+        return result
+    }
+
+    func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        guard !objects.isEmpty else { return }
+        try self.lock(device.accountID)
+        // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
+        var index: [String: Int] = [:]
+        var rows: [StoredObject] = []
+        rows.reserveCapacity(objects.count)
+        for s in objects {
+            if let i = index[s.object.localIdentifier] { rows[i] = s } else { index[s.object.localIdentifier] = rows.count; rows.append(s) }
+        }
+        try self.db.query("""
+            INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, modification_date,
+                                 has_adjustments, is_favorite, title, members, app_created, record_guid)
+            SELECT $1, $2, u.* FROM unnest($3::text[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::text[],
+                                           $9::bool[], $10::bool[], $11::text[], $12::text[], $13::bool[], $14::text[]) AS u
+            ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET
+                type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
+                creation_date = excluded.creation_date, modification_date = excluded.modification_date,
+                has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
+                members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid
+            """, [
+                .text(device.accountID), .text(device.deviceID),
+                .textArray(rows.map(\.object.localIdentifier)), .intArray(rows.map { Int64($0.object.type.rawValue) }),
+                .textArray(rows.map(\.object.fingerprint)), .textArray(rows.map(\.object.mediaType.rawValue)),
+                .textArray(rows.map(\.object.creationDate)), .textArray(rows.map(\.object.modificationDate)),
+                .boolArray(rows.map(\.object.hasAdjustments)), .boolArray(rows.map(\.object.isFavorite)),
+                .textArray(rows.map(\.object.title)), .textArray(rows.map { $0.object.members.joined(separator: "\n") }),
+                .boolArray(rows.map(\.object.appCreated)), .textArray(rows.map { $0.link?.guid }),
+            ])
+    }
+
+    func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
+        guard !localIdentifiers.isEmpty else { return }
+        try self.lock(device.accountID)
+        try self.db.query("DELETE FROM objects WHERE account_id = $1 AND device_id = $2 AND local_id = ANY($3)",
+                          [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)])
+    }
+
+    // MARK: - Records and links
+
+    func records(accountID: String, guids: [String]) throws -> [CloudRecord] {
+        guard !guids.isEmpty else { return [] }
+        try self.lock(accountID)
+        var result: [CloudRecord] = []
+        try self.db.query("SELECT guid, type, fingerprint FROM records WHERE account_id = $1 AND guid = ANY($2)",
+                          [.text(accountID), .textArray(guids)]) { r in
+            if let type = ObjectType(rawValue: Int(r.int(1))) { result.append(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2))) }
+        }
+        return result
+    }
+
+    func linkedObjects(_ device: DeviceRef, guids: [String]) throws -> [(guid: String, localIdentifier: String)] {
+        guard !guids.isEmpty else { return [] }
+        try self.lock(device.accountID)
+        var result: [(guid: String, localIdentifier: String)] = []
+        try self.db.query("SELECT record_guid, local_id FROM objects WHERE account_id = $1 AND device_id = $2 AND record_guid = ANY($3)",
+                          [.text(device.accountID), .text(device.deviceID), .textArray(guids)]) { r in result.append((r.text(0), r.text(1))) }
+        return result
+    }
+
+    func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord] {
+        guard !keys.isEmpty else { return [] }
+        try self.lock(device.accountID)
+        var result: [CloudRecord] = []
+        try self.db.query("""
+            SELECT r.guid, r.type, r.fingerprint FROM unnest($3::int8[], $4::text[]) AS k(type, fingerprint)
+            JOIN records r ON r.account_id = $1 AND r.type = k.type AND r.fingerprint = k.fingerprint
+            WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.account_id = $1 AND o.device_id = $2 AND o.record_guid = r.guid)
+            ORDER BY r.created_order
+            """, [.text(device.accountID), .text(device.deviceID), .intArray(keys.map { Int64($0.type.rawValue) }),
+                  .textArray(keys.map(\.fingerprint))]) { r in
+            if let type = ObjectType(rawValue: Int(r.int(1))) { result.append(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2))) }
+        }
+        return result
+    }
+
+    func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
+        guard !records.isEmpty else { return }
+        try self.lock(accountID)
+        // Reserve a block of creation orders on the account row and insert the batch: one statement.
+        let n = try self.db.query("""
+            WITH a AS (
+                UPDATE accounts SET next_record_order = next_record_order + $5 WHERE account_id = $1
+                RETURNING next_record_order - $5 AS first
+            )
+            INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at)
+            SELECT $1, u.guid, u.type, u.fingerprint, a.first + u.ord - 1, $6
+            FROM a, unnest($2::text[], $3::int8[], $4::text[]) WITH ORDINALITY AS u(guid, type, fingerprint, ord)
+            """, [.text(accountID), .textArray(records.map(\.guid)), .intArray(records.map { Int64($0.type.rawValue) }),
+                  .textArray(records.map(\.fingerprint)), .int(Int64(records.count)), .double(createdAt.timeIntervalSince1970)])
+        guard n == records.count else { throw DomainError.notFound(message: "No such account.") }
+    }
+
+    func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
+        guard !links.isEmpty else { return }
+        try self.lock(device.accountID)
+        try self.db.query("""
+            UPDATE objects o SET record_guid = l.guid
+            FROM unnest($3::text[], $4::text[]) AS l(local_id, guid)
+            WHERE o.account_id = $1 AND o.device_id = $2 AND o.local_id = l.local_id
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(links.map(\.localIdentifier)), .textArray(links.map(\.guid))])
+    }
+
+    func dropLinks(_ device: DeviceRef, guids: [String]) throws {
+        guard !guids.isEmpty else { return }
+        try self.lock(device.accountID)
+        try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid = ANY($3)",
+                          [.text(device.accountID), .text(device.deviceID), .textArray(guids)])
+    }
+
+    func dropAllLinks(_ device: DeviceRef) throws {
+        try self.lock(device.accountID)
+        try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid IS NOT NULL",
+                          [.text(device.accountID), .text(device.deviceID)])
+    }
+
+    // MARK: - History
+
+    func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
+        try self.lock(device.accountID)
+        try self.db.query("INSERT INTO changes (account_id, device_id, seq, created_at, details) VALUES ($1, $2, $3, $4, $5)",
+                          [.text(device.accountID), .text(device.deviceID), .int(seq), .double(createdAt),
+                           .optionalText(details.map { ChangeDetailsCodec.encode($0) })])
+    }
+
+    func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange] {
+        try self.lock(device.accountID)
+        var result: [StoredChange] = []
+        try self.db.query("""
+            SELECT seq, created_at, details FROM changes
+            WHERE account_id = $1 AND device_id = $2 AND seq > $3 ORDER BY seq LIMIT $4
+            """, [.text(device.accountID), .text(device.deviceID), .int(seq), .int(Int64(limit))]) { r in
+            result.append(StoredChange(seq: r.int(0), createdAt: r.double(1), details: r.isNull(2) ? nil : ChangeDetailsCodec.decode(r.text(2))))
+        }
+        return result
+    }
+
+    func latestChangeSeq(_ device: DeviceRef, createdAtOrBefore time: Double) throws -> Int64? {
+        try self.lock(device.accountID)
+        return try self.db.scalarInt("SELECT max(seq) FROM changes WHERE account_id = $1 AND device_id = $2 AND created_at <= $3",
+                                     [.text(device.accountID), .text(device.deviceID), .double(time)])
+    }
+
+    func pruneChanges(_ device: DeviceRef, throughSeq: Int64) throws {
+        try self.lock(device.accountID)
+        try self.db.query("""
+            WITH c AS (DELETE FROM changes WHERE account_id = $2 AND device_id = $3 AND seq <= $1)
+            UPDATE devices SET pruned_through_seq = greatest(pruned_through_seq, $1) WHERE account_id = $2 AND device_id = $3
+            """, [.int(throughSeq), .text(device.accountID), .text(device.deviceID)])
+    }
+}

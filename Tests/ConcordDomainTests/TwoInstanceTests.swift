@@ -1,0 +1,177 @@
+import ConcordDomain
+import ConcordTestSupport
+import Foundation
+import Testing
+
+/// Two stores on one database stand for two Concord instances sharing it (API.md §7: "on one
+/// server or on several sharing one database"; the §5 race is SharedDatabaseTests).
+@Suite struct TwoInstanceTests {
+    /// Runs `count` bodies on their own threads at once and waits for all of them.
+    private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let group = DispatchGroup()
+        for i in 0..<count {
+            group.enter()
+            let thread = Thread {
+                body(i)
+                group.leave()
+            }
+            thread.start()
+        }
+        group.wait()
+    }
+
+    /// Many writers of one device through two instances, and a reader following the feed through a
+    /// third view: every change appears exactly once, after every change listed before it — a change
+    /// never commits below a token the reader already moved past (it would be missed for good).
+    @Test(arguments: TestEngine.available) func changeTokensAreHandedOutInCommitOrderAcrossInstances(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
+        let second = try env.anotherInstance()
+        let reader = try env.anotherInstance()
+        let d = try env.device()
+        let start = try env.service.currentChangeToken(device: d)
+        let writers = 4, writesEach = 15
+        let lock = NSLock()
+        nonisolated(unsafe) var failures: [String] = []
+        nonisolated(unsafe) var writersDone = 0
+        nonisolated(unsafe) var seen: [String] = []
+        let services = [env.service, second]
+        self.onThreads(writers + 1) { t in
+            if t == writers {
+                // The reader: follows the feed until the writers are done and it is drained.
+                var since = start
+                while true {
+                    let finished = lock.withLock { writersDone == writers }
+                    do {
+                        let page = try reader.changes(since: since, limit: 1000, device: d)
+                        for c in page.changes { seen.append(contentsOf: c.details?.assets.inserted ?? []) }
+                        since = page.changeToken
+                        if finished && page.changes.isEmpty { return }
+                    } catch {
+                        lock.withLock { failures.append("reader: \(error)") }
+                        return
+                    }
+                }
+            }
+            for i in 0..<writesEach {
+                do {
+                    try services[t % 2].applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("w\(t)-\(i)", fingerprint: fp(t * 100 + i))])), device: d)
+                } catch {
+                    lock.withLock { failures.append("writer \(t): \(error)") }
+                }
+            }
+            lock.withLock { writersDone += 1 }
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        let expected = Set((0..<writers).flatMap { t in (0..<writesEach).map { "w\(t)-\($0)" } })
+        #expect(seen.count == expected.count, "the reader saw \(seen.count) changes of \(expected.count)")
+        #expect(Set(seen) == expected)
+        // Each writer's own changes appear in the order it made them.
+        for t in 0..<writers {
+            let mine = seen.filter { $0.hasPrefix("w\(t)-") }
+            #expect(mine == (0..<writesEach).map { "w\(t)-\($0)" })
+        }
+    }
+
+    /// If-Match is checked against what every instance committed: a version read on one instance and
+    /// overtaken on the other answers versionMismatch with the current version, for entries and journals.
+    @Test(arguments: TestEngine.available) func staleIfMatchOnAnotherInstanceIsVersionMismatch(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
+        let second = try env.anotherInstance()
+        let a = try env.device("A")
+        let b = try env.device("B")
+        let j = try env.service.createJournal(title: "Trip", device: a)
+        let e = try env.service.putEntry(journalID: j.journalID, entryID: "e", text: "one", photos: [], ifMatch: nil, device: a)
+        // Instance 2 reads the entry, instance 1 moves it on.
+        let seen = try second.journal(j.journalID, device: b).entries[0].version
+        #expect(seen == e.version)
+        let moved = try env.service.putEntry(journalID: j.journalID, entryID: "e", text: "two", photos: [], ifMatch: .versions([e.version]), device: a)
+        expectError(.versionMismatch(currentVersion: moved.version)) {
+            try second.putEntry(journalID: j.journalID, entryID: "e", text: "stale", photos: [], ifMatch: .versions([seen]), device: b)
+        }
+        expectError(.versionMismatch(currentVersion: moved.version)) {
+            try second.deleteEntry(journalID: j.journalID, entryID: "e", ifMatch: .versions([seen]), device: b)
+        }
+        #expect(try second.journal(j.journalID, device: b).entries[0].text == "two")
+        // The same for the journal itself: a rename on instance 2 makes instance 1's version stale.
+        let current = try env.service.journal(j.journalID, device: a).journal.version
+        let renamed = try second.renameJournal(j.journalID, title: "Renamed", ifMatch: .versions([current]), device: b)
+        expectError(.versionMismatch(currentVersion: renamed.version)) {
+            try env.service.renameJournal(j.journalID, title: "Stale", ifMatch: .versions([current]), device: a)
+        }
+        expectError(.versionMismatch(currentVersion: renamed.version)) {
+            try env.service.deleteJournal(j.journalID, ifMatch: .versions([current]), device: a)
+        }
+        #expect(try env.service.journal(j.journalID, device: a).journal.title == "Renamed")
+    }
+
+    /// Two devices on two instances race one If-Match on the same version: exactly one wins, the other
+    /// answers versionMismatch naming the winner's version.
+    @Test(arguments: TestEngine.available) func racingIfMatchOnTwoInstancesHasOneWinner(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
+        let services = [env.service, try env.anotherInstance()]
+        let devices = [try env.device("A"), try env.device("B")]
+        let j = try env.service.createJournal(title: "Trip", device: devices[0])
+        let base = try env.service.putEntry(journalID: j.journalID, entryID: "e", text: "base", photos: [], ifMatch: nil, device: devices[0])
+        let lock = NSLock()
+        nonisolated(unsafe) var outcomes: [Int: Result<String, any Error>] = [:]
+        self.onThreads(2) { i in
+            let r = Result { try services[i].putEntry(journalID: j.journalID, entryID: "e", text: "from \(i)", photos: [],
+                                                      ifMatch: .versions([base.version]), device: devices[i]).version }
+            lock.withLock { outcomes[i] = r }
+        }
+        let winners = outcomes.filter { if case .success = $0.value { return true } else { return false } }
+        #expect(winners.count == 1)
+        guard let (w, result) = winners.first, case .success(let version) = result, case .failure(let error)? = outcomes[1 - w] else { return }
+        #expect(error as? DomainError == .versionMismatch(currentVersion: version))
+        #expect(try services[1 - w].journal(j.journalID, device: devices[1 - w]).entries[0].text == "from \(w)")
+    }
+
+    /// The account's journal feed, written through two instances and followed through a third: every
+    /// change appears exactly once and after every change listed before it (tokens in commit order).
+    @Test(arguments: TestEngine.available) func journalChangeTokensAreHandedOutInCommitOrderAcrossInstances(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
+        let second = try env.anotherInstance()
+        let reader = try env.anotherInstance()
+        let d = try env.device()
+        let j = try env.service.createJournal(title: "Trip", device: d)
+        let start = try env.service.currentJournalChangeToken(device: d)
+        let writers = 4, writesEach = 10
+        let lock = NSLock()
+        nonisolated(unsafe) var failures: [String] = []
+        nonisolated(unsafe) var writersDone = 0
+        nonisolated(unsafe) var seen: [String] = []
+        let services = [env.service, second]
+        self.onThreads(writers + 1) { t in
+            if t == writers {
+                var since = start
+                while true {
+                    let finished = lock.withLock { writersDone == writers }
+                    do {
+                        let page = try reader.journalChanges(since: since, limit: 1000, device: d)
+                        for c in page.changes { seen.append(contentsOf: c.details.entries.inserted) }
+                        since = page.changeToken
+                        if finished && page.changes.isEmpty { return }
+                    } catch {
+                        lock.withLock { failures.append("reader: \(error)") }
+                        return
+                    }
+                }
+            }
+            for i in 0..<writesEach {
+                do {
+                    _ = try services[t % 2].putEntry(journalID: j.journalID, entryID: "w\(t)-\(i)", text: "", photos: [], ifMatch: nil, device: d)
+                } catch {
+                    lock.withLock { failures.append("writer \(t): \(error)") }
+                }
+            }
+            lock.withLock { writersDone += 1 }
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        let expected = (0..<writers).flatMap { t in (0..<writesEach).map { "\(j.journalID)/w\(t)-\($0)" } }
+        #expect(seen.count == expected.count, "the reader saw \(seen.count) changes of \(expected.count)")
+        #expect(Set(seen) == Set(expected))
+        for t in 0..<writers {
+            #expect(seen.filter { $0.hasPrefix("\(j.journalID)/w\(t)-") } == (0..<writesEach).map { "\(j.journalID)/w\(t)-\($0)" })
+        }
+    }
+}
