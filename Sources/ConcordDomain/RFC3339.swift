@@ -15,11 +15,15 @@ public enum RFC3339 {
             }
             return v
         }
-        guard let _ = digits(0, 4), b[4] == UInt8(ascii: "-"), let mo = digits(5, 2), b[7] == UInt8(ascii: "-"),
+        guard let year = digits(0, 4), b[4] == UInt8(ascii: "-"), let mo = digits(5, 2), b[7] == UInt8(ascii: "-"),
               let d = digits(8, 2), b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t"),
               let h = digits(11, 2), b[13] == UInt8(ascii: ":"), let mi = digits(14, 2), b[16] == UInt8(ascii: ":"),
               let se = digits(17, 2) else { return false }
         guard (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, se <= 60 else { return false }
+        // RFC 3339 §5.7: the day must exist in its month (February 29 only in leap years).
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard d <= monthDays[mo - 1] else { return false }
         var i = 19
         if i < b.count, b[i] == UInt8(ascii: ".") {
             i += 1

@@ -76,6 +76,10 @@ import Testing
         ("2024-05-01T12:30:00Z", true), ("2024-05-01T12:30:00.123+02:00", true), ("2024-05-01t12:30:00z", true),
         ("2024-05-01", false), ("2024-13-01T00:00:00Z", false), ("2024-05-01T12:30:00", false), ("2024-05-01T25:00:00Z", false),
         ("2024-05-01T12:30:00.Z", false), ("2024-05-01T12:30:00+0200", false),
+        // The day must exist in its month (RFC 3339 §5.7).
+        ("2026-02-31T00:00:00Z", false), ("2026-04-31T00:00:00Z", false), ("2026-02-29T00:00:00Z", false),
+        ("2024-02-29T00:00:00Z", true), ("2000-02-29T00:00:00Z", true), ("1900-02-29T00:00:00Z", false),
+        ("2026-12-31T23:59:60Z", true),
     ])
     func rfc3339Validation(_ input: String, _ valid: Bool) {
         #expect(RFC3339.isValid(input) == valid)
