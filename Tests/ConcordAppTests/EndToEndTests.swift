@@ -126,11 +126,15 @@ private final class LogCapture: Sendable {
     let app = try startApp(testConfiguration(), sink: quiet)
     defer { app.shutdown() }
 
-    var taken = testConfiguration()
+    let takenDirectory = makeTemporaryDirectory()
+    var taken = testConfiguration(directory: takenDirectory)
     taken.server.port = app.port
     #expect { _ = try startApp(taken, sink: quiet) } throws: { error in
         (error as? StartupError)?.message.contains("\(app.port)") == true
     }
+    // The admin token generated for a start that then failed is not left behind to be reused.
+    #expect(!FileManager.default.fileExists(atPath: takenDirectory.appendingPathComponent("data/admin-token").path))
+    #expect(FileManager.default.fileExists(atPath: takenDirectory.appendingPathComponent("data/concord.sqlite").path))
 
     var postgres = testConfiguration()
     // Nothing listens on port 1: unreachable at start is one line naming the server, password masked.

@@ -14,9 +14,11 @@ enum AdminToken {
         DataDirectory.path(forDatabaseAt: databasePath) + "/admin-token"
     }
 
-    /// The effective token. Logs a generated token once, at notice level.
-    static func resolve(configured: String?, database: Configuration.Database, logger: Logger) throws(StartupError) -> String {
-        if let configured { return configured }
+    /// The effective token, and the file it was generated into by this call (nil when it was
+    /// configured or read back), which a startup that fails later removes again.
+    /// Logs a generated token once, at notice level.
+    static func resolve(configured: String?, database: Configuration.Database, logger: Logger) throws(StartupError) -> (token: String, generatedFile: String?) {
+        if let configured { return (configured, nil) }
         let databasePath: String
         switch database {
         case .sqlite(let path): databasePath = path
@@ -27,13 +29,13 @@ enum AdminToken {
             try DataDirectory.create(forDatabaseAt: databasePath)
         }
         let path = self.filePath(forDatabaseAt: databasePath)
-        if let existing = try self.readToken(path) { return existing }
+        if let existing = try self.readToken(path) { return (existing, nil) }
 
         let token = try self.generate()
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if fd < 0 {
             // Another process created it between our read and our create: use theirs.
-            if errno == EEXIST, let existing = try self.readToken(path) { return existing }
+            if errno == EEXIST, let existing = try self.readToken(path) { return (existing, nil) }
             throw StartupError("cannot create admin token file \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
@@ -43,7 +45,7 @@ enum AdminToken {
             throw StartupError("cannot write admin token file \(path): \(String(cString: strerror(errno)))")
         }
         logger.notice("generated admin token", metadata: ["adminToken": .string(token), "file": .string(path)])
-        return token
+        return (token, path)
     }
 
     /// The token stored at `path`; nil when the file does not exist.

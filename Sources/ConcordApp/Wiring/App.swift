@@ -68,8 +68,9 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             sqliteSynchronous: configuration.sqliteSynchronous, poolSize: poolSize,
             sqliteMemory: SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20))
         let adminToken: String
+        let generatedTokenFile: String?
         do throws(StartupError) {
-            adminToken = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
+            (adminToken, generatedTokenFile) = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
         } catch {
             storage.close()
             throw error
@@ -115,6 +116,9 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         } catch {
             dispatcher.shutdown(deadline: 0.1)
             storage.close()
+            // A token nobody could use (the server never listened) must not be the one the next
+            // start reads back: the operator never saw it served.
+            if let generatedTokenFile { unlink(generatedTokenFile) }
             throw StartupError(error.message)
         }
         logger.notice("listening", metadata: [
