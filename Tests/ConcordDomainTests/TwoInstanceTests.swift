@@ -20,6 +20,50 @@ import Testing
         group.wait()
     }
 
+    /// `writers` threads each write `writesEach` changes named `w<t>-<i>` (through `write(t, i)`),
+    /// while one reader follows the feed from `start` with `readPage(since)` until the writers are
+    /// done and a page comes back empty. Then: no failure, every change seen exactly once, and each
+    /// writer's changes in the order it made them — a change never commits below a token the reader
+    /// already moved past (it would be missed for good).
+    private func expectFeedSeesEveryWriteInCommitOrder(
+        writers: Int, writesEach: Int, start: String, prefix: String = "",
+        readPage: @escaping @Sendable (_ since: String) throws -> (names: [String], next: String, empty: Bool),
+        write: @escaping @Sendable (_ writer: Int, _ index: Int) throws -> Void
+    ) {
+        let lock = NSLock()
+        nonisolated(unsafe) var failures: [String] = []
+        nonisolated(unsafe) var writersDone = 0
+        nonisolated(unsafe) var seen: [String] = []
+        self.onThreads(writers + 1) { t in
+            if t == writers {
+                var since = start
+                while true {
+                    let finished = lock.withLock { writersDone == writers }
+                    do {
+                        let page = try readPage(since)
+                        seen.append(contentsOf: page.names)
+                        since = page.next
+                        if finished && page.empty { return }
+                    } catch {
+                        lock.withLock { failures.append("reader: \(error)") }
+                        return
+                    }
+                }
+            }
+            for i in 0..<writesEach {
+                do { try write(t, i) } catch { lock.withLock { failures.append("writer \(t): \(error)") } }
+            }
+            lock.withLock { writersDone += 1 }
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        let expected = (0..<writers).flatMap { t in (0..<writesEach).map { "\(prefix)w\(t)-\($0)" } }
+        #expect(seen.count == expected.count, "the reader saw \(seen.count) changes of \(expected.count)")
+        #expect(Set(seen) == Set(expected))
+        for t in 0..<writers {
+            #expect(seen.filter { $0.hasPrefix("\(prefix)w\(t)-") } == (0..<writesEach).map { "\(prefix)w\(t)-\($0)" })
+        }
+    }
+
     /// Many writers of one device through two instances, and a reader following the feed through a
     /// third view: every change appears exactly once, after every change listed before it — a change
     /// never commits below a token the reader already moved past (it would be missed for good).
@@ -29,46 +73,12 @@ import Testing
         let reader = try env.anotherInstance()
         let d = try env.device()
         let start = try env.service.currentChangeToken(device: d)
-        let writers = 4, writesEach = 15
-        let lock = NSLock()
-        nonisolated(unsafe) var failures: [String] = []
-        nonisolated(unsafe) var writersDone = 0
-        nonisolated(unsafe) var seen: [String] = []
         let services = [env.service, second]
-        self.onThreads(writers + 1) { t in
-            if t == writers {
-                // The reader: follows the feed until the writers are done and it is drained.
-                var since = start
-                while true {
-                    let finished = lock.withLock { writersDone == writers }
-                    do {
-                        let page = try reader.changes(since: since, limit: 1000, device: d)
-                        for c in page.changes { seen.append(contentsOf: c.details?.assets.inserted ?? []) }
-                        since = page.changeToken
-                        if finished && page.changes.isEmpty { return }
-                    } catch {
-                        lock.withLock { failures.append("reader: \(error)") }
-                        return
-                    }
-                }
-            }
-            for i in 0..<writesEach {
-                do {
-                    try services[t % 2].applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("w\(t)-\(i)", fingerprint: fp(t * 100 + i))])), device: d)
-                } catch {
-                    lock.withLock { failures.append("writer \(t): \(error)") }
-                }
-            }
-            lock.withLock { writersDone += 1 }
-        }
-        #expect(failures.isEmpty, "\(failures.prefix(3))")
-        let expected = Set((0..<writers).flatMap { t in (0..<writesEach).map { "w\(t)-\($0)" } })
-        #expect(seen.count == expected.count, "the reader saw \(seen.count) changes of \(expected.count)")
-        #expect(Set(seen) == expected)
-        // Each writer's own changes appear in the order it made them.
-        for t in 0..<writers {
-            let mine = seen.filter { $0.hasPrefix("w\(t)-") }
-            #expect(mine == (0..<writesEach).map { "w\(t)-\($0)" })
+        self.expectFeedSeesEveryWriteInCommitOrder(writers: 4, writesEach: 15, start: start) { since in
+            let page = try reader.changes(since: since, limit: 1000, device: d)
+            return (page.changes.flatMap { $0.details?.assets.inserted ?? [] }, page.changeToken, page.changes.isEmpty)
+        } write: { t, i in
+            try services[t % 2].applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("w\(t)-\(i)", fingerprint: fp(t * 100 + i))])), device: d)
         }
     }
 
@@ -135,43 +145,12 @@ import Testing
         let d = try env.device()
         let j = try env.service.createJournal(title: "Trip", device: d)
         let start = try env.service.currentJournalChangeToken(device: d)
-        let writers = 4, writesEach = 10
-        let lock = NSLock()
-        nonisolated(unsafe) var failures: [String] = []
-        nonisolated(unsafe) var writersDone = 0
-        nonisolated(unsafe) var seen: [String] = []
         let services = [env.service, second]
-        self.onThreads(writers + 1) { t in
-            if t == writers {
-                var since = start
-                while true {
-                    let finished = lock.withLock { writersDone == writers }
-                    do {
-                        let page = try reader.journalChanges(since: since, limit: 1000, device: d)
-                        for c in page.changes { seen.append(contentsOf: c.details.entries.inserted) }
-                        since = page.changeToken
-                        if finished && page.changes.isEmpty { return }
-                    } catch {
-                        lock.withLock { failures.append("reader: \(error)") }
-                        return
-                    }
-                }
-            }
-            for i in 0..<writesEach {
-                do {
-                    _ = try services[t % 2].putEntry(journalID: j.journalID, entryID: "w\(t)-\(i)", text: "", photos: [], ifMatch: nil, device: d)
-                } catch {
-                    lock.withLock { failures.append("writer \(t): \(error)") }
-                }
-            }
-            lock.withLock { writersDone += 1 }
-        }
-        #expect(failures.isEmpty, "\(failures.prefix(3))")
-        let expected = (0..<writers).flatMap { t in (0..<writesEach).map { "\(j.journalID)/w\(t)-\($0)" } }
-        #expect(seen.count == expected.count, "the reader saw \(seen.count) changes of \(expected.count)")
-        #expect(Set(seen) == Set(expected))
-        for t in 0..<writers {
-            #expect(seen.filter { $0.hasPrefix("\(j.journalID)/w\(t)-") } == (0..<writesEach).map { "\(j.journalID)/w\(t)-\($0)" })
+        self.expectFeedSeesEveryWriteInCommitOrder(writers: 4, writesEach: 10, start: start, prefix: j.journalID + "/") { since in
+            let page = try reader.journalChanges(since: since, limit: 1000, device: d)
+            return (page.changes.flatMap { $0.details.entries.inserted }, page.changeToken, page.changes.isEmpty)
+        } write: { t, i in
+            _ = try services[t % 2].putEntry(journalID: j.journalID, entryID: "w\(t)-\(i)", text: "", photos: [], ifMatch: nil, device: d)
         }
     }
 }
