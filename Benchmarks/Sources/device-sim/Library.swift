@@ -68,7 +68,7 @@ struct PhotoSet {
         self.dates = (0..<count).map { n in
             let minutes = n * 47
             let day = minutes / 1440, minute = minutes % 1440
-            let year = 2016 + day / 360, month = 1 + (day % 360) / 30, dom = 1 + day % 30
+            let year = 2016 + day / 336, month = 1 + (day % 336) / 28, dom = 1 + day % 28   // 28-day months: every date exists
             func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
             return "\(year)-\(two(month))-\(two(dom))T\(two(minute / 60)):\(two(minute % 60)):00Z"
         }
