@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite", "ConcordTestSupport"]),
         .testTarget(
             name: "ConcordAppTests",
-            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem", "ConcordTestSupport"]
+            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem", "CSQLite", "ConcordTestSupport"]
         ),
         .testTarget(
             name: "ConcordClientTests",

@@ -1,3 +1,4 @@
+import CSQLite
 import ConcordHTTP
 import ConcordJSON
 import ConcordObservability
@@ -177,6 +178,32 @@ private final class LogCapture: Sendable {
     #expect(finished.wait(timeout: .now() + 5) == .success)
     let response = try #require(try result.withLock { $0 }?.get())
     #expect(response.status == 200 && response.body == "done")
+}
+
+@Test func shutdownStaysBoundedWhenAWriteOutlastsTheGrace() throws {
+    let directory = makeTemporaryDirectory()
+    var configuration = testConfiguration(directory: directory)
+    configuration.server.timeouts.shutdownGrace = 0.3
+    configuration.adminToken = "admin"
+    let app = try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in }))
+    // Another process's connection holds SQLite's write lock: the request's write waits for it
+    // (busy timeout 5 s) while holding the store's writer.
+    var blocker: OpaquePointer?
+    try #require(sqlite3_open(directory.appendingPathComponent("data/concord.sqlite").path, &blocker) == SQLITE_OK)
+    defer { sqlite3_close(blocker) }
+    try #require(sqlite3_exec(blocker, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+    let finished = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        _ = try? rawRequest(port: app.port, "POST", "/v1/accounts", headers: ["Authorization: Bearer admin", "Content-Type: application/json"], body: #"{"name":"late"}"#)
+        finished.signal()
+    }
+    usleep(200_000)
+    let start = Date()
+    app.shutdown()
+    // Grace (0.3 s) plus the workers' last 0.1 s, not the 5 s the stuck write could still take.
+    #expect(Date().timeIntervalSince(start) < 2)
+    _ = sqlite3_exec(blocker, "ROLLBACK", nil, nil, nil)
+    #expect(finished.wait(timeout: .now() + 10) == .success)
 }
 
 @Test func unusableDatabaseFileIsAStartupError() throws {

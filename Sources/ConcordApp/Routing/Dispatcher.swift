@@ -132,7 +132,8 @@ public final class Dispatcher: HTTPResponder {
     }
 
     /// Lets queued blocking requests finish (up to `deadline` seconds) and stops the workers.
-    public func shutdown(deadline: Double) {
+    @discardableResult
+    public func shutdown(deadline: Double) -> Int {
         self.workers.shutdown(deadline: deadline)
     }
 }

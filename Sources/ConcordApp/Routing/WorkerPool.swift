@@ -59,8 +59,9 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     /// Runs what is queued, then stops the threads; returns when they are idle or when
-    /// `deadline` (seconds) passes.
-    func shutdown(deadline: Double) {
+    /// `deadline` (seconds) passes, with the number of jobs still queued or running then.
+    @discardableResult
+    func shutdown(deadline: Double) -> Int {
         let end = Date(timeIntervalSinceNow: deadline)
         self.condition.lock()
         self.stopping = true
@@ -68,7 +69,9 @@ final class WorkerPool: @unchecked Sendable {
         while (self.jobs.count - self.head > 0 || self.running > 0) && Date() < end {
             _ = self.condition.wait(until: min(end, Date(timeIntervalSinceNow: 0.05)))
         }
+        let unfinished = self.jobs.count - self.head + self.running
         self.condition.unlock()
+        return unfinished
     }
 
     private func work() {
