@@ -93,8 +93,9 @@ public final class Dispatcher: HTTPResponder {
     static let trimAfterBodyBytes = 1 << 20
 
     /// Hands free heap pages back to the kernel, so that the resident size after a manifest
-    /// upload is what the server still uses, not the peak of the parse (malloc_trim costs
-    /// about a millisecond; it runs only after such large requests).
+    /// upload is what the server still uses, not the peak of the parse. malloc_trim walks every
+    /// arena, so it runs only after such large requests, never on the mapping hot path (1000
+    /// identifiers are about 50 KB in and 120 KB out).
     static func returnFreedMemory() {
         _ = concord_malloc_trim()
     }
