@@ -371,25 +371,6 @@ extension ConcordService {
         return Self.view(entry, resolved.answers)
     }
 
-    /// Stores links found by content (§5 step 3), re-checked under the write lock: the object must still
-    /// be unlinked with the record's type and fingerprint, and the record unlinked on this device.
-    static func storeContentLinks(_ tx: any StoreWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)]) throws {
-        var byID: [String: StoredObject] = [:]
-        for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[o.object.localIdentifier] = o }
-        let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
-        var linkedObjects = Set<String>()
-        var linkedRecords = Set<String>()
-        var links: [(localIdentifier: String, guid: String)] = []
-        for (id, record) in toLink {
-            guard let o = byID[id], o.link == nil, o.object.type == record.type, o.object.fingerprint == record.fingerprint,
-                  !taken.contains(record.guid), !linkedObjects.contains(id), !linkedRecords.contains(record.guid) else { continue }
-            linkedObjects.insert(id)
-            linkedRecords.insert(record.guid)
-            links.append((id, record.guid))
-        }
-        if !links.isEmpty { try tx.setLinks(device, links) }
-    }
-
     /// Appends the change `seq` to the account's journal feed and prunes it by the history retention
     /// (the same `historyMaxChanges` and `historyMaxAge` as a device's library history).
     func commitJournalChange(_ j: any JournalStoreWriteTransaction, accountID: String, feed: JournalFeedState, seq: Int64, now: Date,

@@ -46,6 +46,25 @@ extension ConcordService {
         return out
     }
 
+    /// Stores links found by content (§5 cloud → local step 3, shared by mapping and journal reads), re-checked under the write lock: the object must still
+    /// be unlinked with the record's type and fingerprint, and the record unlinked on this device.
+    static func storeContentLinks(_ tx: any StoreWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)]) throws {
+        var byID: [String: StoredObject] = [:]
+        for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[o.object.localIdentifier] = o }
+        let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
+        var linkedObjects = Set<String>()
+        var linkedRecords = Set<String>()
+        var links: [(localIdentifier: String, guid: String)] = []
+        for (id, record) in toLink {
+            guard let o = byID[id], o.link == nil, o.object.type == record.type, o.object.fingerprint == record.fingerprint,
+                  !taken.contains(record.guid), !linkedObjects.contains(id), !linkedRecords.contains(record.guid) else { continue }
+            linkedObjects.insert(id)
+            linkedRecords.insert(record.guid)
+            links.append((id, record.guid))
+        }
+        if !links.isEmpty { try tx.setLinks(device, links) }
+    }
+
     /// Step 3 for a batch, inside the write transaction: link each unlinked object to the oldest record
     /// of its type and fingerprint with no link on this device, else create a record.
     func assignRecords(_ tx: any StoreWriteTransaction, device: DeviceRef, localIdentifiers: [String]) throws -> [String: CloudRecord] {
@@ -103,25 +122,7 @@ extension ConcordService {
             // Store the links found by content so the next lookup takes step 2. Re-checked under the write
             // lock: the object must still be unlinked with the record's content, the record unlinked here.
             let toLink = resolved.links
-            try self.run {
-                try self.store.write { tx in
-                    let objects = try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier))
-                    var byID: [String: StoredObject] = [:]
-                    for o in objects { byID[o.object.localIdentifier] = o }
-                    let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
-                    var linkedObjects = Set<String>()
-                    var linkedRecords = Set<String>()
-                    var links: [(localIdentifier: String, guid: String)] = []
-                    for (id, record) in toLink {
-                        guard let o = byID[id], o.link == nil, o.object.type == record.type, o.object.fingerprint == record.fingerprint,
-                              !taken.contains(record.guid), !linkedObjects.contains(id), !linkedRecords.contains(record.guid) else { continue }
-                        linkedObjects.insert(id)
-                        linkedRecords.insert(record.guid)
-                        links.append((id, record.guid))
-                    }
-                    if !links.isEmpty { try tx.setLinks(device, links) }
-                }
-            }
+            try self.run { try self.store.write { tx in try Self.storeContentLinks(tx, device: device, toLink) } }
         }
         let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
         var answerIndex = 0
