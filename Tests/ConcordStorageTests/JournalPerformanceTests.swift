@@ -9,21 +9,8 @@ import Testing
     /// one write transaction. Debug build: times are printed, bounds only catch a per-photo query regression.
     @Test func journalOfTwoThousandPhotosAgainstHundredThousandAssets() throws {
         let dir = try TempDir()
-        let store = try SQLiteStore(path: dir.db)
-        let service = try ConcordService(store: store)
-        let account = try service.createAccount(name: "perf")
-        let created = try service.createDevice(accountID: account.accountID, name: "d", platform: nil)
-        let device = DeviceRef(accountID: account.accountID, deviceID: created.deviceID)
         let n = 100_000
-        // Bulk-load the library in SQL, as PerformanceTests does (fingerprints: 42 digits + "A").
-        _ = try store.writer.transaction(immediate: true) {
-            try store.writer.run("""
-                WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?3)
-                INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, has_adjustments, is_favorite, members, app_created)
-                SELECT (SELECT account_key FROM accounts WHERE account_id = ?1),
-                       (SELECT device_key FROM devices WHERE device_id = ?2), 'ID-' || i || '/L0/001', 1, printf('%042dA', i), 'image', 0, 0, '', 0 FROM seq
-                """, [.text(device.accountID), .text(device.deviceID), .int(Int64(n))])
-        }
+        let (_, service, device) = try largeLibrary(in: dir, assets: n)
         let journal = try service.createJournal(title: "Big", device: device)
         for e in 0..<200 {
             let photos = (0..<10).map { JournalPhotoInput.localIdentifier("ID-\((e * 10 + $0) * 37)/L0/001") }

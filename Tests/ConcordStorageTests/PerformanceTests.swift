@@ -10,27 +10,33 @@ func threadCPUSeconds() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
+/// A service over a fresh SQLite file in `dir` whose one device holds `assets` assets `ID-<i>/L0/001`,
+/// bulk-loaded in SQL (the service path is tested elsewhere; here it would only make the test slow).
+/// Fingerprints are 42 digits + "A": valid canonical base64url.
+func largeLibrary(in dir: TempDir, assets n: Int) throws -> (store: SQLiteStore, service: ConcordService, device: DeviceRef) {
+    let store = try SQLiteStore(path: dir.db)
+    let service = try ConcordService(store: store)
+    let account = try service.createAccount(name: "perf")
+    let created = try service.createDevice(accountID: account.accountID, name: "d", platform: nil)
+    let device = DeviceRef(accountID: account.accountID, deviceID: created.deviceID)
+    _ = try store.writer.transaction(immediate: true) {
+        try store.writer.run("""
+            WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?3)
+            INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, has_adjustments, is_favorite, members, app_created)
+            SELECT (SELECT account_key FROM accounts WHERE account_id = ?1),
+                   (SELECT device_key FROM devices WHERE device_id = ?2), 'ID-' || i || '/L0/001', 1, printf('%042dA', i), 'image', 0, 0, '', 0 FROM seq
+            """, [.text(device.accountID), .text(device.deviceID), .int(Int64(n))])
+    }
+    return (store, service, device)
+}
+
 @Suite struct PerformanceTests {
     /// A 1000-identifier batch against a 100 000-asset library is a handful of statements, not 1000
     /// round trips: measured here (debug build, so bounds are loose; release numbers in the report).
     @Test func thousandIdentifierBatchAgainstHundredThousandAssets() throws {
         let dir = try TempDir()
-        let store = try SQLiteStore(path: dir.db)
-        let service = try ConcordService(store: store)
-        let account = try service.createAccount(name: "perf")
-        let created = try service.createDevice(accountID: account.accountID, name: "d", platform: nil)
-        let device = DeviceRef(accountID: account.accountID, deviceID: created.deviceID)
         let n = 100_000
-        // Bulk-load the library in SQL (the service path is tested elsewhere; here it would only make
-        // the test slow). Fingerprints are 42 digits + "A": valid canonical base64url.
-        _ = try store.writer.transaction(immediate: true) {
-            try store.writer.run("""
-                WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?3)
-                INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, has_adjustments, is_favorite, members, app_created)
-                SELECT (SELECT account_key FROM accounts WHERE account_id = ?1),
-                       (SELECT device_key FROM devices WHERE device_id = ?2), 'ID-' || i || '/L0/001', 1, printf('%042dA', i), 'image', 0, 0, '', 0 FROM seq
-                """, [.text(device.accountID), .text(device.deviceID), .int(Int64(n))])
-        }
+        let (store, service, device) = try largeLibrary(in: dir, assets: n)
         let batch = (0..<1000).map { "ID-\($0 * 97)/L0/001" }
         // First call links them (step 3, one write transaction).
         let tFirst = threadCPUSeconds()
