@@ -1,9 +1,52 @@
 import Foundation
 
-/// The domain service: every operation of API.md §3–§5 and §7, over a `ConcordStore`.
+/// The domain service: every operation of API.md §3–§7, over one `ConcordStore`, split by area.
 /// Synchronous and thread-safe; call it from worker threads, never from an event loop.
+///
+/// Every area reaches storage through `ServiceArea.read(_:)` / `write(_:)`, which scope the
+/// transaction to the caller's account and check the device inside it, so an operation and the
+/// device check it depends on see one snapshot (or hold one account lock).
 public final class ConcordService: Sendable {
+    /// Accounts and devices (§3).
+    public let accounts: AccountService
+    /// A device's library (§4).
+    public let library: LibraryService
+    /// Mapping identifiers both ways, and links (§5).
+    public let mapping: MappingService
+    /// A device's change history (§7).
+    public let history: HistoryService
+    /// Journals, entries, selections and the journal feed (§6).
+    public let journals: JournalService
+    let core: ServiceCore
+
     /// Limits and retention.
+    public var configuration: DomainConfiguration { self.core.configuration }
+
+    /// Opens the service on `store`, creating the change-token secret on first start (it lives in the
+    /// database so that tokens survive restarts and several servers sharing one database agree).
+    public init(store: any ConcordStore, configuration: DomainConfiguration = DomainConfiguration(),
+                clock: @escaping @Sendable () -> Date = { Date() }) throws(DomainError) {
+        let secret = try ServiceCore.run {
+            if let s = try store.readServer({ tx in try tx.setting(ServiceCore.secretKey) }) { return s }
+            return try store.writeServer { tx in
+                if let s = try tx.setting(ServiceCore.secretKey) { return s }
+                let s = Secrets.randomBytes(32)
+                try tx.setSetting(ServiceCore.secretKey, s)
+                return s
+            }
+        }
+        let core = ServiceCore(configuration: configuration, store: store, tokens: ChangeTokenCodec(secret: secret), clock: clock)
+        self.core = core
+        self.accounts = AccountService(core: core)
+        self.library = LibraryService(core: core)
+        self.mapping = MappingService(core: core)
+        self.history = HistoryService(core: core)
+        self.journals = JournalService(core: core)
+    }
+}
+
+/// What every area of the service shares: the store, limits, the change-token codec and the clock.
+public final class ServiceCore: Sendable {
     public let configuration: DomainConfiguration
     let store: any ConcordStore
     let tokens: ChangeTokenCodec
@@ -11,23 +54,11 @@ public final class ConcordService: Sendable {
 
     static let secretKey = "changeTokenSecret"
 
-    /// Opens the service on `store`, creating the change-token secret on first start (it lives in the
-    /// database so that tokens survive restarts and several servers sharing one database agree).
-    public init(store: any ConcordStore, configuration: DomainConfiguration = DomainConfiguration(),
-                clock: @escaping @Sendable () -> Date = { Date() }) throws(DomainError) {
-        self.store = store
+    init(configuration: DomainConfiguration, store: any ConcordStore, tokens: ChangeTokenCodec, clock: @escaping @Sendable () -> Date) {
         self.configuration = configuration
+        self.store = store
+        self.tokens = tokens
         self.clock = clock
-        let secret = try Self.run {
-            if let s = try store.read({ tx in try tx.setting(Self.secretKey) }) { return s }
-            return try store.write { tx in
-                if let s = try tx.setting(Self.secretKey) { return s }
-                let s = Secrets.randomBytes(32)
-                try tx.setSetting(Self.secretKey, s)
-                return s
-            }
-        }
-        self.tokens = ChangeTokenCodec(secret: secret)
     }
 
     /// Runs storage work, turning anything that is not already a `DomainError` into `internalError`.
@@ -41,81 +72,71 @@ public final class ConcordService: Sendable {
         }
     }
 
-    func run<T>(_ body: () throws -> T) throws(DomainError) -> T { try Self.run(body) }
-
-    var now: Date { self.clock() }
-
-    /// True when storage answers a trivial read (for `GET /ready`).
-    public func isReady() -> Bool {
-        (try? self.store.read { tx -> Bool in
-            _ = try tx.setting(Self.secretKey)
-            return true
-        }) ?? false
-    }
-
-    // MARK: - Accounts and devices (§3)
-
-    /// Who a presented bearer token belongs to (looked up by its SHA-256), nil if unknown.
-    public func authenticate(token: String) throws(DomainError) -> Principal? {
-        guard !token.isEmpty, token.utf8.count <= 256 else { return nil }
-        let hash = Secrets.tokenHash(token)
-        return try self.run { try self.store.read { tx in try tx.principal(tokenHash: hash) } }
-    }
-
-    /// Creates an account; its token is returned once and stored only as a hash.
-    public func createAccount(name: String) throws(DomainError) -> CreatedAccount {
-        try Self.validateName(name, field: "name")
-        let id = UUID().uuidString
-        let token = Secrets.newToken(prefix: "cat_")
-        let hash = Secrets.tokenHash(token)
-        let now = self.now
-        try self.run { try self.store.write { tx in try tx.insertAccount(accountID: id, name: name, tokenHash: hash, createdAt: now) } }
-        return CreatedAccount(accountID: id, accountToken: token)
-    }
-
-    /// Creates a device of the account; its token is returned once and stored only as a hash.
-    public func createDevice(accountID: String, name: String, platform: String?) throws(DomainError) -> CreatedDevice {
-        try Self.validateName(name, field: "name")
-        if let platform { try Self.validateName(platform, field: "platform") }
-        let id = UUID().uuidString
-        let token = Secrets.newToken(prefix: "cdt_")
-        let hash = Secrets.tokenHash(token)
-        let now = self.now
-        try self.run {
-            try self.store.write { tx in
-                guard try tx.accountExists(accountID) else { throw DomainError.notFound(message: "No such account.") }
-                try tx.insertDevice(DeviceRef(accountID: accountID, deviceID: id), name: name, platform: platform, tokenHash: hash, createdAt: now)
-            }
+    /// The oldest change token still valid in a feed whose last change is `lastSeq`: by count, the last
+    /// `historyMaxChanges` are kept; by age, changes older than `historyMaxAge` count as dropped even
+    /// before a write prunes them, so expiry does not depend on write traffic. `latestBefore` answers
+    /// the highest seq created at or before a time (the feed's own query). One rule for a device's
+    /// library history and the account's journal feed.
+    func retentionBoundary(lastSeq: Int64, prunedThrough: Int64, now: Date, latestBefore: (Double) throws -> Int64?) throws -> Int64 {
+        var boundary = max(prunedThrough, lastSeq - Int64(self.configuration.historyMaxChanges))
+        if let old = try latestBefore(now.timeIntervalSince1970 - self.configuration.historyMaxAge) {
+            boundary = max(boundary, old)
         }
-        return CreatedDevice(deviceID: id, deviceToken: token)
+        return boundary
+    }
+}
+
+/// One area of the service (library, mapping, history, journals, accounts) over the shared core.
+protocol ServiceArea: Sendable {
+    var core: ServiceCore { get }
+}
+
+extension ServiceArea {
+    var configuration: DomainConfiguration { self.core.configuration }
+    var store: any ConcordStore { self.core.store }
+    var tokens: ChangeTokenCodec { self.core.tokens }
+    var now: Date { self.core.clock() }
+
+    func run<T>(_ body: () throws -> T) throws(DomainError) -> T { try ServiceCore.run(body) }
+
+    /// A read transaction of the device's account, the device checked in it (`notFound` when it was
+    /// deleted meanwhile).
+    func read<T>(_ device: DeviceRef, _ body: (any AccountReadTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
+        try self.run { try self.store.read(account: device.accountID) { tx in try body(tx, try Self.requireDevice(tx, device)) } }
     }
 
-    /// The account's devices, oldest first (by creation time, then device ID).
-    public func listDevices(accountID: String) throws(DomainError) -> [DeviceSummary] {
-        let states = try self.run { try self.store.read { tx in try tx.devices(accountID: accountID) } }
-        return states.map { s in
-            DeviceSummary(deviceID: s.ref.deviceID, name: s.name, platform: s.platform, createdAt: s.createdAt,
-                          objectCount: s.objectCount, changeToken: self.tokens.encode(seq: s.lastChangeSeq, scope: .library(s.ref)))
+    /// The device's account's write transaction (serialised with the account's other writers), the
+    /// device checked in it.
+    func write<T>(_ device: DeviceRef, _ body: (any AccountWriteTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
+        try self.run { try self.store.write(account: device.accountID) { tx in try body(tx, try Self.requireDevice(tx, device)) } }
+    }
+
+    /// Like `read`, and the library must not be denied (`accessUserDenied`, §5 and §6).
+    func readAllowed<T>(_ device: DeviceRef, _ body: (any AccountReadTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
+        try self.read(device) { tx, state in
+            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+            return try body(tx, state)
         }
     }
 
-    /// Deletes a device with its library, history, links and token. `notFound` when it is not the account's.
-    public func deleteDevice(accountID: String, deviceID: String) throws(DomainError) {
-        let ref = DeviceRef(accountID: accountID, deviceID: deviceID)
-        let existed = try self.run { try self.store.write { tx in try tx.deleteDevice(ref) } }
-        guard existed else { throw DomainError.notFound(message: "No such device.") }
+    /// Like `write`, and the library must not be denied.
+    func writeAllowed<T>(_ device: DeviceRef, _ body: (any AccountWriteTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
+        try self.write(device) { tx, state in
+            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+            return try body(tx, state)
+        }
+    }
+
+    /// The device row, or `notFound` (a token whose device was deleted meanwhile).
+    static func requireDevice(_ tx: any AccountReadTransaction, _ ref: DeviceRef) throws -> DeviceState {
+        guard let d = try tx.device(ref) else { throw DomainError.notFound(message: "No such device.") }
+        return d
     }
 
     static func validateName(_ s: String, field: String) throws(DomainError) {
         guard !s.isEmpty, s.utf8.count <= 1024 else {
             throw DomainError.badRequest(message: "\(field) must be 1 to 1024 bytes.", field: field)
         }
-    }
-
-    /// The device row, or `notFound` (a token whose device was deleted meanwhile).
-    static func requireDevice(_ tx: any StoreReadTransaction, _ ref: DeviceRef) throws -> DeviceState {
-        guard let d = try tx.device(ref) else { throw DomainError.notFound(message: "No such device.") }
-        return d
     }
 }
 

@@ -184,9 +184,7 @@ public struct StoredJournalChange: Sendable, Equatable {
     }
 }
 
-/// Journal reads of a read (or write) transaction. A storage engine's transactions conform to this
-/// alongside `StoreReadTransaction`; the service reaches it by a cast, so engines without journals
-/// still compile (their journal calls answer `internalError`).
+/// Journal reads: part of every account transaction (`AccountReadTransaction` refines this).
 public protocol JournalStoreReadTransaction: AnyObject {
     /// The account's journal feed counters; zeros when it has none yet.
     func journalFeed(accountID: String) throws -> JournalFeedState

@@ -97,21 +97,51 @@ public struct StoredChange: Sendable, Equatable {
     }
 }
 
-/// A storage engine (SQLite now, PostgreSQL later). Synchronous and thread-safe.
-/// `read` never takes the write lock; `write` runs its body in one serialised transaction
-/// (SQLite: `BEGIN IMMEDIATE` on the single writer connection) that commits when the body
-/// returns and rolls back when it throws.
+/// A storage engine (SQLite or PostgreSQL). Synchronous and thread-safe.
+///
+/// Every transaction is scoped: server-wide state (settings, who a token belongs to, creating an
+/// account) or ONE account. An account's write transaction is serialised with every other writer of
+/// that account — SQLite: `BEGIN IMMEDIATE` on the single writer connection; PostgreSQL: the
+/// account's advisory lock, taken once when the transaction begins, so it holds across every
+/// instance sharing the database. A body commits when it returns and rolls back when it throws.
+/// Reads never take a write lock and see one snapshot.
 public protocol ConcordStore: AnyObject, Sendable {
-    func read<T>(_ body: (any StoreReadTransaction) throws -> T) throws -> T
-    func write<T>(_ body: (any StoreWriteTransaction) throws -> T) throws -> T
+    func readServer<T>(_ body: (any ServerReadTransaction) throws -> T) throws -> T
+    func writeServer<T>(_ body: (any ServerWriteTransaction) throws -> T) throws -> T
+    func read<T>(account accountID: String, _ body: (any AccountReadTransaction) throws -> T) throws -> T
+    func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T
+    /// True when the database answers a trivial read right now (for `GET /ready`). May block briefly.
+    func ping() -> Bool
+    /// Closes every connection once the transactions in flight end; later calls throw `unavailable`.
+    func close()
 }
 
-/// Batch reads. Every list argument is answered in one round trip; missing things are omitted.
-public protocol StoreReadTransaction: AnyObject {
+/// Server-wide reads.
+public protocol ServerReadTransaction: AnyObject {
     /// A server-wide setting (e.g. the change-token secret).
     func setting(_ key: String) throws -> [UInt8]?
     /// The principal whose token hashes to `tokenHash`.
     func principal(tokenHash: [UInt8]) throws -> Principal?
+}
+
+/// Server-wide writes (serialised with each other).
+public protocol ServerWriteTransaction: ServerReadTransaction {
+    func setSetting(_ key: String, _ value: [UInt8]) throws
+    func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws
+}
+
+/// What a stored token belongs to: the code both engines write in `tokens.kind`.
+public enum TokenKind: Int64, Sendable {
+    case account = 1
+    case device = 2
+}
+
+/// Batch reads of one account (`accountID`), its libraries, mapping table and journals. Every list
+/// argument is answered in one round trip; missing things are omitted. Arguments naming an account
+/// or device name this transaction's account.
+public protocol AccountReadTransaction: JournalStoreReadTransaction {
+    /// The account this transaction is scoped to.
+    var accountID: String { get }
     func accountExists(_ accountID: String) throws -> Bool
     func device(_ device: DeviceRef) throws -> DeviceState?
     /// The account's devices, oldest first.
@@ -140,10 +170,8 @@ public protocol StoreReadTransaction: AnyObject {
     func latestChangeSeq(_ device: DeviceRef, createdAtOrBefore time: Double) throws -> Int64?
 }
 
-/// Batch writes, inside the one write transaction.
-public protocol StoreWriteTransaction: StoreReadTransaction {
-    func setSetting(_ key: String, _ value: [UInt8]) throws
-    func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws
+/// Batch writes of one account, inside its one write transaction.
+public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWriteTransaction {
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws
     /// Removes the device, its token, library, links and history; false if it did not exist.
     func deleteDevice(_ device: DeviceRef) throws -> Bool

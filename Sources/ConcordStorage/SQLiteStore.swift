@@ -65,22 +65,36 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     /// The schema version this build writes.
     public static var schemaVersion: Int { SQLiteMigrations.latestVersion }
 
-    public func read<T>(_ body: (any StoreReadTransaction) throws -> T) throws -> T {
-        let connection = try self.checkOutReader()
-        defer { self.checkIn(connection) }
-        return try Self.mapErrors {
-            // One deferred transaction: every statement of the body sees the same snapshot.
-            try connection.transaction(immediate: false) { try body(SQLiteTransaction(connection)) }
-        }
+    public func readServer<T>(_ body: (any ServerReadTransaction) throws -> T) throws -> T {
+        try self.withReader { try body(SQLiteTransaction($0, accountID: "")) }
     }
 
-    public func write<T>(_ body: (any StoreWriteTransaction) throws -> T) throws -> T {
+    public func writeServer<T>(_ body: (any ServerWriteTransaction) throws -> T) throws -> T {
+        try self.withWriter { try body(SQLiteTransaction($0, accountID: "")) }
+    }
+
+    public func read<T>(account accountID: String, _ body: (any AccountReadTransaction) throws -> T) throws -> T {
+        try self.withReader { try body(SQLiteTransaction($0, accountID: accountID)) }
+    }
+
+    /// SQLite has one writer for the whole file, so an account's writes are serialised by it.
+    public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
+        try self.withWriter { try body(SQLiteTransaction($0, accountID: accountID)) }
+    }
+
+    /// One deferred transaction on a pooled reader: every statement of the body sees the same snapshot.
+    private func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
+        let connection = try self.checkOutReader()
+        defer { self.checkIn(connection) }
+        return try Self.mapErrors { try connection.transaction(immediate: false) { try body(connection) } }
+    }
+
+    /// One `BEGIN IMMEDIATE` transaction on the writer connection.
+    private func withWriter<T>(_ body: (Connection) throws -> T) throws -> T {
         self.writerLock.lock()
         defer { self.writerLock.unlock() }
         guard let writer = self.writerConnection else { throw DomainError.unavailable(message: "Storage is closed.") }
-        return try Self.mapErrors {
-            try writer.transaction(immediate: true) { try body(SQLiteTransaction(writer)) }
-        }
+        return try Self.mapErrors { try writer.transaction(immediate: true) { try body(writer) } }
     }
 
     /// The writer connection, for tests and maintenance (caller must not use it concurrently with writes).
@@ -109,7 +123,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
 
     /// Answers whether the database answers (for `/ready`).
     public func ping() -> Bool {
-        (try? self.read { tx -> Bool in
+        (try? self.readServer { tx -> Bool in
             _ = try tx.setting("ping")
             return true
         }) ?? false

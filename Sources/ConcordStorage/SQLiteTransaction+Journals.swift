@@ -3,7 +3,7 @@ import Foundation
 
 /// Journals (API.md §6) on SQLite: every read is one statement; a journal's entries come in one
 /// statement in creation order (`journal_entries_by_creation`).
-extension SQLiteTransaction: JournalStoreWriteTransaction {
+extension SQLiteTransaction {
     /// The account's storage key for a journal write; the account must exist.
     private func existingAccountKey(_ accountID: String) throws -> Int64 {
         guard let a = try self.accountKey(accountID) else { throw DomainError.notFound(message: "No such account.") }

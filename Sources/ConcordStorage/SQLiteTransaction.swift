@@ -4,12 +4,17 @@ import Foundation
 /// The store's operations on one connection inside one transaction. Lists of identifiers are
 /// bound as one JSON array and expanded with `json_each`, so a batch is one statement.
 /// Account and device UUIDs are turned into their integer storage keys once per transaction.
-final class SQLiteTransaction: StoreWriteTransaction {
+final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     let db: Connection
+    /// The account this transaction is scoped to ("" for a server-wide one).
+    let accountID: String
     private var accountKeys: [String: Int64] = [:]
     private var deviceKeys: [DeviceRef: Int64] = [:]
 
-    init(_ db: Connection) { self.db = db }
+    init(_ db: Connection, accountID: String) {
+        self.db = db
+        self.accountID = accountID
+    }
 
     // MARK: - Batch queries (json_each drives the join: CROSS JOIN fixes it as the outer loop, so
     // each identifier is one index lookup instead of a scan of the library). Without ANALYZE
@@ -106,11 +111,7 @@ final class SQLiteTransaction: StoreWriteTransaction {
             LEFT JOIN devices d ON d.account_key = t.account_key AND d.device_key = t.device_key
             WHERE t.token_hash = ?
             """, [.blob(tokenHash)]) { s in
-            switch s.int(0) {
-            case 1: result = .account(accountID: s.text(1))
-            case 2: if let d = s.optionalText(2) { result = .device(DeviceRef(accountID: s.text(1), deviceID: d)) }
-            default: result = nil
-            }
+            result = StorageRows.principal(s, kind: 0, accountID: 1, deviceID: 2)
         }
         return result
     }
@@ -124,25 +125,18 @@ final class SQLiteTransaction: StoreWriteTransaction {
                         [.text(accountID), .text(name), .double(createdAt.timeIntervalSince1970)])
         let key = sqlite3LastInsertRowID(self.db)
         self.accountKeys[accountID] = key
-        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key) VALUES (?, 1, ?, NULL)",
-                        [.blob(tokenHash), .int(key)])
+        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key) VALUES (?, ?, ?, NULL)",
+                        [.blob(tokenHash), .int(TokenKind.account.rawValue), .int(key)])
     }
 
-    private static let deviceColumns = "device_id, name, platform, created_at, authorization, last_change_seq, pruned_through_seq, object_count"
-
-    private static func deviceState(_ s: Statement, accountID: String) -> DeviceState {
-        let auth: AuthorizationStatus = switch s.int(4) { case 1: .limited; case 2: .denied; default: .authorized }
-        return DeviceState(ref: DeviceRef(accountID: accountID, deviceID: s.text(0)), name: s.text(1), platform: s.optionalText(2),
-                           createdAt: Date(timeIntervalSince1970: s.double(3)), authorization: auth,
-                           lastChangeSeq: s.int(5), prunedThroughSeq: s.int(6), objectCount: Int(s.int(7)))
-    }
+    private static let deviceColumns = StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization")
 
     func device(_ device: DeviceRef) throws -> DeviceState? {
         guard let a = try self.accountKey(device.accountID) else { return nil }
         var result: DeviceState?
         try self.db.query("SELECT \(Self.deviceColumns), device_key FROM devices WHERE account_key = ? AND device_id = ?",
                           [.int(a), .text(device.deviceID)]) { s in
-            result = Self.deviceState(s, accountID: device.accountID)
+            result = StorageRows.deviceState(s, accountID: device.accountID)
             self.deviceKeys[device] = s.int(8)
         }
         return result
@@ -152,7 +146,7 @@ final class SQLiteTransaction: StoreWriteTransaction {
         guard let a = try self.accountKey(accountID) else { return [] }
         var result: [DeviceState] = []
         try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_key = ? ORDER BY created_at, device_id",
-                          [.int(a)]) { s in result.append(Self.deviceState(s, accountID: accountID)) }
+                          [.int(a)]) { s in result.append(StorageRows.deviceState(s, accountID: accountID)) }
         return result
     }
 
@@ -165,8 +159,8 @@ final class SQLiteTransaction: StoreWriteTransaction {
         try self.db.run("INSERT INTO devices (account_key, device_key, device_id, name, platform, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                         [.int(a), .int(d), .text(device.deviceID), .text(name), platform.map { .text($0) } ?? .null,
                          .double(createdAt.timeIntervalSince1970)])
-        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key) VALUES (?, 2, ?, ?)",
-                        [.blob(tokenHash), .int(a), .int(d)])
+        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key) VALUES (?, ?, ?, ?)",
+                        [.blob(tokenHash), .int(TokenKind.device.rawValue), .int(a), .int(d)])
         self.deviceKeys[device] = d
     }
 
@@ -183,7 +177,7 @@ final class SQLiteTransaction: StoreWriteTransaction {
 
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws {
         let k = try self.requireKeys(device)
-        let code: Int64 = switch status { case .authorized: 0; case .limited: 1; case .denied: 2 }
+        let code = StorageRows.authorizationCode(status)
         try self.db.run("UPDATE devices SET authorization = ? WHERE account_key = ? AND device_key = ?",
                         [.int(code), .int(k.account), .int(k.device)])
     }
@@ -197,38 +191,15 @@ final class SQLiteTransaction: StoreWriteTransaction {
     // MARK: - Objects
 
     /// Columns of an object row followed by its linked record's type and fingerprint (LEFT JOIN).
-    private static let objectColumns = """
-        o.local_id, o.type, o.fingerprint, o.media_type, o.creation_date, o.modification_date, o.has_adjustments, \
-        o.is_favorite, o.title, o.members, o.app_created, o.record_guid, r.type, r.fingerprint
-        """
+    static let objectColumns = StorageRows.objectColumns
     private static let linkJoin = "LEFT JOIN records r ON r.account_key = o.account_key AND r.guid = o.record_guid"
-
-    private static func libraryObject(_ s: Statement) -> LibraryObject {
-        let members = s.text(9)
-        return LibraryObject(
-            localIdentifier: s.text(0), type: ObjectType(rawValue: Int(s.int(1))) ?? .asset, fingerprint: s.text(2),
-            mediaType: MediaType(rawValue: s.text(3)) ?? .unknown, creationDate: s.optionalText(4), modificationDate: s.optionalText(5),
-            hasAdjustments: s.int(6) != 0, isFavorite: s.int(7) != 0, title: s.optionalText(8),
-            // Local identifiers contain no control characters, so "\n" separates members unambiguously.
-            members: members.isEmpty ? [] : members.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
-            appCreated: s.int(10) != 0)
-    }
-
-    private static func storedObject(_ s: Statement) -> StoredObject {
-        let object = self.libraryObject(s)
-        var link: CloudRecord?
-        if let guid = s.optionalText(11), !s.isNull(12), let type = ObjectType(rawValue: Int(s.int(12))) {
-            link = CloudRecord(guid: guid, type: type, fingerprint: s.text(13))
-        }
-        return StoredObject(object: object, link: link)
-    }
 
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         guard !localIdentifiers.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
         result.reserveCapacity(localIdentifiers.count)
         try self.db.query(Self.objectsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))]) { s in
-            result.append(Self.storedObject(s))
+            result.append(StorageRows.storedObject(s))
         }
         return result
     }
@@ -263,7 +234,7 @@ final class SQLiteTransaction: StoreWriteTransaction {
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
             WHERE o.account_key = ?1 AND o.device_key = ?2
-            """, [.int(k.account), .int(k.device)]) { s in result.append(Self.storedObject(s)) }
+            """, [.int(k.account), .int(k.device)]) { s in result.append(StorageRows.storedObject(s)) }
         return result
     }
 
@@ -275,7 +246,7 @@ final class SQLiteTransaction: StoreWriteTransaction {
             WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.type = ?3 AND o.local_id > ?4
             ORDER BY o.local_id LIMIT ?5
             """, [.int(k.account), .int(k.device), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { s in
-            result.append(Self.libraryObject(s))
+            result.append(StorageRows.libraryObject(s))
         }
         return result
     }
@@ -294,7 +265,7 @@ final class SQLiteTransaction: StoreWriteTransaction {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
         try self.db.query(Self.objectsByContentSQL, [.int(k.account), .int(k.device), .text(Self.contentKeysJSON(keys))]) { s in
-            result.append(Self.storedObject(s))
+            result.append(StorageRows.storedObject(s))
         }
         return result
     }

@@ -14,7 +14,7 @@ private func dispatch(_ dispatcher: Dispatcher, _ method: String, _ target: Stri
 
 @Test func dispatcherDecodesQueryAndRejectsBadEncoding() async {
     let routes = [
-        Route("GET", "/echo/{name}") { ctx throws(APIError) in
+        Route("GET", "/echo/{name}", caller: .anyone) { ctx throws(APIError) in
             .text("\(try ctx.pathParameter("name"))|\(ctx.query("q") ?? "-")|\(ctx.routePattern)")
         },
     ]
@@ -29,7 +29,7 @@ private func dispatch(_ dispatcher: Dispatcher, _ method: String, _ target: Stri
 
 @Test func fullWorkerQueueAnswers503InsteadOfQueueingForever() async {
     let gate = DispatchSemaphore(value: 0)
-    let routes = [Route("GET", "/block") { _ throws(APIError) in gate.wait(); return .text("done") }]
+    let routes = [Route("GET", "/block", caller: .anyone) { _ throws(APIError) in gate.wait(); return .text("done") }]
     let metrics = MetricsRegistry()
     let dispatcher = Dispatcher(routes: routes, logger: Logger(level: .error, sink: LogSink(flushInterval: 0, output: { _ in })),
                                 metrics: metrics, workerCount: 1, maxPendingJobs: 1)

@@ -76,14 +76,14 @@ private final class LogCapture: Sendable {
     #expect(try rawRequest(port: app.port, "GET", "/health").status == 200)
     app.shutdown()
     #expect(throws: RawHTTPError.self) { try rawRequest(port: app.port, "GET", "/health") }
-    #expect(app.context.storage.isReady() == false)
+    #expect(app.context.storage.store.ping() == false)
     app.shutdown()  // a second call is harmless
 }
 
 @Test func readyAnswers503WhenStorageDoesNot() async throws {
     let directory = makeTemporaryDirectory()
     let storage = try StorageHook.open(.sqlite(path: directory.appendingPathComponent("r.sqlite").path))
-    #expect(storage.isReady())
+    #expect(storage.store.ping())
     storage.close()
     let logger = Logger(level: .error, sink: LogSink(flushInterval: 0, output: { _ in }))
     let context = AppContext(configuration: Configuration(), logger: logger, metrics: MetricsRegistry(), adminToken: "t", storage: storage)
@@ -158,7 +158,7 @@ private final class LogCapture: Sendable {
 }
 
 @Test func shutdownLetsRequestsInFlightFinish() throws {
-    let slow = Route("GET", "/test/slow") { _ throws(APIError) in
+    let slow = Route("GET", "/test/slow", caller: .anyone) { _ throws(APIError) in
         usleep(300_000)
         return .text("done")
     }

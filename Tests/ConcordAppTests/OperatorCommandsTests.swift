@@ -88,11 +88,11 @@ private func serverConfiguration(_ directory: URL) -> Configuration {
     defer { try? FileManager.default.removeItem(at: directory) }
     let database = directory.appendingPathComponent("db.sqlite").path
     let store = try SQLiteStore(path: database)
-    try store.write { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
+    try store.writeServer { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
     let copy = directory.appendingPathComponent("copy.sqlite").path
 
     #expect(CommandLineInterface.run(arguments: ["backup", "--to", copy, "--database", "sqlite:" + database], environment: [:]) == 0)
-    #expect(try SQLiteStore(path: copy).read { tx in try tx.accountExists("A") })
+    #expect(try SQLiteStore(path: copy).read(account: "A") { tx in try tx.accountExists("A") })
     // The database may come from the environment, as for serve.
     let second = directory.appendingPathComponent("second.sqlite").path
     #expect(BackupCommand.run(["--to=" + second], environment: ["CONCORD_DATABASE": database]) == 0)

@@ -5,14 +5,14 @@ import Testing
 
 /// Routes shaped like the real API, each answering with its own pattern.
 private let router = Router(routes: [
-    Route("GET", "/health", onLoop: true) { _ throws(APIError) in .text("health") },
-    Route("GET", "/v1/devices/{deviceID}") { _ throws(APIError) in .text("device") },
-    Route("DELETE", "/v1/devices/{deviceID}") { _ throws(APIError) in .text("delete") },
-    Route("GET", "/v1/devices/me") { _ throws(APIError) in .text("me") },
-    Route("POST", "/v1/library/objects") { _ throws(APIError) in .text("objects") },
-    Route("GET", "/v1/library/objects/{localIdentifier...}") { _ throws(APIError) in .text("object") },
-    Route("PUT", "/v1/library/objects/{localIdentifier...}") { _ throws(APIError) in .text("put") },
-    Route("GET", "/v1/accounts/{accountID}/devices/{deviceID}") { _ throws(APIError) in .text("nested") },
+    Route("GET", "/health", caller: .anyone, onLoop: true) { _ throws(APIError) in .text("health") },
+    Route("GET", "/v1/devices/{deviceID}", caller: .anyone) { _ throws(APIError) in .text("device") },
+    Route("DELETE", "/v1/devices/{deviceID}", caller: .anyone) { _ throws(APIError) in .text("delete") },
+    Route("GET", "/v1/devices/me", caller: .anyone) { _ throws(APIError) in .text("me") },
+    Route("POST", "/v1/library/objects", caller: .anyone) { _ throws(APIError) in .text("objects") },
+    Route("GET", "/v1/library/objects/{localIdentifier...}", caller: .anyone) { _ throws(APIError) in .text("object") },
+    Route("PUT", "/v1/library/objects/{localIdentifier...}", caller: .anyone) { _ throws(APIError) in .text("put") },
+    Route("GET", "/v1/accounts/{accountID}/devices/{deviceID}", caller: .anyone) { _ throws(APIError) in .text("nested") },
 ])
 
 private enum Expected: Equatable {

@@ -6,7 +6,7 @@ import Testing
 
 extension TestEnv {
     func select(_ device: DeviceRef, _ journalID: String, _ entryID: String, _ picked: [String], cancelled: Bool = false, ifMatch: IfMatch? = nil) throws -> JournalEntryView {
-        try self.service.applySelection(journalID: journalID, entryID: entryID, cancelled: cancelled, localIdentifiers: picked, ifMatch: ifMatch, device: device)
+        try self.service.journals.applySelection(journalID: journalID, entryID: entryID, cancelled: cancelled, localIdentifiers: picked, ifMatch: ifMatch, device: device)
     }
 }
 
@@ -22,7 +22,7 @@ extension TestEnv {
         #expect(clouds(after) == [clouds(before)[0], try env.cloudID(d, "ID:3")])
         #expect(after.photos.map(\.result) == [.found("ID:1"), .found("ID:3")])
         #expect(after.version != before.version)
-        #expect(try env.service.journal(j.journalID, device: d).entries == [after])
+        #expect(try env.service.journals.journal(j.journalID, device: d).entries == [after])
     }
 
     @Test(arguments: TestEngine.available) func pickedOrderIsTheNewOrder(_ engine: TestEngine) throws {
@@ -51,7 +51,7 @@ extension TestEnv {
         let j = try env.journal(a)
         try env.entry(a, j.journalID, "e", locals: ["a1copy"])
         // On B, R2 resolves by content to b1 (linked to R1, so answered, not relinked).
-        #expect(try env.service.journal(j.journalID, device: b).entries[0].photos.map(\.result) == [.found("b1")])
+        #expect(try env.service.journals.journal(j.journalID, device: b).entries[0].photos.map(\.result) == [.found("b1")])
         let after = try env.select(b, j.journalID, "e", ["b1"])
         #expect(clouds(after) == [r2])
         #expect(try env.link(b, "b1")?.cloudIdentifier == r1)
@@ -73,7 +73,7 @@ extension TestEnv {
         // An empty pick drops every photo B could show, and still keeps what only A holds.
         #expect(clouds(try env.select(b, j.journalID, "e", [])) == [c[0], c[2]])
         // Back on A, the photos B could not see are still there.
-        #expect(try env.service.journal(j.journalID, device: a).entries[0].photos.map(\.result) == [.found("a1"), .found("a3")])
+        #expect(try env.service.journals.journal(j.journalID, device: a).entries[0].photos.map(\.result) == [.found("a1"), .found("a3")])
     }
 
     @Test(arguments: TestEngine.available) func anAmbiguousPhotoWhoseCandidateIsPickedKeepsItsCloudIdentifierThere(_ engine: TestEngine) throws {
@@ -84,7 +84,7 @@ extension TestEnv {
         try env.put(b, assets: [("dup1", fp(1)), ("dup2", fp(1)), ("b2", fp(2)), ("b3", fp(3))])
         let j = try env.journal(a)
         let c = clouds(try env.entry(a, j.journalID, "e", locals: ["a1", "a2"]))
-        #expect(try env.service.journal(j.journalID, device: b).entries[0].photos[0].result == .error(.multipleIdentifiersFound(localIdentifiers: ["dup1", "dup2"])))
+        #expect(try env.service.journals.journal(j.journalID, device: b).entries[0].photos[0].result == .error(.multipleIdentifiersFound(localIdentifiers: ["dup1", "dup2"])))
         // The person picks dup2 (one of the candidates) and b3: the ambiguous photo keeps its identifier,
         // no second identifier for dup2 enters, b2 (preselected, not picked) is dropped.
         let after = try env.select(b, j.journalID, "e", ["dup2", "b3"])
@@ -108,7 +108,7 @@ extension TestEnv {
         let j = try env.journal(a)
         try env.entry(a, j.journalID, "e", locals: ["a1", "a1copy"])
         // On B: R1 resolves to b1; R2 is ambiguous between b1 and b1copy.
-        #expect(try env.service.journal(j.journalID, device: b).entries[0].photos.map(\.result) == [
+        #expect(try env.service.journals.journal(j.journalID, device: b).entries[0].photos.map(\.result) == [
             .found("b1"), .error(.multipleIdentifiersFound(localIdentifiers: ["b1", "b1copy"])),
         ])
         // Picking b1 alone: R1 stands for it; R2, resolved to b1 too, does not stay as a second identifier.
@@ -139,10 +139,10 @@ extension TestEnv {
         try env.put(d, assets: [("p1", fp(1)), ("p2", fp(2))])
         let j = try env.journal(d)
         let before = try env.entry(d, j.journalID, "e", text: "t", locals: ["p1"])
-        let token = try env.service.currentJournalChangeToken(device: d)
+        let token = try env.service.journals.currentJournalChangeToken(device: d)
         let after = try env.select(d, j.journalID, "e", ["p2"], cancelled: true)
         #expect(after == before)
-        #expect(try env.service.currentJournalChangeToken(device: d) == token)
+        #expect(try env.service.journals.currentJournalChangeToken(device: d) == token)
         #expect(try env.link(d, "p2") == nil)
     }
 
@@ -162,7 +162,7 @@ extension TestEnv {
                 DetailField("index", .int(1)), DetailField("localIdentifier", .string("ghost")),
                 DetailField("error", ItemError.identifierNotFound(limitedLibrary: false).detailValue)])]))])
         }
-        #expect(try env.service.journal(j.journalID, device: d).entries == [before])
+        #expect(try env.service.journals.journal(j.journalID, device: d).entries == [before])
         #expect(try env.link(d, "p2") == nil)
         // A selection edits an entry: it never creates one.
         expectError(.notFound(message: "No such entry.")) { try env.select(d, j.journalID, "nope", ["p1"]) }
@@ -180,23 +180,23 @@ extension TestEnv {
         let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("p1", fp(1))])
-        let t0 = try env.service.currentJournalChangeToken(device: d)
-        #expect(try env.service.journalChanges(since: t0, limit: nil, device: d) == JournalChangePage(changes: [], changeToken: t0, hasMore: false))
+        let t0 = try env.service.journals.currentJournalChangeToken(device: d)
+        #expect(try env.service.journals.journalChanges(since: t0, limit: nil, device: d) == JournalChangePage(changes: [], changeToken: t0, hasMore: false))
         let j = try env.journal(d)
         let jid = j.journalID
-        _ = try env.service.renameJournal(jid, title: "Renamed", ifMatch: nil, device: d)
-        _ = try env.service.renameJournal(jid, title: "Renamed", ifMatch: nil, device: d)   // unchanged: no change
+        _ = try env.service.journals.renameJournal(jid, title: "Renamed", ifMatch: nil, device: d)
+        _ = try env.service.journals.renameJournal(jid, title: "Renamed", ifMatch: nil, device: d)   // unchanged: no change
         try env.entry(d, jid, "e1", locals: ["p1"])
         try env.entry(d, jid, "e1", locals: ["p1"])   // unchanged
         try env.entry(d, jid, "e1", text: "edited", locals: ["p1"])
         try env.entry(d, jid, "e2", locals: [])
         _ = try env.select(d, jid, "e2", ["p1"])
-        try env.service.deleteEntry(journalID: jid, entryID: "e2", ifMatch: nil, device: d)
+        try env.service.journals.deleteEntry(journalID: jid, entryID: "e2", ifMatch: nil, device: d)
         let other = try env.journal(d, "Other")
         try env.entry(d, other.journalID, "x/y", locals: [])
-        try env.service.deleteJournal(other.journalID, ifMatch: nil, device: d)
+        try env.service.journals.deleteJournal(other.journalID, ifMatch: nil, device: d)
 
-        let page = try env.service.journalChanges(since: t0, limit: nil, device: d)
+        let page = try env.service.journals.journalChanges(since: t0, limit: nil, device: d)
         typealias L = JournalChangeLists
         #expect(page.changes.map(\.details) == [
             JournalChangeDetails(journals: L(inserted: [jid])),
@@ -212,22 +212,22 @@ extension TestEnv {
             JournalChangeDetails(journals: L(deleted: [other.journalID]), entries: L(deleted: [other.journalID + "/x/y"])),
         ])
         #expect(page.changeToken == page.changes.last?.changeToken && !page.hasMore)
-        #expect(try env.service.currentJournalChangeToken(device: d) == page.changeToken)
+        #expect(try env.service.journals.currentJournalChangeToken(device: d) == page.changeToken)
         #expect(Set(page.changes.map(\.changeToken)).count == page.changes.count)
 
         // Paging: strictly after since, at most limit, hasMore.
         var since = t0
         var seen: [JournalChange] = []
         while true {
-            let p = try env.service.journalChanges(since: since, limit: 3, device: d)
+            let p = try env.service.journals.journalChanges(since: since, limit: 3, device: d)
             seen += p.changes
             since = p.changeToken
             if !p.hasMore { break }
             #expect(p.changes.count == 3)
         }
         #expect(seen == page.changes)
-        expectErrorNamed("badRequest") { try env.service.journalChanges(since: t0, limit: 0, device: d) }
-        expectErrorNamed("badRequest") { try env.service.journalChanges(since: t0, limit: 10_001, device: d) }
+        expectErrorNamed("badRequest") { try env.service.journals.journalChanges(since: t0, limit: 0, device: d) }
+        expectErrorNamed("badRequest") { try env.service.journals.journalChanges(since: t0, limit: 10_001, device: d) }
     }
 
     @Test(arguments: TestEngine.available) func journalTokensAreTheAccountsAndNoOtherScopes(_ engine: TestEngine) throws {
@@ -235,18 +235,18 @@ extension TestEnv {
         let a = try env.device("A")
         let b = try env.device("B")
         _ = try env.journal(a)
-        let ta = try env.service.currentJournalChangeToken(device: a)
+        let ta = try env.service.journals.currentJournalChangeToken(device: a)
         // Every device of the account shares the account's feed.
-        #expect(try env.service.currentJournalChangeToken(device: b) == ta)
-        let other = try env.service.createAccount(name: "Other")
+        #expect(try env.service.journals.currentJournalChangeToken(device: b) == ta)
+        let other = try env.service.accounts.createAccount(name: "Other")
         let o = try env.device("o", accountID: other.accountID)
-        let libraryToken = try env.service.currentChangeToken(device: a)
-        for bad in ["", "garbage", String(ta.dropLast()) + (ta.hasSuffix("A") ? "B" : "A"), try env.service.currentJournalChangeToken(device: o), libraryToken] {
-            expectError(.invalidChangeToken) { try env.service.journalChanges(since: bad, limit: nil, device: a) }
+        let libraryToken = try env.service.history.currentChangeToken(device: a)
+        for bad in ["", "garbage", String(ta.dropLast()) + (ta.hasSuffix("A") ? "B" : "A"), try env.service.journals.currentJournalChangeToken(device: o), libraryToken] {
+            expectError(.invalidChangeToken) { try env.service.journals.journalChanges(since: bad, limit: nil, device: a) }
         }
-        expectError(.invalidChangeToken) { try env.service.journalChanges(since: ta, limit: nil, device: o) }
+        expectError(.invalidChangeToken) { try env.service.journals.journalChanges(since: ta, limit: nil, device: o) }
         // And a journal token is no library token.
-        expectError(.invalidChangeToken) { try env.service.changes(since: ta, limit: nil, device: a) }
+        expectError(.invalidChangeToken) { try env.service.history.changes(since: ta, limit: nil, device: a) }
     }
 
     @Test(arguments: TestEngine.available) func journalTokensExpireByCountAndAge(_ engine: TestEngine) throws {
@@ -255,18 +255,18 @@ extension TestEnv {
         config.historyMaxAge = 100
         let env = try TestEnv(engine, configuration: config)
         let d = try env.device()
-        let t0 = try env.service.currentJournalChangeToken(device: d)
+        let t0 = try env.service.journals.currentJournalChangeToken(device: d)
         var tokens: [String] = []
         for i in 0..<5 {
             _ = try env.journal(d, "j\(i)")
-            tokens.append(try env.service.currentJournalChangeToken(device: d))
+            tokens.append(try env.service.journals.currentJournalChangeToken(device: d))
         }
-        expectError(.persistentChangeTokenExpired) { try env.service.journalChanges(since: t0, limit: nil, device: d) }
-        expectError(.persistentChangeTokenExpired) { try env.service.journalChanges(since: tokens[0], limit: nil, device: d) }
-        #expect(try env.service.journalChanges(since: tokens[1], limit: nil, device: d).changes.count == 3)
+        expectError(.persistentChangeTokenExpired) { try env.service.journals.journalChanges(since: t0, limit: nil, device: d) }
+        expectError(.persistentChangeTokenExpired) { try env.service.journals.journalChanges(since: tokens[0], limit: nil, device: d) }
+        #expect(try env.service.journals.journalChanges(since: tokens[1], limit: nil, device: d).changes.count == 3)
         // By age: everything is older than 100 s now, so only the newest token stays valid.
         env.clock.advance(101)
-        expectError(.persistentChangeTokenExpired) { try env.service.journalChanges(since: tokens[3], limit: nil, device: d) }
-        #expect(try env.service.journalChanges(since: tokens[4], limit: nil, device: d).changes.isEmpty)
+        expectError(.persistentChangeTokenExpired) { try env.service.journals.journalChanges(since: tokens[3], limit: nil, device: d) }
+        #expect(try env.service.journals.journalChanges(since: tokens[4], limit: nil, device: d).changes.isEmpty)
     }
 }

@@ -7,18 +7,18 @@ import Testing
 extension TestEnv {
     /// Creates a journal on `device`.
     func journal(_ device: DeviceRef, _ title: String = "Trip") throws -> JournalSummary {
-        try self.service.createJournal(title: title, device: device)
+        try self.service.journals.createJournal(title: title, device: device)
     }
 
     /// Puts an entry whose photos are `locals` (the device's local identifiers).
     @discardableResult
     func entry(_ device: DeviceRef, _ journalID: String, _ entryID: String, text: String = "", locals: [String], ifMatch: IfMatch? = nil) throws -> JournalEntryView {
-        try self.service.putEntry(journalID: journalID, entryID: entryID, text: text, photos: locals.map { .localIdentifier($0) }, ifMatch: ifMatch, device: device)
+        try self.service.journals.putEntry(journalID: journalID, entryID: entryID, text: text, photos: locals.map { .localIdentifier($0) }, ifMatch: ifMatch, device: device)
     }
 
     /// The stored object's link on `device`, nil when unlinked or missing.
     func link(_ device: DeviceRef, _ local: String) throws -> CloudRecord? {
-        try self.store.read { tx in try tx.objects(device, localIdentifiers: [local]).first?.link }
+        try self.store.read(account: device.accountID) { tx in try tx.objects(device, localIdentifiers: [local]).first?.link }
     }
 }
 
@@ -29,38 +29,38 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
     @Test(arguments: TestEngine.available) func createListGetRenameDeleteJournals(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let d = try env.device()
-        #expect(try env.service.listJournals(device: d) == [])
+        #expect(try env.service.journals.listJournals(device: d) == [])
         let trip = try env.journal(d, "Trip")
         env.clock.advance(10)
         let food = try env.journal(d, "Food")
         #expect(trip.title == "Trip" && trip.entryCount == 0 && trip.version != food.version)
-        #expect(try env.service.listJournals(device: d).map(\.journalID) == [trip.journalID, food.journalID])   // creation order
+        #expect(try env.service.journals.listJournals(device: d).map(\.journalID) == [trip.journalID, food.journalID])   // creation order
 
-        let detail = try env.service.journal(trip.journalID, device: d)
+        let detail = try env.service.journals.journal(trip.journalID, device: d)
         #expect(detail == JournalDetail(journal: trip, entries: []))
 
         env.clock.advance(10)
-        let renamed = try env.service.renameJournal(trip.journalID, title: "Summer trip", ifMatch: nil, device: d)
+        let renamed = try env.service.journals.renameJournal(trip.journalID, title: "Summer trip", ifMatch: nil, device: d)
         #expect(renamed.title == "Summer trip" && renamed.version != trip.version && renamed.updatedAt == trip.updatedAt + 20)
         #expect(renamed.createdAt == trip.createdAt)
         // The same title again changes nothing.
-        #expect(try env.service.renameJournal(trip.journalID, title: "Summer trip", ifMatch: nil, device: d) == renamed)
+        #expect(try env.service.journals.renameJournal(trip.journalID, title: "Summer trip", ifMatch: nil, device: d) == renamed)
 
         for bad in ["", String(repeating: "x", count: 1025)] {
-            expectErrorNamed("badRequest") { try env.service.createJournal(title: bad, device: d) }
-            expectErrorNamed("badRequest") { try env.service.renameJournal(trip.journalID, title: bad, ifMatch: nil, device: d) }
+            expectErrorNamed("badRequest") { try env.service.journals.createJournal(title: bad, device: d) }
+            expectErrorNamed("badRequest") { try env.service.journals.renameJournal(trip.journalID, title: bad, ifMatch: nil, device: d) }
         }
-        #expect(try env.service.createJournal(title: String(repeating: "x", count: 1024), device: d).title.utf8.count == 1024)
+        #expect(try env.service.journals.createJournal(title: String(repeating: "x", count: 1024), device: d).title.utf8.count == 1024)
 
-        try env.service.deleteJournal(trip.journalID, ifMatch: nil, device: d)
-        expectErrorNamed("notFound") { try env.service.journal(trip.journalID, device: d) }
-        expectErrorNamed("notFound") { try env.service.deleteJournal(trip.journalID, ifMatch: nil, device: d) }
-        expectErrorNamed("notFound") { try env.service.renameJournal(trip.journalID, title: "x", ifMatch: nil, device: d) }
+        try env.service.journals.deleteJournal(trip.journalID, ifMatch: nil, device: d)
+        expectErrorNamed("notFound") { try env.service.journals.journal(trip.journalID, device: d) }
+        expectErrorNamed("notFound") { try env.service.journals.deleteJournal(trip.journalID, ifMatch: nil, device: d) }
+        expectErrorNamed("notFound") { try env.service.journals.renameJournal(trip.journalID, title: "x", ifMatch: nil, device: d) }
         // With If-Match, what does not exist cannot match: 412 without a version (API.md §6).
-        expectError(.versionMismatch(currentVersion: nil)) { try env.service.deleteJournal(trip.journalID, ifMatch: .any, device: d) }
-        expectError(.versionMismatch(currentVersion: nil)) { try env.service.renameJournal(trip.journalID, title: "x", ifMatch: .versions(["1"]), device: d) }
-        expectErrorNamed("notFound") { try env.service.journal("not/a\u{1}journal", device: d) }
-        #expect(try env.service.listJournals(device: d).map(\.journalID).first == food.journalID)
+        expectError(.versionMismatch(currentVersion: nil)) { try env.service.journals.deleteJournal(trip.journalID, ifMatch: .any, device: d) }
+        expectError(.versionMismatch(currentVersion: nil)) { try env.service.journals.renameJournal(trip.journalID, title: "x", ifMatch: .versions(["1"]), device: d) }
+        expectErrorNamed("notFound") { try env.service.journals.journal("not/a\u{1}journal", device: d) }
+        #expect(try env.service.journals.listJournals(device: d).map(\.journalID).first == food.journalID)
     }
 
     @Test(arguments: TestEngine.available) func journalsBelongToTheAccountAndAreInvisibleToOthers(_ engine: TestEngine) throws {
@@ -70,15 +70,15 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         let j = try env.journal(a)
         try env.put(a, assets: [("a1", fp(1))])
         try env.entry(a, j.journalID, "e1", locals: ["a1"])
-        #expect(try env.service.listJournals(device: b).map(\.journalID) == [j.journalID])
-        #expect(try env.service.journal(j.journalID, device: b).entries.map(\.entryID) == ["e1"])
+        #expect(try env.service.journals.listJournals(device: b).map(\.journalID) == [j.journalID])
+        #expect(try env.service.journals.journal(j.journalID, device: b).entries.map(\.entryID) == ["e1"])
 
-        let other = try env.service.createAccount(name: "Other")
+        let other = try env.service.accounts.createAccount(name: "Other")
         let o = try env.device("o", accountID: other.accountID)
-        #expect(try env.service.listJournals(device: o) == [])
-        expectError(.notFound(message: "No such journal.")) { try env.service.journal(j.journalID, device: o) }
-        expectError(.notFound(message: "No such journal.")) { try env.service.putEntry(journalID: j.journalID, entryID: "x", text: "", photos: [], ifMatch: nil, device: o) }
-        expectError(.notFound(message: "No such journal.")) { try env.service.deleteJournal(j.journalID, ifMatch: nil, device: o) }
+        #expect(try env.service.journals.listJournals(device: o) == [])
+        expectError(.notFound(message: "No such journal.")) { try env.service.journals.journal(j.journalID, device: o) }
+        expectError(.notFound(message: "No such journal.")) { try env.service.journals.putEntry(journalID: j.journalID, entryID: "x", text: "", photos: [], ifMatch: nil, device: o) }
+        expectError(.notFound(message: "No such journal.")) { try env.service.journals.deleteJournal(j.journalID, ifMatch: nil, device: o) }
     }
 
     @Test(arguments: TestEngine.available) func entryWrittenOnOneDeviceResolvesOnAnotherFoundAmbiguousAndMissing(_ engine: TestEngine) throws {
@@ -92,7 +92,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(written.photos.map(\.result) == [.found("a1"), .found("a2"), .found("a3")])
         #expect(clouds(written) == [try env.cloudID(a, "a1"), try env.cloudID(a, "a2"), try env.cloudID(a, "a3")])
 
-        let onB = try env.service.journal(j.journalID, device: b)
+        let onB = try env.service.journals.journal(j.journalID, device: b)
         #expect(onB.entries.count == 1 && onB.entries[0].text == "Beach" && onB.entries[0].version == written.version)
         #expect(onB.entries[0].photos.map(\.result) == [
             .found("b1"),
@@ -105,8 +105,8 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(try env.link(b, "b2") == nil && env.link(b, "b2copy") == nil)
 
         // A limited library marks not-found photos.
-        try env.service.setAuthorization(.limited, device: b)
-        #expect(try env.service.journal(j.journalID, device: b).entries[0].photos[2].result == .error(.identifierNotFound(limitedLibrary: true)))
+        try env.service.library.setAuthorization(.limited, device: b)
+        #expect(try env.service.journals.journal(j.journalID, device: b).entries[0].photos[2].result == .error(.identifierNotFound(limitedLibrary: true)))
     }
 
     @Test(arguments: TestEngine.available) func entryPhotosByCloudIdentifierAreStoredCanonically(_ engine: TestEngine) throws {
@@ -116,7 +116,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         let c1 = try env.cloudID(a, "a1")
         let unknown = "0d5f2a4e-1111-4222-8333-944455556666:001:" + fp(9)
         let j = try env.journal(a)
-        let e = try env.service.putEntry(journalID: j.journalID, entryID: "e", text: "t", photos: [.cloudIdentifier(c1.lowercased().replacingOccurrences(of: fp(1).lowercased(), with: fp(1))), .cloudIdentifier(unknown)], ifMatch: nil, device: a)
+        let e = try env.service.journals.putEntry(journalID: j.journalID, entryID: "e", text: "t", photos: [.cloudIdentifier(c1.lowercased().replacingOccurrences(of: fp(1).lowercased(), with: fp(1))), .cloudIdentifier(unknown)], ifMatch: nil, device: a)
         #expect(clouds(e) == [c1, unknown.uppercased().replacingOccurrences(of: fp(9).uppercased(), with: fp(9))])
         #expect(e.photos.map(\.result) == [.found("a1"), .error(.identifierNotFound(limitedLibrary: false))])
     }
@@ -126,9 +126,9 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         let a = try env.device("A")
         try env.put(a, assets: [("a1", fp(1)), ("fresh", fp(5))])
         let j = try env.journal(a)
-        let before = try env.service.currentJournalChangeToken(device: a)
+        let before = try env.service.journals.currentJournalChangeToken(device: a)
         do {
-            _ = try env.service.putEntry(journalID: j.journalID, entryID: "e", text: "t",
+            _ = try env.service.journals.putEntry(journalID: j.journalID, entryID: "e", text: "t",
                                          photos: [.localIdentifier("fresh"), .localIdentifier("nope"), .cloudIdentifier("garbage")], ifMatch: nil, device: a)
             Issue.record("expected 422")
         } catch {
@@ -141,9 +141,9 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
             ]))])
         }
         // Nothing stored: no entry, no version change, no change, and the record step 3 made for "fresh" rolled back.
-        #expect(try env.service.journal(j.journalID, device: a).entries.isEmpty)
-        #expect(try env.service.listJournals(device: a)[0].version == j.version)
-        #expect(try env.service.currentJournalChangeToken(device: a) == before)
+        #expect(try env.service.journals.journal(j.journalID, device: a).entries.isEmpty)
+        #expect(try env.service.journals.listJournals(device: a)[0].version == j.version)
+        #expect(try env.service.journals.currentJournalChangeToken(device: a) == before)
         #expect(try env.link(a, "fresh") == nil)
     }
 
@@ -157,7 +157,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
             ("", "", [], "entryID"),
             (String(repeating: "e", count: 256), "", [], "entryID"),
             ("tab\there", "", [], "entryID"),
-            ("e", String(repeating: "t", count: ConcordService.maxEntryTextBytes + 1), [], "text"),
+            ("e", String(repeating: "t", count: JournalService.maxEntryTextBytes + 1), [], "text"),
             ("e", "", [.localIdentifier("")], "photos.localIdentifier"),
             ("e", "", [.localIdentifier("a1"), .localIdentifier("a1")], "photos.localIdentifier"),
             ("e", "", [.localIdentifier("a1"), .cloudIdentifier(c1)], "photos"),
@@ -165,24 +165,24 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         ]
         for c in cases {
             do {
-                _ = try env.service.putEntry(journalID: j.journalID, entryID: c.entryID, text: c.text, photos: c.photos, ifMatch: nil, device: a)
+                _ = try env.service.journals.putEntry(journalID: j.journalID, entryID: c.entryID, text: c.text, photos: c.photos, ifMatch: nil, device: a)
                 Issue.record("expected 400 for \(c.field)")
             } catch {
                 guard case .badRequest(_, let field) = error else { Issue.record("got \(error)"); continue }
                 #expect(field == c.field)
             }
         }
-        #expect(try env.service.journal(j.journalID, device: a).entries.isEmpty)
+        #expect(try env.service.journals.journal(j.journalID, device: a).entries.isEmpty)
         // Bounds that pass: 255 bytes, any text with newlines, an empty photo list.
         let long = String(repeating: "é", count: 127) + "x"
-        #expect(try env.service.putEntry(journalID: j.journalID, entryID: long, text: "line\nline", photos: [], ifMatch: nil, device: a).entryID == long)
+        #expect(try env.service.journals.putEntry(journalID: j.journalID, entryID: long, text: "line\nline", photos: [], ifMatch: nil, device: a).entryID == long)
         var config = DomainConfiguration()
         config.maxBatch = 2
         let small = try TestEnv(engine, configuration: config)
         let s = try small.device()
         let sj = try small.journal(s)
         expectError(.batchTooLarge(maxBatch: 2)) {
-            try small.service.putEntry(journalID: sj.journalID, entryID: "e", text: "", photos: Array(repeating: .cloudIdentifier("x"), count: 3), ifMatch: nil, device: s)
+            try small.service.journals.putEntry(journalID: sj.journalID, entryID: "e", text: "", photos: Array(repeating: .cloudIdentifier("x"), count: 3), ifMatch: nil, device: s)
         }
     }
 
@@ -192,13 +192,13 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         let j = try env.journal(a)
         for id in ["z", "a", "m"] { try env.entry(a, j.journalID, id, locals: []) }
         try env.entry(a, j.journalID, "z", text: "edited", locals: [])   // an edit keeps its place
-        #expect(try env.service.journal(j.journalID, device: a).entries.map(\.entryID) == ["z", "a", "m"])
-        #expect(try env.service.listJournals(device: a)[0].entryCount == 3)
-        try env.service.deleteEntry(journalID: j.journalID, entryID: "z", ifMatch: nil, device: a)
+        #expect(try env.service.journals.journal(j.journalID, device: a).entries.map(\.entryID) == ["z", "a", "m"])
+        #expect(try env.service.journals.listJournals(device: a)[0].entryCount == 3)
+        try env.service.journals.deleteEntry(journalID: j.journalID, entryID: "z", ifMatch: nil, device: a)
         try env.entry(a, j.journalID, "z", locals: [])   // re-created: last
-        let detail = try env.service.journal(j.journalID, device: a)
+        let detail = try env.service.journals.journal(j.journalID, device: a)
         #expect(detail.entries.map(\.entryID) == ["a", "m", "z"] && detail.journal.entryCount == 3)
-        expectError(.notFound(message: "No such entry.")) { try env.service.deleteEntry(journalID: j.journalID, entryID: "nope", ifMatch: nil, device: a) }
+        expectError(.notFound(message: "No such entry.")) { try env.service.journals.deleteEntry(journalID: j.journalID, entryID: "nope", ifMatch: nil, device: a) }
     }
 
     @Test(arguments: TestEngine.available) func versionsAndIfMatch(_ engine: TestEngine) throws {
@@ -219,19 +219,19 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(try env.entry(a, j.journalID, "e", text: "four", locals: []).version == v4.version)
 
         // The journal's version moves with its entries; rename and delete check it.
-        let journalNow = try env.service.listJournals(device: a)[0]
+        let journalNow = try env.service.journals.listJournals(device: a)[0]
         #expect(journalNow.version == v4.version)
-        expectError(.versionMismatch(currentVersion: journalNow.version)) { try env.service.renameJournal(j.journalID, title: "x", ifMatch: .versions([j.version]), device: a) }
-        let renamed = try env.service.renameJournal(j.journalID, title: "x", ifMatch: .versions([journalNow.version]), device: a)
-        expectError(.versionMismatch(currentVersion: v4.version)) { try env.service.deleteEntry(journalID: j.journalID, entryID: "e", ifMatch: .versions([v1.version]), device: a) }
-        try env.service.deleteEntry(journalID: j.journalID, entryID: "e", ifMatch: .versions([v4.version]), device: a)
+        expectError(.versionMismatch(currentVersion: journalNow.version)) { try env.service.journals.renameJournal(j.journalID, title: "x", ifMatch: .versions([j.version]), device: a) }
+        let renamed = try env.service.journals.renameJournal(j.journalID, title: "x", ifMatch: .versions([journalNow.version]), device: a)
+        expectError(.versionMismatch(currentVersion: v4.version)) { try env.service.journals.deleteEntry(journalID: j.journalID, entryID: "e", ifMatch: .versions([v1.version]), device: a) }
+        try env.service.journals.deleteEntry(journalID: j.journalID, entryID: "e", ifMatch: .versions([v4.version]), device: a)
         // A version seen before a delete never matches what is created later.
         let again = try env.entry(a, j.journalID, "e", locals: [])
         #expect(![v1.version, v2.version, v3.version, v4.version].contains(again.version))
-        let current = try env.service.listJournals(device: a)[0].version
+        let current = try env.service.journals.listJournals(device: a)[0].version
         #expect(current != renamed.version)
-        expectError(.versionMismatch(currentVersion: current)) { try env.service.deleteJournal(j.journalID, ifMatch: .versions([renamed.version]), device: a) }
-        try env.service.deleteJournal(j.journalID, ifMatch: .any, device: a)
+        expectError(.versionMismatch(currentVersion: current)) { try env.service.journals.deleteJournal(j.journalID, ifMatch: .versions([renamed.version]), device: a) }
+        try env.service.journals.deleteJournal(j.journalID, ifMatch: .any, device: a)
     }
 
     @Test(arguments: TestEngine.available) func twoDevicesEditingOneEntryWithIfMatchNeverOverwriteEachOther(_ engine: TestEngine) throws {
@@ -247,7 +247,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         DispatchQueue.concurrentPerform(iterations: 2) { i in
             let device = i == 0 ? a : b
             do {
-                let e = try service.putEntry(journalID: j.journalID, entryID: "e", text: texts[i], photos: [], ifMatch: .versions([base.version]), device: device)
+                let e = try service.journals.putEntry(journalID: j.journalID, entryID: "e", text: texts[i], photos: [], ifMatch: .versions([base.version]), device: device)
                 results.set(i, .success(e.version))
             } catch {
                 results.set(i, .failure(error))
@@ -258,10 +258,10 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         #expect(winners.count == 1)
         guard let w = winners.first, case .success(let version)? = outcomes[w], case .failure(let error)? = outcomes[1 - w] else { return }
         #expect(error as? DomainError == .versionMismatch(currentVersion: version))
-        let stored = try env.service.journal(j.journalID, device: a).entries[0]
+        let stored = try env.service.journals.journal(j.journalID, device: a).entries[0]
         #expect(stored.text == texts[w] && stored.version == version)
         // The loser retries on the current version: nothing is lost.
-        let merged = try env.service.putEntry(journalID: j.journalID, entryID: "e", text: texts[w] + " + " + texts[1 - w], photos: [],
+        let merged = try env.service.journals.putEntry(journalID: j.journalID, entryID: "e", text: texts[w] + " + " + texts[1 - w], photos: [],
                                               ifMatch: .versions([version]), device: w == 0 ? b : a)
         #expect(merged.text == texts[w] + " + " + texts[1 - w])
     }
@@ -272,14 +272,14 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         try env.put(a, assets: [("a1", fp(1))])
         let j = try env.journal(a)
         try env.entry(a, j.journalID, "e", locals: ["a1"])
-        try env.service.setAuthorization(.denied, device: a)
-        expectError(.accessUserDenied) { try env.service.journal(j.journalID, device: a) }
+        try env.service.library.setAuthorization(.denied, device: a)
+        expectError(.accessUserDenied) { try env.service.journals.journal(j.journalID, device: a) }
         expectError(.accessUserDenied) { try env.entry(a, j.journalID, "f", locals: []) }
-        expectError(.accessUserDenied) { try env.service.applySelection(journalID: j.journalID, entryID: "e", cancelled: true, localIdentifiers: [], ifMatch: nil, device: a) }
+        expectError(.accessUserDenied) { try env.service.journals.applySelection(journalID: j.journalID, entryID: "e", cancelled: true, localIdentifiers: [], ifMatch: nil, device: a) }
         // What resolves no photo keeps working.
-        #expect(try env.service.listJournals(device: a).count == 1)
-        #expect(try env.service.renameJournal(j.journalID, title: "t", ifMatch: nil, device: a).title == "t")
-        try env.service.deleteEntry(journalID: j.journalID, entryID: "e", ifMatch: nil, device: a)
+        #expect(try env.service.journals.listJournals(device: a).count == 1)
+        #expect(try env.service.journals.renameJournal(j.journalID, title: "t", ifMatch: nil, device: a).title == "t")
+        try env.service.journals.deleteEntry(journalID: j.journalID, entryID: "e", ifMatch: nil, device: a)
     }
 }
 

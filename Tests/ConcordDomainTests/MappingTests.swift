@@ -22,7 +22,7 @@ import Testing
         #expect(parsed.guid == parsed.guid.uppercased())
         for _ in 0..<3 { #expect(try env.cloudID(d, "a1") == c1) }
         // Unrelated updates that keep the fingerprint keep the link.
-        try env.service.applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("a1", fingerprint: fp(1), isFavorite: true)])), device: d)
+        try env.service.library.applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("a1", fingerprint: fp(1), isFavorite: true)])), device: d)
         #expect(try env.cloudID(d, "a1") == c1)
     }
 
@@ -46,7 +46,7 @@ import Testing
         let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
-        try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(2))]),
+        try env.service.library.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(2))]),
                                                           collectionLists: .init(upsert: [.collectionList("l1", fingerprint: fp(3))])), device: d)
         let answers = try env.cloud(d, ["a1", "c1", "l1"])
         let types = answers.compactMap { r -> String? in if case .found(let c) = r { return CloudIdentifier(parsing: c)?.type.code } else { return nil } }
@@ -57,7 +57,7 @@ import Testing
         let env = try TestEnv(engine)
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1)), ("a2", fp(2))])
-        let m = try env.service.cloudIdentifiers(forLocalIdentifiers: ["a2", "x", "a1", "a2"], device: d)
+        let m = try env.service.mapping.cloudIdentifiers(forLocalIdentifiers: ["a2", "x", "a1", "a2"], device: d)
         #expect(m.map(\.localIdentifier) == ["a2", "x", "a1", "a2"])
         #expect(m[0].result == m[3].result)
         #expect(m[1].result == .error(.identifierNotFound(limitedLibrary: false)))
@@ -137,8 +137,8 @@ import Testing
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
-        try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("ca", fingerprint: fp(7))])), device: a)
-        try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("cb", fingerprint: fp(7))])), device: b)
+        try env.service.library.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("ca", fingerprint: fp(7))])), device: a)
+        try env.service.library.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("cb", fingerprint: fp(7))])), device: b)
         let full = try #require(CloudIdentifier(parsing: try env.cloudID(a, "ca")))
         let bare = full.guid + ":040:"
         #expect(try env.local(a, [bare]) == [.found("ca")])                             // linked on A
@@ -202,7 +202,7 @@ import Testing
     @Test(arguments: TestEngine.available) func step4AnotherAccountsGuidIsTreatedAsUnknown(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let mine = try env.device("mine")
-        let other = try env.service.createAccount(name: "Other")
+        let other = try env.service.accounts.createAccount(name: "Other")
         let theirs = try env.device("theirs", accountID: other.accountID)
         try env.put(theirs, assets: [("t1", fp(1))])
         let c = try env.cloudID(theirs, "t1")
@@ -225,20 +225,20 @@ import Testing
         try env.put(b, assets: [("b1", fp(1)), ("b2", fp(1))])
         let c = try env.cloudID(a, "a1")
         #expect(try env.local(b, [c]) == [.error(.multipleIdentifiersFound(localIdentifiers: ["b1", "b2"]))])
-        try env.service.link(cloudIdentifier: c, localIdentifier: "b2", device: b)
+        try env.service.mapping.link(cloudIdentifier: c, localIdentifier: "b2", device: b)
         #expect(try env.local(b, [c]) == [.found("b2")])
         #expect(try env.cloudID(b, "b2") == c)
         // Relink to b1: the record's earlier link on B (b2) goes.
-        try env.service.link(cloudIdentifier: c, localIdentifier: "b1", device: b)
+        try env.service.mapping.link(cloudIdentifier: c, localIdentifier: "b1", device: b)
         #expect(try env.local(b, [c]) == [.found("b1")])
         #expect(try env.cloudID(b, "b2") != c)
         // Linking b1 to another record of the same content replaces b1's earlier link.
         let c2 = try env.cloudID(b, "b2")
-        try env.service.link(cloudIdentifier: c2, localIdentifier: "b1", device: b)
+        try env.service.mapping.link(cloudIdentifier: c2, localIdentifier: "b1", device: b)
         #expect(try env.cloudID(b, "b1") == c2)
         #expect(try env.local(b, [c]) == [.error(.multipleIdentifiersFound(localIdentifiers: ["b1", "b2"]))])
         // Idempotent.
-        try env.service.link(cloudIdentifier: c2, localIdentifier: "b1", device: b)
+        try env.service.mapping.link(cloudIdentifier: c2, localIdentifier: "b1", device: b)
         #expect(try env.cloudID(b, "b1") == c2)
     }
 
@@ -246,18 +246,18 @@ import Testing
         let env = try TestEnv(engine)
         let a = try env.device("A")
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2))])
-        try env.service.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(1))])), device: a)
+        try env.service.library.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(1))])), device: a)
         let c = try env.cloudID(a, "a1")
-        expectErrorNamed("notFound") { try env.service.link(cloudIdentifier: UUID().uuidString + ":001:" + fp(1), localIdentifier: "a1", device: a) }
-        expectErrorNamed("notFound") { try env.service.link(cloudIdentifier: c, localIdentifier: "nope", device: a) }
-        expectErrorNamed("fingerprintMismatch") { try env.service.link(cloudIdentifier: c, localIdentifier: "a2", device: a) }
-        expectErrorNamed("fingerprintMismatch") { try env.service.link(cloudIdentifier: c, localIdentifier: "c1", device: a) }   // type differs
-        expectErrorNamed("badRequest") { try env.service.link(cloudIdentifier: "junk", localIdentifier: "a1", device: a) }
+        expectErrorNamed("notFound") { try env.service.mapping.link(cloudIdentifier: UUID().uuidString + ":001:" + fp(1), localIdentifier: "a1", device: a) }
+        expectErrorNamed("notFound") { try env.service.mapping.link(cloudIdentifier: c, localIdentifier: "nope", device: a) }
+        expectErrorNamed("fingerprintMismatch") { try env.service.mapping.link(cloudIdentifier: c, localIdentifier: "a2", device: a) }
+        expectErrorNamed("fingerprintMismatch") { try env.service.mapping.link(cloudIdentifier: c, localIdentifier: "c1", device: a) }   // type differs
+        expectErrorNamed("badRequest") { try env.service.mapping.link(cloudIdentifier: "junk", localIdentifier: "a1", device: a) }
         // Another account's record is notFound.
-        let other = try env.service.createAccount(name: "Other")
+        let other = try env.service.accounts.createAccount(name: "Other")
         let o = try env.device("o", accountID: other.accountID)
         try env.put(o, assets: [("o1", fp(1))])
-        expectErrorNamed("notFound") { try env.service.link(cloudIdentifier: c, localIdentifier: "o1", device: o) }
+        expectErrorNamed("notFound") { try env.service.mapping.link(cloudIdentifier: c, localIdentifier: "o1", device: o) }
     }
 }
 
@@ -267,7 +267,7 @@ import Testing
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         let c = try env.cloudID(d, "a1")
-        try env.service.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a1"])), device: d)
+        try env.service.library.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a1"])), device: d)
         #expect(try env.local(d, [c]) == [.error(.identifierNotFound(limitedLibrary: false))])
         // Re-added with the same content: it takes the (now unlinked) oldest record again.
         try env.put(d, assets: [("a1", fp(1))])
@@ -293,11 +293,11 @@ import Testing
         try env.put(d, assets: [("a1", fp(1)), ("a2", fp(2))])
         let c1 = try env.cloudID(d, "a1")
         let bare = try #require(CloudIdentifier(parsing: c1)).guid + ":001:"
-        let t0 = try env.service.currentChangeToken(device: d)
-        let r = try env.service.replaceLibrary(LibrarySnapshot(objects: [.asset("a1", fingerprint: fp(1)), .asset("a3", fingerprint: fp(3))]), reset: true, device: d)
+        let t0 = try env.service.history.currentChangeToken(device: d)
+        let r = try env.service.library.replaceLibrary(LibrarySnapshot(objects: [.asset("a1", fingerprint: fp(1)), .asset("a3", fingerprint: fp(3))]), reset: true, device: d)
         #expect((r.inserted, r.updated, r.deleted, r.unchanged) == (1, 0, 1, 1))
         #expect(try env.local(d, [bare]) == [.error(.identifierNotFound(limitedLibrary: false))])   // link gone
-        let page = try env.service.changes(since: t0, limit: nil, device: d)
+        let page = try env.service.history.changes(since: t0, limit: nil, device: d)
         #expect(page.changes.count == 1)
         #expect(page.changes[0].details == nil)
         #expect(page.changeToken == r.changeToken)
@@ -305,11 +305,11 @@ import Testing
         #expect(try env.local(d, [c1]) == [.found("a1")])
         #expect(try env.cloudID(d, "a1") == c1)
         // A reset of an identical library still records its change.
-        let r2 = try env.service.replaceLibrary(LibrarySnapshot(objects: [.asset("a1", fingerprint: fp(1)), .asset("a3", fingerprint: fp(3))]), reset: true, device: d)
+        let r2 = try env.service.library.replaceLibrary(LibrarySnapshot(objects: [.asset("a1", fingerprint: fp(1)), .asset("a3", fingerprint: fp(3))]), reset: true, device: d)
         #expect(r2.changeToken != r.changeToken)
         // Reset may change an identifier's type.
-        try env.service.replaceLibrary(LibrarySnapshot(objects: [.assetCollection("a1", fingerprint: fp(1))]), reset: true, device: d)
-        #expect(try env.service.object(localIdentifier: "a1", device: d).type == .assetCollection)
+        try env.service.library.replaceLibrary(LibrarySnapshot(objects: [.assetCollection("a1", fingerprint: fp(1))]), reset: true, device: d)
+        #expect(try env.service.library.object(localIdentifier: "a1", device: d).type == .assetCollection)
     }
 }
 
@@ -319,14 +319,14 @@ import Testing
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1))])
         let c = try env.cloudID(d, "a1")
-        try env.service.setAuthorization(.denied, device: d)
+        try env.service.library.setAuthorization(.denied, device: d)
         expectError(.accessUserDenied) { try env.cloud(d, ["a1"]) }
         expectError(.accessUserDenied) { try env.local(d, [c]) }
-        expectError(.accessUserDenied) { try env.service.link(cloudIdentifier: c, localIdentifier: "a1", device: d) }
-        try env.service.setAuthorization(.limited, device: d)
+        expectError(.accessUserDenied) { try env.service.mapping.link(cloudIdentifier: c, localIdentifier: "a1", device: d) }
+        try env.service.library.setAuthorization(.limited, device: d)
         #expect(try env.cloud(d, ["a1", "x"]) == [.found(c), .error(.identifierNotFound(limitedLibrary: true))])
         #expect(try env.local(d, [UUID().uuidString + ":001:" + fp(5)]) == [.error(.identifierNotFound(limitedLibrary: true))])
-        try env.service.setAuthorization(.authorized, device: d)
+        try env.service.library.setAuthorization(.authorized, device: d)
         #expect(try env.cloud(d, ["x"]) == [.error(.identifierNotFound(limitedLibrary: false))])
     }
 }

@@ -25,7 +25,7 @@ final class TestEnv {
         self.database = try TestDatabase(engine)
         let clock = self.clock
         self.service = try ConcordService(store: self.database.store, configuration: configuration, clock: { clock.now })
-        self.account = try self.service.createAccount(name: "Test")
+        self.account = try self.service.accounts.createAccount(name: "Test")
     }
 
     /// A service on a second store of the same database (another instance), on the same clock.
@@ -37,22 +37,22 @@ final class TestEnv {
     /// A new device of the test account (or of `accountID`).
     func device(_ name: String = "device", accountID: String? = nil) throws -> DeviceRef {
         let id = accountID ?? self.account.accountID
-        let d = try self.service.createDevice(accountID: id, name: name, platform: "test")
+        let d = try self.service.accounts.createDevice(accountID: id, name: name, platform: "test")
         return DeviceRef(accountID: id, deviceID: d.deviceID)
     }
 
     /// Upserts assets (id, fingerprint) on `device`.
     @discardableResult
     func put(_ device: DeviceRef, assets: [(String, String)]) throws -> LibraryChangeResult {
-        try self.service.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: assets.map { .asset($0.0, fingerprint: $0.1) })), device: device)
+        try self.service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: assets.map { .asset($0.0, fingerprint: $0.1) })), device: device)
     }
 
     func cloud(_ device: DeviceRef, _ ids: [String]) throws -> [MappingResult] {
-        try self.service.cloudIdentifiers(forLocalIdentifiers: ids, device: device).map(\.result)
+        try self.service.mapping.cloudIdentifiers(forLocalIdentifiers: ids, device: device).map(\.result)
     }
 
     func local(_ device: DeviceRef, _ ids: [String]) throws -> [MappingResult] {
-        try self.service.localIdentifiers(forCloudIdentifiers: ids, device: device).map(\.result)
+        try self.service.mapping.localIdentifiers(forCloudIdentifiers: ids, device: device).map(\.result)
     }
 
     /// The cloud identifier of one local identifier, failing the test otherwise.
@@ -98,5 +98,5 @@ func expectErrorNamed<T>(_ name: String, sourceLocation: SourceLocation = #_sour
 func postgresEngineCasesRun() throws {
     let env = try TestEnv(.postgres)
     #expect(env.database.engine == .postgres)
-    #expect(try env.service.listDevices(accountID: env.account.accountID).isEmpty)
+    #expect(try env.service.accounts.listDevices(accountID: env.account.accountID).isEmpty)
 }

@@ -72,13 +72,13 @@ import Testing
         let second = try env.anotherInstance()
         let reader = try env.anotherInstance()
         let d = try env.device()
-        let start = try env.service.currentChangeToken(device: d)
+        let start = try env.service.history.currentChangeToken(device: d)
         let services = [env.service, second]
         self.expectFeedSeesEveryWriteInCommitOrder(writers: 4, writesEach: 15, start: start) { since in
-            let page = try reader.changes(since: since, limit: 1000, device: d)
+            let page = try reader.history.changes(since: since, limit: 1000, device: d)
             return (page.changes.flatMap { $0.details?.assets.inserted ?? [] }, page.changeToken, page.changes.isEmpty)
         } write: { t, i in
-            try services[t % 2].applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("w\(t)-\(i)", fingerprint: fp(t * 100 + i))])), device: d)
+            try services[t % 2].library.applyChanges(LibraryChangeRequest(assets: .init(upsert: [.asset("w\(t)-\(i)", fingerprint: fp(t * 100 + i))])), device: d)
         }
     }
 
@@ -89,29 +89,29 @@ import Testing
         let second = try env.anotherInstance()
         let a = try env.device("A")
         let b = try env.device("B")
-        let j = try env.service.createJournal(title: "Trip", device: a)
-        let e = try env.service.putEntry(journalID: j.journalID, entryID: "e", text: "one", photos: [], ifMatch: nil, device: a)
+        let j = try env.service.journals.createJournal(title: "Trip", device: a)
+        let e = try env.service.journals.putEntry(journalID: j.journalID, entryID: "e", text: "one", photos: [], ifMatch: nil, device: a)
         // Instance 2 reads the entry, instance 1 moves it on.
-        let seen = try second.journal(j.journalID, device: b).entries[0].version
+        let seen = try second.journals.journal(j.journalID, device: b).entries[0].version
         #expect(seen == e.version)
-        let moved = try env.service.putEntry(journalID: j.journalID, entryID: "e", text: "two", photos: [], ifMatch: .versions([e.version]), device: a)
+        let moved = try env.service.journals.putEntry(journalID: j.journalID, entryID: "e", text: "two", photos: [], ifMatch: .versions([e.version]), device: a)
         expectError(.versionMismatch(currentVersion: moved.version)) {
-            try second.putEntry(journalID: j.journalID, entryID: "e", text: "stale", photos: [], ifMatch: .versions([seen]), device: b)
+            try second.journals.putEntry(journalID: j.journalID, entryID: "e", text: "stale", photos: [], ifMatch: .versions([seen]), device: b)
         }
         expectError(.versionMismatch(currentVersion: moved.version)) {
-            try second.deleteEntry(journalID: j.journalID, entryID: "e", ifMatch: .versions([seen]), device: b)
+            try second.journals.deleteEntry(journalID: j.journalID, entryID: "e", ifMatch: .versions([seen]), device: b)
         }
-        #expect(try second.journal(j.journalID, device: b).entries[0].text == "two")
+        #expect(try second.journals.journal(j.journalID, device: b).entries[0].text == "two")
         // The same for the journal itself: a rename on instance 2 makes instance 1's version stale.
-        let current = try env.service.journal(j.journalID, device: a).journal.version
-        let renamed = try second.renameJournal(j.journalID, title: "Renamed", ifMatch: .versions([current]), device: b)
+        let current = try env.service.journals.journal(j.journalID, device: a).journal.version
+        let renamed = try second.journals.renameJournal(j.journalID, title: "Renamed", ifMatch: .versions([current]), device: b)
         expectError(.versionMismatch(currentVersion: renamed.version)) {
-            try env.service.renameJournal(j.journalID, title: "Stale", ifMatch: .versions([current]), device: a)
+            try env.service.journals.renameJournal(j.journalID, title: "Stale", ifMatch: .versions([current]), device: a)
         }
         expectError(.versionMismatch(currentVersion: renamed.version)) {
-            try env.service.deleteJournal(j.journalID, ifMatch: .versions([current]), device: a)
+            try env.service.journals.deleteJournal(j.journalID, ifMatch: .versions([current]), device: a)
         }
-        #expect(try env.service.journal(j.journalID, device: a).journal.title == "Renamed")
+        #expect(try env.service.journals.journal(j.journalID, device: a).journal.title == "Renamed")
     }
 
     /// Two devices on two instances race one If-Match on the same version: exactly one wins, the other
@@ -120,12 +120,12 @@ import Testing
         let env = try TestEnv(engine)
         let services = [env.service, try env.anotherInstance()]
         let devices = [try env.device("A"), try env.device("B")]
-        let j = try env.service.createJournal(title: "Trip", device: devices[0])
-        let base = try env.service.putEntry(journalID: j.journalID, entryID: "e", text: "base", photos: [], ifMatch: nil, device: devices[0])
+        let j = try env.service.journals.createJournal(title: "Trip", device: devices[0])
+        let base = try env.service.journals.putEntry(journalID: j.journalID, entryID: "e", text: "base", photos: [], ifMatch: nil, device: devices[0])
         let lock = NSLock()
         nonisolated(unsafe) var outcomes: [Int: Result<String, any Error>] = [:]
         self.onThreads(2) { i in
-            let r = Result { try services[i].putEntry(journalID: j.journalID, entryID: "e", text: "from \(i)", photos: [],
+            let r = Result { try services[i].journals.putEntry(journalID: j.journalID, entryID: "e", text: "from \(i)", photos: [],
                                                       ifMatch: .versions([base.version]), device: devices[i]).version }
             lock.withLock { outcomes[i] = r }
         }
@@ -133,7 +133,7 @@ import Testing
         #expect(winners.count == 1)
         guard let (w, result) = winners.first, case .success(let version) = result, case .failure(let error)? = outcomes[1 - w] else { return }
         #expect(error as? DomainError == .versionMismatch(currentVersion: version))
-        #expect(try services[1 - w].journal(j.journalID, device: devices[1 - w]).entries[0].text == "from \(w)")
+        #expect(try services[1 - w].journals.journal(j.journalID, device: devices[1 - w]).entries[0].text == "from \(w)")
     }
 
     /// The account's journal feed, written through two instances and followed through a third: every
@@ -143,14 +143,14 @@ import Testing
         let second = try env.anotherInstance()
         let reader = try env.anotherInstance()
         let d = try env.device()
-        let j = try env.service.createJournal(title: "Trip", device: d)
-        let start = try env.service.currentJournalChangeToken(device: d)
+        let j = try env.service.journals.createJournal(title: "Trip", device: d)
+        let start = try env.service.journals.currentJournalChangeToken(device: d)
         let services = [env.service, second]
         self.expectFeedSeesEveryWriteInCommitOrder(writers: 4, writesEach: 10, start: start, prefix: j.journalID + "/") { since in
-            let page = try reader.journalChanges(since: since, limit: 1000, device: d)
+            let page = try reader.journals.journalChanges(since: since, limit: 1000, device: d)
             return (page.changes.flatMap { $0.details.entries.inserted }, page.changeToken, page.changes.isEmpty)
         } write: { t, i in
-            _ = try services[t % 2].putEntry(journalID: j.journalID, entryID: "w\(t)-\(i)", text: "", photos: [], ifMatch: nil, device: d)
+            _ = try services[t % 2].journals.putEntry(journalID: j.journalID, entryID: "w\(t)-\(i)", text: "", photos: [], ifMatch: nil, device: d)
         }
     }
 }

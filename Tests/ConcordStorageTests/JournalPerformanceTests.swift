@@ -11,16 +11,16 @@ import Testing
         let dir = try TempDir()
         let n = 100_000
         let (_, service, device) = try largeLibrary(in: dir, assets: n)
-        let journal = try service.createJournal(title: "Big", device: device)
+        let journal = try service.journals.createJournal(title: "Big", device: device)
         for e in 0..<200 {
             let photos = (0..<10).map { JournalPhotoInput.localIdentifier("ID-\((e * 10 + $0) * 37)/L0/001") }
-            _ = try service.putEntry(journalID: journal.journalID, entryID: "entry-\(e)", text: "Entry \(e)", photos: photos, ifMatch: nil, device: device)
+            _ = try service.journals.putEntry(journalID: journal.journalID, entryID: "entry-\(e)", text: "Entry \(e)", photos: photos, ifMatch: nil, device: device)
         }
 
         var bestRead = Double.infinity
         for _ in 0..<5 {
             let t0 = threadCPUSeconds()
-            let detail = try service.journal(journal.journalID, device: device)
+            let detail = try service.journals.journal(journal.journalID, device: device)
             bestRead = min(bestRead, threadCPUSeconds() - t0)
             #expect(detail.entries.count == 200)
             #expect(detail.entries.allSatisfy { $0.photos.count == 10 && $0.photos.allSatisfy { if case .found = $0.result { true } else { false } } })
@@ -31,7 +31,7 @@ import Testing
             // 50 photos never mapped before: step 3 creates 50 records and links in the one transaction.
             let photos = (0..<50).map { JournalPhotoInput.localIdentifier("ID-\(50_000 + round * 1000 + $0)/L0/001") }
             let t0 = threadCPUSeconds()
-            let entry = try service.putEntry(journalID: journal.journalID, entryID: "fifty-\(round)", text: "", photos: photos, ifMatch: nil, device: device)
+            let entry = try service.journals.putEntry(journalID: journal.journalID, entryID: "fifty-\(round)", text: "", photos: photos, ifMatch: nil, device: device)
             bestWrite = min(bestWrite, threadCPUSeconds() - t0)
             #expect(entry.photos.count == 50)
         }

@@ -16,8 +16,8 @@ func threadCPUSeconds() -> Double {
 func largeLibrary(in dir: TempDir, assets n: Int) throws -> (store: SQLiteStore, service: ConcordService, device: DeviceRef) {
     let store = try SQLiteStore(path: dir.db)
     let service = try ConcordService(store: store)
-    let account = try service.createAccount(name: "perf")
-    let created = try service.createDevice(accountID: account.accountID, name: "d", platform: nil)
+    let account = try service.accounts.createAccount(name: "perf")
+    let created = try service.accounts.createDevice(accountID: account.accountID, name: "d", platform: nil)
     let device = DeviceRef(accountID: account.accountID, deviceID: created.deviceID)
     _ = try store.writer.transaction(immediate: true) {
         try store.writer.run("""
@@ -40,12 +40,12 @@ func largeLibrary(in dir: TempDir, assets n: Int) throws -> (store: SQLiteStore,
         let batch = (0..<1000).map { "ID-\($0 * 97)/L0/001" }
         // First call links them (step 3, one write transaction).
         let tFirst = threadCPUSeconds()
-        let first = try service.cloudIdentifiers(forLocalIdentifiers: batch, device: device)
+        let first = try service.mapping.cloudIdentifiers(forLocalIdentifiers: batch, device: device)
         let firstCPU = threadCPUSeconds() - tFirst
         // A full 10 000 batch of new content (step 3 for all).
         let big = (0..<10_000).map { "ID-\(50_000 + $0)/L0/001" }
         let tBig = threadCPUSeconds()
-        let bigAnswers = try service.cloudIdentifiers(forLocalIdentifiers: big, device: device)
+        let bigAnswers = try service.mapping.cloudIdentifiers(forLocalIdentifiers: big, device: device)
         let bigCPU = threadCPUSeconds() - tBig
         #expect(bigAnswers.allSatisfy { if case .found = $0.result { return true } else { return false } })
         let clouds = first.compactMap { m -> String? in if case .found(let c) = m.result { return c } else { return nil } }
@@ -56,9 +56,9 @@ func largeLibrary(in dir: TempDir, assets n: Int) throws -> (store: SQLiteStore,
         let rounds = Int(ProcessInfo.processInfo.environment["CONCORD_PERF_ROUNDS"] ?? "") ?? 5
         for _ in 0..<rounds {
             let t0 = threadCPUSeconds()
-            let again = try service.cloudIdentifiers(forLocalIdentifiers: batch, device: device)
+            let again = try service.mapping.cloudIdentifiers(forLocalIdentifiers: batch, device: device)
             let t1 = threadCPUSeconds()
-            let back = try service.localIdentifiers(forCloudIdentifiers: clouds, device: device)
+            let back = try service.mapping.localIdentifiers(forCloudIdentifiers: clouds, device: device)
             let t2 = threadCPUSeconds()
             best = min(best, t1 - t0)
             bestBack = min(bestBack, t2 - t1)
@@ -68,11 +68,11 @@ func largeLibrary(in dir: TempDir, assets n: Int) throws -> (store: SQLiteStore,
         var bestRaw = Double.infinity, bestJSON = Double.infinity, bestEmpty = Double.infinity
         for _ in 0..<5 {
             let t0 = threadCPUSeconds()
-            _ = try store.read { tx in try tx.linkStates(device, localIdentifiers: batch) }
+            _ = try store.read(account: device.accountID) { tx in try tx.linkStates(device, localIdentifiers: batch) }
             let t1 = threadCPUSeconds()
             _ = try store.writer.query("SELECT count(*) FROM json_each(?) j CROSS JOIN objects o ON o.account_key = 1 AND o.device_key = 1 AND o.local_id = j.value", [.text(jsonArray(batch))]) { _ in }
             let t2 = threadCPUSeconds()
-            _ = try store.read { tx in try tx.setting("x") }
+            _ = try store.readServer { tx in try tx.setting("x") }
             let t3 = threadCPUSeconds()
             bestRaw = min(bestRaw, t1 - t0); bestJSON = min(bestJSON, t2 - t1); bestEmpty = min(bestEmpty, t3 - t2)
         }

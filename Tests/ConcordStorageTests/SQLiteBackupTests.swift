@@ -28,7 +28,7 @@ private func inspect(_ path: String) throws -> (integrity: String, accounts: Set
         let store = try SQLiteStore(path: dir.db)
         // Enough rows that the copy takes a while, so the writer commits during it.
         let seeded = (0..<20_000).map { "seed-\($0)" }
-        try store.write { tx in
+        try store.writeServer { tx in
             for id in seeded { try tx.insertAccount(accountID: id, name: String(repeating: "n", count: 64), tokenHash: Array(id.utf8), createdAt: Date()) }
         }
 
@@ -41,7 +41,7 @@ private func inspect(_ path: String) throws -> (integrity: String, accounts: Set
             while !stop.load(ordering: .relaxed) {
                 let id = "live-\(n)"
                 do {
-                    try store.write { tx in try tx.insertAccount(accountID: id, name: "live", tokenHash: Array(id.utf8), createdAt: Date()) }
+                    try store.writeServer { tx in try tx.insertAccount(accountID: id, name: "live", tokenHash: Array(id.utf8), createdAt: Date()) }
                 } catch {
                     return
                 }
@@ -71,7 +71,7 @@ private func inspect(_ path: String) throws -> (integrity: String, accounts: Set
 
         // The copy opens as a Concord database of the current schema.
         let reopened = try SQLiteStore(path: destination)
-        #expect(try reopened.read { tx in try tx.accountExists("seed-19999") })
+        #expect(try reopened.read(account: "seed-19999") { tx in try tx.accountExists("seed-19999") })
         // Nothing left behind but the copy.
         let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
         #expect(!names.contains { $0.contains(".partial-") })
@@ -80,7 +80,7 @@ private func inspect(_ path: String) throws -> (integrity: String, accounts: Set
     @Test func backupNeverOverwritesAnExistingFile() throws {
         let dir = try TempDir()
         let store = try SQLiteStore(path: dir.db)
-        try store.write { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
+        try store.writeServer { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
         let destination = dir.path + "/existing"
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: destination))
 
@@ -106,11 +106,11 @@ private func inspect(_ path: String) throws -> (integrity: String, accounts: Set
     @Test func backupIntoAMissingDirectoryFailsAndLeavesTheSourceAlone() throws {
         let dir = try TempDir()
         let store = try SQLiteStore(path: dir.db)
-        try store.write { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
+        try store.writeServer { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
         #expect(throws: SQLiteBackupError.self) {
             try store.backup(to: dir.path + "/no-such-dir/copy.sqlite")
         }
-        #expect(try store.read { tx in try tx.accountExists("A") })
+        #expect(try store.read(account: "A") { tx in try tx.accountExists("A") })
     }
 
     @Test func backupCopiesADatabaseOfAnotherSchemaAsItIs() throws {

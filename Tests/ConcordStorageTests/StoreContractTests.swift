@@ -9,14 +9,14 @@ import Testing
     @Test(arguments: TestEngine.available) func writeRollsBackWhenTheBodyThrows(_ engine: TestEngine) throws {
         let db = try TestDatabase(engine)
         #expect(throws: Boom.self) {
-            try db.store.write { tx in
+            try db.store.writeServer { tx in
                 try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date())
                 throw Boom()
             }
         }
-        #expect(try db.store.read { tx in try tx.accountExists("A") } == false)
-        try db.store.write { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
-        #expect(try db.store.read { tx in try tx.accountExists("A") })
+        #expect(try db.store.read(account: "A") { tx in try tx.accountExists("A") } == false)
+        try db.store.writeServer { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
+        #expect(try db.store.read(account: "A") { tx in try tx.accountExists("A") })
     }
 
     /// Bytes and text travel unchanged: every byte value in a setting, and identifiers made of the
@@ -24,26 +24,28 @@ import Testing
     @Test(arguments: TestEngine.available) func bytesAndTextRoundTripUnchanged(_ engine: TestEngine) throws {
         let db = try TestDatabase(engine)
         let bytes = (0...255).map { UInt8($0) } + [0, 0]
-        try db.store.write { tx in try tx.setSetting("all-bytes", bytes) }
-        #expect(try db.store.read { tx in try tx.setting("all-bytes") } == bytes)
-        try db.store.write { tx in try tx.setSetting("empty", []) }
-        #expect(try db.store.read { tx in try tx.setting("empty") } == [])
+        try db.store.writeServer { tx in try tx.setSetting("all-bytes", bytes) }
+        #expect(try db.store.readServer { tx in try tx.setting("all-bytes") } == bytes)
+        try db.store.writeServer { tx in try tx.setSetting("empty", []) }
+        #expect(try db.store.readServer { tx in try tx.setting("empty") } == [])
 
         let name = #"O'Brien "quoted" \back\slash {a,b} NULL 🎞️ é"#
         let device = DeviceRef(accountID: "acc", deviceID: "dev")
         let ids = [#"a'b"#, #"c"d"#, #"e\f"#, "{g,h}", "NULL", "", "🎞️/L0/001", " spaced ", "ü"].filter { !$0.isEmpty }
-        try db.store.write { tx in
+        try db.store.writeServer { tx in
             try tx.insertAccount(accountID: "acc", name: name, tokenHash: [9, 0, 9], createdAt: Date(timeIntervalSince1970: 1_800_000_000.25))
+        }
+        try db.store.write(account: "acc") { tx in
             try tx.insertDevice(device, name: name, platform: nil, tokenHash: [0], createdAt: Date())
             try tx.putObjects(device, ids.map { StoredObject(object: .assetCollection($0, fingerprint: "fp-" + $0, title: name), link: nil) })
         }
-        let back = try db.store.read { tx in try tx.objects(device, localIdentifiers: ids + ["missing"]) }
+        let back = try db.store.read(account: device.accountID) { tx in try tx.objects(device, localIdentifiers: ids + ["missing"]) }
         #expect(Set(back.map(\.object.localIdentifier)) == Set(ids))
         #expect(back.allSatisfy { $0.object.title == name && $0.object.fingerprint == "fp-" + $0.object.localIdentifier })
-        #expect(try db.store.read { tx in try tx.devices(accountID: "acc").first?.name } == name)
-        #expect(try db.store.read { tx in try tx.principal(tokenHash: [9, 0, 9]) } == .account(accountID: "acc"))
+        #expect(try db.store.read(account: "acc") { tx in try tx.devices(accountID: "acc").first?.name } == name)
+        #expect(try db.store.readServer { tx in try tx.principal(tokenHash: [9, 0, 9]) } == .account(accountID: "acc"))
         // Byte order, whatever the database's collation.
-        let page = try db.store.read { tx in try tx.objectPage(device, type: .assetCollection, after: nil, limit: 100) }
+        let page = try db.store.read(account: device.accountID) { tx in try tx.objectPage(device, type: .assetCollection, after: nil, limit: 100) }
         #expect(page.map(\.localIdentifier) == ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
     }
 
@@ -52,13 +54,10 @@ import Testing
     /// write on a missing account is notFound.
     @Test(arguments: TestEngine.available) func journalStorageRoundTripsAndPrunes(_ engine: TestEngine) throws {
         let db = try TestDatabase(engine)
-        func journals<T>(_ body: (any JournalStoreWriteTransaction) throws -> T) throws -> T {
-            try db.store.write { tx in
-                guard let j = tx as? any JournalStoreWriteTransaction else { throw Boom() }
-                return try body(j)
-            }
+        func journals<T>(_ body: (any AccountWriteTransaction) throws -> T) throws -> T {
+            try db.store.write(account: "acc") { tx in try body(tx) }
         }
-        try db.store.write { tx in try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date()) }
+        try db.store.writeServer { tx in try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date()) }
         let photos = ["G1", #"q"uo'te"#, "🎞️"]
         try journals { j in
             try j.putJournal(accountID: "acc", StoredJournal(journalID: "J2", title: "second", version: 2, entryCount: 0, createdSeq: 2, createdAt: 2.5, updatedAt: 2.5))
@@ -112,8 +111,8 @@ import Testing
         let db = try TestDatabase(engine)
         let device = DeviceRef(accountID: "acc", deviceID: "dev")
         let n = 5000
-        try db.store.write { tx in
-            try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date())
+        try db.store.writeServer { tx in try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date()) }
+        try db.store.write(account: "acc") { tx in
             try tx.insertDevice(device, name: "d", platform: nil, tokenHash: [2], createdAt: Date())
             try tx.putObjects(device, (0..<n).map { StoredObject(object: .asset("id-\($0)", fingerprint: "fp-\($0 % 100)"), link: nil) })
             let records = (0..<100).map { CloudRecord(guid: "G-\($0)", type: .asset, fingerprint: "fp-\($0)") }
@@ -121,19 +120,19 @@ import Testing
             try tx.setLinks(device, (0..<100).map { ("id-\($0)", "G-\($0)") })
         }
         let wanted = (0..<n).filter { $0 % 3 == 0 }.map { "id-\($0)" }
-        let found = try db.store.read { tx in try tx.objects(device, localIdentifiers: wanted) }
+        let found = try db.store.read(account: device.accountID) { tx in try tx.objects(device, localIdentifiers: wanted) }
         #expect(found.count == wanted.count)
         #expect(found.first { $0.object.localIdentifier == "id-3" }?.link == CloudRecord(guid: "G-3", type: .asset, fingerprint: "fp-3"))
-        let byContent = try db.store.read { tx in try tx.objects(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }
+        let byContent = try db.store.read(account: device.accountID) { tx in try tx.objects(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }
         #expect(byContent.count == n / 100)
         #expect(byContent.map(\.object.localIdentifier) == byContent.map(\.object.localIdentifier).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
         // Records come back oldest first; those linked on this device are not "unlinked".
-        let unlinked = try db.store.write { tx in try tx.unlinkedRecords(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }
+        let unlinked = try db.store.write(account: device.accountID) { tx in try tx.unlinkedRecords(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }
         #expect(unlinked.isEmpty)
-        try db.store.write { tx in try tx.dropLinks(device, guids: ["G-7"]) }
-        #expect(try db.store.write { tx in try tx.unlinkedRecords(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }.map(\.guid) == ["G-7"])
-        try db.store.write { tx in try tx.deleteObjects(device, localIdentifiers: wanted) }
-        #expect(try db.store.read { tx in try tx.allObjects(device) }.count == n - wanted.count)
+        try db.store.write(account: device.accountID) { tx in try tx.dropLinks(device, guids: ["G-7"]) }
+        #expect(try db.store.write(account: device.accountID) { tx in try tx.unlinkedRecords(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }.map(\.guid) == ["G-7"])
+        try db.store.write(account: device.accountID) { tx in try tx.deleteObjects(device, localIdentifiers: wanted) }
+        #expect(try db.store.read(account: device.accountID) { tx in try tx.allObjects(device) }.count == n - wanted.count)
     }
 
     /// Several instances starting at once on a fresh database: migrations run once, all of them open.
@@ -151,7 +150,7 @@ import Testing
             }
         }
         #expect(errors.isEmpty, "\(errors)")
-        for s in stores { #expect(try s.read { tx in try tx.setting("none") } == nil) }
+        for s in stores { #expect(try s.readServer { tx in try tx.setting("none") } == nil) }
     }
 }
 
@@ -194,7 +193,7 @@ import Testing
         let db = try TestDatabase(.postgres, poolSize: 2)
         let store = try #require(db.store as? PostgresStore)
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            for _ in 0..<5 { _ = try? store.read { tx in try tx.setting("x") } }
+            for _ in 0..<5 { _ = try? store.readServer { tx in try tx.setting("x") } }
         }
         #expect(store.openConnections <= 2)
         try PostgresAdmin.execute(url: db.url, "INSERT INTO schema_migrations (version) VALUES (99)")

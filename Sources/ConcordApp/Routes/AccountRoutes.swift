@@ -6,11 +6,10 @@ import Foundation
 /// API.md §3: accounts (admin token) and devices (account token).
 func accountRoutes(_ app: AppContext) -> [Route] {
     [
-        Route("POST", "/v1/accounts") { request throws(APIError) in
-            try app.requireAdmin(request)
+        app.adminRoute("POST", "/v1/accounts", operation: "createAccount") { request, _ in
             let body = try request.jsonBody()
             let name = try Codec.requiredString(body, "name", path: "name")
-            let created = try app.call(.createAccount, request) { () throws(DomainError) in try app.service.createAccount(name: name) }
+            let created = try app.service.accounts.createAccount(name: name)
             return Codec.json(status: 201) { w in
                 w.beginObject()
                 w.key("accountID"); w.string(created.accountID)
@@ -18,14 +17,11 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                 w.endObject()
             }
         },
-        Route("POST", "/v1/devices") { request throws(APIError) in
-            let accountID = try app.requireAccount(request)
+        app.accountRoute("POST", "/v1/devices", operation: "createDevice") { request, accountID in
             let body = try request.jsonBody()
             let name = try Codec.requiredString(body, "name", path: "name")
             let platform = try Codec.string(body, "platform", path: "platform")
-            let created = try app.call(.createDevice, request) { () throws(DomainError) in
-                try app.service.createDevice(accountID: accountID, name: name, platform: platform)
-            }
+            let created = try app.service.accounts.createDevice(accountID: accountID, name: name, platform: platform)
             return Codec.json(status: 201) { w in
                 w.beginObject()
                 w.key("deviceID"); w.string(created.deviceID)
@@ -33,9 +29,8 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                 w.endObject()
             }
         },
-        Route("GET", "/v1/devices") { request throws(APIError) in
-            let accountID = try app.requireAccount(request)
-            let devices = try app.call(.listDevices, request) { () throws(DomainError) in try app.service.listDevices(accountID: accountID) }
+        app.accountRoute("GET", "/v1/devices", operation: "listDevices") { request, accountID in
+            let devices = try app.service.accounts.listDevices(accountID: accountID)
             return Codec.json(capacity: 64 + 256 * devices.count) { w in
                 w.beginObject()
                 w.key("devices")
@@ -54,12 +49,9 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                 w.endObject()
             }
         },
-        Route("DELETE", "/v1/devices/{deviceID}") { request throws(APIError) in
-            let accountID = try app.requireAccount(request)
+        app.accountRoute("DELETE", "/v1/devices/{deviceID}", operation: "deleteDevice") { request, accountID in
             let deviceID = try request.pathParameter("deviceID")
-            try app.call(.deleteDevice, request) { () throws(DomainError) in
-                try app.service.deleteDevice(accountID: accountID, deviceID: deviceID)
-            }
+            try app.service.accounts.deleteDevice(accountID: accountID, deviceID: deviceID)
             return .noContent
         },
     ]

@@ -1,42 +1,85 @@
 import ConcordDomain
+import ConcordHTTP
+import ConcordObservability
 
-/// Bearer-token checks of API.md §1: missing or unknown token `401 unauthorized`; a valid
-/// token of the wrong kind for the endpoint `403 forbidden`.
+/// Caller-typed route declarations (API.md §1). An API route is declared as a device, account or
+/// admin route; the declaration authenticates the bearer token (missing or unknown `401`, another
+/// kind `403`), times the handler into `concord_storage_duration_seconds{operation}` and maps its
+/// errors to the contract's answers, so a handler only decodes, calls the service once and encodes.
 extension AppContext {
-    /// Who presented the request's token.
-    enum Caller {
-        case admin
-        case account(accountID: String)
-        case device(DeviceRef)
+    /// A handler of an API route: may throw `APIError` (decoding) or `DomainError` (the service).
+    typealias Handler<Caller> = @Sendable (RequestContext, Caller) throws -> HTTPResponse
+
+    /// A route for device tokens; the handler gets the device.
+    func deviceRoute(_ method: String, _ pattern: String, operation: String, _ handler: @escaping Handler<DeviceRef>) -> Route {
+        self.route(method, pattern, .device, operation) { request throws(APIError) in
+            guard case .device(let device) = try self.principal(request) else { throw APIError.forbidden }
+            return device
+        } handler: { request, device in try handler(request, device) }
     }
 
-    /// The caller, or `401` when the token is missing or unknown.
-    func caller(_ request: RequestContext) throws(APIError) -> Caller {
+    /// A route for account tokens; the handler gets the account ID.
+    func accountRoute(_ method: String, _ pattern: String, operation: String, _ handler: @escaping Handler<String>) -> Route {
+        self.route(method, pattern, .account, operation) { request throws(APIError) in
+            guard case .account(let accountID) = try self.principal(request) else { throw APIError.forbidden }
+            return accountID
+        } handler: { request, accountID in try handler(request, accountID) }
+    }
+
+    /// A route for the admin token.
+    func adminRoute(_ method: String, _ pattern: String, operation: String, _ handler: @escaping Handler<Void>) -> Route {
+        self.route(method, pattern, .admin, operation) { request throws(APIError) in
+            guard let token = request.bearerToken else { throw APIError.unauthorized }
+            if self.isAdminToken(token) { return () }
+            guard try self.authenticate(token, request) != nil else { throw APIError.unauthorized }
+            throw APIError.forbidden
+        } handler: { request, _ in try handler(request, ()) }
+    }
+
+    /// Who presented the request's token (never the admin), or `401` when it is missing or unknown.
+    private func principal(_ request: RequestContext) throws(APIError) -> Principal {
         guard let token = request.bearerToken else { throw APIError.unauthorized }
-        // The admin token comes from configuration; compared in constant time.
-        if self.isAdminToken(token) { return .admin }
-        let principal = try self.call(.authenticate, request) { () throws(DomainError) in try self.service.authenticate(token: token) }
-        switch principal {
-        case .account(let accountID)?: return .account(accountID: accountID)
-        case .device(let device)?: return .device(device)
-        case nil: throw APIError.unauthorized
+        // The admin token is no account's or device's: a valid token of the wrong kind.
+        if self.isAdminToken(token) { throw APIError.forbidden }
+        guard let principal = try self.authenticate(token, request) else { throw APIError.unauthorized }
+        return principal
+    }
+
+    private func authenticate(_ token: String, _ request: RequestContext) throws(APIError) -> Principal? {
+        try self.timed(self.appMetrics.authenticate, request, operation: "authenticate") { try self.service.accounts.authenticate(token: token) }
+    }
+
+    private func route<Caller>(_ method: String, _ pattern: String, _ caller: RouteCaller, _ operation: String,
+                               authenticate: @escaping @Sendable (RequestContext) throws(APIError) -> Caller,
+                               handler: @escaping Handler<Caller>) -> Route {
+        let histogram = self.appMetrics.operation(operation)
+        return Route(method, pattern, caller: caller) { request throws(APIError) in
+            let who = try authenticate(request)
+            return try self.timed(histogram, request, operation: operation) { try handler(request, who) }
         }
     }
 
-    /// The admin token, else `401`/`403`.
-    func requireAdmin(_ request: RequestContext) throws(APIError) {
-        guard case .admin = try self.caller(request) else { throw APIError.forbidden }
+    /// Runs `body` timed into `histogram`; its errors become the contract's answers. An internal
+    /// error is logged with the route (its text never reaches the client).
+    private func timed<T>(_ histogram: Histogram, _ request: RequestContext, operation: String, _ body: () throws -> T) throws(APIError) -> T {
+        let start = MonotonicClock.nanoseconds()
+        defer { histogram.observe(Double(MonotonicClock.nanoseconds() - start) / 1e9) }
+        do {
+            return try body()
+        } catch let error as APIError {
+            throw error
+        } catch let error as DomainError {
+            if case .internalError(let message) = error { self.logFailure(request, operation, message) }
+            throw APIError(error)
+        } catch {
+            self.logFailure(request, operation, String(describing: error))
+            throw APIError.internalError()
+        }
     }
 
-    /// An account token: its account ID, else `401`/`403`.
-    func requireAccount(_ request: RequestContext) throws(APIError) -> String {
-        guard case .account(let accountID) = try self.caller(request) else { throw APIError.forbidden }
-        return accountID
-    }
-
-    /// A device token: its device, else `401`/`403`.
-    func requireDevice(_ request: RequestContext) throws(APIError) -> DeviceRef {
-        guard case .device(let device) = try self.caller(request) else { throw APIError.forbidden }
-        return device
+    private func logFailure(_ request: RequestContext, _ operation: String, _ message: String) {
+        request.logger.error("storage failed", metadata: [
+            "route": .string(request.routePattern), "operation": .string(operation), "error": .string(message),
+        ])
     }
 }

@@ -8,22 +8,16 @@ import Foundation
 /// device does"); an account token is `403`.
 func journalRoutes(_ app: AppContext) -> [Route] {
     [
-        Route("POST", "/v1/journals") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("POST", "/v1/journals", operation: "createJournal") { request, device in
             let title = try Codec.requiredString(try request.jsonBody(), "title", path: "title")
-            let journal = try app.call(.createJournal, request) { () throws(DomainError) in
-                try app.service.createJournal(title: title, device: device)
-            }
+            let journal = try app.service.journals.createJournal(title: title, device: device)
             var response = Codec.json(status: 201) { w in Codec.write(journal, entries: nil, into: &w) }
             response.headers.add(name: "ETag", value: Codec.entityTag(journal.version))
             response.headers.add(name: "Location", value: "/v1/journals/" + journal.journalID)
             return response
         },
-        Route("GET", "/v1/journals") { request throws(APIError) in
-            let device = try app.requireDevice(request)
-            let journals = try app.call(.listJournals, request) { () throws(DomainError) in
-                try app.service.listJournals(device: device)
-            }
+        app.deviceRoute("GET", "/v1/journals", operation: "listJournals") { request, device in
+            let journals = try app.service.journals.listJournals(device: device)
             return Codec.json(capacity: 64 + 192 * journals.count) { w in
                 w.beginObject()
                 w.key("journals")
@@ -33,30 +27,21 @@ func journalRoutes(_ app: AppContext) -> [Route] {
                 w.endObject()
             }
         },
-        Route("GET", "/v1/journals/token") { request throws(APIError) in
-            let device = try app.requireDevice(request)
-            let token = try app.call(.currentJournalChangeToken, request) { () throws(DomainError) in
-                try app.service.currentJournalChangeToken(device: device)
-            }
+        app.deviceRoute("GET", "/v1/journals/token", operation: "currentJournalChangeToken") { request, device in
+            let token = try app.service.journals.currentJournalChangeToken(device: device)
             return Codec.changeTokenResponse(token)
         },
-        Route("GET", "/v1/journals/changes") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("GET", "/v1/journals/changes", operation: "journalChanges") { request, device in
             guard let since = request.query("since") else { throw APIError.missingField("since") }
             let limit = try Codec.intQuery(request, "limit")
-            let page = try app.call(.journalChanges, request) { () throws(DomainError) in
-                try app.service.journalChanges(since: since, limit: limit, device: device)
-            }
+            let page = try app.service.journals.journalChanges(since: since, limit: limit, device: device)
             return Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
                 Codec.write(change, into: &w)
             }
         },
-        Route("GET", "/v1/journals/{journalID}") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("GET", "/v1/journals/{journalID}", operation: "getJournal") { request, device in
             let journalID = try request.pathParameter("journalID")
-            let detail = try app.call(.getJournal, request) { () throws(DomainError) in
-                try app.service.journal(journalID, device: device)
-            }
+            let detail = try app.service.journals.journal(journalID, device: device)
             let photos = detail.entries.reduce(0) { $0 + $1.photos.count }
             var response = Codec.json(capacity: 256 + 256 * detail.entries.count + 160 * photos) { w in
                 Codec.write(detail.journal, entries: detail.entries, into: &w)
@@ -64,52 +49,39 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             response.headers.add(name: "ETag", value: Codec.entityTag(detail.journal.version))
             return response
         },
-        Route("PUT", "/v1/journals/{journalID}") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("PUT", "/v1/journals/{journalID}", operation: "renameJournal") { request, device in
             let journalID = try request.pathParameter("journalID")
             let ifMatch = try Codec.ifMatch(request)
             let title = try Codec.requiredString(try request.jsonBody(), "title", path: "title")
-            let journal = try app.call(.renameJournal, request) { () throws(DomainError) in
-                try app.service.renameJournal(journalID, title: title, ifMatch: ifMatch, device: device)
-            }
+            let journal = try app.service.journals.renameJournal(journalID, title: title, ifMatch: ifMatch, device: device)
             var response = Codec.json { w in Codec.write(journal, entries: nil, into: &w) }
             response.headers.add(name: "ETag", value: Codec.entityTag(journal.version))
             return response
         },
-        Route("DELETE", "/v1/journals/{journalID}") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("DELETE", "/v1/journals/{journalID}", operation: "deleteJournal") { request, device in
             let journalID = try request.pathParameter("journalID")
             let ifMatch = try Codec.ifMatch(request)
-            try app.call(.deleteJournal, request) { () throws(DomainError) in
-                try app.service.deleteJournal(journalID, ifMatch: ifMatch, device: device)
-            }
+            try app.service.journals.deleteJournal(journalID, ifMatch: ifMatch, device: device)
             return .noContent
         },
-        Route("PUT", "/v1/journals/{journalID}/entries/{entryID}") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("PUT", "/v1/journals/{journalID}/entries/{entryID}", operation: "putEntry") { request, device in
             let journalID = try request.pathParameter("journalID")
             let entryID = try request.pathParameter("entryID")
             let ifMatch = try Codec.ifMatch(request)
             let body = try request.jsonBody()
             let text = try Codec.requiredString(body, "text", path: "text")
             let photos = try Codec.journalPhotos(body, maxBatch: app.service.configuration.maxBatch)
-            let entry = try app.call(.putEntry, request) { () throws(DomainError) in
-                try app.service.putEntry(journalID: journalID, entryID: entryID, text: text, photos: photos, ifMatch: ifMatch, device: device)
-            }
+            let entry = try app.service.journals.putEntry(journalID: journalID, entryID: entryID, text: text, photos: photos, ifMatch: ifMatch, device: device)
             return Codec.entryResponse(entry)
         },
-        Route("DELETE", "/v1/journals/{journalID}/entries/{entryID}") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("DELETE", "/v1/journals/{journalID}/entries/{entryID}", operation: "deleteEntry") { request, device in
             let journalID = try request.pathParameter("journalID")
             let entryID = try request.pathParameter("entryID")
             let ifMatch = try Codec.ifMatch(request)
-            try app.call(.deleteEntry, request) { () throws(DomainError) in
-                try app.service.deleteEntry(journalID: journalID, entryID: entryID, ifMatch: ifMatch, device: device)
-            }
+            try app.service.journals.deleteEntry(journalID: journalID, entryID: entryID, ifMatch: ifMatch, device: device)
             return .noContent
         },
-        Route("POST", "/v1/journals/{journalID}/entries/{entryID}/selection") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("POST", "/v1/journals/{journalID}/entries/{entryID}/selection", operation: "selection") { request, device in
             let journalID = try request.pathParameter("journalID")
             let entryID = try request.pathParameter("entryID")
             let ifMatch = try Codec.ifMatch(request)
@@ -126,10 +98,8 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             } else {
                 throw APIError.missingField("localIdentifiers")
             }
-            let entry = try app.call(.selection, request) { () throws(DomainError) in
-                try app.service.applySelection(journalID: journalID, entryID: entryID, cancelled: cancelled, localIdentifiers: picked,
+            let entry = try app.service.journals.applySelection(journalID: journalID, entryID: entryID, cancelled: cancelled, localIdentifiers: picked,
                                                ifMatch: ifMatch, device: device)
-            }
             return Codec.entryResponse(entry)
         },
     ]

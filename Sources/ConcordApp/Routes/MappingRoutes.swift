@@ -6,36 +6,27 @@ import ConcordJSON
 func mappingRoutes(_ app: AppContext) -> [Route] {
     let metrics = app.appMetrics
     return [
-        Route("POST", "/v1/library/cloud-identifiers") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("POST", "/v1/library/cloud-identifiers", operation: "cloudIdentifiers") { request, device in
             let body = try request.jsonBody()
             let ids = try batch(body, "localIdentifiers", app)
-            let mappings = try app.call(.cloudIdentifiers, request) { () throws(DomainError) in
-                try app.service.cloudIdentifiers(forLocalIdentifiers: ids, device: device)
-            }
+            let mappings = try app.service.mapping.cloudIdentifiers(forLocalIdentifiers: ids, device: device)
             return mappingAnswer(mappings, .localToCloud, metrics, asked: "localIdentifier", answered: "cloudIdentifier") {
                 ($0.localIdentifier, $0.result)
             }
         },
-        Route("POST", "/v1/library/local-identifiers") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers") { request, device in
             let body = try request.jsonBody()
             let ids = try batch(body, "cloudIdentifiers", app)
-            let mappings = try app.call(.localIdentifiers, request) { () throws(DomainError) in
-                try app.service.localIdentifiers(forCloudIdentifiers: ids, device: device)
-            }
+            let mappings = try app.service.mapping.localIdentifiers(forCloudIdentifiers: ids, device: device)
             return mappingAnswer(mappings, .cloudToLocal, metrics, asked: "cloudIdentifier", answered: "localIdentifier") {
                 ($0.cloudIdentifier, $0.result)
             }
         },
-        Route("POST", "/v1/library/links") { request throws(APIError) in
-            let device = try app.requireDevice(request)
+        app.deviceRoute("POST", "/v1/library/links", operation: "link") { request, device in
             let body = try request.jsonBody()
             let cloud = try Codec.requiredString(body, "cloudIdentifier", path: "cloudIdentifier")
             let local = try Codec.requiredString(body, "localIdentifier", path: "localIdentifier")
-            try app.call(.link, request) { () throws(DomainError) in
-                try app.service.link(cloudIdentifier: cloud, localIdentifier: local, device: device)
-            }
+            try app.service.mapping.link(cloudIdentifier: cloud, localIdentifier: local, device: device)
             return Codec.json { w in
                 w.beginObject()
                 w.key("cloudIdentifier"); w.string(cloud)

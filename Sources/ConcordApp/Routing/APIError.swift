@@ -78,3 +78,15 @@ extension APIError {
         return copy
     }
 }
+
+extension APIError {
+    /// `400 badRequest`: a required field is absent.
+    public static func missingField(_ name: String) -> APIError {
+        .badRequest("The field \"\(name)\" is required.", field: name)
+    }
+
+    /// `400 badRequest`: a field has the wrong JSON type; `expected` reads "a string", "an integer"...
+    public static func wrongType(_ name: String, _ expected: String) -> APIError {
+        .badRequest("The field \"\(name)\" must be \(expected).", field: name)
+    }
+}

@@ -76,19 +76,3 @@ extension Substring {
         return s
     }
 }
-
-extension RequestContext {
-    /// Runs `body` (typically storage calls): an `APIError` passes through; any other
-    /// error is logged with the route and becomes `500 internalError`, whose answer never
-    /// echoes the request or the error text.
-    public func mapErrors<T>(_ body: () throws -> T) throws(APIError) -> T {
-        do {
-            return try body()
-        } catch let error as APIError {
-            throw error
-        } catch {
-            self.logger.error("unexpected error", metadata: ["route": .string(self.routePattern), "error": .string(String(describing: error))])
-            throw APIError.internalError()
-        }
-    }
-}

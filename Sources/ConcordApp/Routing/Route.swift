@@ -5,13 +5,17 @@ import ConcordHTTP
 /// Patterns are `/`-separated segments; a segment `{name}` captures exactly one
 /// segment, and a final `{name...}` captures the rest of the path (at least one
 /// character, `/` included), e.g. `/v1/library/objects/{localIdentifier...}`.
-/// The pattern string doubles as the route's metric label.
+/// The pattern string doubles as the route's metric label. Every route says who may call it
+/// (`caller`); API routes are declared through `AppContext.deviceRoute`, `accountRoute` and
+/// `adminRoute`, which check exactly that before the handler runs.
 public struct Route: Sendable {
     /// The handler type: synchronous, may block when `onLoop` is false.
     public typealias Handler = @Sendable (RequestContext) throws(APIError) -> HTTPResponse
 
     public let method: String
     public let pattern: String
+    /// Who may call it (API.md §1).
+    public let caller: RouteCaller
     /// True only for handlers that never block: they run on the event loop.
     public let onLoop: Bool
     public let handler: Handler
@@ -20,13 +24,27 @@ public struct Route: Sendable {
     /// so recording a request needs no lookup keyed by the pattern string).
     var metricsIndex = -1
 
-    public init(_ method: String, _ pattern: String, onLoop: Bool = false, handler: @escaping Handler) {
+    public init(_ method: String, _ pattern: String, caller: RouteCaller, onLoop: Bool = false, handler: @escaping Handler) {
         self.method = method
         self.pattern = pattern
+        self.caller = caller
         self.onLoop = onLoop
         self.handler = handler
         self.segments = PatternSegment.parse(pattern)
     }
+}
+
+/// Who may call a route: the bearer token it needs (API.md §1). A missing or unknown token is
+/// `401`; a valid token of another kind `403`.
+public enum RouteCaller: String, Sendable, CaseIterable {
+    /// No token (health, readiness, metrics).
+    case anyone
+    /// The server's admin token.
+    case admin
+    /// An account token.
+    case account
+    /// A device token.
+    case device
 }
 
 /// A compiled pattern segment.

@@ -2,7 +2,7 @@ import ConcordDomain
 import ConcordObservability
 
 /// What route handlers share: configuration, logging, metrics, the admin token and
-/// storage. Built once by `ConcordApp.start` and captured by the route closures.
+/// storage. Built once by `startApp` and captured by the route closures.
 public final class AppContext: Sendable {
     public let configuration: Configuration
     public let logger: Logger
@@ -10,7 +10,7 @@ public final class AppContext: Sendable {
     public let metrics: MetricsRegistry
     /// The effective admin token (configured, or generated and kept in the data directory).
     public let adminToken: String
-    /// The storage hook: the service, readiness and shutdown (see `StorageHook`).
+    /// The opened store and the service over it (see `StorageHook`).
     public let storage: StorageHook
     /// Mapping outcomes and storage latency (see `AppMetrics`).
     let appMetrics: AppMetrics
@@ -30,21 +30,6 @@ public final class AppContext: Sendable {
     /// Whether `token` is the admin token, compared in constant time.
     public func isAdminToken(_ token: String?) -> Bool {
         guard let token else { return false }
-        return constantTimeEquals(token, self.adminToken)
+        return Secrets.constantTimeEquals(Array(token.utf8), Array(self.adminToken.utf8))
     }
-}
-
-/// Compares two strings in time that depends only on their lengths, not on where
-/// they differ, so a token cannot be guessed byte by byte from response times.
-public func constantTimeEquals(_ a: String, _ b: String) -> Bool {
-    let x = Array(a.utf8)
-    let y = Array(b.utf8)
-    var difference = UInt8(truncatingIfNeeded: x.count ^ y.count) | (x.count == y.count ? 0 : 1)
-    let n = max(x.count, y.count)
-    for i in 0..<n {
-        let p = i < x.count ? x[i] : 0
-        let q = i < y.count ? y[i] : 0
-        difference |= p ^ q
-    }
-    return difference == 0
 }

@@ -7,22 +7,20 @@ import ConcordDomain
 import ConcordStorage
 import Foundation
 
-/// The app's handle on storage: the one `ConcordService` every route calls, how `/ready`
-/// asks whether storage answers, and how shutdown closes it. `StorageHook.open` is the one
-/// place that builds it.
+/// The app's handle on storage: the opened store (readiness, shutdown) and the one
+/// `ConcordService` every route calls. `StorageHook.open` is the one place that builds it.
 public struct StorageHook: Sendable {
-    /// The domain service over the opened store (accounts, libraries, mapping, history).
+    public let store: any ConcordStore
+    /// The domain service over the store (accounts, libraries, mapping, history, journals).
     public let service: ConcordService
-    /// True when storage answers a trivial query right now. May block briefly.
-    public var isReady: @Sendable () -> Bool
-    /// Closes storage; called once at shutdown after the last request finished.
-    public var close: @Sendable () -> Void
 
-    public init(service: ConcordService, isReady: @escaping @Sendable () -> Bool, close: @escaping @Sendable () -> Void) {
+    public init(store: any ConcordStore, service: ConcordService) {
+        self.store = store
         self.service = service
-        self.isReady = isReady
-        self.close = close
     }
+
+    /// Closes storage; called once at shutdown after the last request finished.
+    public func close() { self.store.close() }
 
     /// Opens the configured database (creating its directory), migrates it, and builds the
     /// service with the configured history retention and `maxBatch`. Throws a one-line
@@ -37,30 +35,30 @@ public struct StorageHook: Sendable {
         domain.maxBatch = maxBatch
         domain.historyMaxChanges = history.maxChanges
         domain.historyMaxAge = Double(history.maxAgeDays) * 24 * 3600
+        let store = try Self.openStore(database, sqliteSynchronous: sqliteSynchronous, poolSize: poolSize, sqliteMemory: sqliteMemory)
+        do {
+            return StorageHook(store: store, service: try ConcordService(store: store, configuration: domain))
+        } catch {
+            store.close()
+            let name = if case .sqlite(let path) = database { path } else { database.description }
+            throw StartupError("cannot use database \(name): \(Self.oneLine(error.message))")
+        }
+    }
+
+    /// The engine the configuration names, opened and migrated.
+    private static func openStore(_ database: Configuration.Database, sqliteSynchronous: SQLiteSynchronous, poolSize: Int,
+                                  sqliteMemory: SQLiteMemory) throws(StartupError) -> any ConcordStore {
         switch database {
         case .postgres(let url):
-            let store: PostgresStore
-            let name: String
             do {
-                let configuration = try PostgresConfiguration(url: url, poolSize: max(1, poolSize))
-                name = configuration.displayName
-                store = try PostgresStore(configuration: configuration)
+                return try PostgresStore(configuration: try PostgresConfiguration(url: url, poolSize: max(1, poolSize)))
             } catch {
                 throw StartupError("cannot use database \(database): \(Self.oneLine(error.message))")
             }
-            let service: ConcordService
-            do {
-                service = try ConcordService(store: store, configuration: domain)
-            } catch {
-                store.close()
-                throw StartupError("cannot use database postgres \(name): \(Self.oneLine(error.message))")
-            }
-            return StorageHook(service: service, isReady: { store.ping() }, close: { store.close() })
         case .sqlite(let path):
             try DataDirectory.create(forDatabaseAt: path)
-            let store: SQLiteStore
             do {
-                store = try SQLiteStore(path: path, synchronous: sqliteSynchronous == .full ? .full : .normal, memory: sqliteMemory)
+                return try SQLiteStore(path: path, synchronous: sqliteSynchronous == .full ? .full : .normal, memory: sqliteMemory)
             } catch {
                 // SQLiteStoreError already names the file: keep only its reason.
                 var reason = String(describing: error)
@@ -68,14 +66,6 @@ public struct StorageHook: Sendable {
                 if reason.hasPrefix(prefix) { reason.removeFirst(prefix.count) }
                 throw StartupError("cannot use database \(path): \(Self.oneLine(reason))")
             }
-            let service: ConcordService
-            do {
-                service = try ConcordService(store: store, configuration: domain)
-            } catch {
-                store.close()
-                throw StartupError("cannot use database \(path): \(Self.oneLine(error.message))")
-            }
-            return StorageHook(service: service, isReady: { store.ping() }, close: { store.close() })
         }
     }
 

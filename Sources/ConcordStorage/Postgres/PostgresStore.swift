@@ -80,8 +80,8 @@ public struct PostgresConfiguration: Sendable, Equatable {
 /// Reads run in a `REPEATABLE READ READ ONLY` transaction: one snapshot, like SQLite's, and take no
 /// lock — writers of an account commit one after the other (below), so any snapshot holds a prefix
 /// of the account's changes in sequence order, and readers never wait for each other or for writers.
-/// Writes run in a `READ COMMITTED` transaction that takes `pg_advisory_xact_lock` on each account
-/// before its first statement touching that account (and on the settings before touching them):
+/// Writes run in a `READ COMMITTED` transaction whose first statement takes `pg_advisory_xact_lock`
+/// on its account (or on the settings, for a server-wide write):
 /// the domain's write bodies read, decide and write, so they need what SQLite's single writer gives —
 /// no other writer of the same account in between, on this instance or another. Accounts stay
 /// independent. The lock is held until commit, so a device's change sequence numbers commit in
@@ -126,21 +126,36 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// The schema version this build writes.
     public static var schemaVersion: Int { PostgresMigrations.latestVersion }
 
-    public func read<T>(_ body: (any StoreReadTransaction) throws -> T) throws -> T {
-        try self.transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", retries: 0) { c in
-            try body(PostgresTransaction(c, locking: false))
+    public func readServer<T>(_ body: (any ServerReadTransaction) throws -> T) throws -> T {
+        try self.transaction(begin: Self.beginRead, retries: 0) { c in try body(PostgresTransaction(c, accountID: "")) }
+    }
+
+    public func writeServer<T>(_ body: (any ServerWriteTransaction) throws -> T) throws -> T {
+        try self.transaction(begin: "BEGIN", retries: 5) { c in
+            let tx = PostgresTransaction(c, accountID: "")
+            try tx.lockSettings()
+            return try body(tx)
         }
     }
 
-    public func write<T>(_ body: (any StoreWriteTransaction) throws -> T) throws -> T {
+    public func read<T>(account accountID: String, _ body: (any AccountReadTransaction) throws -> T) throws -> T {
+        try self.transaction(begin: Self.beginRead, retries: 0) { c in try body(PostgresTransaction(c, accountID: accountID)) }
+    }
+
+    /// The account's advisory lock is the transaction's first statement: one place, so no write can forget it.
+    public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
         try self.transaction(begin: "BEGIN", retries: 5) { c in
-            try body(PostgresTransaction(c, locking: true))
+            let tx = PostgresTransaction(c, accountID: accountID)
+            try tx.lockAccount()
+            return try body(tx)
         }
     }
+
+    private static let beginRead = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
     /// Answers whether the database answers (for `/ready`).
     public func ping() -> Bool {
-        (try? self.read { tx in _ = try tx.setting("ping"); return true }) ?? false
+        (try? self.readServer { tx in _ = try tx.setting("ping"); return true }) ?? false
     }
 
     /// Closes every connection once the checked-out ones are back; later calls throw `unavailable`.

@@ -8,7 +8,7 @@ import Foundation
 /// writers of one account — on this instance or another — run one after the other. Journal change
 /// tokens are therefore handed out in commit order, and an If-Match compared with a journal's version
 /// sees every version committed before it.
-extension PostgresTransaction: JournalStoreWriteTransaction {
+extension PostgresTransaction {
     private static let journalColumns = "journal_id, title, version, entry_count, created_seq, created_at, updated_at"
     private static let entryColumns = "journal_id, entry_id, text, photos, version, created_seq"
 
@@ -35,7 +35,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func journalFeed(accountID: String) throws -> JournalFeedState {
-        try self.lock(accountID)
         var state = JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0)
         try self.db.query("SELECT last_change_seq, pruned_through_seq FROM journal_feeds WHERE account_id = $1", [.text(accountID)]) { r in
             state = JournalFeedState(lastChangeSeq: r.int(0), prunedThroughSeq: r.int(1))
@@ -44,7 +43,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func journals(accountID: String) throws -> [StoredJournal] {
-        try self.lock(accountID)
         var result: [StoredJournal] = []
         try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_id = $1 ORDER BY created_seq",
                           [.text(accountID)]) { r in result.append(Self.storedJournal(r)) }
@@ -52,7 +50,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func journal(accountID: String, journalID: String) throws -> StoredJournal? {
-        try self.lock(accountID)
         var result: StoredJournal?
         try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_id = $1 AND journal_id = $2",
                           [.text(accountID), .text(journalID)]) { r in result = Self.storedJournal(r) }
@@ -60,7 +57,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func journalEntries(accountID: String, journalID: String) throws -> [StoredJournalEntry] {
-        try self.lock(accountID)
         var result: [StoredJournalEntry] = []
         try self.db.query("""
             SELECT \(Self.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 ORDER BY created_seq
@@ -69,7 +65,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func journalEntry(accountID: String, journalID: String, entryID: String) throws -> StoredJournalEntry? {
-        try self.lock(accountID)
         var result: StoredJournalEntry?
         try self.db.query("SELECT \(Self.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3",
                           [.text(accountID), .text(journalID), .text(entryID)]) { r in result = Self.storedEntry(r) }
@@ -77,7 +72,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func journalEntryIDs(accountID: String, journalID: String) throws -> [String] {
-        try self.lock(accountID)
         var result: [String] = []
         try self.db.query("SELECT entry_id FROM journal_entries WHERE account_id = $1 AND journal_id = $2 ORDER BY created_seq",
                           [.text(accountID), .text(journalID)]) { r in result.append(r.text(0)) }
@@ -85,7 +79,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func journalChanges(accountID: String, after seq: Int64, limit: Int) throws -> [StoredJournalChange] {
-        try self.lock(accountID)
         var result: [StoredJournalChange] = []
         try self.db.query("SELECT seq, created_at, details FROM journal_changes WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
                           [.text(accountID), .int(seq), .int(Int64(limit))]) { r in
@@ -95,13 +88,11 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func latestJournalChangeSeq(accountID: String, createdAtOrBefore time: Double) throws -> Int64? {
-        try self.lock(accountID)
         return try self.db.scalarInt("SELECT max(seq) FROM journal_changes WHERE account_id = $1 AND created_at <= $2",
                                      [.text(accountID), .double(time)])
     }
 
     func putJournal(accountID: String, _ j: StoredJournal) throws {
-        try self.lock(accountID)
         let n = try self.db.query("""
             INSERT INTO journals (account_id, journal_id, title, version, entry_count, created_seq, created_at, updated_at)
             SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM accounts WHERE account_id = $1)
@@ -114,7 +105,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func deleteJournal(accountID: String, journalID: String) throws {
-        try self.lock(accountID)
         let n = try self.db.query("""
             WITH e AS (DELETE FROM journal_entries WHERE account_id = $1 AND journal_id = $2)
             DELETE FROM journals WHERE account_id = $1 AND journal_id = $2
@@ -123,7 +113,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func putJournalEntry(accountID: String, _ e: StoredJournalEntry) throws {
-        try self.lock(accountID)
         let n = try self.db.query("""
             INSERT INTO journal_entries (account_id, journal_id, entry_id, text, photos, version, created_seq)
             SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM accounts WHERE account_id = $1)
@@ -135,14 +124,12 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func deleteJournalEntry(accountID: String, journalID: String, entryID: String) throws {
-        try self.lock(accountID)
         let n = try self.db.query("DELETE FROM journal_entries WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3",
                                   [.text(accountID), .text(journalID), .text(entryID)])
         if n == 0 { try self.requireAccount(accountID) }
     }
 
     func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
-        try self.lock(accountID)
         // The change and the feed's new last seq in one statement.
         let n = try self.db.query("""
             WITH c AS (
@@ -157,7 +144,6 @@ extension PostgresTransaction: JournalStoreWriteTransaction {
     }
 
     func pruneJournalChanges(accountID: String, throughSeq: Int64) throws {
-        try self.lock(accountID)
         let n = try self.db.query("""
             WITH c AS (DELETE FROM journal_changes WHERE account_id = $1 AND seq <= $2)
             UPDATE journal_feeds SET pruned_through_seq = greatest(pruned_through_seq, $2) WHERE account_id = $1

@@ -3,48 +3,41 @@ import Foundation
 
 /// The store's operations on one PostgreSQL connection inside one transaction. Every list is bound
 /// as one array parameter (`= ANY($n)`, `unnest(...)`), so a batch is one statement and one round trip.
-///
-/// In a write transaction (`locking`), the first statement touching an account is preceded by
-/// `pg_advisory_xact_lock` on that account: writers of one account are serialised across every
-/// instance sharing the database, and each statement after the lock sees what earlier writers committed.
-final class PostgresTransaction: StoreWriteTransaction {
+/// Serialising writers is `PostgresStore`'s job: it takes the account's (or the settings') advisory
+/// lock once, before the body runs, so no method here needs to remember it.
+final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction {
     let db: PGConnection
-    private let locking: Bool
-    private var lockedAccounts = Set<String>()
-    private var settingsLocked = false
+    /// The account this transaction is scoped to ("" for a server-wide one).
+    let accountID: String
 
-    init(_ db: PGConnection, locking: Bool) {
+    init(_ db: PGConnection, accountID: String) {
         self.db = db
-        self.locking = locking
+        self.accountID = accountID
     }
 
     /// Key space of the advisory locks: (class, hash) pairs, so account and settings locks never collide.
     private static let accountLockClass: Int64 = 1, settingsLockClass: Int64 = 2
 
-    /// Serialises this write transaction with every other writer of `accountID` (held until commit).
-    func lock(_ accountID: String) throws {
-        guard self.locking, !self.lockedAccounts.contains(accountID) else { return }
-        try self.db.query("SELECT pg_advisory_xact_lock($1::int4, hashtext($2))", [.int(Self.accountLockClass), .text(accountID)])
-        self.lockedAccounts.insert(accountID)
+    /// Serialises this write transaction with every other writer of its account, on this instance or
+    /// another (held until commit); each statement after it sees what earlier writers committed.
+    func lockAccount() throws {
+        try self.db.query("SELECT pg_advisory_xact_lock($1::int4, hashtext($2))", [.int(Self.accountLockClass), .text(self.accountID)])
     }
 
-    private func lockSettings() throws {
-        guard self.locking, !self.settingsLocked else { return }
+    /// Serialises server-wide writes (settings, new accounts) with each other.
+    func lockSettings() throws {
         try self.db.query("SELECT pg_advisory_xact_lock($1::int4, 0)", [.int(Self.settingsLockClass)])
-        self.settingsLocked = true
     }
 
     // MARK: - Settings, tokens, accounts, devices
 
     func setting(_ key: String) throws -> [UInt8]? {
-        try self.lockSettings()
         var value: [UInt8]?
         try self.db.query("SELECT value FROM settings WHERE key = $1", [.text(key)]) { r in value = r.blob(0) }
         return value
     }
 
     func setSetting(_ key: String, _ value: [UInt8]) throws {
-        try self.lockSettings()
         try self.db.query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                           [.text(key), .bytes(value)])
     }
@@ -52,64 +45,47 @@ final class PostgresTransaction: StoreWriteTransaction {
     func principal(tokenHash: [UInt8]) throws -> Principal? {
         var result: Principal?
         try self.db.query("SELECT kind, account_id, device_id FROM tokens WHERE token_hash = $1", [.bytes(tokenHash)]) { r in
-            switch r.int(0) {
-            case 1: result = .account(accountID: r.text(1))
-            case 2: if let d = r.optionalText(2) { result = .device(DeviceRef(accountID: r.text(1), deviceID: d)) }
-            default: result = nil
-            }
+            result = StorageRows.principal(r, kind: 0, accountID: 1, deviceID: 2)
         }
         return result
     }
 
     func accountExists(_ accountID: String) throws -> Bool {
-        try self.lock(accountID)
         return try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(accountID)]) != nil
     }
 
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws {
-        try self.lock(accountID)
         try self.db.query("""
             WITH a AS (INSERT INTO accounts (account_id, name, created_at) VALUES ($1, $2, $3))
-            INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES ($4, 1, $1, NULL)
-            """, [.text(accountID), .text(name), .double(createdAt.timeIntervalSince1970), .bytes(tokenHash)])
+            INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES ($4, $5, $1, NULL)
+            """, [.text(accountID), .text(name), .double(createdAt.timeIntervalSince1970), .bytes(tokenHash), .int(TokenKind.account.rawValue)])
     }
 
-    private static let deviceColumns = "account_id, device_id, name, platform, created_at, authorization_status, last_change_seq, pruned_through_seq, object_count"
-
-    private static func deviceState(_ r: PGRow) -> DeviceState {
-        let auth: AuthorizationStatus = switch r.int(5) { case 1: .limited; case 2: .denied; default: .authorized }
-        return DeviceState(ref: DeviceRef(accountID: r.text(0), deviceID: r.text(1)), name: r.text(2), platform: r.optionalText(3),
-                           createdAt: Date(timeIntervalSince1970: r.double(4)), authorization: auth,
-                           lastChangeSeq: r.int(6), prunedThroughSeq: r.int(7), objectCount: Int(r.int(8)))
-    }
+    private static let deviceColumns = StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization_status")
 
     func device(_ device: DeviceRef) throws -> DeviceState? {
-        try self.lock(device.accountID)
         var result: DeviceState?
         try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = $1 AND device_id = $2",
-                          [.text(device.accountID), .text(device.deviceID)]) { r in result = Self.deviceState(r) }
+                          [.text(device.accountID), .text(device.deviceID)]) { r in result = StorageRows.deviceState(r, accountID: device.accountID) }
         return result
     }
 
     func devices(accountID: String) throws -> [DeviceState] {
-        try self.lock(accountID)
         var result: [DeviceState] = []
         try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = $1 ORDER BY created_at, device_id",
-                          [.text(accountID)]) { r in result.append(Self.deviceState(r)) }
+                          [.text(accountID)]) { r in result.append(StorageRows.deviceState(r, accountID: accountID)) }
         return result
     }
 
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws {
-        try self.lock(device.accountID)
         try self.db.query("""
             WITH d AS (INSERT INTO devices (account_id, device_id, name, platform, created_at) VALUES ($1, $2, $3, $4, $5))
-            INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES ($6, 2, $1, $2)
+            INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES ($6, $7, $1, $2)
             """, [.text(device.accountID), .text(device.deviceID), .text(name), .optionalText(platform),
-                  .double(createdAt.timeIntervalSince1970), .bytes(tokenHash)])
+                  .double(createdAt.timeIntervalSince1970), .bytes(tokenHash), .int(TokenKind.device.rawValue)])
     }
 
     func deleteDevice(_ device: DeviceRef) throws -> Bool {
-        try self.lock(device.accountID)
         let key: [PGValue] = [.text(device.accountID), .text(device.deviceID)]
         let n = try self.db.query("DELETE FROM devices WHERE account_id = $1 AND device_id = $2", key)
         guard n > 0 else { return false }
@@ -122,63 +98,35 @@ final class PostgresTransaction: StoreWriteTransaction {
     }
 
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws {
-        try self.lock(device.accountID)
-        let code: Int64 = switch status { case .authorized: 0; case .limited: 1; case .denied: 2 }
+        let code = StorageRows.authorizationCode(status)
         try self.db.query("UPDATE devices SET authorization_status = $1 WHERE account_id = $2 AND device_id = $3",
                           [.int(code), .text(device.accountID), .text(device.deviceID)])
     }
 
     func updateDeviceCounters(_ device: DeviceRef, lastChangeSeq: Int64, objectCount: Int) throws {
-        try self.lock(device.accountID)
         try self.db.query("UPDATE devices SET last_change_seq = $1, object_count = $2 WHERE account_id = $3 AND device_id = $4",
                           [.int(lastChangeSeq), .int(Int64(objectCount)), .text(device.accountID), .text(device.deviceID)])
     }
 
     // MARK: - Objects
 
-    /// Columns of an object row followed by its linked record's type and fingerprint (LEFT JOIN).
-    private static let objectColumns = """
-        o.local_id, o.type, o.fingerprint, o.media_type, o.creation_date, o.modification_date, o.has_adjustments, \
-        o.is_favorite, o.title, o.members, o.app_created, o.record_guid, r.type, r.fingerprint
-        """
+    private static let objectColumns = StorageRows.objectColumns
     private static let linkJoin = "LEFT JOIN records r ON r.account_id = o.account_id AND r.guid = o.record_guid"
-
-    private static func libraryObject(_ r: PGRow) -> LibraryObject {
-        let members = r.text(9)
-        return LibraryObject(
-            localIdentifier: r.text(0), type: ObjectType(rawValue: Int(r.int(1))) ?? .asset, fingerprint: r.text(2),
-            mediaType: MediaType(rawValue: r.text(3)) ?? .unknown, creationDate: r.optionalText(4), modificationDate: r.optionalText(5),
-            hasAdjustments: r.bool(6), isFavorite: r.bool(7), title: r.optionalText(8),
-            // Local identifiers contain no control characters, so "\n" separates members unambiguously.
-            members: members.isEmpty ? [] : members.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
-            appCreated: r.bool(10))
-    }
-
-    private static func storedObject(_ r: PGRow) -> StoredObject {
-        let object = self.libraryObject(r)
-        var link: CloudRecord?
-        if let guid = r.optionalText(11), !r.isNull(12), let type = ObjectType(rawValue: Int(r.int(12))) {
-            link = CloudRecord(guid: guid, type: type, fingerprint: r.text(13))
-        }
-        return StoredObject(object: object, link: link)
-    }
 
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         guard !localIdentifiers.isEmpty else { return [] }
-        try self.lock(device.accountID)
         var result: [StoredObject] = []
         result.reserveCapacity(localIdentifiers.count)
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
             WHERE o.account_id = $1 AND o.device_id = $2 AND o.local_id = ANY($3)
-            """, [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)]) { r in result.append(Self.storedObject(r)) }
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)]) { r in result.append(StorageRows.storedObject(r)) }
         return result
     }
 
     func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?] {
         var result = [ObjectLinkState?](repeating: nil, count: localIdentifiers.count)
         guard !localIdentifiers.isEmpty else { return result }
-        try self.lock(device.accountID)
         // WITH ORDINALITY numbers the inputs: each row lands at its input position (duplicates included).
         try self.db.query("""
             SELECT u.ord - 1, o.type, o.fingerprint, o.record_guid FROM unnest($3::text[]) WITH ORDINALITY AS u(id, ord)
@@ -194,7 +142,6 @@ final class PostgresTransaction: StoreWriteTransaction {
     func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
         var result = [(record: CloudRecord, linkedLocalIdentifier: String?)?](repeating: nil, count: guids.count)
         guard !guids.isEmpty else { return result }
-        try self.lock(device.accountID)
         try self.db.query("""
             SELECT u.ord - 1, r.guid, r.type, r.fingerprint, o.local_id FROM unnest($3::text[]) WITH ORDINALITY AS u(guid, ord)
             JOIN records r ON r.account_id = $1 AND r.guid = u.guid
@@ -208,31 +155,28 @@ final class PostgresTransaction: StoreWriteTransaction {
     }
 
     func allObjects(_ device: DeviceRef) throws -> [StoredObject] {
-        try self.lock(device.accountID)
         var result: [StoredObject] = []
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
             WHERE o.account_id = $1 AND o.device_id = $2
-            """, [.text(device.accountID), .text(device.deviceID)]) { r in result.append(Self.storedObject(r)) }
+            """, [.text(device.accountID), .text(device.deviceID)]) { r in result.append(StorageRows.storedObject(r)) }
         return result
     }
 
     func objectPage(_ device: DeviceRef, type: ObjectType, after: String?, limit: Int) throws -> [LibraryObject] {
-        try self.lock(device.accountID)
         var result: [LibraryObject] = []
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
             WHERE o.account_id = $1 AND o.device_id = $2 AND o.type = $3 AND o.local_id > $4
             ORDER BY o.local_id LIMIT $5
             """, [.text(device.accountID), .text(device.deviceID), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { r in
-            result.append(Self.libraryObject(r))
+            result.append(StorageRows.libraryObject(r))
         }
         return result
     }
 
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         guard !keys.isEmpty else { return [] }
-        try self.lock(device.accountID)
         var result: [StoredObject] = []
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM unnest($3::int8[], $4::text[]) AS k(type, fingerprint)
@@ -240,13 +184,12 @@ final class PostgresTransaction: StoreWriteTransaction {
             \(Self.linkJoin)
             ORDER BY o.local_id
             """, [.text(device.accountID), .text(device.deviceID), .intArray(keys.map { Int64($0.type.rawValue) }),
-                  .textArray(keys.map(\.fingerprint))]) { r in result.append(Self.storedObject(r)) }
+                  .textArray(keys.map(\.fingerprint))]) { r in result.append(StorageRows.storedObject(r)) }
         return result
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
         guard !objects.isEmpty else { return }
-        try self.lock(device.accountID)
         // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
         var index: [String: Int] = [:]
         var rows: [StoredObject] = []
@@ -277,7 +220,6 @@ final class PostgresTransaction: StoreWriteTransaction {
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
         guard !localIdentifiers.isEmpty else { return }
-        try self.lock(device.accountID)
         try self.db.query("DELETE FROM objects WHERE account_id = $1 AND device_id = $2 AND local_id = ANY($3)",
                           [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)])
     }
@@ -286,7 +228,6 @@ final class PostgresTransaction: StoreWriteTransaction {
 
     func records(accountID: String, guids: [String]) throws -> [CloudRecord] {
         guard !guids.isEmpty else { return [] }
-        try self.lock(accountID)
         var result: [CloudRecord] = []
         try self.db.query("SELECT guid, type, fingerprint FROM records WHERE account_id = $1 AND guid = ANY($2)",
                           [.text(accountID), .textArray(guids)]) { r in
@@ -297,7 +238,6 @@ final class PostgresTransaction: StoreWriteTransaction {
 
     func linkedObjects(_ device: DeviceRef, guids: [String]) throws -> [(guid: String, localIdentifier: String)] {
         guard !guids.isEmpty else { return [] }
-        try self.lock(device.accountID)
         var result: [(guid: String, localIdentifier: String)] = []
         try self.db.query("SELECT record_guid, local_id FROM objects WHERE account_id = $1 AND device_id = $2 AND record_guid = ANY($3)",
                           [.text(device.accountID), .text(device.deviceID), .textArray(guids)]) { r in result.append((r.text(0), r.text(1))) }
@@ -306,7 +246,6 @@ final class PostgresTransaction: StoreWriteTransaction {
 
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord] {
         guard !keys.isEmpty else { return [] }
-        try self.lock(device.accountID)
         var result: [CloudRecord] = []
         try self.db.query("""
             SELECT r.guid, r.type, r.fingerprint FROM unnest($3::int8[], $4::text[]) AS k(type, fingerprint)
@@ -322,7 +261,6 @@ final class PostgresTransaction: StoreWriteTransaction {
 
     func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
         guard !records.isEmpty else { return }
-        try self.lock(accountID)
         // Reserve a block of creation orders on the account row and insert the batch: one statement.
         let n = try self.db.query("""
             WITH a AS (
@@ -339,7 +277,6 @@ final class PostgresTransaction: StoreWriteTransaction {
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
         guard !links.isEmpty else { return }
-        try self.lock(device.accountID)
         try self.db.query("""
             UPDATE objects o SET record_guid = l.guid
             FROM unnest($3::text[], $4::text[]) AS l(local_id, guid)
@@ -349,13 +286,11 @@ final class PostgresTransaction: StoreWriteTransaction {
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {
         guard !guids.isEmpty else { return }
-        try self.lock(device.accountID)
         try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid = ANY($3)",
                           [.text(device.accountID), .text(device.deviceID), .textArray(guids)])
     }
 
     func dropAllLinks(_ device: DeviceRef) throws {
-        try self.lock(device.accountID)
         try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid IS NOT NULL",
                           [.text(device.accountID), .text(device.deviceID)])
     }
@@ -363,14 +298,12 @@ final class PostgresTransaction: StoreWriteTransaction {
     // MARK: - History
 
     func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
-        try self.lock(device.accountID)
         try self.db.query("INSERT INTO changes (account_id, device_id, seq, created_at, details) VALUES ($1, $2, $3, $4, $5)",
                           [.text(device.accountID), .text(device.deviceID), .int(seq), .double(createdAt),
                            .optionalText(details.map { ChangeDetailsCodec.encode($0) })])
     }
 
     func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange] {
-        try self.lock(device.accountID)
         var result: [StoredChange] = []
         try self.db.query("""
             SELECT seq, created_at, details FROM changes
@@ -382,13 +315,11 @@ final class PostgresTransaction: StoreWriteTransaction {
     }
 
     func latestChangeSeq(_ device: DeviceRef, createdAtOrBefore time: Double) throws -> Int64? {
-        try self.lock(device.accountID)
         return try self.db.scalarInt("SELECT max(seq) FROM changes WHERE account_id = $1 AND device_id = $2 AND created_at <= $3",
                                      [.text(device.accountID), .text(device.deviceID), .double(time)])
     }
 
     func pruneChanges(_ device: DeviceRef, throughSeq: Int64) throws {
-        try self.lock(device.accountID)
         try self.db.query("""
             WITH c AS (DELETE FROM changes WHERE account_id = $2 AND device_id = $3 AND seq <= $1)
             UPDATE devices SET pruned_through_seq = greatest(pruned_through_seq, $1) WHERE account_id = $2 AND device_id = $3

@@ -1,6 +1,9 @@
 import Foundation
 
-extension ConcordService {
+/// A device's library (API.md §4).
+public struct LibraryService: ServiceArea {
+    let core: ServiceCore
+
     // MARK: - A device's library (§4)
 
     /// `POST /v1/library/changes`: applied atomically; one history entry when anything changed.
@@ -30,67 +33,64 @@ extension ConcordService {
             }
         }
         let now = self.now
-        return try self.run {
-            try self.store.write { tx in
-                let state = try Self.requireDevice(tx, device)
-                // One query for every identifier the request names, members included.
-                var wanted = Set(seen)
-                for o in upserts { wanted.formUnion(o.members) }
-                var existing: [String: StoredObject] = [:]
-                for s in try tx.objects(device, localIdentifiers: Array(wanted)) { existing[s.object.localIdentifier] = s }
+        return try self.write(device) { tx, state in
+            // One query for every identifier the request names, members included.
+            var wanted = Set(seen)
+            for o in upserts { wanted.formUnion(o.members) }
+            var existing: [String: StoredObject] = [:]
+            for s in try tx.objects(device, localIdentifiers: Array(wanted)) { existing[s.object.localIdentifier] = s }
 
-                var details = ChangeDetails()
-                var puts: [StoredObject] = []
-                var deleteIDs: [String] = []
-                var unchanged = 0
-                for o in upserts {
-                    if let old = existing[o.localIdentifier] {
-                        guard old.object.type == o.type else { throw Self.typeChange(o.localIdentifier, from: old.object.type, to: o.type) }
-                        if old.object == o { unchanged += 1; continue }
-                        // A new fingerprint is new content: the link to the old content's record goes (§4).
-                        puts.append(StoredObject(object: o, link: old.object.fingerprint == o.fingerprint ? old.link : nil))
-                        details[o.type].updated.append(o.localIdentifier)
-                    } else {
-                        puts.append(StoredObject(object: o, link: nil))
-                        details[o.type].inserted.append(o.localIdentifier)
-                    }
+            var details = ChangeDetails()
+            var puts: [StoredObject] = []
+            var deleteIDs: [String] = []
+            var unchanged = 0
+            for o in upserts {
+                if let old = existing[o.localIdentifier] {
+                    guard old.object.type == o.type else { throw Self.typeChange(o.localIdentifier, from: old.object.type, to: o.type) }
+                    if old.object == o { unchanged += 1; continue }
+                    // A new fingerprint is new content: the link to the old content's record goes (§4).
+                    puts.append(StoredObject(object: o, link: old.object.fingerprint == o.fingerprint ? old.link : nil))
+                    details[o.type].updated.append(o.localIdentifier)
+                } else {
+                    puts.append(StoredObject(object: o, link: nil))
+                    details[o.type].inserted.append(o.localIdentifier)
                 }
-                for (type, id) in deletes {
-                    guard let old = existing[id] else { continue }   // unknown: ignored
-                    guard old.object.type == type else {
-                        throw DomainError.badRequest(message: "\(id) is in \(old.object.type.partName), not \(type.partName).", field: type.partName + ".delete")
-                    }
-                    deleteIDs.append(id)
-                    details[type].deleted.append(id)
-                }
-                // Members must exist after the request applies.
-                var after: [String: ObjectType] = [:]
-                for (id, s) in existing { after[id] = s.object.type }
-                for id in deleteIDs { after[id] = nil }
-                for o in upserts { after[o.localIdentifier] = o.type }
-                try Self.checkMembers(upserts, typeOf: { after[$0] })
-                // PhotoKit semantics: a deleted asset leaves every album, a deleted collection every folder.
-                // An identifier appears once per request, so a deleted one is never re-added here.
-                let upserted = Set(upserts.lazy.map(\.localIdentifier))
-                let cascaded = try Self.removeDeletedMembers(tx, device, deleted: deleteIDs, typeOf: { existing[$0]?.object.type },
-                                                             skipping: upserted)
-                for s in cascaded {
-                    puts.append(s)
-                    details[s.object.type].updated.append(s.object.localIdentifier)
-                }
-
-                let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
-                let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
-                let del = deleteIDs.count
-                var seq = state.lastChangeSeq
-                if !details.isEmpty {
-                    try tx.putObjects(device, puts)
-                    try tx.deleteObjects(device, localIdentifiers: deleteIDs)
-                    seq = try self.appendChange(tx, state, details: details, now: now, objectCount: state.objectCount + ins - del)
-                }
-                return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(device)),
-                                           inserted: ins, updated: upd, deleted: del, unchanged: unchanged)
             }
+            for (type, id) in deletes {
+                guard let old = existing[id] else { continue }   // unknown: ignored
+                guard old.object.type == type else {
+                    throw DomainError.badRequest(message: "\(id) is in \(old.object.type.partName), not \(type.partName).", field: type.partName + ".delete")
+                }
+                deleteIDs.append(id)
+                details[type].deleted.append(id)
+            }
+            // Members must exist after the request applies.
+            var after: [String: ObjectType] = [:]
+            for (id, s) in existing { after[id] = s.object.type }
+            for id in deleteIDs { after[id] = nil }
+            for o in upserts { after[o.localIdentifier] = o.type }
+            try Self.checkMembers(upserts, typeOf: { after[$0] })
+            // PhotoKit semantics: a deleted asset leaves every album, a deleted collection every folder.
+            // An identifier appears once per request, so a deleted one is never re-added here.
+            let upserted = Set(upserts.lazy.map(\.localIdentifier))
+            let cascaded = try Self.removeDeletedMembers(tx, device, deleted: deleteIDs, typeOf: { existing[$0]?.object.type },
+                                                         skipping: upserted)
+            for s in cascaded {
+                puts.append(s)
+                details[s.object.type].updated.append(s.object.localIdentifier)
+            }
+
+            let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
+            let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
+            let del = deleteIDs.count
+            var seq = state.lastChangeSeq
+            if !details.isEmpty {
+                try tx.putObjects(device, puts)
+                try tx.deleteObjects(device, localIdentifiers: deleteIDs)
+                seq = try HistoryService.appendChange(self.core, tx, state, details: details, now: now, objectCount: state.objectCount + ins - del)
+            }
+            return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(device)),
+                                       inserted: ins, updated: upd, deleted: del, unchanged: unchanged)
         }
     }
 
@@ -106,56 +106,53 @@ extension ConcordService {
         }
         try Self.checkMembers(snapshot.objects, typeOf: { byID[$0]?.type })
         let now = self.now
-        return try self.run {
-            try self.store.write { tx in
-                let state = try Self.requireDevice(tx, device)
-                let stored = try tx.allObjects(device)
-                var details = ChangeDetails()
-                var puts: [StoredObject] = []
-                var deleteIDs: [String] = []
-                var unchanged = 0
-                var storedIDs = Set<String>()
-                storedIDs.reserveCapacity(stored.count)
-                var retyped = Set<String>()
-                for old in stored {
-                    let id = old.object.localIdentifier
-                    storedIDs.insert(id)
-                    guard let new = byID[id] else {
-                        deleteIDs.append(id)
-                        details[old.object.type].deleted.append(id)
-                        continue
-                    }
-                    if new.type != old.object.type {
-                        // A wholesale replacement may reuse an identifier for another type: delete + insert.
-                        guard reset else { throw Self.typeChange(id, from: old.object.type, to: new.type) }
-                        deleteIDs.append(id)
-                        details[old.object.type].deleted.append(id)
-                        retyped.insert(id)
-                        continue
-                    }
-                    if new == old.object { unchanged += 1; continue }
-                    puts.append(StoredObject(object: new, link: (!reset && old.object.fingerprint == new.fingerprint) ? old.link : nil))
-                    details[new.type].updated.append(id)
+        return try self.write(device) { tx, state in
+            let stored = try tx.allObjects(device)
+            var details = ChangeDetails()
+            var puts: [StoredObject] = []
+            var deleteIDs: [String] = []
+            var unchanged = 0
+            var storedIDs = Set<String>()
+            storedIDs.reserveCapacity(stored.count)
+            var retyped = Set<String>()
+            for old in stored {
+                let id = old.object.localIdentifier
+                storedIDs.insert(id)
+                guard let new = byID[id] else {
+                    deleteIDs.append(id)
+                    details[old.object.type].deleted.append(id)
+                    continue
                 }
-                for o in snapshot.objects {
-                    let id = o.localIdentifier
-                    guard !storedIDs.contains(id) || retyped.contains(id) else { continue }
-                    puts.append(StoredObject(object: o, link: nil))
-                    details[o.type].inserted.append(id)
+                if new.type != old.object.type {
+                    // A wholesale replacement may reuse an identifier for another type: delete + insert.
+                    guard reset else { throw Self.typeChange(id, from: old.object.type, to: new.type) }
+                    deleteIDs.append(id)
+                    details[old.object.type].deleted.append(id)
+                    retyped.insert(id)
+                    continue
                 }
-                let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
-                let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
-                let del = details.assets.deleted.count + details.assetCollections.deleted.count + details.collectionLists.deleted.count
-                var seq = state.lastChangeSeq
-                if reset || !details.isEmpty {
-                    try tx.deleteObjects(device, localIdentifiers: deleteIDs)
-                    if reset { try tx.dropAllLinks(device) }
-                    try tx.putObjects(device, puts)
-                    seq = try self.appendChange(tx, state, details: reset ? nil : details, now: now, objectCount: snapshot.objects.count)
-                }
-                return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(device)),
-                                           inserted: ins, updated: upd, deleted: del, unchanged: unchanged)
+                if new == old.object { unchanged += 1; continue }
+                puts.append(StoredObject(object: new, link: (!reset && old.object.fingerprint == new.fingerprint) ? old.link : nil))
+                details[new.type].updated.append(id)
             }
+            for o in snapshot.objects {
+                let id = o.localIdentifier
+                guard !storedIDs.contains(id) || retyped.contains(id) else { continue }
+                puts.append(StoredObject(object: o, link: nil))
+                details[o.type].inserted.append(id)
+            }
+            let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
+            let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
+            let del = details.assets.deleted.count + details.assetCollections.deleted.count + details.collectionLists.deleted.count
+            var seq = state.lastChangeSeq
+            if reset || !details.isEmpty {
+                try tx.deleteObjects(device, localIdentifiers: deleteIDs)
+                if reset { try tx.dropAllLinks(device) }
+                try tx.putObjects(device, puts)
+                seq = try HistoryService.appendChange(self.core, tx, state, details: reset ? nil : details, now: now, objectCount: snapshot.objects.count)
+            }
+            return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(device)),
+                                       inserted: ins, updated: upd, deleted: del, unchanged: unchanged)
         }
     }
 
@@ -164,18 +161,17 @@ extension ConcordService {
         guard Identifiers.isValidLocalIdentifier(localIdentifier) else {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifier")
         }
-        let found = try self.run {
-            try self.store.read { tx in
-                _ = try Self.requireDevice(tx, device)
-                return try tx.objects(device, localIdentifiers: [localIdentifier]).first
-            }
+        let found = try self.read(device) { tx, _ in
+            return try tx.objects(device, localIdentifiers: [localIdentifier]).first
         }
         guard let found else { throw DomainError.notFound(message: "No object with this local identifier.") }
         return found.object
     }
 
-    /// `GET /v1/library/objects?type=&after=&limit=`: paged in local identifier byte order.
-    public func listObjects(type: ObjectType, after: String?, limit: Int?, device: DeviceRef) throws(DomainError) -> ObjectPage {
+    /// `GET /v1/library/objects?type=&after=&limit=`: paged in local identifier byte order, of one
+    /// type or (nil) of every type. Identifiers are unique across types, so the first `limit` of the
+    /// types' pages merged are the library's next `limit`.
+    public func listObjects(type: ObjectType?, after: String?, limit: Int?, device: DeviceRef) throws(DomainError) -> ObjectPage {
         let limit = limit ?? self.configuration.defaultObjectsLimit
         guard limit >= 1, limit <= self.configuration.maxObjectsLimit else {
             throw DomainError.badRequest(message: "limit must be between 1 and \(self.configuration.maxObjectsLimit).", field: "limit")
@@ -183,12 +179,11 @@ extension ConcordService {
         if let after, !Identifiers.isValidLocalIdentifier(after) {
             throw DomainError.badRequest(message: "after must be a local identifier.", field: "after")
         }
-        var objects = try self.run {
-            try self.store.read { tx in
-                _ = try Self.requireDevice(tx, device)
-                return try tx.objectPage(device, type: type, after: after, limit: limit + 1)
-            }
+        let types = type.map { [$0] } ?? ObjectType.allCases
+        var objects = try self.read(device) { tx, _ in
+            try types.flatMap { try tx.objectPage(device, type: $0, after: after, limit: limit + 1) }
         }
+        if types.count > 1 { objects.sort { $0.localIdentifier.utf8Precedes($1.localIdentifier) } }
         var next: String?
         if objects.count > limit {
             objects.removeLast(objects.count - limit)
@@ -199,26 +194,12 @@ extension ConcordService {
 
     /// `PUT /v1/library/authorization`.
     public func setAuthorization(_ status: AuthorizationStatus, device: DeviceRef) throws(DomainError) {
-        try self.run {
-            try self.store.write { tx in
-                _ = try Self.requireDevice(tx, device)
-                try tx.setAuthorization(device, status)
-            }
+        try self.write(device) { tx, _ in
+            try tx.setAuthorization(device, status)
         }
     }
 
     // MARK: - Helpers
-
-    /// Appends one history entry inside the write transaction: its sequence number is assigned
-    /// here, under the write lock, so tokens grow in commit order (§7). Prunes by count and age.
-    func appendChange(_ tx: any StoreWriteTransaction, _ state: DeviceState, details: ChangeDetails?, now: Date, objectCount: Int) throws -> Int64 {
-        let seq = state.lastChangeSeq + 1
-        try tx.appendChange(state.ref, seq: seq, createdAt: now.timeIntervalSince1970, details: details)
-        try tx.updateDeviceCounters(state.ref, lastChangeSeq: seq, objectCount: objectCount)
-        let boundary = try self.retentionBoundary(tx, ref: state.ref, lastSeq: seq, prunedThrough: state.prunedThroughSeq, now: now)
-        if boundary > state.prunedThroughSeq { try tx.pruneChanges(state.ref, throughSeq: boundary) }
-        return seq
-    }
 
     /// Albums listing a deleted asset and folders listing a deleted collection, with those members
     /// removed (order kept) and their links kept (the fingerprint is unchanged). Containers deleted in
@@ -227,7 +208,7 @@ extension ConcordService {
     /// Built from existing store primitives so every engine gets it: one paged scan of the device's
     /// albums (or folders) by type, only when the request deletes something they can list, then one
     /// batched read of the changed ones for their links.
-    static func removeDeletedMembers(_ tx: any StoreWriteTransaction, _ device: DeviceRef, deleted: [String],
+    static func removeDeletedMembers(_ tx: any AccountWriteTransaction, _ device: DeviceRef, deleted: [String],
                                      typeOf: (String) -> ObjectType?, skipping: Set<String>) throws -> [StoredObject] {
         guard !deleted.isEmpty else { return [] }
         let gone = Set(deleted)

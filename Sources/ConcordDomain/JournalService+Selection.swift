@@ -1,6 +1,6 @@
 import Foundation
 
-extension ConcordService {
+extension JournalService {
     // MARK: - The photo picker's selection (§6)
 
     /// `POST /v1/journals/{journalID}/entries/{entryID}/selection`: a photo picker's result applied to
@@ -39,42 +39,35 @@ extension ConcordService {
             }
         }
         let now = self.now
-        return try self.run {
-            try self.store.write { tx in
-                let state = try Self.requireDevice(tx, device)
-                guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-                let limited = state.authorization == .limited
-                let j = try Self.journalStore(tx)
-                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
-                guard var entry = try j.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
-                    throw Self.missing(Self.noSuchEntry, ifMatch)
-                }
-                try Self.checkPrecondition(ifMatch, current: entry.version)
-                if cancelled { return try Self.resolvedView(tx, device: device, entry, limited: limited) }
-
-                let plan = try self.planSelection(tx, device: device, current: entry.photos, picked: picked, limited: limited)
-                if !plan.links.isEmpty { try Self.storeContentLinks(tx, device: device, plan.links) }
-                if plan.photos != entry.photos {
-                    let feed = try j.journalFeed(accountID: device.accountID)
-                    let seq = feed.lastChangeSeq + 1
-                    entry.photos = plan.photos
-                    entry.version = seq
-                    try j.putJournalEntry(accountID: device.accountID, entry)
-                    journal.version = seq
-                    journal.updatedAt = now.timeIntervalSince1970
-                    try j.putJournal(accountID: device.accountID, journal)
-                    try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: seq, now: now,
-                                                 details: JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
-                                                                               entries: JournalChangeLists(updated: [journalID + "/" + entryID])))
-                }
-                return try Self.resolvedView(tx, device: device, entry, limited: limited)
+        return try self.write(device) { tx, state in
+            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+            let limited = state.authorization == .limited
+            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            guard var entry = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
+                throw Self.missing(Self.noSuchEntry, ifMatch)
             }
+            try Self.checkPrecondition(ifMatch, current: entry.version)
+            if cancelled { return try Self.resolvedView(tx, device: device, entry, limited: limited) }
+
+            let plan = try self.planSelection(tx, device: device, current: entry.photos, picked: picked, limited: limited)
+            if !plan.links.isEmpty { try MappingService.storeContentLinks(tx, device: device, plan.links) }
+            if plan.photos != entry.photos {
+                let details = JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
+                                                   entries: JournalChangeLists(updated: [journalID + "/" + entryID]))
+                entry.photos = plan.photos
+                try self.commitJournalChange(tx, now: now, details) { seq in
+                    entry.version = seq
+                    try tx.putJournalEntry(accountID: device.accountID, entry)
+                    try Self.touch(tx, &journal, seq: seq, now: now)
+                }
+            }
+            return try Self.resolvedView(tx, device: device, entry, limited: limited)
         }
     }
 
     /// The entry's new photo list after a selection, and the links the person's choices among ambiguous
     /// photos establish. Runs inside the write transaction (new objects are mapped local → cloud there).
-    func planSelection(_ tx: any StoreWriteTransaction, device: DeviceRef, current: [String], picked: [String], limited: Bool)
+    func planSelection(_ tx: any AccountWriteTransaction, device: DeviceRef, current: [String], picked: [String], limited: Bool)
         throws -> (photos: [String], links: [(localIdentifier: String, record: CloudRecord)]) {
         // What each current photo resolves to on this device (one batch; links found by content are
         // stored with the plan's, re-checked).
@@ -110,7 +103,7 @@ extension ConcordService {
                 toMap.append(local)
             }
         }
-        let assigned = toMap.isEmpty ? [:] : try self.assignRecords(tx, device: device, localIdentifiers: toMap)
+        let assigned = toMap.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: toMap, now: self.now)
         let missing = toMap.filter { assigned[$0] == nil }
         if !missing.isEmpty {
             let inputs = picked.map { JournalPhotoInput.localIdentifier($0) }

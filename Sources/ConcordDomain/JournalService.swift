@@ -1,6 +1,8 @@
 import Foundation
 
-extension ConcordService {
+/// The account's journals, their entries and its journal change feed (API.md §6).
+public struct JournalService: ServiceArea {
+    let core: ServiceCore
     // MARK: - Journals (§6)
     //
     // Every write of a journal or entry is ONE write transaction that assigns the next sequence
@@ -15,50 +17,26 @@ extension ConcordService {
     /// Longest entry text, in bytes.
     public static let maxEntryTextBytes = 1 << 20
 
-    /// The journal part of a read transaction.
-    static func journalStore(_ tx: any StoreReadTransaction) throws -> any JournalStoreReadTransaction {
-        guard let j = tx as? any JournalStoreReadTransaction else {
-            throw DomainError.internalError(message: "this storage engine does not implement journals")
-        }
-        return j
-    }
-
-    /// The journal part of a write transaction.
-    static func journalStore(_ tx: any StoreWriteTransaction) throws -> any JournalStoreWriteTransaction {
-        guard let j = tx as? any JournalStoreWriteTransaction else {
-            throw DomainError.internalError(message: "this storage engine does not implement journals")
-        }
-        return j
-    }
-
     /// `POST /v1/journals`: a new, empty journal.
     public func createJournal(title: String, device: DeviceRef) throws(DomainError) -> JournalSummary {
         try Self.validateTitle(title)
         let now = self.now
         let id = UUID().uuidString
-        return try self.run {
-            try self.store.write { tx in
-                _ = try Self.requireDevice(tx, device)
-                let j = try Self.journalStore(tx)
-                let feed = try j.journalFeed(accountID: device.accountID)
-                let seq = feed.lastChangeSeq + 1
+        return try self.write(device) { tx, _ in
+            let journal = try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(inserted: [id]))) { seq in
                 let journal = StoredJournal(journalID: id, title: title, version: seq, entryCount: 0, createdSeq: seq,
                                             createdAt: now.timeIntervalSince1970, updatedAt: now.timeIntervalSince1970)
-                try j.putJournal(accountID: device.accountID, journal)
-                try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: seq, now: now,
-                                             details: JournalChangeDetails(journals: JournalChangeLists(inserted: [id])))
-                return Self.summary(journal)
+                try tx.putJournal(accountID: device.accountID, journal)
+                return journal
             }
+            return Self.summary(journal)
         }
     }
 
     /// `GET /v1/journals`: the account's journals in creation order.
     public func listJournals(device: DeviceRef) throws(DomainError) -> [JournalSummary] {
-        try self.run {
-            try self.store.read { tx in
-                _ = try Self.requireDevice(tx, device)
-                return try Self.journalStore(tx).journals(accountID: device.accountID).map(Self.summary)
-            }
+        try self.read(device) { tx, _ in
+            return try tx.journals(accountID: device.accountID).map(Self.summary)
         }
     }
 
@@ -67,20 +45,16 @@ extension ConcordService {
     /// Links found by content (§5 step 3) are stored afterwards in one write transaction.
     public func journal(_ journalID: String, device: DeviceRef) throws(DomainError) -> JournalDetail {
         var toLink: [(localIdentifier: String, record: CloudRecord)] = []
-        let detail = try self.run { () throws -> JournalDetail in
-            try self.store.read { tx in
-                let state = try Self.requireDevice(tx, device)
-                guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-                let j = try Self.journalStore(tx)
-                guard let journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.noSuchJournal }
-                let entries = try j.journalEntries(accountID: device.accountID, journalID: journalID)
-                let resolved = try Self.resolvePhotos(tx, device: device, entries.map(\.photos), limited: state.authorization == .limited)
-                toLink = resolved.links
-                return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) })
-            }
+        let detail = try self.read(device) { tx, state in
+            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+            guard let journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
+            let entries = try tx.journalEntries(accountID: device.accountID, journalID: journalID)
+            let resolved = try Self.resolvePhotos(tx, device: device, entries.map(\.photos), limited: state.authorization == .limited)
+            toLink = resolved.links
+            return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) })
         }
         if !toLink.isEmpty {
-            try self.run { try self.store.write { tx in try Self.storeContentLinks(tx, device: device, toLink) } }
+            try self.run { try self.store.write(account: device.accountID) { tx in try MappingService.storeContentLinks(tx, device: device, toLink) } }
         }
         return detail
     }
@@ -89,23 +63,15 @@ extension ConcordService {
     public func renameJournal(_ journalID: String, title: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) -> JournalSummary {
         try Self.validateTitle(title)
         let now = self.now
-        return try self.run {
-            try self.store.write { tx in
-                _ = try Self.requireDevice(tx, device)
-                let j = try Self.journalStore(tx)
-                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
-                try Self.checkPrecondition(ifMatch, current: journal.version)
-                guard journal.title != title else { return Self.summary(journal) }
-                let feed = try j.journalFeed(accountID: device.accountID)
-                let seq = feed.lastChangeSeq + 1
-                journal.title = title
-                journal.version = seq
-                journal.updatedAt = now.timeIntervalSince1970
-                try j.putJournal(accountID: device.accountID, journal)
-                try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: seq, now: now,
-                                             details: JournalChangeDetails(journals: JournalChangeLists(updated: [journalID])))
-                return Self.summary(journal)
+        return try self.write(device) { tx, _ in
+            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            try Self.checkPrecondition(ifMatch, current: journal.version)
+            guard journal.title != title else { return Self.summary(journal) }
+            journal.title = title
+            try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]))) { seq in
+                try Self.touch(tx, &journal, seq: seq, now: now)
             }
+            return Self.summary(journal)
         }
     }
 
@@ -113,19 +79,13 @@ extension ConcordService {
     /// and every entry as deleted.
     public func deleteJournal(_ journalID: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) {
         let now = self.now
-        try self.run {
-            try self.store.write { tx in
-                _ = try Self.requireDevice(tx, device)
-                let j = try Self.journalStore(tx)
-                guard let journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
-                try Self.checkPrecondition(ifMatch, current: journal.version)
-                let entryIDs = try j.journalEntryIDs(accountID: device.accountID, journalID: journalID)
-                try j.deleteJournal(accountID: device.accountID, journalID: journalID)
-                let feed = try j.journalFeed(accountID: device.accountID)
-                try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: feed.lastChangeSeq + 1, now: now,
-                                             details: JournalChangeDetails(journals: JournalChangeLists(deleted: [journalID]),
-                                                                           entries: JournalChangeLists(deleted: entryIDs.map { journalID + "/" + $0 })))
-            }
+        try self.write(device) { tx, _ in
+            guard let journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            try Self.checkPrecondition(ifMatch, current: journal.version)
+            let entryIDs = try tx.journalEntryIDs(accountID: device.accountID, journalID: journalID)
+            let details = JournalChangeDetails(journals: JournalChangeLists(deleted: [journalID]),
+                                               entries: JournalChangeLists(deleted: entryIDs.map { journalID + "/" + $0 }))
+            try self.commitJournalChange(tx, now: now, details) { _ in try tx.deleteJournal(accountID: device.accountID, journalID: journalID) }
         }
     }
 
@@ -160,57 +120,49 @@ extension ConcordService {
             }
         }
         let now = self.now
-        return try self.run {
-            try self.store.write { tx in
-                let state = try Self.requireDevice(tx, device)
-                guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-                let limited = state.authorization == .limited
-                let j = try Self.journalStore(tx)
-                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
-                let existing = try j.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
-                // A PUT may create the entry; `If-Match` on one that does not exist yet fails (RFC 9110 §13.1.1).
-                try Self.checkPrecondition(ifMatch, current: existing?.version)
+        return try self.write(device) { tx, state in
+            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+            let limited = state.authorization == .limited
+            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            let existing = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
+            // A PUT may create the entry; `If-Match` on one that does not exist yet fails (RFC 9110 §13.1.1).
+            try Self.checkPrecondition(ifMatch, current: existing?.version)
 
-                let assigned = locals.isEmpty ? [:] : try self.assignRecords(tx, device: device, localIdentifiers: locals)
-                for (i, p) in photos.enumerated() {
-                    if case .localIdentifier(let id) = p {
-                        if let r = assigned[id] { parsed[i] = CloudIdentifier(guid: r.guid, type: r.type, fingerprint: r.fingerprint) } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }
-                    }
+            let assigned = locals.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: locals, now: now)
+            for (i, p) in photos.enumerated() {
+                if case .localIdentifier(let id) = p {
+                    if let r = assigned[id] { parsed[i] = CloudIdentifier(guid: r.guid, type: r.type, fingerprint: r.fingerprint) } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }
                 }
-                if !failures.isEmpty {
-                    // Thrown inside the transaction: records and links step 3 made above are rolled back too.
-                    throw Self.unmappablePhotos(photos, failures.sorted { $0.index < $1.index })
+            }
+            if !failures.isEmpty {
+                // Thrown inside the transaction: records and links step 3 made above are rolled back too.
+                throw Self.unmappablePhotos(photos, failures.sorted { $0.index < $1.index })
+            }
+            var cloudIDs: [String] = []
+            cloudIDs.reserveCapacity(photos.count)
+            var seenRecords = Set<String>()
+            for i in photos.indices {
+                guard let c = parsed[i] else { throw DomainError.internalError(message: "photo \(i) neither parsed nor failed") }
+                guard seenRecords.insert(c.guid + ":" + c.type.code).inserted else {
+                    throw DomainError.badRequest(message: "The photo \(c.stringValue) is in the entry twice (the same cloud record).", field: "photos")
                 }
-                var cloudIDs: [String] = []
-                cloudIDs.reserveCapacity(photos.count)
-                var seenRecords = Set<String>()
-                for i in photos.indices {
-                    guard let c = parsed[i] else { throw DomainError.internalError(message: "photo \(i) neither parsed nor failed") }
-                    guard seenRecords.insert(c.guid + ":" + c.type.code).inserted else {
-                        throw DomainError.badRequest(message: "The photo \(c.stringValue) is in the entry twice (the same cloud record).", field: "photos")
-                    }
-                    cloudIDs.append(c.stringValue)
-                }
-                var entry = existing ?? StoredJournalEntry(journalID: journalID, entryID: entryID, text: text, photos: [], version: 0, createdSeq: 0)
-                if existing == nil || existing?.text != text || existing?.photos != cloudIDs {
-                    let feed = try j.journalFeed(accountID: device.accountID)
-                    let seq = feed.lastChangeSeq + 1
-                    entry.text = text
-                    entry.photos = cloudIDs
+                cloudIDs.append(c.stringValue)
+            }
+            var entry = existing ?? StoredJournalEntry(journalID: journalID, entryID: entryID, text: text, photos: [], version: 0, createdSeq: 0)
+            if existing == nil || existing?.text != text || existing?.photos != cloudIDs {
+                let key = journalID + "/" + entryID
+                let entries = existing == nil ? JournalChangeLists(inserted: [key]) : JournalChangeLists(updated: [key])
+                entry.text = text
+                entry.photos = cloudIDs
+                if existing == nil { journal.entryCount += 1 }
+                try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]), entries: entries)) { seq in
                     entry.version = seq
                     if existing == nil { entry.createdSeq = seq }
-                    try j.putJournalEntry(accountID: device.accountID, entry)
-                    journal.version = seq
-                    journal.updatedAt = now.timeIntervalSince1970
-                    if existing == nil { journal.entryCount += 1 }
-                    try j.putJournal(accountID: device.accountID, journal)
-                    let key = journalID + "/" + entryID
-                    let entries = existing == nil ? JournalChangeLists(inserted: [key]) : JournalChangeLists(updated: [key])
-                    try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: seq, now: now,
-                                                 details: JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]), entries: entries))
+                    try tx.putJournalEntry(accountID: device.accountID, entry)
+                    try Self.touch(tx, &journal, seq: seq, now: now)
                 }
-                return try Self.resolvedView(tx, device: device, entry, limited: limited)
             }
+            return try Self.resolvedView(tx, device: device, entry, limited: limited)
         }
     }
 
@@ -218,25 +170,18 @@ extension ConcordService {
     public func deleteEntry(journalID: String, entryID: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) {
         try Self.validateEntryID(entryID)
         let now = self.now
-        try self.run {
-            try self.store.write { tx in
-                _ = try Self.requireDevice(tx, device)
-                let j = try Self.journalStore(tx)
-                guard var journal = try Self.findJournal(j, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
-                guard let entry = try j.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
-                    throw Self.missing(Self.noSuchEntry, ifMatch)
-                }
-                try Self.checkPrecondition(ifMatch, current: entry.version)
-                let feed = try j.journalFeed(accountID: device.accountID)
-                let seq = feed.lastChangeSeq + 1
-                try j.deleteJournalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
-                journal.version = seq
-                journal.updatedAt = now.timeIntervalSince1970
-                journal.entryCount = max(0, journal.entryCount - 1)
-                try j.putJournal(accountID: device.accountID, journal)
-                try self.commitJournalChange(j, accountID: device.accountID, feed: feed, seq: seq, now: now,
-                                             details: JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
-                                                                           entries: JournalChangeLists(deleted: [journalID + "/" + entryID])))
+        try self.write(device) { tx, _ in
+            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            guard let entry = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
+                throw Self.missing(Self.noSuchEntry, ifMatch)
+            }
+            try Self.checkPrecondition(ifMatch, current: entry.version)
+            let details = JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
+                                               entries: JournalChangeLists(deleted: [journalID + "/" + entryID]))
+            journal.entryCount = max(0, journal.entryCount - 1)
+            try self.commitJournalChange(tx, now: now, details) { seq in
+                try tx.deleteJournalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
+                try Self.touch(tx, &journal, seq: seq, now: now)
             }
         }
     }
@@ -253,9 +198,9 @@ extension ConcordService {
     }
 
     /// Journal IDs are the server's (UUIDs): anything else cannot name one, and is simply not found.
-    static func findJournal(_ j: any JournalStoreReadTransaction, _ accountID: String, _ journalID: String) throws -> StoredJournal? {
+    static func findJournal(_ tx: any AccountReadTransaction, _ accountID: String, _ journalID: String) throws -> StoredJournal? {
         guard Identifiers.isValidLocalIdentifier(journalID) else { return nil }
-        return try j.journal(accountID: accountID, journalID: journalID)
+        return try tx.journal(accountID: accountID, journalID: journalID)
     }
 
     static func validateTitle(_ title: String) throws(DomainError) {
@@ -322,7 +267,7 @@ extension ConcordService {
 
     /// Resolves every photo of every list (§5 cloud → local) in ONE batch: the distinct identifiers of
     /// all lists go through `resolve` together. Answers are keyed by the stored (canonical) string.
-    static func resolvePhotos(_ tx: any StoreReadTransaction, device: DeviceRef, _ lists: [[String]], limited: Bool)
+    static func resolvePhotos(_ tx: any AccountReadTransaction, device: DeviceRef, _ lists: [[String]], limited: Bool)
         throws -> (answers: [String: MappingResult], links: [(localIdentifier: String, record: CloudRecord)]) {
         // Stored strings are canonical, so distinct strings are distinct identifiers: one slot each.
         var slot: [String: Int] = [:]
@@ -337,7 +282,7 @@ extension ConcordService {
                 keys.append(s)
             }
         }
-        let resolved = try Self.resolve(tx, device: device, identifiers: identifiers, limited: limited)
+        let resolved = try MappingService.resolve(tx, device: device, identifiers: identifiers, limited: limited)
         var answers: [String: MappingResult] = [:]
         answers.reserveCapacity(keys.count + unreadable.count)
         for (i, s) in keys.enumerated() {
@@ -365,39 +310,48 @@ extension ConcordService {
 
     /// The entry with its photos resolved for `device`, inside a write transaction: links found by
     /// content are stored right there (§5 step 3).
-    static func resolvedView(_ tx: any StoreWriteTransaction, device: DeviceRef, _ entry: StoredJournalEntry, limited: Bool) throws -> JournalEntryView {
+    static func resolvedView(_ tx: any AccountWriteTransaction, device: DeviceRef, _ entry: StoredJournalEntry, limited: Bool) throws -> JournalEntryView {
         let resolved = try Self.resolvePhotos(tx, device: device, [entry.photos], limited: limited)
-        if !resolved.links.isEmpty { try Self.storeContentLinks(tx, device: device, resolved.links) }
+        if !resolved.links.isEmpty { try MappingService.storeContentLinks(tx, device: device, resolved.links) }
         return Self.view(entry, resolved.answers)
     }
 
-    /// Appends the change `seq` to the account's journal feed and prunes it by the history retention
-    /// (the same `historyMaxChanges` and `historyMaxAge` as a device's library history).
-    func commitJournalChange(_ j: any JournalStoreWriteTransaction, accountID: String, feed: JournalFeedState, seq: Int64, now: Date,
-                             details: JournalChangeDetails) throws {
-        try j.appendJournalChange(accountID: accountID, seq: seq, createdAt: now.timeIntervalSince1970, details: details)
-        let boundary = try self.journalRetentionBoundary(j, accountID: accountID, lastSeq: seq, prunedThrough: feed.prunedThroughSeq, now: now)
-        if boundary > feed.prunedThroughSeq { try j.pruneJournalChanges(accountID: accountID, throughSeq: boundary) }
+    /// One journal change, the only way a journal write happens: the account's next feed sequence
+    /// number is handed to `apply` (it becomes the version of what `apply` writes), then the change is
+    /// appended to the feed and the feed pruned by the history retention (the same `historyMaxChanges`
+    /// and `historyMaxAge` as a device's library history). Runs under the account's write lock, so
+    /// sequence numbers commit in order.
+    func commitJournalChange<T>(_ tx: any AccountWriteTransaction, now: Date, _ details: JournalChangeDetails,
+                                _ apply: (Int64) throws -> T) throws -> T {
+        let feed = try tx.journalFeed(accountID: tx.accountID)
+        let seq = feed.lastChangeSeq + 1
+        let result = try apply(seq)
+        try tx.appendJournalChange(accountID: tx.accountID, seq: seq, createdAt: now.timeIntervalSince1970, details: details)
+        let boundary = try self.journalRetentionBoundary(tx, lastSeq: seq, prunedThrough: feed.prunedThroughSeq, now: now)
+        if boundary > feed.prunedThroughSeq { try tx.pruneJournalChanges(accountID: tx.accountID, throughSeq: boundary) }
+        return result
     }
 
-    /// The oldest journal token still valid (see `retentionBoundary`, the same rule per account).
-    func journalRetentionBoundary(_ j: any JournalStoreReadTransaction, accountID: String, lastSeq: Int64, prunedThrough: Int64, now: Date) throws -> Int64 {
-        var boundary = max(prunedThrough, lastSeq - Int64(self.configuration.historyMaxChanges))
-        if let old = try j.latestJournalChangeSeq(accountID: accountID, createdAtOrBefore: now.timeIntervalSince1970 - self.configuration.historyMaxAge) {
-            boundary = max(boundary, old)
+    /// Stores the journal with `seq` as its version (one of its entries changed, or its title).
+    static func touch(_ tx: any AccountWriteTransaction, _ journal: inout StoredJournal, seq: Int64, now: Date) throws {
+        journal.version = seq
+        journal.updatedAt = now.timeIntervalSince1970
+        try tx.putJournal(accountID: tx.accountID, journal)
+    }
+
+    /// The oldest journal token still valid (`ServiceCore.retentionBoundary`, per account).
+    func journalRetentionBoundary(_ tx: any AccountReadTransaction, lastSeq: Int64, prunedThrough: Int64, now: Date) throws -> Int64 {
+        try self.core.retentionBoundary(lastSeq: lastSeq, prunedThrough: prunedThrough, now: now) { time in
+            try tx.latestJournalChangeSeq(accountID: tx.accountID, createdAtOrBefore: time)
         }
-        return boundary
     }
 
     // MARK: - The account's journal change feed
 
     /// `GET /v1/journals/token`: the token of the account's last journal change (valid before any journal exists).
     public func currentJournalChangeToken(device: DeviceRef) throws(DomainError) -> String {
-        let feed = try self.run {
-            try self.store.read { tx in
-                _ = try Self.requireDevice(tx, device)
-                return try Self.journalStore(tx).journalFeed(accountID: device.accountID)
-            }
+        let feed = try self.read(device) { tx, _ in
+            return try tx.journalFeed(accountID: device.accountID)
         }
         return self.tokens.encode(seq: feed.lastChangeSeq, scope: .journals(accountID: device.accountID))
     }
@@ -411,18 +365,14 @@ extension ConcordService {
         let scope = ChangeTokenScope.journals(accountID: device.accountID)
         guard let sinceSeq = self.tokens.decode(since, scope: scope) else { throw DomainError.invalidChangeToken }
         let now = self.now
-        var stored = try self.run {
-            try self.store.read { tx in
-                _ = try Self.requireDevice(tx, device)
-                let j = try Self.journalStore(tx)
-                let feed = try j.journalFeed(accountID: device.accountID)
-                // A valid MAC on a seq never reached: a token from a restored or older database.
-                guard sinceSeq <= feed.lastChangeSeq else { throw DomainError.invalidChangeToken }
-                let boundary = try self.journalRetentionBoundary(j, accountID: device.accountID, lastSeq: feed.lastChangeSeq,
-                                                                 prunedThrough: feed.prunedThroughSeq, now: now)
-                guard sinceSeq >= boundary else { throw DomainError.persistentChangeTokenExpired }
-                return try j.journalChanges(accountID: device.accountID, after: sinceSeq, limit: limit + 1)
-            }
+        var stored = try self.read(device) { tx, _ in
+            let feed = try tx.journalFeed(accountID: device.accountID)
+            // A valid MAC on a seq never reached: a token from a restored or older database.
+            guard sinceSeq <= feed.lastChangeSeq else { throw DomainError.invalidChangeToken }
+            let boundary = try self.journalRetentionBoundary(tx, lastSeq: feed.lastChangeSeq,
+                                                             prunedThrough: feed.prunedThroughSeq, now: now)
+            guard sinceSeq >= boundary else { throw DomainError.persistentChangeTokenExpired }
+            return try tx.journalChanges(accountID: device.accountID, after: sinceSeq, limit: limit + 1)
         }
         let hasMore = stored.count > limit
         if hasMore { stored.removeLast(stored.count - limit) }

@@ -1,7 +1,8 @@
 import Foundation
 
-extension ConcordService {
-    // MARK: - Mapping identifiers (§5)
+/// Mapping identifiers both ways, and links chosen by the person (API.md §5).
+public struct MappingService: ServiceArea {
+    let core: ServiceCore
 
     /// `POST /v1/library/cloud-identifiers`: local → cloud, one answer per item in request order.
     ///
@@ -15,13 +16,10 @@ extension ConcordService {
         }
         // Duplicates go to storage as they are: cheaper than deduplicating a batch that rarely has any.
         var states: [ObjectLinkState?] = []
-        let limited = try self.run { () throws -> Bool in
-            try self.store.read { tx in
-                let state = try Self.requireDevice(tx, device)
-                guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-                states = try tx.linkStates(device, localIdentifiers: ids)
-                return state.authorization == .limited
-            }
+        let limited = try self.read(device) { tx, state in
+            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+            states = try tx.linkStates(device, localIdentifiers: ids)
+            return state.authorization == .limited
         }
         var pending: [String] = []
         var pendingSeen = Set<String>()
@@ -30,7 +28,7 @@ extension ConcordService {
         }
         var assigned: [String: CloudRecord] = [:]
         if !pending.isEmpty {
-            assigned = try self.run { try self.store.write { tx in try self.assignRecords(tx, device: device, localIdentifiers: pending) } }
+            assigned = try self.run { try self.store.write(account: device.accountID) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, now: self.now) } }
         }
         let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
         var out: [CloudIdentifierMapping] = []
@@ -48,7 +46,7 @@ extension ConcordService {
 
     /// Stores links found by content (§5 cloud → local step 3, shared by mapping and journal reads), re-checked under the write lock: the object must still
     /// be unlinked with the record's type and fingerprint, and the record unlinked on this device.
-    static func storeContentLinks(_ tx: any StoreWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)]) throws {
+    static func storeContentLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)]) throws {
         var byID: [String: StoredObject] = [:]
         for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[o.object.localIdentifier] = o }
         let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
@@ -67,7 +65,7 @@ extension ConcordService {
 
     /// Step 3 for a batch, inside the write transaction: link each unlinked object to the oldest record
     /// of its type and fingerprint with no link on this device, else create a record.
-    func assignRecords(_ tx: any StoreWriteTransaction, device: DeviceRef, localIdentifiers: [String]) throws -> [String: CloudRecord] {
+    static func assignRecords(_ tx: any AccountWriteTransaction, device: DeviceRef, localIdentifiers: [String], now: Date) throws -> [String: CloudRecord] {
         var result: [String: CloudRecord] = [:]
         var byID: [String: StoredObject] = [:]
         for s in try tx.objects(device, localIdentifiers: localIdentifiers) { byID[s.object.localIdentifier] = s }
@@ -97,7 +95,7 @@ extension ConcordService {
             result[o.localIdentifier] = record
             links.append((o.localIdentifier, record.guid))
         }
-        if !created.isEmpty { try tx.insertRecords(accountID: device.accountID, created, createdAt: self.now) }
+        if !created.isEmpty { try tx.insertRecords(accountID: device.accountID, created, createdAt: now) }
         try tx.setLinks(device, links)
         return result
     }
@@ -109,20 +107,17 @@ extension ConcordService {
         let identifiers = parsed.compactMap { $0 }
 
         var resolved = Resolution()
-        let limited = try self.run { () throws -> Bool in
-            try self.store.read { tx in
-                let state = try Self.requireDevice(tx, device)
-                guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-                let limited = state.authorization == .limited
-                resolved = try Self.resolve(tx, device: device, identifiers: identifiers, limited: limited)
-                return limited
-            }
+        let limited = try self.read(device) { tx, state in
+            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+            let limited = state.authorization == .limited
+            resolved = try Self.resolve(tx, device: device, identifiers: identifiers, limited: limited)
+            return limited
         }
         if !resolved.links.isEmpty {
             // Store the links found by content so the next lookup takes step 2. Re-checked under the write
             // lock: the object must still be unlinked with the record's content, the record unlinked here.
             let toLink = resolved.links
-            try self.run { try self.store.write { tx in try Self.storeContentLinks(tx, device: device, toLink) } }
+            try self.run { try self.store.write(account: device.accountID) { tx in try Self.storeContentLinks(tx, device: device, toLink) } }
         }
         let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
         var answerIndex = 0
@@ -144,7 +139,7 @@ extension ConcordService {
 
     /// Steps 2–4 for a batch in one read transaction: records by GUID (this account only), their links on
     /// this device, then objects by content for the rest. Answers are in the order of `identifiers`.
-    static func resolve(_ tx: any StoreReadTransaction, device: DeviceRef, identifiers: [CloudIdentifier], limited: Bool) throws -> Resolution {
+    static func resolve(_ tx: any AccountReadTransaction, device: DeviceRef, identifiers: [CloudIdentifier], limited: Bool) throws -> Resolution {
         var result = Resolution()
         result.answers = [MappingResult?](repeating: nil, count: identifiers.count)
         guard !identifiers.isEmpty else { return result }
@@ -188,23 +183,20 @@ extension ConcordService {
         guard Identifiers.isValidLocalIdentifier(localIdentifier) else {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifier")
         }
-        try self.run {
-            try self.store.write { tx in
-                let state = try Self.requireDevice(tx, device)
-                guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-                guard let record = try tx.records(accountID: device.accountID, guids: [c.guid]).first, record.type == c.type else {
-                    throw DomainError.notFound(message: "No such cloud record.")
-                }
-                guard let object = try tx.objects(device, localIdentifiers: [localIdentifier]).first else {
-                    throw DomainError.notFound(message: "No object with this local identifier.")
-                }
-                guard object.object.type == record.type, object.object.fingerprint == record.fingerprint else {
-                    throw DomainError.fingerprintMismatch(message: "The object does not have the record's type and fingerprint.")
-                }
-                if object.link?.guid == record.guid { return }
-                try tx.dropLinks(device, guids: [record.guid])
-                try tx.setLinks(device, [(localIdentifier, record.guid)])
+        try self.write(device) { tx, state in
+            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+            guard let record = try tx.records(accountID: device.accountID, guids: [c.guid]).first, record.type == c.type else {
+                throw DomainError.notFound(message: "No such cloud record.")
             }
+            guard let object = try tx.objects(device, localIdentifiers: [localIdentifier]).first else {
+                throw DomainError.notFound(message: "No object with this local identifier.")
+            }
+            guard object.object.type == record.type, object.object.fingerprint == record.fingerprint else {
+                throw DomainError.fingerprintMismatch(message: "The object does not have the record's type and fingerprint.")
+            }
+            if object.link?.guid == record.guid { return }
+            try tx.dropLinks(device, guids: [record.guid])
+            try tx.setLinks(device, [(localIdentifier, record.guid)])
         }
     }
 }

@@ -1,0 +1,92 @@
+import ConcordDomain
+import Foundation
+
+/// One result row of either engine, read by column index. Both engines select the same columns in
+/// the same order for devices and objects, so a row is turned into a domain value in one place.
+protocol StorageRow {
+    func isNull(_ column: Int32) -> Bool
+    func int(_ column: Int32) -> Int64
+    func double(_ column: Int32) -> Double
+    func text(_ column: Int32) -> String
+    func optionalText(_ column: Int32) -> String?
+    /// A boolean column (SQLite: an integer, PostgreSQL: `boolean`).
+    func flag(_ column: Int32) -> Bool
+}
+
+extension Statement: StorageRow {
+    func flag(_ column: Int32) -> Bool { self.int(column) != 0 }
+}
+
+extension PGRow: StorageRow {
+    func flag(_ column: Int32) -> Bool { self.bool(column) }
+}
+
+/// The codes both engines store, and the row layouts both engines select.
+enum StorageRows {
+    // MARK: - Code tables
+
+    /// `devices.authorization` (SQLite) / `devices.authorization_status` (PostgreSQL).
+    static func authorizationCode(_ status: AuthorizationStatus) -> Int64 {
+        switch status {
+        case .authorized: 0
+        case .limited: 1
+        case .denied: 2
+        }
+    }
+
+    static func authorization(code: Int64) -> AuthorizationStatus {
+        switch code {
+        case 1: .limited
+        case 2: .denied
+        default: .authorized
+        }
+    }
+
+    /// A token row: `kind` (`TokenKind`), the account ID, and the device ID of a device token.
+    static func principal(_ r: some StorageRow, kind: Int32, accountID: Int32, deviceID: Int32) -> Principal? {
+        switch TokenKind(rawValue: r.int(kind)) {
+        case .account: .account(accountID: r.text(accountID))
+        case .device: r.optionalText(deviceID).map { .device(DeviceRef(accountID: r.text(accountID), deviceID: $0)) }
+        case nil: nil
+        }
+    }
+
+    // MARK: - Devices
+
+    /// The columns `device(_:)` selects, in this order (both engines).
+    static let deviceColumns = "device_id, name, platform, created_at, %AUTH%, last_change_seq, pruned_through_seq, object_count"
+
+    static func deviceState(_ r: some StorageRow, accountID: String) -> DeviceState {
+        DeviceState(ref: DeviceRef(accountID: accountID, deviceID: r.text(0)), name: r.text(1), platform: r.optionalText(2),
+                    createdAt: Date(timeIntervalSince1970: r.double(3)), authorization: Self.authorization(code: r.int(4)),
+                    lastChangeSeq: r.int(5), prunedThroughSeq: r.int(6), objectCount: Int(r.int(7)))
+    }
+
+    // MARK: - Objects
+
+    /// Columns of an object row followed by its linked record's type and fingerprint (`LEFT JOIN records r`).
+    static let objectColumns = """
+        o.local_id, o.type, o.fingerprint, o.media_type, o.creation_date, o.modification_date, o.has_adjustments, \
+        o.is_favorite, o.title, o.members, o.app_created, o.record_guid, r.type, r.fingerprint
+        """
+
+    static func libraryObject(_ r: some StorageRow) -> LibraryObject {
+        let members = r.text(9)
+        return LibraryObject(
+            localIdentifier: r.text(0), type: ObjectType(rawValue: Int(r.int(1))) ?? .asset, fingerprint: r.text(2),
+            mediaType: MediaType(rawValue: r.text(3)) ?? .unknown, creationDate: r.optionalText(4), modificationDate: r.optionalText(5),
+            hasAdjustments: r.flag(6), isFavorite: r.flag(7), title: r.optionalText(8),
+            // Local identifiers contain no control characters, so "\n" separates members unambiguously.
+            members: members.isEmpty ? [] : members.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
+            appCreated: r.flag(10))
+    }
+
+    static func storedObject(_ r: some StorageRow) -> StoredObject {
+        let object = self.libraryObject(r)
+        var link: CloudRecord?
+        if let guid = r.optionalText(11), !r.isNull(12), let type = ObjectType(rawValue: Int(r.int(12))) {
+            link = CloudRecord(guid: guid, type: type, fingerprint: r.text(13))
+        }
+        return StoredObject(object: object, link: link)
+    }
+}
