@@ -84,7 +84,10 @@ public enum DomainError: Error, Sendable, Equatable {
         }
     }
 
-    /// `PHPhotosError` raw value for errors PhotoKit defines (rendered with `"domain": "PHPhotosErrorDomain"`).
+    /// The error domain of PhotoKit's errors, rendered as `"domain"` beside `photosErrorCode`.
+    public static let photosErrorDomain = "PHPhotosErrorDomain"
+
+    /// `PHPhotosError` raw value for errors PhotoKit defines (rendered with `"domain": photosErrorDomain`).
     public var photosErrorCode: Int? {
         switch self {
         case .persistentChangeTokenExpired: return 3105

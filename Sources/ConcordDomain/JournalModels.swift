@@ -223,7 +223,7 @@ extension ItemError {
     public var detailValue: DetailValue {
         var fields = [DetailField("name", .string(self.name)), DetailField("message", .string(self.message))]
         if let code = self.photosErrorCode {
-            fields.append(DetailField("domain", .string("PHPhotosErrorDomain")))
+            fields.append(DetailField("domain", .string(DomainError.photosErrorDomain)))
             fields.append(DetailField("code", .int(code)))
         }
         return .object(fields + self.details)

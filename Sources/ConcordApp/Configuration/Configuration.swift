@@ -1,27 +1,33 @@
+import ConcordDomain
+import ConcordHTTP
 import ConcordObservability
+import ConcordStorage
+import ConcordTransport
 
-/// Every setting of a Concord process, one typed struct per layer. The defaults here
-/// are the documented defaults (Config/concord.json, docs/configuration.md).
+/// Every setting of a Concord process, one typed struct per layer. Each default is the one
+/// its layer declares (`HTTPLimits`, `ServerConfiguration`, `DomainConfiguration`,
+/// `SQLiteMemory`), read from there rather than written again; they are the documented
+/// defaults (Config/concord.json, docs/configuration.md).
 public struct Configuration: Sendable, Equatable {
     /// Request limits (API.md §8).
     public struct Limits: Sendable, Equatable {
-        public var requestLineBytes = 8 * 1024
-        public var headerBytes = 16 * 1024
-        public var headerCount = 128
-        public var bodyBytes = 64 * 1024 * 1024
+        public var requestLineBytes = HTTPLimits().maxRequestLineBytes
+        public var headerBytes = HTTPLimits().maxHeaderBytes
+        public var headerCount = HTTPLimits().maxHeaderCount
+        public var bodyBytes = HTTPLimits().maxBodyBytes
         /// Items in one mapping request.
-        public var maxBatch = 10_000
-        public var maxConnections = 10_000
+        public var maxBatch = DomainConfiguration().maxBatch
+        public var maxConnections = ServerConfiguration().maxConnections
         public init() {}
     }
 
     /// Timeouts, in seconds.
     public struct Timeouts: Sendable, Equatable {
-        public var headerRead: Double = 10
-        public var bodyRead: Double = 60
-        public var idle: Double = 75
+        public var headerRead = ServerConfiguration().headerReadTimeout
+        public var bodyRead = ServerConfiguration().bodyReadTimeout
+        public var idle = ServerConfiguration().idleTimeout
         /// Seconds a response may wait for a client that stopped reading; then close.
-        public var write: Double = 60
+        public var write = ServerConfiguration().writeTimeout
         /// How long in-flight requests get to finish on SIGTERM/SIGINT.
         public var shutdownGrace: Double = 10
         public init() {}
@@ -29,8 +35,8 @@ public struct Configuration: Sendable, Equatable {
 
     /// The HTTP listener.
     public struct Server: Sendable, Equatable {
-        public var host = "0.0.0.0"
-        public var port = 8080
+        public var host = ServerConfiguration().host
+        public var port = ServerConfiguration().port
         /// Event loops; 0 means one per core.
         public var eventLoops = 0
         public var limits = Limits()
@@ -40,8 +46,8 @@ public struct Configuration: Sendable, Equatable {
 
     /// How much change history is kept before old change tokens expire.
     public struct History: Sendable, Equatable {
-        public var maxChanges = 100_000
-        public var maxAgeDays = 30
+        public var maxChanges = DomainConfiguration().historyMaxChanges
+        public var maxAgeDays = Int(DomainConfiguration().historyMaxAge / (24 * 3600))
         public init() {}
     }
 
@@ -93,9 +99,9 @@ public struct Configuration: Sendable, Equatable {
     /// (kill -9), `full` also survives a power loss, at one fsync per commit.
     public var sqliteSynchronous = SQLiteSynchronous.normal
     /// SQLite page cache per connection (the writer and each reader), in MiB.
-    public var sqliteCacheMegabytes = 16
+    public var sqliteCacheMegabytes = SQLiteMemory().cacheKiB / 1024
     /// How much of the SQLite file is read through a memory map, in MiB (0: none).
-    public var sqliteMmapMegabytes = 0
+    public var sqliteMmapMegabytes = SQLiteMemory().mmapBytes >> 20
 
     public init() {}
 }

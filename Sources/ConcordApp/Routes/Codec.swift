@@ -67,6 +67,24 @@ enum Codec {
         return value
     }
 
+    /// A request's array of identifiers: `413 batchTooLarge` when it has more than `maxBatch`
+    /// items — the domain's limit, enforced while decoding so an oversized batch is refused before
+    /// its items are looked at — then `400` naming `key` when it is not an array of strings, or
+    /// missing while `required`.
+    static func batch(_ body: JSONObject, _ key: String, maxBatch: Int) throws(APIError) -> [String] {
+        guard let ids = try self.batch(body, key, maxBatch: maxBatch, required: true) else { throw APIError.missingField(key) }
+        return ids
+    }
+
+    static func batch(_ body: JSONObject, _ key: String, maxBatch: Int, required: Bool) throws(APIError) -> [String]? {
+        guard let array = try self.array(body, key, path: key) else {
+            if required { throw APIError.missingField(key) }
+            return nil
+        }
+        guard array.count <= maxBatch else { throw APIError(DomainError.batchTooLarge(maxBatch: maxBatch)) }
+        return try self.requiredStringArray(body, key, path: key)
+    }
+
     // MARK: - Library objects (§4)
 
     /// One object of type `type` from `value`; `path` is where it sits (`assets.upsert`, `assets`).

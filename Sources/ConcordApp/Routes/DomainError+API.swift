@@ -4,14 +4,11 @@ import ConcordJSON
 /// The one mapping from the domain's errors to the contract's (API.md §1): status, name,
 /// message, `"domain"`/`"code"` for errors PhotoKit defines, then the error's details.
 extension APIError {
-    /// The domain name PhotoKit errors carry.
-    static let photosErrorDomain = "PHPhotosErrorDomain"
-
     /// The answer for a domain error that is the whole answer.
     public init(_ error: DomainError) {
         self.init(status: error.httpStatus, name: error.name, message: error.message)
         if let code = error.photosErrorCode {
-            self.details.append(("domain", jsonString(Self.photosErrorDomain)))
+            self.details.append(("domain", jsonString(DomainError.photosErrorDomain)))
             self.details.append(("code", String(code)))
         }
         for detail in error.details {
@@ -31,7 +28,7 @@ extension Codec {
         w.key("name"); w.string(error.name)
         w.key("message"); w.string(error.message)
         if let code = error.photosErrorCode {
-            w.key("domain"); w.string(APIError.photosErrorDomain)
+            w.key("domain"); w.string(DomainError.photosErrorDomain)
             w.key("code"); w.int(code)
         }
         for detail in error.details {

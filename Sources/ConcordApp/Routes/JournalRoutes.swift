@@ -88,16 +88,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let body = try request.jsonBody()
             guard let cancelled = try Codec.bool(body, "cancelled", path: "cancelled") else { throw APIError.missingField("cancelled") }
             // A cancelled session may come without identifiers (the picker returned none).
-            let max = app.service.configuration.maxBatch
-            let picked: [String]
-            if let array = try Codec.array(body, "localIdentifiers", path: "localIdentifiers") {
-                guard array.count <= max else { throw APIError(DomainError.batchTooLarge(maxBatch: max)) }
-                picked = try Codec.requiredStringArray(body, "localIdentifiers", path: "localIdentifiers")
-            } else if cancelled {
-                picked = []
-            } else {
-                throw APIError.missingField("localIdentifiers")
-            }
+            let picked = try Codec.batch(body, "localIdentifiers", maxBatch: app.service.configuration.maxBatch, required: !cancelled) ?? []
             let entry = try app.service.journals.applySelection(journalID: journalID, entryID: entryID, cancelled: cancelled, localIdentifiers: picked,
                                                ifMatch: ifMatch, device: device)
             return Codec.entryResponse(entry)
@@ -111,54 +102,18 @@ extension Codec {
     /// `"<version>"`: the `ETag` of a journal or entry (a strong entity tag, RFC 9110 §8.8.3).
     static func entityTag(_ version: String) -> String { "\"" + version + "\"" }
 
-    /// The request's `If-Match` (RFC 9110 §13.1.1): nil when absent, `.any` for `*`, else the listed
-    /// entity tags' values. Weak tags (`W/"..."`) never match a strong comparison, so they are dropped
-    /// (a list of only weak tags fails with `412`). Anything else is `400` naming `If-Match`.
+    /// The request's `If-Match` in the domain's terms (parsed by `HTTPHeaders.ifMatch`); `400` naming
+    /// `If-Match` when it is malformed.
     static func ifMatch(_ request: RequestContext) throws(APIError) -> IfMatch? {
-        let fields = request.request.headers[all: "If-Match"]
-        guard !fields.isEmpty else { return nil }
-        let invalid = APIError.badRequest("If-Match must be * or a list of quoted entity tags.", field: "If-Match")
-        let bytes = Array(fields.joined(separator: ",").utf8)
-        func isOWS(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
-        var i = 0
-        var versions: [String] = []
-        var tags = 0
-        var star = false
-        // #entity-tag (RFC 9110 §5.6.1): elements separated by commas and optional whitespace, empty ones ignored.
-        while i < bytes.count {
-            if isOWS(bytes[i]) || bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "*") {
-                star = true
-                i += 1
-            } else {
-                var weak = false
-                if bytes[i] == UInt8(ascii: "W"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "/") {
-                    weak = true
-                    i += 2
-                }
-                guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw invalid }
-                i += 1
-                let start = i
-                // etagc = %x21 / %x23-7E / obs-text: no quote, space or control inside.
-                while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
-                    guard bytes[i] == 0x21 || (bytes[i] >= 0x23 && bytes[i] != 0x7F) else { throw invalid }
-                    i += 1
-                }
-                guard i < bytes.count else { throw invalid }
-                if !weak { versions.append(String(decoding: bytes[start..<i], as: UTF8.self)) }
-                i += 1
-                tags += 1
+        do {
+            switch try request.request.headers.ifMatch() {
+            case nil: return nil
+            case .any?: return .any
+            case .strong(let versions)?: return .versions(versions)
             }
-            // After an element: only whitespace, then a comma or the end.
-            while i < bytes.count, isOWS(bytes[i]) { i += 1 }
-            guard i == bytes.count || bytes[i] == UInt8(ascii: ",") else { throw invalid }
+        } catch {
+            throw APIError.badRequest("If-Match must be * or a list of quoted entity tags.", field: "If-Match")
         }
-        if star {
-            guard tags == 0 else { throw invalid }   // "*" stands alone
-            return .any
-        }
-        guard tags > 0 else { throw invalid }
-        return .versions(versions)
     }
 
     /// An entry PUT's `"photos"`: each `{"cloudIdentifier"}` or `{"localIdentifier"}` (exactly one);

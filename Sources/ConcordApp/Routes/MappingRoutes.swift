@@ -8,7 +8,7 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
     return [
         app.deviceRoute("POST", "/v1/library/cloud-identifiers", operation: "cloudIdentifiers") { request, device in
             let body = try request.jsonBody()
-            let ids = try batch(body, "localIdentifiers", app)
+            let ids = try Codec.batch(body, "localIdentifiers", maxBatch: app.service.configuration.maxBatch)
             let mappings = try app.service.mapping.cloudIdentifiers(forLocalIdentifiers: ids, device: device)
             return mappingAnswer(mappings, .localToCloud, metrics, asked: "localIdentifier", answered: "cloudIdentifier") {
                 ($0.localIdentifier, $0.result)
@@ -16,7 +16,7 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
         },
         app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers") { request, device in
             let body = try request.jsonBody()
-            let ids = try batch(body, "cloudIdentifiers", app)
+            let ids = try Codec.batch(body, "cloudIdentifiers", maxBatch: app.service.configuration.maxBatch)
             let mappings = try app.service.mapping.localIdentifiers(forCloudIdentifiers: ids, device: device)
             return mappingAnswer(mappings, .cloudToLocal, metrics, asked: "cloudIdentifier", answered: "localIdentifier") {
                 ($0.cloudIdentifier, $0.result)
@@ -35,17 +35,6 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
             }
         },
     ]
-}
-
-/// The request's array of identifiers: `413 batchTooLarge` when it has more than
-/// `maxBatch` items, checked before the items themselves; `400` naming `key` when it is
-/// missing or not an array of strings.
-private func batch(_ body: JSONObject, _ key: String, _ app: AppContext) throws(APIError) -> [String] {
-    guard let array = try Codec.array(body, key, path: key) else { throw APIError.missingField(key) }
-    let max = app.service.configuration.maxBatch
-    guard array.count <= max else { throw APIError(DomainError.batchTooLarge(maxBatch: max)) }
-    guard let ids = try Codec.stringArray(body, key, path: key) else { throw APIError.missingField(key) }
-    return ids
 }
 
 /// `{"mappings": [...]}`: per item the identifier asked for (`asked`), then the one it maps to

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ConcordDomain
 import ConcordObservability
 
 /// Where the admin token comes from: the configuration, or a file in the data
@@ -31,7 +32,7 @@ enum AdminToken {
         let path = self.filePath(forDatabaseAt: databasePath)
         if let existing = try self.readToken(path) { return (existing, nil) }
 
-        let token = try self.generate()
+        let token = self.generate()
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if fd < 0 {
             // Another process created it between our read and our create: use theirs.
@@ -64,29 +65,7 @@ enum AdminToken {
     }
 
     /// 32 random bytes from the kernel's CSPRNG, as 64 hex digits.
-    static func generate() throws(StartupError) -> String {
-        let fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw StartupError("cannot open /dev/urandom: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 32)
-        var filled = 0
-        while filled < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { buffer in
-                // A 32-byte array always has storage; the guard only satisfies the type.
-                guard let base = buffer.baseAddress else { return -1 }
-                return read(fd, base + filled, buffer.count - filled)
-            }
-            if n > 0 {
-                filled += n
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else {
-                throw StartupError("cannot read /dev/urandom: \(String(cString: strerror(errno)))")
-            }
-        }
-        let hex: [Character] = Array("0123456789abcdef")
-        return String(bytes.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0xF)]] })
-    }
+    static func generate() -> String { Hex.encode(Secrets.randomBytes(32)) }
 }
 
 extension String {

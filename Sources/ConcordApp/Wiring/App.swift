@@ -66,6 +66,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
     let sink = sink ?? LogSink()
     let logger = Logger(level: configuration.logLevel, sink: sink)
     let metrics = MetricsRegistry()
+    // What has started so far, undone in reverse order when a later step fails.
+    var started = StartedComponents()
     do throws(StartupError) {
         let cores = ServerConfiguration.coreCount
         let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
@@ -75,58 +77,24 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch,
             sqliteSynchronous: configuration.sqliteSynchronous, poolSize: poolSize,
             sqliteMemory: SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20))
-        let adminToken: String
-        let generatedTokenFile: String?
-        do throws(StartupError) {
-            (adminToken, generatedTokenFile) = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
-        } catch {
-            storage.close()
-            throw error
-        }
+        started.add { storage.close() }
+
+        let (adminToken, generatedTokenFile) = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
+        // A token nobody could use (the server never listened) must not be the one the next
+        // start reads back: the operator never saw it served.
+        if let generatedTokenFile { started.add { unlink(generatedTokenFile) } }
         let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage)
 
         let dispatcher = Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers)
+        started.add { dispatcher.shutdown(deadline: 0.1) }
 
-        var server = ServerConfiguration(host: configuration.server.host, port: configuration.server.port)
-        server.limits = HTTPLimits(
-            maxRequestLineBytes: configuration.server.limits.requestLineBytes,
-            maxHeaderBytes: configuration.server.limits.headerBytes,
-            maxHeaderCount: configuration.server.limits.headerCount,
-            maxBodyBytes: configuration.server.limits.bodyBytes)
-        server.maxConnections = configuration.server.limits.maxConnections
-        server.headerReadTimeout = configuration.server.timeouts.headerRead
-        server.bodyReadTimeout = configuration.server.timeouts.bodyRead
-        server.idleTimeout = configuration.server.timeouts.idle
-        server.writeTimeout = configuration.server.timeouts.write
-        if configuration.server.eventLoops > 0 { server.eventLoopCount = configuration.server.eventLoops }
-
-        let refused = metrics.counter("concord_http_refused_total", help: "Requests refused by the transport (parse errors, limits, timeouts, 503).")
-        let httpServer = HTTPServer(configuration: server, responder: dispatcher) { event in
-            switch event {
-            case .listening: break
-            case .connectionError(let message): logger.warning("connection error", metadata: ["error": .string(message)])
-            case .acceptError(let code): logger.error("accept failed", metadata: ["errno": .int(Int(code))])
-            case .protocolError(let status, let name):
-                refused.increment()
-                logger.info("request refused", metadata: ["status": .int(status), "error": .string(name)])
-            }
-        }
-        metrics.gauge("concord_http_open_connections", help: "Connections currently open.") { Double(httpServer.openConnections) }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let startTime = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-        metrics.gauge("concord_process_start_time_seconds", help: "When the process started, in seconds since the Unix epoch.") { startTime }
-        metrics.gauge("concord_build_info", help: "Always 1; the version is a label.", labels: [("version", CommandLineInterface.version)]) { 1 }
-
+        let httpServer = HTTPServer(configuration: ServerConfiguration(configuration.server), responder: dispatcher,
+                                    onEvent: transportEventHandler(logger: logger, metrics: metrics))
+        registerProcessMetrics(metrics, server: httpServer)
         let port: Int
         do {
             port = try httpServer.start()
         } catch {
-            dispatcher.shutdown(deadline: 0.1)
-            storage.close()
-            // A token nobody could use (the server never listened) must not be the one the next
-            // start reads back: the operator never saw it served.
-            if let generatedTokenFile { unlink(generatedTokenFile) }
             throw StartupError(error.message)
         }
         logger.notice("listening", metadata: [
@@ -135,9 +103,63 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         ])
         return RunningApp(port: port, context: context, server: httpServer, dispatcher: dispatcher, sink: sink)
     } catch {
+        started.unwind()
         sink.shutdown()
         throw error
     }
+}
+
+/// Components a start has brought up, each with how to stop it: a failed start stops them in
+/// reverse order, so nothing it opened outlives it.
+struct StartedComponents {
+    private var stops: [() -> Void] = []
+
+    mutating func add(_ stop: @escaping () -> Void) { self.stops.append(stop) }
+
+    func unwind() {
+        for stop in self.stops.reversed() { stop() }
+    }
+}
+
+extension ServerConfiguration {
+    /// The transport's settings from the configuration's `server` section.
+    init(_ server: Configuration.Server) {
+        self.init(host: server.host, port: server.port)
+        self.limits = HTTPLimits(
+            maxRequestLineBytes: server.limits.requestLineBytes, maxHeaderBytes: server.limits.headerBytes,
+            maxHeaderCount: server.limits.headerCount, maxBodyBytes: server.limits.bodyBytes)
+        self.maxConnections = server.limits.maxConnections
+        self.headerReadTimeout = server.timeouts.headerRead
+        self.bodyReadTimeout = server.timeouts.bodyRead
+        self.idleTimeout = server.timeouts.idle
+        self.writeTimeout = server.timeouts.write
+        if server.eventLoops > 0 { self.eventLoopCount = server.eventLoops }
+    }
+}
+
+/// Logs what the transport reports and counts refused requests.
+private func transportEventHandler(logger: Logger, metrics: MetricsRegistry) -> @Sendable (TransportEvent) -> Void {
+    let refused = metrics.counter("concord_http_refused_total", help: "Requests refused by the transport (parse errors, limits, timeouts, 503).")
+    return { event in
+        switch event {
+        case .listening: break
+        case .connectionError(let message): logger.warning("connection error", metadata: ["error": .string(message)])
+        case .acceptError(let code): logger.error("accept failed", metadata: ["errno": .int(Int(code))])
+        case .protocolError(let status, let name):
+            refused.increment()
+            logger.info("request refused", metadata: ["status": .int(status), "error": .string(name)])
+        }
+    }
+}
+
+/// Open connections, start time and build of the process.
+private func registerProcessMetrics(_ metrics: MetricsRegistry, server: HTTPServer) {
+    metrics.gauge("concord_http_open_connections", help: "Connections currently open.") { Double(server.openConnections) }
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let startTime = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    metrics.gauge("concord_process_start_time_seconds", help: "When the process started, in seconds since the Unix epoch.") { startTime }
+    metrics.gauge("concord_build_info", help: "Always 1; the version is a label.", labels: [("version", CommandLineInterface.version)]) { 1 }
 }
 
 /// `concord serve`: starts, serves until SIGTERM or SIGINT, shuts down gracefully.

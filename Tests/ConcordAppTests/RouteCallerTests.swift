@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+@testable import ConcordApp
+
+/// Every route says who may call it, and says what docs/openapi.yaml says; over a real socket, a
+/// route refuses a missing token with 401 and every token of another kind with 403 (API.md §1).
+@Suite struct RouteCallerTests {
+    /// `security` of each operation in docs/openapi.yaml: `[]` is anyone, else the one scheme listed.
+    static func documentedCallers(yaml: String) -> [OpenAPIRouteAgreementTests.Operation: RouteCaller] {
+        var callers: [OpenAPIRouteAgreementTests.Operation: RouteCaller] = [:]
+        var path: String?
+        var operation: OpenAPIRouteAgreementTests.Operation?
+        var inSecurity = false
+        let schemes: [String: RouteCaller] = ["adminToken": .admin, "accountToken": .account, "deviceToken": .device]
+        for raw in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = String(raw)
+            if !line.hasPrefix(" ") { path = nil; operation = nil; continue }
+            if line.hasPrefix("  /"), !line.hasPrefix("   ") { path = String(line.dropFirst(2).dropLast()); operation = nil; continue }
+            if line.hasPrefix("    "), !line.hasPrefix("     "), let path, line.hasSuffix(":") {
+                operation = OpenAPIRouteAgreementTests.Operation(method: String(line.dropFirst(4).dropLast()).uppercased(), path: path)
+                continue
+            }
+            guard let current = operation else { continue }
+            if line == "      security: []" { callers[current] = .anyone; inSecurity = false; continue }
+            if line == "      security:" { inSecurity = true; continue }
+            if inSecurity {
+                let item = line.trimmingCharacters(in: .whitespaces)
+                if item.hasPrefix("- "), let scheme = item.dropFirst(2).split(separator: ":").first, let caller = schemes[String(scheme)] {
+                    callers[current] = caller
+                }
+                inSecurity = false
+            }
+        }
+        return callers
+    }
+
+    @Test func everyRouteCallerMatchesTheDocumentsSecurity() throws {
+        let yaml = try String(contentsOf: OpenAPIRouteAgreementTests.root.appendingPathComponent("docs/openapi.yaml"), encoding: .utf8)
+        let documented = Self.documentedCallers(yaml: yaml)
+        let server = try APIServer()
+        let routes = server.app.dispatcher.router.routes
+        #expect(routes.count > 20)
+        for route in routes {
+            let operation = OpenAPIRouteAgreementTests.Operation(method: route.method, path: OpenAPIRouteAgreementTests.template(route.pattern))
+            #expect(documented[operation] == route.caller, "\(operation): routed for \(route.caller), documented for \(String(describing: documented[operation]))")
+        }
+    }
+
+    /// Each API route over the socket: no token 401, an unknown token 401, each other kind's token
+    /// 403, its own kind's token neither.
+    @Test func routesRefuseMissingAndOtherKindsOfTokens() throws {
+        let server = try APIServer()
+        let account = try server.account()
+        let device = try server.device(account.token)
+        let tokens: [RouteCaller: String] = [.admin: testAdminToken, .account: account.token, .device: device.token]
+        for route in server.app.dispatcher.router.routes where route.caller != .anyone {
+            let target = route.pattern
+                .replacingOccurrences(of: "{localIdentifier...}", with: "X/L0/001")
+                .replacingOccurrences(of: "{deviceID}", with: UUID().uuidString)
+                .replacingOccurrences(of: "{journalID}", with: UUID().uuidString)
+                .replacingOccurrences(of: "{entryID}", with: "e1")
+                + (route.pattern.hasSuffix("/changes") && route.method == "GET" ? "?since=x" : "")
+            let body = ["POST", "PUT"].contains(route.method) ? "{}" : nil
+            let label = "\(route.method) \(route.pattern)"
+            #expect(try server.call(route.method, target, token: nil, body: body).status == 401, "\(label) without a token")
+            #expect(try server.call(route.method, target, token: "cdt_unknown", body: body).status == 401, "\(label) with an unknown token")
+            for (kind, token) in tokens {
+                let status = try server.call(route.method, target, token: token, body: body).status
+                if kind == route.caller {
+                    #expect(status != 401 && status != 403, "\(label) with its own kind of token answered \(status)")
+                } else {
+                    #expect(status == 403, "\(label) with a \(kind) token answered \(status)")
+                }
+            }
+        }
+    }
+}
