@@ -14,7 +14,7 @@ public struct AccountService: ServiceArea {
     /// Creates an account; its token is returned once and stored only as a hash.
     public func createAccount(name: String) throws(DomainError) -> CreatedAccount {
         try Self.validateName(name, field: "name")
-        let id = UUID().uuidString
+        let id = self.core.newID()
         let token = Secrets.newToken(prefix: "cat_")
         let hash = Secrets.tokenHash(token)
         let now = self.now
@@ -26,12 +26,12 @@ public struct AccountService: ServiceArea {
     public func createDevice(accountID: String, name: String, platform: String?) throws(DomainError) -> CreatedDevice {
         try Self.validateName(name, field: "name")
         if let platform { try Self.validateName(platform, field: "platform") }
-        let id = UUID().uuidString
+        let id = self.core.newID()
         let token = Secrets.newToken(prefix: "cdt_")
         let hash = Secrets.tokenHash(token)
         let now = self.now
         try self.run {
-            try self.store.write(account: accountID) { tx in
+            try self.core.write(account: accountID) { tx in
                 guard try tx.accountExists(accountID) else { throw DomainError.notFound(message: "No such account.") }
                 try tx.insertDevice(DeviceRef(accountID: accountID, deviceID: id), name: name, platform: platform, tokenHash: hash, createdAt: now)
             }
@@ -51,7 +51,7 @@ public struct AccountService: ServiceArea {
     /// Deletes a device with its library, history, links and token. `notFound` when it is not the account's.
     public func deleteDevice(accountID: String, deviceID: String) throws(DomainError) {
         let ref = DeviceRef(accountID: accountID, deviceID: deviceID)
-        let existed = try self.run { try self.store.write(account: accountID) { tx in try tx.deleteDevice(ref) } }
+        let existed = try self.run { try self.core.write(account: accountID) { tx in try tx.deleteDevice(ref) } }
         guard existed else { throw DomainError.notFound(message: "No such device.") }
     }
 }

@@ -24,8 +24,13 @@ public final class ConcordService: Sendable {
 
     /// Opens the service on `store`, creating the change-token secret on first start (it lives in the
     /// database so that tokens survive restarts and several servers sharing one database agree).
+    /// - Parameters:
+    ///   - clock: the time of changes and records (tests fix it).
+    ///   - newID: identifiers of new accounts, devices, journals and cloud records: UUIDs, upper case
+    ///     (tests make them reproducible).
     public init(store: any ConcordStore, configuration: DomainConfiguration = DomainConfiguration(),
-                clock: @escaping @Sendable () -> Date = { Date() }) throws(DomainError) {
+                clock: @escaping @Sendable () -> Date = { Date() },
+                newID: @escaping @Sendable () -> String = { UUID().uuidString }) throws(DomainError) {
         let secret = try ServiceCore.run {
             if let s = try store.readServer({ tx in try tx.setting(ServiceCore.secretKey) }) { return s }
             return try store.writeServer { tx in
@@ -35,7 +40,7 @@ public final class ConcordService: Sendable {
                 return s
             }
         }
-        let core = ServiceCore(configuration: configuration, store: store, tokens: ChangeTokenCodec(secret: secret), clock: clock)
+        let core = ServiceCore(configuration: configuration, store: store, tokens: ChangeTokenCodec(secret: secret), clock: clock, newID: newID)
         self.core = core
         self.accounts = AccountService(core: core)
         self.library = LibraryService(core: core)
@@ -51,14 +56,22 @@ public final class ServiceCore: Sendable {
     let store: any ConcordStore
     let tokens: ChangeTokenCodec
     let clock: @Sendable () -> Date
+    let newID: @Sendable () -> String
 
     static let secretKey = "changeTokenSecret"
 
-    init(configuration: DomainConfiguration, store: any ConcordStore, tokens: ChangeTokenCodec, clock: @escaping @Sendable () -> Date) {
+    init(configuration: DomainConfiguration, store: any ConcordStore, tokens: ChangeTokenCodec, clock: @escaping @Sendable () -> Date,
+         newID: @escaping @Sendable () -> String) {
         self.configuration = configuration
         self.store = store
         self.tokens = tokens
         self.clock = clock
+        self.newID = newID
+    }
+
+    /// The one way the service writes an account: the store's write transaction of that account.
+    func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
+        try self.store.write(account: accountID, body)
     }
 
     /// Runs storage work, turning anything that is not already a `DomainError` into `internalError`.
@@ -108,7 +121,7 @@ extension ServiceArea {
     /// The device's account's write transaction (serialised with the account's other writers), the
     /// device checked in it.
     func write<T>(_ device: DeviceRef, _ body: (any AccountWriteTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
-        try self.run { try self.store.write(account: device.accountID) { tx in try body(tx, try Self.requireDevice(tx, device)) } }
+        try self.run { try self.core.write(account: device.accountID) { tx in try body(tx, try Self.requireDevice(tx, device)) } }
     }
 
     /// Like `read`, and the library must not be denied (`accessUserDenied`, §5 and §6).

@@ -103,7 +103,7 @@ extension JournalService {
                 toMap.append(local)
             }
         }
-        let assigned = toMap.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: toMap, now: self.now)
+        let assigned = toMap.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: toMap, core: self.core)
         let missing = toMap.filter { assigned[$0] == nil }
         if !missing.isEmpty {
             let inputs = picked.map { JournalPhotoInput.localIdentifier($0) }

@@ -21,7 +21,7 @@ public struct JournalService: ServiceArea {
     public func createJournal(title: String, device: DeviceRef) throws(DomainError) -> JournalSummary {
         try Self.validateTitle(title)
         let now = self.now
-        let id = UUID().uuidString
+        let id = self.core.newID()
         return try self.write(device) { tx, _ in
             let journal = try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(inserted: [id]))) { seq in
                 let journal = StoredJournal(journalID: id, title: title, version: seq, entryCount: 0, createdSeq: seq,
@@ -54,7 +54,7 @@ public struct JournalService: ServiceArea {
             return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) })
         }
         if !toLink.isEmpty {
-            try self.run { try self.store.write(account: device.accountID) { tx in try MappingService.storeContentLinks(tx, device: device, toLink) } }
+            try self.run { try self.core.write(account: device.accountID) { tx in try MappingService.storeContentLinks(tx, device: device, toLink) } }
         }
         return detail
     }
@@ -128,7 +128,7 @@ public struct JournalService: ServiceArea {
             // A PUT may create the entry; `If-Match` on one that does not exist yet fails (RFC 9110 §13.1.1).
             try Self.checkPrecondition(ifMatch, current: existing?.version)
 
-            let assigned = locals.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: locals, now: now)
+            let assigned = locals.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: locals, core: self.core)
             for (i, p) in photos.enumerated() {
                 if case .localIdentifier(let id) = p {
                     if let r = assigned[id] { parsed[i] = CloudIdentifier(guid: r.guid, type: r.type, fingerprint: r.fingerprint) } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }

@@ -28,7 +28,7 @@ public struct MappingService: ServiceArea {
         }
         var assigned: [String: CloudRecord] = [:]
         if !pending.isEmpty {
-            assigned = try self.run { try self.store.write(account: device.accountID) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, now: self.now) } }
+            assigned = try self.run { try self.core.write(account: device.accountID) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }
         }
         let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
         var out: [CloudIdentifierMapping] = []
@@ -65,7 +65,7 @@ public struct MappingService: ServiceArea {
 
     /// Step 3 for a batch, inside the write transaction: link each unlinked object to the oldest record
     /// of its type and fingerprint with no link on this device, else create a record.
-    static func assignRecords(_ tx: any AccountWriteTransaction, device: DeviceRef, localIdentifiers: [String], now: Date) throws -> [String: CloudRecord] {
+    static func assignRecords(_ tx: any AccountWriteTransaction, device: DeviceRef, localIdentifiers: [String], core: ServiceCore) throws -> [String: CloudRecord] {
         var result: [String: CloudRecord] = [:]
         var byID: [String: StoredObject] = [:]
         for s in try tx.objects(device, localIdentifiers: localIdentifiers) { byID[s.object.localIdentifier] = s }
@@ -89,13 +89,13 @@ public struct MappingService: ServiceArea {
                 record = queue[head]
                 heads[key] = head + 1
             } else {
-                record = CloudRecord(guid: UUID().uuidString, type: o.type, fingerprint: o.fingerprint)
+                record = CloudRecord(guid: core.newID(), type: o.type, fingerprint: o.fingerprint)
                 created.append(record)
             }
             result[o.localIdentifier] = record
             links.append((o.localIdentifier, record.guid))
         }
-        if !created.isEmpty { try tx.insertRecords(accountID: device.accountID, created, createdAt: now) }
+        if !created.isEmpty { try tx.insertRecords(accountID: device.accountID, created, createdAt: core.clock()) }
         try tx.setLinks(device, links)
         return result
     }
@@ -117,7 +117,7 @@ public struct MappingService: ServiceArea {
             // Store the links found by content so the next lookup takes step 2. Re-checked under the write
             // lock: the object must still be unlinked with the record's content, the record unlinked here.
             let toLink = resolved.links
-            try self.run { try self.store.write(account: device.accountID) { tx in try Self.storeContentLinks(tx, device: device, toLink) } }
+            try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeContentLinks(tx, device: device, toLink) } }
         }
         let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
         var answerIndex = 0

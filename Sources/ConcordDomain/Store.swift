@@ -130,6 +130,22 @@ public protocol ServerWriteTransaction: ServerReadTransaction {
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws
 }
 
+/// One object row of an account's mapping tables, as `streamMappingTables` hands it out.
+public struct MappingObjectRow: Sendable {
+    public var deviceID: String
+    public var localIdentifier: String
+    public var type: ObjectType
+    public var fingerprint: String
+    public var linkedGUID: String?
+    public init(deviceID: String, localIdentifier: String, type: ObjectType, fingerprint: String, linkedGUID: String?) {
+        self.deviceID = deviceID
+        self.localIdentifier = localIdentifier
+        self.type = type
+        self.fingerprint = fingerprint
+        self.linkedGUID = linkedGUID
+    }
+}
+
 /// What a stored token belongs to: the code both engines write in `tokens.kind`.
 public enum TokenKind: Int64, Sendable {
     case account = 1
@@ -164,6 +180,14 @@ public protocol AccountReadTransaction: JournalStoreReadTransaction {
     func records(accountID: String, guids: [String]) throws -> [CloudRecord]
     /// For each GUID linked to an object of `device`: that object's local identifier.
     func linkedObjects(_ device: DeviceRef, guids: [String]) throws -> [(guid: String, localIdentifier: String)]
+    /// The account's mapping version: bumped by every write transaction that changes its devices,
+    /// objects, links or records (0 for a new or missing account).
+    func mappingVersion() throws -> Int64
+    /// Streams the account's mapping tables, one query per table: every device ID, every object's
+    /// (device ID, local identifier, type, fingerprint, linked GUID), every record with its creation
+    /// order (records in creation order).
+    func streamMappingTables(devices: (String) throws -> Void, objects: (MappingObjectRow) throws -> Void,
+                             records: (CloudRecord, Int64) throws -> Void) throws
     /// History entries with seq > `after`, ascending, at most `limit`.
     func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange]
     /// The highest seq of a change created at or before `time` (age-based retention), nil if none.
@@ -172,6 +196,8 @@ public protocol AccountReadTransaction: JournalStoreReadTransaction {
 
 /// Batch writes of one account, inside its one write transaction.
 public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWriteTransaction {
+    /// Adds one to the account's mapping version and answers the new value.
+    func bumpMappingVersion() throws -> Int64
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws
     /// Removes the device, its token, library, links and history; false if it did not exist.
     func deleteDevice(_ device: DeviceRef) throws -> Bool

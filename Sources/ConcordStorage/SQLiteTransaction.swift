@@ -164,6 +164,36 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         self.deviceKeys[device] = d
     }
 
+    // MARK: - The mapping index's reads
+
+    func mappingVersion() throws -> Int64 {
+        try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_id = ?", [.text(self.accountID)]) ?? 0
+    }
+
+    func bumpMappingVersion() throws -> Int64 {
+        guard let a = try self.accountKey(self.accountID) else { throw DomainError.notFound(message: "No such account.") }
+        try self.db.run("UPDATE accounts SET mapping_version = mapping_version + 1 WHERE account_key = ?", [.int(a)])
+        return try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_key = ?", [.int(a)]) ?? 0
+    }
+
+    func streamMappingTables(devices: (String) throws -> Void, objects: (MappingObjectRow) throws -> Void,
+                             records: (CloudRecord, Int64) throws -> Void) throws {
+        guard let a = try self.accountKey(self.accountID) else { return }
+        var deviceIDs: [Int64: String] = [:]
+        try self.db.query("SELECT device_key, device_id FROM devices WHERE account_key = ?", [.int(a)]) { s in
+            deviceIDs[s.int(0)] = s.text(1)
+        }
+        for id in deviceIDs.values.sorted() { try devices(id) }
+        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid FROM objects WHERE account_key = ?", [.int(a)]) { s in
+            guard let device = deviceIDs[s.int(0)], let type = ObjectType(rawValue: Int(s.int(2))) else { return }
+            try objects(MappingObjectRow(deviceID: device, localIdentifier: s.text(1), type: type, fingerprint: s.text(3), linkedGUID: s.optionalText(4)))
+        }
+        try self.db.query("SELECT guid, type, fingerprint, created_order FROM records WHERE account_key = ? ORDER BY created_order", [.int(a)]) { s in
+            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            try records(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2)), s.int(3))
+        }
+    }
+
     func deleteDevice(_ device: DeviceRef) throws -> Bool {
         guard let k = try self.keys(device) else { return false }
         let key: [SQLValue] = [.int(k.account), .int(k.device)]

@@ -93,6 +93,8 @@ enum PostgresMigrations {
         CREATE INDEX changes_by_time ON changes (account_id, device_id, created_at, seq);
         """),
         Self.journals,
+        // Migration 3: the account's mapping version (see the SQLite migration 3).
+        (3, "ALTER TABLE accounts ADD COLUMN mapping_version bigint NOT NULL DEFAULT 0;"),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -85,6 +85,35 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
                   .double(createdAt.timeIntervalSince1970), .bytes(tokenHash), .int(TokenKind.device.rawValue)])
     }
 
+    // MARK: - The mapping index's reads
+
+    func mappingVersion() throws -> Int64 {
+        try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_id = $1", [.text(self.accountID)]) ?? 0
+    }
+
+    func bumpMappingVersion() throws -> Int64 {
+        var version: Int64?
+        try self.db.query("UPDATE accounts SET mapping_version = mapping_version + 1 WHERE account_id = $1 RETURNING mapping_version",
+                          [.text(self.accountID)]) { r in version = r.int(0) }
+        guard let version else { throw DomainError.notFound(message: "No such account.") }
+        return version
+    }
+
+    func streamMappingTables(devices: (String) throws -> Void, objects: (MappingObjectRow) throws -> Void,
+                             records: (CloudRecord, Int64) throws -> Void) throws {
+        try self.db.query("SELECT device_id FROM devices WHERE account_id = $1 ORDER BY device_id", [.text(self.accountID)]) { r in
+            try devices(r.text(0))
+        }
+        try self.db.query("SELECT device_id, local_id, type, fingerprint, record_guid FROM objects WHERE account_id = $1", [.text(self.accountID)]) { r in
+            guard let type = ObjectType(rawValue: Int(r.int(2))) else { return }
+            try objects(MappingObjectRow(deviceID: r.text(0), localIdentifier: r.text(1), type: type, fingerprint: r.text(3), linkedGUID: r.optionalText(4)))
+        }
+        try self.db.query("SELECT guid, type, fingerprint, created_order FROM records WHERE account_id = $1 ORDER BY created_order", [.text(self.accountID)]) { r in
+            guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
+            try records(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2)), r.int(3))
+        }
+    }
+
     func deleteDevice(_ device: DeviceRef) throws -> Bool {
         let key: [PGValue] = [.text(device.accountID), .text(device.deviceID)]
         let n = try self.db.query("DELETE FROM devices WHERE account_id = $1 AND device_id = $2", key)

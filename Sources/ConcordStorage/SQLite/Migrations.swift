@@ -94,6 +94,10 @@ enum SQLiteMigrations {
         CREATE INDEX changes_by_time ON changes (account_key, device_key, created_at, seq);
         """),
         SQLiteMigrations.journals,
+        // Migration 3: the account's mapping version, bumped by every write transaction that changes
+        // its objects, links, records or devices; an in-memory mapping index remembers the version it
+        // reflects (ConcordDomain/MappingIndex).
+        (3, "ALTER TABLE accounts ADD COLUMN mapping_version INTEGER NOT NULL DEFAULT 0;"),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -1,0 +1,174 @@
+import Foundation
+
+/// A change to an account's mapping tables, as a write transaction made it: what the mapping index
+/// applies after the transaction commits, in the same order.
+enum MappingMutation: Sendable {
+    case insertDevice(String)
+    case deleteDevice(String)
+    case insertRecords([CloudRecord])
+    case setLinks(device: String, [(localIdentifier: String, guid: String)])
+    case dropLinks(device: String, guids: [String])
+    case dropAllLinks(device: String)
+    case putObjects(device: String, [StoredObject])
+    case deleteObjects(device: String, localIdentifiers: [String])
+}
+
+/// An account write transaction that records every change it makes to the mapping tables, so the
+/// mapping index can apply exactly those changes once the transaction has committed. Everything is
+/// forwarded to the engine's transaction unchanged.
+final class MappingRecordingTransaction: AccountWriteTransaction {
+    let base: any AccountWriteTransaction
+    /// The mapping changes made so far, in order.
+    private(set) var mutations: [MappingMutation] = []
+
+    init(_ base: any AccountWriteTransaction) { self.base = base }
+
+    var accountID: String { self.base.accountID }
+
+    func bumpMappingVersion() throws -> Int64 { try self.base.bumpMappingVersion() }
+
+    func accountExists(_ accountID: String) throws -> Bool { try self.base.accountExists(accountID) }
+
+    func device(_ device: DeviceRef) throws -> DeviceState? { try self.base.device(device) }
+
+    func devices(accountID: String) throws -> [DeviceState] { try self.base.devices(accountID: accountID) }
+
+    func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
+        try self.base.objects(device, localIdentifiers: localIdentifiers)
+    }
+
+    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?] {
+        try self.base.linkStates(device, localIdentifiers: localIdentifiers)
+    }
+
+    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
+        try self.base.recordLinks(device, guids: guids)
+    }
+
+    func allObjects(_ device: DeviceRef) throws -> [StoredObject] { try self.base.allObjects(device) }
+
+    func objectPage(_ device: DeviceRef, type: ObjectType, after: String?, limit: Int) throws -> [LibraryObject] {
+        try self.base.objectPage(device, type: type, after: after, limit: limit)
+    }
+
+    func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
+        try self.base.objects(device, matching: keys)
+    }
+
+    func records(accountID: String, guids: [String]) throws -> [CloudRecord] { try self.base.records(accountID: accountID, guids: guids) }
+
+    func linkedObjects(_ device: DeviceRef, guids: [String]) throws -> [(guid: String, localIdentifier: String)] {
+        try self.base.linkedObjects(device, guids: guids)
+    }
+
+    func mappingVersion() throws -> Int64 { try self.base.mappingVersion() }
+
+    func streamMappingTables(devices: (String) throws -> Void, objects: (MappingObjectRow) throws -> Void, records: (CloudRecord, Int64) throws -> Void) throws {
+        try self.base.streamMappingTables(devices: devices, objects: objects, records: records)
+    }
+
+    func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange] {
+        try self.base.changes(device, after: seq, limit: limit)
+    }
+
+    func latestChangeSeq(_ device: DeviceRef, createdAtOrBefore time: Double) throws -> Int64? {
+        try self.base.latestChangeSeq(device, createdAtOrBefore: time)
+    }
+
+    func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws {
+        try self.base.insertDevice(device, name: name, platform: platform, tokenHash: tokenHash, createdAt: createdAt)
+        self.mutations.append(.insertDevice(device.deviceID))
+    }
+
+    func deleteDevice(_ device: DeviceRef) throws -> Bool {
+        let existed = try self.base.deleteDevice(device)
+        if existed { self.mutations.append(.deleteDevice(device.deviceID)) }
+        return existed
+    }
+
+    func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws { try self.base.setAuthorization(device, status) }
+
+    func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord] {
+        try self.base.unlinkedRecords(device, matching: keys)
+    }
+
+    func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
+        try self.base.insertRecords(accountID: accountID, records, createdAt: createdAt)
+        self.mutations.append(.insertRecords(records))
+    }
+
+    func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
+        try self.base.setLinks(device, links)
+        self.mutations.append(.setLinks(device: device.deviceID, links))
+    }
+
+    func dropLinks(_ device: DeviceRef, guids: [String]) throws {
+        try self.base.dropLinks(device, guids: guids)
+        self.mutations.append(.dropLinks(device: device.deviceID, guids: guids))
+    }
+
+    func dropAllLinks(_ device: DeviceRef) throws {
+        try self.base.dropAllLinks(device)
+        self.mutations.append(.dropAllLinks(device: device.deviceID))
+    }
+
+    func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        try self.base.putObjects(device, objects)
+        self.mutations.append(.putObjects(device: device.deviceID, objects))
+    }
+
+    func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
+        try self.base.deleteObjects(device, localIdentifiers: localIdentifiers)
+        self.mutations.append(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
+    }
+
+    func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
+        try self.base.appendChange(device, seq: seq, createdAt: createdAt, details: details)
+    }
+
+    func updateDeviceCounters(_ device: DeviceRef, lastChangeSeq: Int64, objectCount: Int) throws {
+        try self.base.updateDeviceCounters(device, lastChangeSeq: lastChangeSeq, objectCount: objectCount)
+    }
+
+    func pruneChanges(_ device: DeviceRef, throughSeq: Int64) throws { try self.base.pruneChanges(device, throughSeq: throughSeq) }
+
+    func journalFeed(accountID: String) throws -> JournalFeedState { try self.base.journalFeed(accountID: accountID) }
+
+    func journals(accountID: String) throws -> [StoredJournal] { try self.base.journals(accountID: accountID) }
+
+    func journal(accountID: String, journalID: String) throws -> StoredJournal? { try self.base.journal(accountID: accountID, journalID: journalID) }
+
+    func journalEntries(accountID: String, journalID: String) throws -> [StoredJournalEntry] {
+        try self.base.journalEntries(accountID: accountID, journalID: journalID)
+    }
+
+    func journalEntry(accountID: String, journalID: String, entryID: String) throws -> StoredJournalEntry? {
+        try self.base.journalEntry(accountID: accountID, journalID: journalID, entryID: entryID)
+    }
+
+    func journalEntryIDs(accountID: String, journalID: String) throws -> [String] { try self.base.journalEntryIDs(accountID: accountID, journalID: journalID) }
+
+    func journalChanges(accountID: String, after seq: Int64, limit: Int) throws -> [StoredJournalChange] {
+        try self.base.journalChanges(accountID: accountID, after: seq, limit: limit)
+    }
+
+    func latestJournalChangeSeq(accountID: String, createdAtOrBefore time: Double) throws -> Int64? {
+        try self.base.latestJournalChangeSeq(accountID: accountID, createdAtOrBefore: time)
+    }
+
+    func putJournal(accountID: String, _ journal: StoredJournal) throws { try self.base.putJournal(accountID: accountID, journal) }
+
+    func deleteJournal(accountID: String, journalID: String) throws { try self.base.deleteJournal(accountID: accountID, journalID: journalID) }
+
+    func putJournalEntry(accountID: String, _ entry: StoredJournalEntry) throws { try self.base.putJournalEntry(accountID: accountID, entry) }
+
+    func deleteJournalEntry(accountID: String, journalID: String, entryID: String) throws {
+        try self.base.deleteJournalEntry(accountID: accountID, journalID: journalID, entryID: entryID)
+    }
+
+    func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
+        try self.base.appendJournalChange(accountID: accountID, seq: seq, createdAt: createdAt, details: details)
+    }
+
+    func pruneJournalChanges(accountID: String, throughSeq: Int64) throws { try self.base.pruneJournalChanges(accountID: accountID, throughSeq: throughSeq) }
+}
