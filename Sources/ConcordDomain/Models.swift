@@ -297,5 +297,8 @@ public struct DomainConfiguration: Sendable {
     /// Default and maximum `limit` of an objects page.
     public var defaultObjectsLimit = 1000
     public var maxObjectsLimit = 10_000
+    /// Memory the in-memory mapping index may hold, in bytes (`mappingIndexMegabytes`); 0 turns it
+    /// off (every mapping is answered from storage).
+    public var mappingIndexBytes = 256 << 20
     public init() {}
 }

@@ -1,0 +1,295 @@
+import ConcordDomain
+import ConcordStorage
+import ConcordTestSupport
+import Foundation
+import Testing
+
+/// The mapping index answers exactly what storage answers. The same seeded sequence of random
+/// operations — manifest uploads, changes, deletes, fingerprint changes, links, resets,
+/// authorization changes, journal writes and reads, device deletion and creation, over two
+/// accounts with two devices each, from small pools of identifiers and contents so duplicates and
+/// collisions are common — runs against three services, each on its own database: one answering
+/// from storage alone (index off), one with the index, one with an index budget so small that
+/// accounts are evicted and refused all the time. Every operation's answer, and after every step a
+/// full sweep of both mapping directions on every device, must be identical across the three.
+/// Identifiers (`newID`) and the clock are deterministic, so the three databases stay identical.
+@Suite struct MappingIndexDifferentialTests {
+    @Test(arguments: TestEngine.available) func indexAnswersEqualStorageAnswers(_ engine: TestEngine) throws {
+        let steps = engine == .sqlite ? 1500 : 400
+        for seed: UInt64 in [0xC0FFEE, 42] {
+            try Scenario(engine: engine, seed: seed).run(steps: steps)
+        }
+    }
+}
+
+/// SplitMix64: small, fast, and the same on every platform.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Sequential upper-case UUIDs: the same on every side of the comparison.
+final class SequentialIDs: @unchecked Sendable {
+    // @unchecked Sendable: `next` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var next: UInt64 = 1
+    func make() -> String {
+        let n = self.lock.withLock { () -> UInt64 in defer { self.next += 1 }; return self.next }
+        return String(format: "%08X-0000-4000-8000-%012llX", UInt32(n >> 48), n & 0xFFFF_FFFF_FFFF)
+    }
+}
+
+private final class Scenario {
+    /// One service under comparison, with its own database.
+    final class Side {
+        let name: String
+        let database: TestDatabase
+        let service: ConcordService
+        var accounts: [String] = []
+        var devices: [DeviceRef] = []
+        init(_ name: String, engine: TestEngine, indexBytes: Int, clock: ManualClock) throws {
+            self.name = name
+            self.database = try TestDatabase(engine)
+            var configuration = DomainConfiguration()
+            configuration.mappingIndexBytes = indexBytes
+            configuration.maxBatch = 500
+            let ids = SequentialIDs()
+            self.service = try ConcordService(store: self.database.store, configuration: configuration, clock: { clock.now }, newID: { ids.make() })
+        }
+    }
+
+    let engine: TestEngine
+    let seed: UInt64
+    var random: SeededGenerator
+    let clock = ManualClock()
+    let sides: [Side]
+    /// Cloud identifiers seen in answers, replayed in later requests (plus malformed and foreign ones).
+    var seenCloud: [String] = []
+    var journals: [String] = []
+    var step = 0
+    /// How often each outcome was answered: the run must have met every one of them.
+    var outcomes: [String: Int] = [:]
+
+    init(engine: TestEngine, seed: UInt64) throws {
+        self.engine = engine
+        self.seed = seed
+        self.random = SeededGenerator(state: seed)
+        self.sides = [
+            try Side("storage", engine: engine, indexBytes: 0, clock: self.clock),
+            try Side("index", engine: engine, indexBytes: 256 << 20, clock: self.clock),
+            try Side("tiny index", engine: engine, indexBytes: 6_000, clock: self.clock),
+        ]
+    }
+
+    func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &self.random)] }
+    func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self.random) < p }
+
+    /// A local identifier of the pool (some in NFD/NFC pairs: distinct bytes, canonically equal).
+    func localID() -> String {
+        let n = Int.random(in: 0..<24, using: &self.random)
+        switch n {
+        case 22: return "CAF\u{00C9}/L0/001"
+        case 23: return "CAFE\u{0301}/L0/001"
+        default: return "IMG-\(n)/L0/001"
+        }
+    }
+
+    func fingerprint() -> String { fp(Int.random(in: 0..<9, using: &self.random)) }
+
+    /// Runs `operation` on every side and requires the same answer (or the same error) from each.
+    @discardableResult
+    func same(_ what: String, _ operation: (Side) throws -> String) -> String {
+        var answers: [String] = []
+        for side in self.sides {
+            do {
+                answers.append(try operation(side))
+            } catch let error as DomainError {
+                answers.append("error \(error)")
+            } catch {
+                answers.append("unexpected \(error)")
+            }
+        }
+        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "notFound"] {
+            let n = answers[0].components(separatedBy: outcome).count - 1
+            if n > 0 { self.outcomes[outcome, default: 0] += n }
+        }
+        for (side, answer) in zip(self.sides.dropFirst(), answers.dropFirst()) where answer != answers[0] {
+            Issue.record("""
+                seed \(self.seed) step \(self.step) (\(self.engine)): \(what) differs
+                  \(self.sides[0].name): \(answers[0])
+                  \(side.name): \(answer)
+                """)
+        }
+        return answers[0]
+    }
+
+    func run(steps: Int) throws {
+        // Two accounts with two devices each, created identically on every side.
+        for a in 0..<2 {
+            self.same("create account") { side in
+                let account = try side.service.accounts.createAccount(name: "account \(a)")
+                side.accounts.append(account.accountID)
+                for d in 0..<2 {
+                    let device = try side.service.accounts.createDevice(accountID: account.accountID, name: "device \(d)", platform: nil)
+                    side.devices.append(DeviceRef(accountID: account.accountID, deviceID: device.deviceID))
+                }
+                return "\(side.accounts.count) \(side.devices.count)"
+            }
+        }
+        for s in 0..<steps {
+            self.step = s
+            self.clock.advance(1)
+            self.randomOperation()
+            if s % 3 == 0 || s == steps - 1 { self.sweep() }
+        }
+        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch"] {
+            #expect(self.outcomes[outcome, default: 0] > 0, "seed \(self.seed): the run met \(outcome) only \(self.outcomes[outcome, default: 0]) times: \(self.outcomes)")
+        }
+    }
+
+    /// Both directions, every device, every identifier of the pools.
+    func sweep() {
+        let locals = (0..<22).map { "IMG-\($0)/L0/001" } + ["CAF\u{00C9}/L0/001", "CAFE\u{0301}/L0/001", "IMG-0/L0/001"]
+        for d in 0..<4 {
+            let answer = self.same("sweep local → cloud, device \(d)") { side in
+                try side.service.mapping.cloudIdentifiers(forLocalIdentifiers: locals, device: side.devices[d]).map { "\($0.result)" }.joined(separator: "\n")
+            }
+            self.remember(answer)
+            let clouds = self.cloudQuery(count: 40)
+            self.same("sweep cloud → local, device \(d)") { side in
+                try side.service.mapping.localIdentifiers(forCloudIdentifiers: clouds, device: side.devices[d]).map { "\($0.result)" }.joined(separator: "\n")
+            }
+        }
+    }
+
+    /// Keeps the cloud identifiers an answer mentions, for later requests.
+    func remember(_ answer: String) {
+        for part in answer.split(whereSeparator: { $0 == "\"" || $0 == "\n" || $0 == "(" || $0 == ")" }) where part.count > 40 && part.contains(":") {
+            let s = String(part)
+            if !self.seenCloud.contains(s) { self.seenCloud.append(s) }
+        }
+        if self.seenCloud.count > 300 { self.seenCloud.removeFirst(self.seenCloud.count - 300) }
+    }
+
+    /// Known cloud identifiers, their GUID with another fingerprint (found by content), another type,
+    /// unknown GUIDs and malformed strings, with duplicates.
+    func cloudQuery(count: Int) -> [String] {
+        var out: [String] = []
+        for _ in 0..<count {
+            switch Int.random(in: 0..<10, using: &self.random) {
+            case 0...4 where !self.seenCloud.isEmpty: out.append(self.pick(self.seenCloud))
+            case 5 where !self.seenCloud.isEmpty:
+                let parts = self.pick(self.seenCloud).split(separator: ":")
+                out.append("\(parts[0]):001:\(self.fingerprint())")
+            case 6 where !self.seenCloud.isEmpty:
+                let parts = self.pick(self.seenCloud).split(separator: ":")
+                out.append("\(parts[0]):002:\(parts.count > 2 ? String(parts[2]) : "")")
+            case 7: out.append("00000000-0000-4000-8000-00000000FFFF:001:\(self.fingerprint())")
+            case 8: out.append("not a cloud identifier")
+            default: out.append(self.seenCloud.isEmpty ? "x" : self.pick(self.seenCloud))
+            }
+        }
+        return out
+    }
+
+    func randomOperation() {
+        let d = Int.random(in: 0..<4, using: &self.random)
+        switch Int.random(in: 0..<100, using: &self.random) {
+        case 0..<12:   // a manifest upload, sometimes a reset
+            let reset = self.chance(0.15)
+            var objects: [String: LibraryObject] = [:]
+            for _ in 0..<Int.random(in: 0..<16, using: &self.random) {
+                let id = self.localID()
+                objects[id] = self.chance(0.1) ? .assetCollection("ALBUM-" + id, fingerprint: self.fingerprint()) : .asset(id, fingerprint: self.fingerprint())
+            }
+            let snapshot = LibrarySnapshot(objects: objects.values.sorted { $0.localIdentifier.utf8.lexicographicallyPrecedes($1.localIdentifier.utf8) })
+            self.same("replaceLibrary reset=\(reset)") { side in
+                let r = try side.service.library.replaceLibrary(snapshot, reset: reset, device: side.devices[d])
+                return "\(r.inserted) \(r.updated) \(r.deleted) \(r.unchanged)"
+            }
+        case 12..<30:  // changes: upserts (new fingerprints now and then) and deletes
+            var upserts: [String: LibraryObject] = [:]
+            for _ in 0..<Int.random(in: 0..<5, using: &self.random) {
+                let id = self.localID()
+                upserts[id] = .asset(id, fingerprint: self.fingerprint())
+            }
+            var deletes = Set<String>()
+            for _ in 0..<Int.random(in: 0..<3, using: &self.random) {
+                let id = self.localID()
+                if upserts[id] == nil { deletes.insert(id) }
+            }
+            let request = LibraryChangeRequest(assets: LibraryChangePart(upsert: Array(upserts.values), delete: Array(deletes)))
+            self.same("applyChanges") { side in
+                let r = try side.service.library.applyChanges(request, device: side.devices[d])
+                return "\(r.inserted) \(r.updated) \(r.deleted) \(r.unchanged)"
+            }
+        case 30..<45:  // local → cloud, with duplicates and unknown identifiers
+            let ids = (0..<Int.random(in: 1..<12, using: &self.random)).map { _ in self.chance(0.1) ? "UNKNOWN/L0/001" : self.localID() }
+            let answer = self.same("cloudIdentifiers \(ids)") { side in
+                try side.service.mapping.cloudIdentifiers(forLocalIdentifiers: ids, device: side.devices[d]).map { "\($0.result)" }.joined(separator: "\n")
+            }
+            self.remember(answer)
+        case 45..<60:  // cloud → local
+            let ids = self.cloudQuery(count: Int.random(in: 1..<12, using: &self.random))
+            self.same("localIdentifiers \(ids)") { side in
+                try side.service.mapping.localIdentifiers(forCloudIdentifiers: ids, device: side.devices[d]).map { "\($0.result)" }.joined(separator: "\n")
+            }
+        case 60..<68:  // the person links a record to an object
+            guard !self.seenCloud.isEmpty else { return }
+            let cloud = self.pick(self.seenCloud)
+            let local = self.localID()
+            self.same("link \(cloud) \(local)") { side in
+                try side.service.mapping.link(cloudIdentifier: cloud, localIdentifier: local, device: side.devices[d])
+                return "linked"
+            }
+        case 68..<71:  // authorization changes
+            let status = self.pick([AuthorizationStatus.authorized, .authorized, .limited, .denied])
+            self.same("setAuthorization \(status)") { side in
+                try side.service.library.setAuthorization(status, device: side.devices[d])
+                return "ok"
+            }
+        case 71..<80:  // a journal entry with photos by local and cloud identifier
+            if self.journals.isEmpty || self.chance(0.1) {
+                let answer = self.same("createJournal") { side in try side.service.journals.createJournal(title: "j", device: side.devices[d]).journalID }
+                if !answer.hasPrefix("error") { self.journals.append(answer) }
+                return
+            }
+            let journalID = self.pick(self.journals)
+            var photos: [JournalPhotoInput] = []
+            for _ in 0..<Int.random(in: 0..<5, using: &self.random) {
+                photos.append(self.chance(0.5) || self.seenCloud.isEmpty ? .localIdentifier(self.localID()) : .cloudIdentifier(self.pick(self.seenCloud)))
+            }
+            let entry = "e\(Int.random(in: 0..<4, using: &self.random))"
+            let answer = self.same("putEntry \(photos)") { side in
+                let view = try side.service.journals.putEntry(journalID: journalID, entryID: entry, text: "t", photos: photos, ifMatch: nil, device: side.devices[d])
+                return "\(view)"
+            }
+            self.remember(answer)
+        case 80..<88:  // journal reads resolve every photo
+            guard !self.journals.isEmpty else { return }
+            let journalID = self.pick(self.journals)
+            self.same("journal") { side in "\(try side.service.journals.journal(journalID, device: side.devices[d]).entries)" }
+        case 88..<91:  // a device goes away and a new one comes
+            self.same("replace device \(d)") { side in
+                let old = side.devices[d]
+                try side.service.accounts.deleteDevice(accountID: old.accountID, deviceID: old.deviceID)
+                let new = try side.service.accounts.createDevice(accountID: old.accountID, name: "again", platform: nil)
+                side.devices[d] = DeviceRef(accountID: old.accountID, deviceID: new.deviceID)
+                return "replaced"
+            }
+        default:       // fingerprint changes of identifiers that are likely linked
+            let id = self.localID()
+            let request = LibraryChangeRequest(assets: LibraryChangePart(upsert: [.asset(id, fingerprint: self.fingerprint())]))
+            self.same("fingerprint change \(id)") { side in
+                let r = try side.service.library.applyChanges(request, device: side.devices[d])
+                return "\(r.inserted) \(r.updated)"
+            }
+        }
+    }
+}
