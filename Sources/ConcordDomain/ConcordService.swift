@@ -22,6 +22,9 @@ public final class ConcordService: Sendable {
     /// Limits and retention.
     public var configuration: DomainConfiguration { self.core.configuration }
 
+    /// The in-memory mapping index (nil when turned off), for its metrics.
+    public var mappingIndex: MappingIndex? { self.core.index }
+
     /// Opens the service on `store`, creating the change-token secret on first start (it lives in the
     /// database so that tokens survive restarts and several servers sharing one database agree).
     /// - Parameters:
@@ -57,6 +60,8 @@ public final class ServiceCore: Sendable {
     let tokens: ChangeTokenCodec
     let clock: @Sendable () -> Date
     let newID: @Sendable () -> String
+    /// The in-memory mapping index; nil when `configuration.mappingIndexBytes` is 0.
+    public let index: MappingIndex?
 
     static let secretKey = "changeTokenSecret"
 
@@ -67,11 +72,38 @@ public final class ServiceCore: Sendable {
         self.tokens = tokens
         self.clock = clock
         self.newID = newID
+        self.index = configuration.mappingIndexBytes > 0 ? MappingIndex(budgetBytes: configuration.mappingIndexBytes) : nil
     }
 
     /// The one way the service writes an account: the store's write transaction of that account.
+    /// With the mapping index on, the transaction records its mapping changes; one that made any
+    /// bumps the account's mapping version, and after it commits the index applies exactly those
+    /// changes (never before: storage is the source of truth).
     func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
-        try self.store.write(account: accountID, body)
+        guard let index = self.index else { return try self.store.write(account: accountID, body) }
+        var expected: [Int64] = []            // versions announced, one per attempt (PostgreSQL retries)
+        var last: (version: Int64, mutations: [MappingMutation])?
+        var committed = false
+        defer {
+            for version in expected where !(committed && version == last?.version) {
+                index.finish(account: accountID, version: version, mutations: nil)
+            }
+            if committed, let last { index.finish(account: accountID, version: last.version, mutations: last.mutations) }
+        }
+        let result = try self.store.write(account: accountID) { tx in
+            last = nil
+            let recorder = MappingRecordingTransaction(tx)
+            let result = try body(recorder)
+            if !recorder.mutations.isEmpty {
+                let version = try tx.bumpMappingVersion()
+                index.expect(account: accountID, version: version)
+                expected.append(version)
+                last = (version, recorder.mutations)
+            }
+            return result
+        }
+        committed = true
+        return result
     }
 
     /// Runs storage work, turning anything that is not already a `DomainError` into `internalError`.
@@ -137,6 +169,23 @@ extension ServiceArea {
         try self.write(device) { tx, state in
             guard state.authorization != .denied else { throw DomainError.accessUserDenied }
             return try body(tx, state)
+        }
+    }
+
+    /// A read for §5's rules: the device checked and not denied, then `body` with the storage
+    /// snapshot and the mapping reads — the in-memory index at (at least) the snapshot's mapping
+    /// version when the index is on and the account fits its budget, else the snapshot itself.
+    func mappingRead<T>(_ device: DeviceRef, _ body: (any AccountReadTransaction, any MappingReads, DeviceState) throws -> T) throws(DomainError) -> T {
+        try self.readAllowed(device) { tx, state in
+            guard let index = self.core.index else { return try body(tx, tx, state) }
+            let version = try tx.mappingVersion()
+            let answer = try index.read(account: device.accountID, version: version, load: { fresh in
+                try fresh.load(from: tx, checkingBudget: index)
+            }) { loaded in
+                try body(tx, IndexedMappingReads(index: loaded), state)
+            }
+            if let answer { return answer }
+            return try body(tx, tx, state)
         }
     }
 

@@ -45,11 +45,10 @@ public struct JournalService: ServiceArea {
     /// Links found by content (§5 step 3) are stored afterwards in one write transaction.
     public func journal(_ journalID: String, device: DeviceRef) throws(DomainError) -> JournalDetail {
         var toLink: [(localIdentifier: String, record: CloudRecord)] = []
-        let detail = try self.read(device) { tx, state in
-            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+        let detail = try self.mappingRead(device) { tx, reads, state in
             guard let journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
             let entries = try tx.journalEntries(accountID: device.accountID, journalID: journalID)
-            let resolved = try Self.resolvePhotos(tx, device: device, entries.map(\.photos), limited: state.authorization == .limited)
+            let resolved = try Self.resolvePhotos(reads, device: device, entries.map(\.photos), limited: state.authorization == .limited)
             toLink = resolved.links
             return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) })
         }
@@ -267,7 +266,7 @@ public struct JournalService: ServiceArea {
 
     /// Resolves every photo of every list (§5 cloud → local) in ONE batch: the distinct identifiers of
     /// all lists go through `resolve` together. Answers are keyed by the stored (canonical) string.
-    static func resolvePhotos(_ tx: any AccountReadTransaction, device: DeviceRef, _ lists: [[String]], limited: Bool)
+    static func resolvePhotos(_ tx: any MappingReads, device: DeviceRef, _ lists: [[String]], limited: Bool)
         throws -> (answers: [String: MappingResult], links: [(localIdentifier: String, record: CloudRecord)]) {
         // Stored strings are canonical, so distinct strings are distinct identifiers: one slot each.
         var slot: [String: Int] = [:]

@@ -16,9 +16,8 @@ public struct MappingService: ServiceArea {
         }
         // Duplicates go to storage as they are: cheaper than deduplicating a batch that rarely has any.
         var states: [ObjectLinkState?] = []
-        let limited = try self.read(device) { tx, state in
-            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-            states = try tx.linkStates(device, localIdentifiers: ids)
+        let limited = try self.mappingRead(device) { _, reads, state in
+            states = try reads.linkStates(device, localIdentifiers: ids)
             return state.authorization == .limited
         }
         var pending: [String] = []
@@ -107,10 +106,9 @@ public struct MappingService: ServiceArea {
         let identifiers = parsed.compactMap { $0 }
 
         var resolved = Resolution()
-        let limited = try self.read(device) { tx, state in
-            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+        let limited = try self.mappingRead(device) { _, reads, state in
             let limited = state.authorization == .limited
-            resolved = try Self.resolve(tx, device: device, identifiers: identifiers, limited: limited)
+            resolved = try Self.resolve(reads, device: device, identifiers: identifiers, limited: limited)
             return limited
         }
         if !resolved.links.isEmpty {
@@ -139,7 +137,7 @@ public struct MappingService: ServiceArea {
 
     /// Steps 2–4 for a batch in one read transaction: records by GUID (this account only), their links on
     /// this device, then objects by content for the rest. Answers are in the order of `identifiers`.
-    static func resolve(_ tx: any AccountReadTransaction, device: DeviceRef, identifiers: [CloudIdentifier], limited: Bool) throws -> Resolution {
+    static func resolve(_ tx: any MappingReads, device: DeviceRef, identifiers: [CloudIdentifier], limited: Bool) throws -> Resolution {
         var result = Resolution()
         result.answers = [MappingResult?](repeating: nil, count: identifiers.count)
         guard !identifiers.isEmpty else { return result }

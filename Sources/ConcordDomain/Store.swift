@@ -152,42 +152,49 @@ public enum TokenKind: Int64, Sendable {
     case device = 2
 }
 
-/// Batch reads of one account (`accountID`), its libraries, mapping table and journals. Every list
-/// argument is answered in one round trip; missing things are omitted. Arguments naming an account
-/// or device name this transaction's account.
-public protocol AccountReadTransaction: JournalStoreReadTransaction {
-    /// The account this transaction is scoped to.
-    var accountID: String { get }
-    func accountExists(_ accountID: String) throws -> Bool
-    func device(_ device: DeviceRef) throws -> DeviceState?
-    /// The account's devices, oldest first.
-    func devices(accountID: String) throws -> [DeviceState]
-    /// Objects of `device` with these local identifiers (any order, missing omitted), with their links.
-    func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
+/// The reads §5's lookups are made of (local → cloud, cloud → local, journal photos). A storage
+/// transaction answers them, and so does the in-memory mapping index (`MappingIndex`), with the
+/// same results in the same order; objects from the index carry identity, type, fingerprint and
+/// link only (all the rules read).
+public protocol MappingReads {
     /// Type, fingerprint and link of the objects with these local identifiers: one entry per input,
     /// in input order (nil: not in the library). The hot path of local → cloud: no hashing needed.
     func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?]
     /// For each GUID, in input order: the account's record with that GUID (nil: none) and the local
     /// identifier of the object of `device` linked to it (nil: none). The hot path of cloud → local.
     func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?]
+    /// Objects of `device` whose (type, fingerprint) is one of `keys`, sorted by local identifier byte order.
+    func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject]
+}
+
+/// Batch reads of one account (`accountID`), its libraries, mapping table and journals. Every list
+/// argument is answered in one round trip; missing things are omitted. Arguments naming an account
+/// or device name this transaction's account.
+public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransaction {
+    /// The account this transaction is scoped to.
+    var accountID: String { get }
+    func accountExists(_ accountID: String) throws -> Bool
+    /// Objects of `device` with these local identifiers (any order, missing omitted), with their links.
+    func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
+    /// Records of the account with these GUIDs (upper case).
+    func records(accountID: String, guids: [String]) throws -> [CloudRecord]
+    func device(_ device: DeviceRef) throws -> DeviceState?
+    /// The account's devices, oldest first.
+    func devices(accountID: String) throws -> [DeviceState]
     /// Every object of `device`.
     func allObjects(_ device: DeviceRef) throws -> [StoredObject]
     /// Objects of one type strictly after `after`, in local identifier byte order.
     func objectPage(_ device: DeviceRef, type: ObjectType, after: String?, limit: Int) throws -> [LibraryObject]
-    /// Objects of `device` whose (type, fingerprint) is one of `keys`, sorted by local identifier byte order.
-    func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject]
-    /// Records of the account with these GUIDs (upper case).
-    func records(accountID: String, guids: [String]) throws -> [CloudRecord]
     /// For each GUID linked to an object of `device`: that object's local identifier.
     func linkedObjects(_ device: DeviceRef, guids: [String]) throws -> [(guid: String, localIdentifier: String)]
     /// The account's mapping version: bumped by every write transaction that changes its devices,
     /// objects, links or records (0 for a new or missing account).
     func mappingVersion() throws -> Int64
-    /// Streams the account's mapping tables, one query per table: every device ID, every object's
-    /// (device ID, local identifier, type, fingerprint, linked GUID), every record with its creation
-    /// order (records in creation order).
-    func streamMappingTables(devices: (String) throws -> Void, objects: (MappingObjectRow) throws -> Void,
-                             records: (CloudRecord, Int64) throws -> Void) throws
+    /// Streams the account's mapping tables, one query per table: every device ID, every record
+    /// with its creation order (in creation order), then every object's (device ID, local
+    /// identifier, type, fingerprint, linked GUID).
+    func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
+                             objects: (MappingObjectRow) throws -> Void) throws
     /// History entries with seq > `after`, ascending, at most `limit`.
     func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange]
     /// The highest seq of a change created at or before `time` (age-based retention), nil if none.

@@ -176,21 +176,22 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_key = ?", [.int(a)]) ?? 0
     }
 
-    func streamMappingTables(devices: (String) throws -> Void, objects: (MappingObjectRow) throws -> Void,
-                             records: (CloudRecord, Int64) throws -> Void) throws {
+    func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
+                             objects: (MappingObjectRow) throws -> Void) throws {
         guard let a = try self.accountKey(self.accountID) else { return }
         var deviceIDs: [Int64: String] = [:]
         try self.db.query("SELECT device_key, device_id FROM devices WHERE account_key = ?", [.int(a)]) { s in
             deviceIDs[s.int(0)] = s.text(1)
         }
         for id in deviceIDs.values.sorted() { try devices(id) }
-        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid FROM objects WHERE account_key = ?", [.int(a)]) { s in
-            guard let device = deviceIDs[s.int(0)], let type = ObjectType(rawValue: Int(s.int(2))) else { return }
-            try objects(MappingObjectRow(deviceID: device, localIdentifier: s.text(1), type: type, fingerprint: s.text(3), linkedGUID: s.optionalText(4)))
-        }
         try self.db.query("SELECT guid, type, fingerprint, created_order FROM records WHERE account_key = ? ORDER BY created_order", [.int(a)]) { s in
             guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
             try records(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2)), s.int(3))
+        }
+
+        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid FROM objects WHERE account_key = ?", [.int(a)]) { s in
+            guard let device = deviceIDs[s.int(0)], let type = ObjectType(rawValue: Int(s.int(2))) else { return }
+            try objects(MappingObjectRow(deviceID: device, localIdentifier: s.text(1), type: type, fingerprint: s.text(3), linkedGUID: s.optionalText(4)))
         }
     }
 

@@ -8,14 +8,14 @@ import Testing
 /// operations — manifest uploads, changes, deletes, fingerprint changes, links, resets,
 /// authorization changes, journal writes and reads, device deletion and creation, over two
 /// accounts with two devices each, from small pools of identifiers and contents so duplicates and
-/// collisions are common — runs against three services, each on its own database: one answering
+/// collisions are common — runs against four services, each on its own database: one answering
 /// from storage alone (index off), one with the index, one with an index budget so small that
-/// accounts are evicted and refused all the time. Every operation's answer, and after every step a
-/// full sweep of both mapping directions on every device, must be identical across the three.
-/// Identifiers (`newID`) and the clock are deterministic, so the three databases stay identical.
+/// accounts are evicted all the time, and one whose budget no account fits (served from storage). Every operation's answer, and after every step a
+/// full sweep of both mapping directions on every device, must be identical across the four.
+/// Identifiers (`newID`) and the clock are deterministic, so the four databases stay identical.
 @Suite struct MappingIndexDifferentialTests {
     @Test(arguments: TestEngine.available) func indexAnswersEqualStorageAnswers(_ engine: TestEngine) throws {
-        let steps = engine == .sqlite ? 1500 : 400
+        let steps = engine == .sqlite ? 1500 : 1000
         for seed: UInt64 in [0xC0FFEE, 42] {
             try Scenario(engine: engine, seed: seed).run(steps: steps)
         }
@@ -83,7 +83,8 @@ private final class Scenario {
         self.sides = [
             try Side("storage", engine: engine, indexBytes: 0, clock: self.clock),
             try Side("index", engine: engine, indexBytes: 256 << 20, clock: self.clock),
-            try Side("tiny index", engine: engine, indexBytes: 6_000, clock: self.clock),
+            try Side("tiny index", engine: engine, indexBytes: 18_000, clock: self.clock),
+            try Side("index nothing fits", engine: engine, indexBytes: 4_000, clock: self.clock),
         ]
     }
 
@@ -115,7 +116,7 @@ private final class Scenario {
                 answers.append("unexpected \(error)")
             }
         }
-        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "notFound"] {
+        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "notFound", "linked"] {
             let n = answers[0].components(separatedBy: outcome).count - 1
             if n > 0 { self.outcomes[outcome, default: 0] += n }
         }
@@ -148,7 +149,16 @@ private final class Scenario {
             self.randomOperation()
             if s % 3 == 0 || s == steps - 1 { self.sweep() }
         }
-        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch"] {
+        // The index sides really answered from memory, applied writes, and the tiny one evicted.
+        let full = try #require(self.sides[1].service.mappingIndex?.statistics)
+        let tiny = try #require(self.sides[2].service.mappingIndex?.statistics)
+        #expect(self.sides[0].service.mappingIndex == nil)
+        #expect(full.hits > steps && full.appliedWrites > steps / 4 && full.loads >= 2 && full.evictions == 0, "\(full)")
+        let none = try #require(self.sides[3].service.mappingIndex?.statistics)
+        #expect(tiny.evictions > 10 && tiny.hits > 0, "\(tiny)")
+        #expect(none.tooLarge > 10, "\(none)")
+        print("differential seed \(self.seed) \(self.engine): index \(full); tiny \(tiny); nothing fits \(none)")
+        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "linked"] {
             #expect(self.outcomes[outcome, default: 0] > 0, "seed \(self.seed): the run met \(outcome) only \(self.outcomes[outcome, default: 0]) times: \(self.outcomes)")
         }
     }
@@ -244,6 +254,14 @@ private final class Scenario {
             guard !self.seenCloud.isEmpty else { return }
             let cloud = self.pick(self.seenCloud)
             let local = self.localID()
+            if self.chance(0.7), let fingerprint = cloud.split(separator: ":").last, cloud.hasSuffix(":" + fingerprint) {
+                // Give the object the record's content first, so the link is allowed (and replaces links).
+                let request = LibraryChangeRequest(assets: LibraryChangePart(upsert: [.asset(local, fingerprint: String(fingerprint))]))
+                self.same("content for link \(local)") { side in
+                    let r = try side.service.library.applyChanges(request, device: side.devices[d])
+                    return "\(r.inserted) \(r.updated)"
+                }
+            }
             self.same("link \(cloud) \(local)") { side in
                 try side.service.mapping.link(cloudIdentifier: cloud, localIdentifier: local, device: side.devices[d])
                 return "linked"

@@ -63,8 +63,9 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
 
     func mappingVersion() throws -> Int64 { try self.base.mappingVersion() }
 
-    func streamMappingTables(devices: (String) throws -> Void, objects: (MappingObjectRow) throws -> Void, records: (CloudRecord, Int64) throws -> Void) throws {
-        try self.base.streamMappingTables(devices: devices, objects: objects, records: records)
+    func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
+                             objects: (MappingObjectRow) throws -> Void) throws {
+        try self.base.streamMappingTables(devices: devices, records: records, objects: objects)
     }
 
     func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange] {

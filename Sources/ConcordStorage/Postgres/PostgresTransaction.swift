@@ -99,18 +99,19 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         return version
     }
 
-    func streamMappingTables(devices: (String) throws -> Void, objects: (MappingObjectRow) throws -> Void,
-                             records: (CloudRecord, Int64) throws -> Void) throws {
+    func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
+                             objects: (MappingObjectRow) throws -> Void) throws {
         try self.db.query("SELECT device_id FROM devices WHERE account_id = $1 ORDER BY device_id", [.text(self.accountID)]) { r in
             try devices(r.text(0))
-        }
-        try self.db.query("SELECT device_id, local_id, type, fingerprint, record_guid FROM objects WHERE account_id = $1", [.text(self.accountID)]) { r in
-            guard let type = ObjectType(rawValue: Int(r.int(2))) else { return }
-            try objects(MappingObjectRow(deviceID: r.text(0), localIdentifier: r.text(1), type: type, fingerprint: r.text(3), linkedGUID: r.optionalText(4)))
         }
         try self.db.query("SELECT guid, type, fingerprint, created_order FROM records WHERE account_id = $1 ORDER BY created_order", [.text(self.accountID)]) { r in
             guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
             try records(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2)), r.int(3))
+        }
+
+        try self.db.query("SELECT device_id, local_id, type, fingerprint, record_guid FROM objects WHERE account_id = $1", [.text(self.accountID)]) { r in
+            guard let type = ObjectType(rawValue: Int(r.int(2))) else { return }
+            try objects(MappingObjectRow(deviceID: r.text(0), localIdentifier: r.text(1), type: type, fingerprint: r.text(3), linkedGUID: r.optionalText(4)))
         }
     }
 

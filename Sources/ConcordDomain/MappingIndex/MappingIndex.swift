@@ -1,0 +1,238 @@
+import Foundation
+import Synchronization
+
+/// The in-memory identifier index of every account that fits the budget: what the mapping path,
+/// journal reads and links read instead of storage (issue 11, docs/architecture.md).
+///
+/// Storage stays the source of truth. Every account has a mapping version in storage, bumped by
+/// each write transaction that changes its devices, objects, links or records. An account's
+/// `AccountMappingIndex` remembers the version it reflects, and:
+/// - a write of this process records its mapping changes (`MappingRecordingTransaction`), marks
+///   its new version as expected before it commits, and applies the changes after the commit
+///   succeeded, in version order;
+/// - a read passes the version its storage snapshot holds: an index at that version or newer
+///   answers; one behind waits for this process's writes that have committed but not yet been
+///   applied, and otherwise (a write through another instance) is reloaded from the reader's own
+///   snapshot — so an answer is never older than the storage read that started it.
+///
+/// Memory is bounded by `budgetBytes`: least recently used accounts are evicted whole, and an
+/// account that alone does not fit is served from storage (its load is retried after a minute).
+public final class MappingIndex: Sendable {
+    /// One account's slot: its lock, its index (nil: not loaded, evicted or too large) and the
+    /// bookkeeping of this process's writes.
+    final class Entry: @unchecked Sendable {
+        // @unchecked Sendable: every var is only touched while holding `condition`, except
+        // `lastUse` and `bytes`, which are only touched while holding the cache's `table` lock.
+        let condition = NSCondition()
+        var index: AccountMappingIndex?
+        /// Versions this process committed (or is committing) and has not applied yet.
+        var expected = Set<Int64>()
+        /// Committed changes waiting for an earlier version to be applied first.
+        var pending: [Int64: [MappingMutation]] = [:]
+        /// Until when a load is not tried again (the account did not fit).
+        var tooLargeUntil: Double = 0
+        var lastUse: UInt64 = 0
+        var bytes = 0
+    }
+
+    struct Table {
+        var entries: [String: Entry] = [:]
+        var clock: UInt64 = 0
+        var bytes = 0
+    }
+
+    public let budgetBytes: Int
+    private let table = Mutex(Table())
+    private let counters = Counters()
+
+    public init(budgetBytes: Int) {
+        self.budgetBytes = budgetBytes
+    }
+
+    // MARK: - Metrics
+
+    /// Read-only counters for `/metrics`.
+    public struct Statistics: Sendable, Equatable {
+        /// Reads answered by an index already at the reader's version.
+        public var hits: Int
+        /// Accounts loaded from storage (first use, after eviction or after a failed fit).
+        public var loads: Int
+        /// Indexes reloaded because storage had moved on without this process (another instance).
+        public var catchUps: Int
+        /// Write transactions applied to an index after their commit.
+        public var appliedWrites: Int
+        /// Accounts evicted to stay within the budget.
+        public var evictions: Int
+        /// Reads served from storage because the account does not fit the budget.
+        public var tooLarge: Int
+        /// Estimated bytes held by every loaded account.
+        public var residentBytes: Int
+        /// Accounts loaded now.
+        public var accounts: Int
+    }
+
+    final class Counters: Sendable {
+        let hits = Atomic<Int>(0), loads = Atomic<Int>(0), catchUps = Atomic<Int>(0), appliedWrites = Atomic<Int>(0)
+        let evictions = Atomic<Int>(0), tooLarge = Atomic<Int>(0)
+    }
+
+    public var statistics: Statistics {
+        let (bytes, accounts) = self.table.withLock { t in (t.bytes, t.entries.values.count { $0.bytes > 0 }) }
+        let c = self.counters
+        return Statistics(hits: c.hits.load(ordering: .relaxed), loads: c.loads.load(ordering: .relaxed),
+                          catchUps: c.catchUps.load(ordering: .relaxed), appliedWrites: c.appliedWrites.load(ordering: .relaxed),
+                          evictions: c.evictions.load(ordering: .relaxed), tooLarge: c.tooLarge.load(ordering: .relaxed),
+                          residentBytes: bytes, accounts: accounts)
+    }
+
+    // MARK: - Reads
+
+    /// Runs `body` on the account's index at `version` or newer. `load` streams the account's
+    /// mapping tables from the reader's own snapshot (which is at exactly `version`), used when the
+    /// index is missing or behind. Nil when the account does not fit the budget: serve from storage.
+    func read<T>(account accountID: String, version: Int64, load: (AccountMappingIndex) throws -> Void,
+                 _ body: (AccountMappingIndex) throws -> T) throws -> T? {
+        let entry = self.entry(accountID)
+        entry.condition.lock()
+        var bytes = entry.bytes
+        let result: T?
+        do {
+            result = try self.readLocked(entry, version: version, load: load, body)
+            bytes = entry.index?.estimatedBytes ?? 0
+            entry.condition.unlock()
+        } catch {
+            entry.condition.unlock()
+            throw error
+        }
+        // Eviction takes other accounts' locks: never while holding this one.
+        self.touch(entry, bytes: bytes)
+        return result
+    }
+
+    /// `read`, holding the entry's lock.
+    private func readLocked<T>(_ entry: Entry, version: Int64, load: (AccountMappingIndex) throws -> Void,
+                               _ body: (AccountMappingIndex) throws -> T) throws -> T? {
+        // A write of this process that committed `version` (or earlier) is applied within moments:
+        // wait for it rather than reload. Bounded: a stuck writer costs one reload, not a hang.
+        let deadline = Date().addingTimeInterval(2)
+        while (entry.index?.version ?? Int64.max) < version, entry.expected.contains(where: { $0 <= version }) {
+            guard entry.condition.wait(until: deadline) else { break }
+        }
+        if let index = entry.index, index.version >= version {
+            self.counters.hits.add(1, ordering: .relaxed)
+            return try body(index)
+        }
+        let now = Date().timeIntervalSince1970
+        guard now >= entry.tooLargeUntil else {
+            self.counters.tooLarge.add(1, ordering: .relaxed)
+            return nil
+        }
+        let wasLoaded = entry.index != nil
+        entry.index = nil
+        let fresh = AccountMappingIndex()
+        do {
+            try load(fresh)
+        } catch is OverBudget {
+            entry.pending.removeAll()
+            entry.tooLargeUntil = now + 60
+            self.counters.tooLarge.add(1, ordering: .relaxed)
+            return nil
+        }
+        fresh.version = version
+        entry.index = fresh
+        entry.pending = entry.pending.filter { $0.key > version }
+        self.drainPending(entry)
+        if wasLoaded { self.counters.catchUps.add(1, ordering: .relaxed) } else { self.counters.loads.add(1, ordering: .relaxed) }
+        return try body(fresh)
+    }
+
+    /// Thrown by a load that grew past the budget: the account is served from storage.
+    struct OverBudget: Error {}
+
+    /// For loads: throws `OverBudget` once `index` holds more than the budget.
+    func checkBudget(_ index: AccountMappingIndex) throws {
+        if index.estimatedBytes > self.budgetBytes { throw OverBudget() }
+    }
+
+    // MARK: - Writes
+
+    /// Inside a write transaction that changed the mapping tables, before it commits: `version` is
+    /// about to be committed by this process.
+    func expect(account accountID: String, version: Int64) {
+        let entry = self.entry(accountID)
+        entry.condition.withLock { _ = entry.expected.insert(version) }
+    }
+
+    /// After the transaction: applies `mutations` (committed as `version`), or forgets the version
+    /// when the transaction did not commit (`mutations` nil).
+    func finish(account accountID: String, version: Int64, mutations: [MappingMutation]?) {
+        let entry = self.entry(accountID)
+        entry.condition.lock()
+        entry.expected.remove(version)
+        if let mutations, let index = entry.index, version > index.version {
+            entry.pending[version] = mutations
+            self.drainPending(entry)
+            if index.estimatedBytes > self.budgetBytes {   // grew past what may be held: storage serves it
+                entry.index = nil
+                entry.pending.removeAll()
+                entry.tooLargeUntil = Date().timeIntervalSince1970 + 60
+            }
+        }
+        let bytes = entry.index?.estimatedBytes ?? 0
+        entry.condition.broadcast()
+        entry.condition.unlock()
+        self.touch(entry, bytes: bytes, used: false)
+    }
+
+    /// Applies the pending writes that follow the index's version, in order. Holding `entry.condition`.
+    private func drainPending(_ entry: Entry) {
+        guard let index = entry.index else { return }
+        while let mutations = entry.pending.removeValue(forKey: index.version + 1) {
+            for m in mutations { index.apply(m) }
+            index.version += 1
+            self.counters.appliedWrites.add(1, ordering: .relaxed)
+        }
+        entry.pending = entry.pending.filter { $0.key > index.version }
+    }
+
+    // MARK: - The table and its budget
+
+    private func entry(_ accountID: String) -> Entry {
+        self.table.withLock { t in
+            if let e = t.entries[accountID] { return e }
+            let e = Entry()
+            t.entries[accountID] = e
+            return e
+        }
+    }
+
+    /// Records the entry's size (and use), then evicts least recently used accounts until the
+    /// total fits. Called holding no entry's lock (it takes the victims').
+    private func touch(_ entry: Entry, bytes: Int, used: Bool = true) {
+        var victims: [Entry] = []
+        self.table.withLock { t in
+            t.clock += 1
+            if used { entry.lastUse = t.clock }
+            t.bytes += bytes - entry.bytes
+            entry.bytes = bytes
+            guard t.bytes > self.budgetBytes else { return }
+            let byAge = t.entries.values.filter { $0.bytes > 0 && $0 !== entry }.sorted { $0.lastUse < $1.lastUse }
+            var excess = t.bytes - self.budgetBytes
+            for victim in byAge where excess > 0 {
+                excess -= victim.bytes
+                victims.append(victim)
+            }
+        }
+        for victim in victims {
+            victim.condition.lock()
+            victim.index = nil
+            victim.pending.removeAll()
+            victim.condition.unlock()
+            self.table.withLock { t in
+                t.bytes -= victim.bytes
+                victim.bytes = 0
+            }
+            self.counters.evictions.add(1, ordering: .relaxed)
+        }
+    }
+}
