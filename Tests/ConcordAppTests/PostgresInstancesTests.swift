@@ -276,3 +276,72 @@ struct PostgresFaultTests {
         #expect(!objects.contains("while-down"))
     }
 }
+
+/// The mapping index stays exact across instances: each write goes through one `concord serve`
+/// process and the very next mapping request through the other, whose index was loaded before the
+/// write (API.md §5 does not change with several instances).
+@Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (MappingIndexAcrossInstancesTests)")))
+struct MappingIndexAcrossInstancesTests {
+    @Test func aWriteThroughOneInstanceIsSeenByTheNextMappingThroughTheOther() throws {
+        let database = try TestDatabase(.postgres, poolSize: 1)
+        let directory = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (one, port1) = try launchServer(database: database.url, directory: directory, log: "one.log")
+        defer { kill(one.processIdentifier, SIGTERM); one.waitUntilExit() }
+        let (two, port2) = try launchServer(database: database.url, directory: directory, log: "two.log")
+        defer { kill(two.processIdentifier, SIGTERM); two.waitUntilExit() }
+
+        let account = try send(port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Two"}"#)
+        let accountToken = try #require(account["accountToken"]?.stringValue)
+        let phone = try #require(try send(port1, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
+        let tablet = try #require(try send(port2, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
+        func change(_ port: Int, _ token: String, upsert: [(String, String)] = [], delete: [String] = []) throws {
+            let items = upsert.map { #"{"localIdentifier":\#(json($0.0)),"fingerprint":"\#($0.1)"}"# }.joined(separator: ",")
+            let deletes = delete.map { json($0) }.joined(separator: ",")
+            let r = try send(port, "POST", "/v1/library/changes", token: token, body: #"{"assets":{"upsert":[\#(items)],"delete":[\#(deletes)]}}"#)
+            try #require(r.status == 200, "\(r.raw.body)")
+        }
+        func map(_ port: Int, _ token: String, _ direction: String, _ ids: [String]) throws -> [JSONValue] {
+            let key = direction == "cloud-identifiers" ? "localIdentifiers" : "cloudIdentifiers"
+            let r = try send(port, "POST", "/v1/library/" + direction, token: token, body: #"{"\#(key)":[\#(ids.map { json($0) }.joined(separator: ","))]}"#)
+            try #require(r.status == 200, "\(r.raw.body)")
+            return r["mappings"]?.arrayValue ?? []
+        }
+        // Both instances load the account's index before the writes start.
+        try change(port1, phone, upsert: [("phone-base", fingerprint(0))])
+        try change(port2, tablet, upsert: [("tablet-base", fingerprint(0))])
+        for port in [port1, port2] {
+            _ = try map(port, phone, "cloud-identifiers", ["phone-base"])
+            _ = try map(port, tablet, "cloud-identifiers", ["tablet-base"])
+        }
+
+        for i in 1...15 {
+            let (writer, reader) = i % 2 == 0 ? (port1, port2) : (port2, port1)
+            // A new object through one instance is mapped through the other at once.
+            try change(writer, phone, upsert: [("phone-\(i)", fingerprint(i))])
+            let cloud = try #require(try map(reader, phone, "cloud-identifiers", ["phone-\(i)"]).first?["cloudIdentifier"]?.stringValue, "step \(i)")
+            // The other device's copy, uploaded through the reader, is found by content through the writer.
+            try change(reader, tablet, upsert: [("tablet-\(i)", fingerprint(i))])
+            #expect(try map(writer, tablet, "local-identifiers", [cloud]).first?["localIdentifier"]?.stringValue == "tablet-\(i)", "step \(i)")
+            // A second copy on the tablet, through the writer: the reader now answers "several".
+            try change(writer, tablet, upsert: [("tablet-\(i)-copy", fingerprint(i))])
+            let links = try send(reader, "POST", "/v1/library/links", token: tablet, body: #"{"cloudIdentifier":"\#(cloud)","localIdentifier":"tablet-\#(i)-copy"}"#)
+            #expect(links.status == 200, "step \(i): \(links.raw.body)")
+            // The person's choice, stored through the reader, is what the writer answers next.
+            #expect(try map(writer, tablet, "local-identifiers", [cloud]).first?["localIdentifier"]?.stringValue == "tablet-\(i)-copy", "step \(i)")
+            // A deletion through one instance: the other no longer knows the object.
+            try change(writer, phone, delete: ["phone-\(i)"])
+            let gone = try map(reader, phone, "cloud-identifiers", ["phone-\(i)"]).first
+            #expect(gone?["error"]?["name"]?.stringValue == "identifierNotFound", "step \(i): \(String(describing: gone))")
+        }
+        // Every read after the other instance wrote reloaded the index (a stale one would have failed above).
+        for port in [port1, port2] {
+            let metrics = try rawRequest(port: port, "GET", "/metrics").body
+            let value = { (name: String) -> Double in
+                metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? -1
+            }
+            #expect(value("concord_mapping_index_catch_ups_total") > 5, "port \(port)")
+            #expect(value("concord_mapping_index_loads_total") >= 1, "port \(port)")
+        }
+    }
+}

@@ -102,6 +102,8 @@ public struct Configuration: Sendable, Equatable {
     public var sqliteCacheMegabytes = SQLiteMemory().cacheKiB / 1024
     /// How much of the SQLite file is read through a memory map, in MiB (0: none).
     public var sqliteMmapMegabytes = SQLiteMemory().mmapBytes >> 20
+    /// Memory the in-memory mapping index may hold, in MiB (0: off, every mapping read from storage).
+    public var mappingIndexMegabytes = DomainConfiguration().mappingIndexBytes >> 20
 
     public init() {}
 }

@@ -151,6 +151,7 @@ public enum ConfigurationLoader {
         },
         Setting(key: "sqliteCacheMegabytes", kind: .int(1...65_536), flag: nil) { $0.sqliteCacheMegabytes = $1.int },
         Setting(key: "sqliteMmapMegabytes", kind: .int(0...1_048_576), flag: nil) { $0.sqliteMmapMegabytes = $1.int },
+        Setting(key: "mappingIndexMegabytes", kind: .int(0...1_048_576), flag: nil) { $0.mappingIndexMegabytes = $1.int },
     ]
 
     /// Flags `serve` accepts: the settings' flags plus `--config`.

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CConcordSystem
+import ConcordDomain
 import ConcordHTTP
 import ConcordObservability
 import ConcordStorage
@@ -76,8 +77,10 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         let storage = try StorageHook.open(
             configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch,
             sqliteSynchronous: configuration.sqliteSynchronous, poolSize: poolSize,
-            sqliteMemory: SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20))
+            sqliteMemory: SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20),
+            mappingIndexMegabytes: configuration.mappingIndexMegabytes)
         started.add { storage.close() }
+        if let index = storage.service.mappingIndex { registerMappingIndexMetrics(metrics, index) }
 
         let (adminToken, generatedTokenFile) = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
         // A token nobody could use (the server never listened) must not be the one the next
@@ -150,6 +153,23 @@ private func transportEventHandler(logger: Logger, metrics: MetricsRegistry) -> 
             logger.info("request refused", metadata: ["status": .int(status), "error": .string(name)])
         }
     }
+}
+
+/// The mapping index's counters and size (read at exposition time).
+private func registerMappingIndexMetrics(_ metrics: MetricsRegistry, _ index: MappingIndex) {
+    let counters: [(String, String, @Sendable (MappingIndex.Statistics) -> Int)] = [
+        ("concord_mapping_index_hits_total", "Mapping reads answered by an account index already current.", { $0.hits }),
+        ("concord_mapping_index_loads_total", "Account indexes loaded from storage (first use, after eviction).", { $0.loads }),
+        ("concord_mapping_index_catch_ups_total", "Account indexes reloaded because another instance had written.", { $0.catchUps }),
+        ("concord_mapping_index_applied_writes_total", "Write transactions applied to an account index after their commit.", { $0.appliedWrites }),
+        ("concord_mapping_index_evictions_total", "Account indexes evicted to stay within mappingIndexMegabytes.", { $0.evictions }),
+        ("concord_mapping_index_too_large_total", "Mapping reads served from storage because the account does not fit the budget.", { $0.tooLarge }),
+    ]
+    for (name, help, read) in counters {
+        metrics.gauge(name, help: help) { Double(read(index.statistics)) }
+    }
+    metrics.gauge("concord_mapping_index_resident_bytes", help: "Estimated bytes held by the loaded account indexes.") { Double(index.statistics.residentBytes) }
+    metrics.gauge("concord_mapping_index_accounts", help: "Accounts whose index is loaded.") { Double(index.statistics.accounts) }
 }
 
 /// Open connections, start time and build of the process.
