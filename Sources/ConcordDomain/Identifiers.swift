@@ -61,24 +61,39 @@ public enum ObjectType: Int, Sendable, Hashable, CaseIterable, Comparable {
 public enum Identifiers {
     /// A local identifier is 1–255 bytes of UTF-8 with no control characters.
     public static func isValidLocalIdentifier(_ s: String) -> Bool {
-        let utf8 = s.utf8
-        guard !utf8.isEmpty, utf8.count <= 255 else { return false }
-        // Swift strings are valid Unicode already; control characters are C0, DEL and C1.
-        for scalar in s.unicodeScalars {
-            let v = scalar.value
-            if v < 0x20 || (v >= 0x7F && v <= 0x9F) { return false }
+        var copy = s
+        return copy.withUTF8 { b in
+            guard !b.isEmpty, b.count <= 255 else { return false }
+            // Swift strings are valid UTF-8 already; control characters are C0 (bytes below 0x20),
+            // DEL (0x7F) and C1 (U+0080–U+009F: 0xC2 followed by 0x80–0x9F).
+            var previous: UInt8 = 0
+            for c in b {
+                if c < 0x20 || c == 0x7F || (previous == 0xC2 && c <= 0x9F && c >= 0x80) { return false }
+                previous = c
+            }
+            return true
         }
-        return true
     }
 
     /// A fingerprint is base64url without padding of 16–64 bytes. The unused low bits of the last
     /// character are not checked (lenient, as most decoders are): the fingerprint is compared as the
     /// string the device sent, and standard encoders always write those bits as zero.
     public static func isValidFingerprint(_ s: String) -> Bool {
-        let utf8 = s.utf8
-        let n = utf8.count
+        var copy = s
+        return copy.withUTF8 { self.isValidFingerprint(bytes: $0) }
+    }
+
+    /// `isValidFingerprint` on UTF-8 bytes (the hot path of cloud → local parses thousands).
+    static func isValidFingerprint(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = bytes.count
         guard n >= 22, n <= 86, n % 4 != 1 else { return false }   // 16 bytes → 22 chars, 64 → 86
-        for c in utf8 where base64urlValue(c) == nil { return false }
+        for c in bytes {
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"): continue
+            default: return false
+            }
+        }
         return true
     }
 
@@ -156,8 +171,9 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
             case (0x30, 0x32, 0x30): type = .collectionList
             default: return
             }
-            let fingerprint = String(decoding: UnsafeBufferPointer(rebasing: b[41...]), as: UTF8.self)
-            guard fingerprint.isEmpty || Identifiers.isValidFingerprint(fingerprint) else { return }
+            let bytes = UnsafeBufferPointer(rebasing: b[41...])
+            guard bytes.isEmpty || Identifiers.isValidFingerprint(bytes: bytes) else { return }
+            let fingerprint = String(decoding: bytes, as: UTF8.self)
             parsed = CloudIdentifier(guid: guid, type: type, fingerprint: fingerprint)
         }
         guard let parsed else { return nil }

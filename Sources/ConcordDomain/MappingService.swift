@@ -118,12 +118,15 @@ public struct MappingService: ServiceArea {
             try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeContentLinks(tx, device: device, toLink) } }
         }
         let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
+        // A local copy: `resolved` is captured by the closure above, and reading a captured variable
+        // inside the loop would retain its array once per item.
+        let answers = resolved.answers
         var answerIndex = 0
         var out: [LocalIdentifierMapping] = []
         out.reserveCapacity(strings.count)
         for (s, c) in zip(strings, parsed) {
             guard c != nil else { out.append(LocalIdentifierMapping(cloudIdentifier: s, result: .error(.invalidIdentifier))); continue }
-            out.append(LocalIdentifierMapping(cloudIdentifier: s, result: resolved.answers[answerIndex] ?? notFound))
+            out.append(LocalIdentifierMapping(cloudIdentifier: s, result: answers[answerIndex] ?? notFound))
             answerIndex += 1
         }
         return out

@@ -6,25 +6,38 @@ import ConcordObservability
 /// atomic add, and `/metrics` shows zeros before the first request.
 final class AppMetrics: Sendable {
     /// `direction` label values.
-    enum Direction: String, CaseIterable, Sendable { case localToCloud, cloudToLocal }
+    enum Direction: Int, CaseIterable, Sendable {
+        case localToCloud, cloudToLocal
+        var label: String { self == .localToCloud ? "localToCloud" : "cloudToLocal" }
+    }
     /// `outcome` label values.
-    enum Outcome: String, CaseIterable, Sendable { case found, notFound, multiple, invalid }
+    enum Outcome: Int, CaseIterable, Sendable {
+        case found, notFound, multiple, invalid
+        var label: String { ["found", "notFound", "multiple", "invalid"][self.rawValue] }
 
-    private let mappings: [String: Counter]
+        init(_ result: MappingResult) {
+            switch result {
+            case .found: self = .found
+            case .error(.identifierNotFound), .error(.persistentChangeDetailsUnavailable): self = .notFound
+            case .error(.multipleIdentifiersFound): self = .multiple
+            case .error(.invalidIdentifier): self = .invalid
+            }
+        }
+    }
+
+    /// `mappings[direction][outcome]`.
+    private let mappings: [[Counter]]
     private let registry: MetricsRegistry
     /// Token lookups (`operation="authenticate"`).
     let authenticate: Histogram
 
     init(registry: MetricsRegistry) {
-        var mappings: [String: Counter] = [:]
-        for direction in Direction.allCases {
-            for outcome in Outcome.allCases {
-                mappings[direction.rawValue + "/" + outcome.rawValue] = registry.counter(
-                    "concord_mappings_total", help: "Mapping items answered, by direction and outcome.",
-                    labels: [("direction", direction.rawValue), ("outcome", outcome.rawValue)])
+        self.mappings = Direction.allCases.map { direction in
+            Outcome.allCases.map { outcome in
+                registry.counter("concord_mappings_total", help: "Mapping items answered, by direction and outcome.",
+                                 labels: [("direction", direction.label), ("outcome", outcome.label)])
             }
         }
-        self.mappings = mappings
         self.registry = registry
         self.authenticate = Self.histogram(registry, "authenticate")
     }
@@ -38,15 +51,8 @@ final class AppMetrics: Sendable {
                            labels: [("operation", operation)])
     }
 
-    /// Counts one answered mapping item.
-    func recordMapping(_ direction: Direction, _ result: MappingResult) {
-        let outcome: Outcome
-        switch result {
-        case .found: outcome = .found
-        case .error(.identifierNotFound), .error(.persistentChangeDetailsUnavailable): outcome = .notFound
-        case .error(.multipleIdentifiersFound): outcome = .multiple
-        case .error(.invalidIdentifier): outcome = .invalid
-        }
-        self.mappings[direction.rawValue + "/" + outcome.rawValue]?.increment()
+    /// Counts a request's answered mapping items: `tally[outcome]` items of each outcome.
+    func recordMappings(_ direction: Direction, _ tally: [Int]) {
+        for (outcome, n) in tally.enumerated() where n > 0 { self.mappings[direction.rawValue][outcome].increment(by: n) }
     }
 }

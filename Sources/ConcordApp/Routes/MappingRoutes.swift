@@ -43,13 +43,15 @@ private func mappingAnswer<Mapping>(
     _ mappings: [Mapping], _ direction: AppMetrics.Direction, _ metrics: AppMetrics, asked: String, answered: String,
     _ parts: (Mapping) -> (identifier: String, result: MappingResult)
 ) -> HTTPResponse {
-    Codec.json(capacity: 64 + 128 * mappings.count) { w in
+    var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
+    defer { metrics.recordMappings(direction, tally) }
+    return Codec.json(capacity: 64 + 128 * mappings.count) { w in
         w.beginObject()
         w.key("mappings")
         w.beginArray()
         for m in mappings {
             let (identifier, result) = parts(m)
-            metrics.recordMapping(direction, result)
+            tally[AppMetrics.Outcome(result).rawValue] += 1
             w.beginObject()
             w.key(asked); w.string(identifier)
             switch result {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A string compared and hashed as its UTF-8 bytes. Identifiers are byte strings (API.md §2) and
 /// storage compares them byte for byte, while Swift's `String ==` uses canonical equivalence (an
 /// NFC "É" equals an NFD "É"): the index must not merge what storage keeps apart.
@@ -6,12 +12,57 @@ struct ByteKey: Hashable, Sendable {
     init(_ string: String) { self.string = string }
 
     static func == (a: ByteKey, b: ByteKey) -> Bool {
-        a.string.utf8.count == b.string.utf8.count && a.string.utf8.elementsEqual(b.string.utf8)
+        var x = a.string, y = b.string
+        return x.withUTF8 { p in y.withUTF8 { q in p.count == q.count && (p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) } }
     }
 
     func hash(into hasher: inout Hasher) {
         var s = self.string
         s.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+}
+
+/// A record GUID as its 128 bits: hashing and comparing two words instead of a 36-byte string on
+/// every lookup. Only the canonical form (upper-case 8-4-4-4-12, what the service writes and the
+/// cloud identifier parser produces) has a key; storage compares GUIDs as bytes, so any other
+/// spelling is a different GUID, and an account holding one is served from storage.
+struct GUIDKey: Hashable, Sendable {
+    let high: UInt64
+    let low: UInt64
+
+    init?(_ guid: String) {
+        var s = guid
+        guard let key = s.withUTF8({ b -> GUIDKey? in
+            guard b.count == 36 else { return nil }
+            var words: (UInt64, UInt64) = (0, 0)
+            var digits = 0
+            for i in 0..<36 {
+                let c = b[i]
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    guard c == UInt8(ascii: "-") else { return nil }
+                    continue
+                }
+                let v: UInt8
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+                default: return nil
+                }
+                if digits < 16 { words.0 = words.0 << 4 | UInt64(v) } else { words.1 = words.1 << 4 | UInt64(v) }
+                digits += 1
+            }
+            return GUIDKey(high: words.0, low: words.1)
+        }) else { return nil }
+        self = key
+    }
+
+    private init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(self.high ^ (self.low &* 0x9E37_79B9_7F4A_7C15))
     }
 }
 
@@ -24,6 +75,9 @@ final class AccountMappingIndex {
     var version: Int64 = 0
     /// An estimate of the heap bytes held (see `Cost`), kept current by every change.
     private(set) var estimatedBytes = 0
+    /// False once a GUID that is not in canonical form was met: the index cannot key it, so the
+    /// account is served from storage instead.
+    private(set) var isExact = true
 
     struct Object {
         var type: ObjectType
@@ -35,19 +89,20 @@ final class AccountMappingIndex {
     final class Device {
         var objects: [ByteKey: Object] = [:]
         /// Record GUID → the object linked to it (at most one per device).
-        var linkByGUID: [String: String] = [:]
+        var linkByGUID: [GUIDKey: String] = [:]
         /// Content → local identifiers with that type and fingerprint (unordered).
         var byContent: [ContentKey: [String]] = [:]
     }
 
     struct Record {
+        var guid: String
         var type: ObjectType
         var fingerprint: String
         var order: Int64
     }
 
     private(set) var devices: [String: Device] = [:]
-    private var records: [String: Record] = [:]
+    private var records: [GUIDKey: Record] = [:]
     /// Content → record GUIDs, oldest first.
     private var recordsByContent: [ContentKey: [String]] = [:]
     private var nextRecordOrder: Int64 = 1
@@ -79,7 +134,8 @@ final class AccountMappingIndex {
         let key = ContentKey(type: record.type, fingerprint: record.fingerprint)
         // One copy of each fingerprint string: the content key's.
         let fingerprint = self.recordsByContent.index(forKey: key).map { self.recordsByContent.keys[$0].fingerprint } ?? record.fingerprint
-        self.records[record.guid] = Record(type: record.type, fingerprint: fingerprint, order: order)
+        guard let guid = GUIDKey(record.guid) else { self.isExact = false; return }
+        self.records[guid] = Record(guid: record.guid, type: record.type, fingerprint: fingerprint, order: order)
         self.recordsByContent[ContentKey(type: record.type, fingerprint: fingerprint), default: []].append(record.guid)
         self.nextRecordOrder = max(self.nextRecordOrder, order + 1)
         self.estimatedBytes += Cost.record + Cost.heap(record.guid) + Cost.heap(fingerprint)
@@ -97,16 +153,20 @@ final class AccountMappingIndex {
 
     func linkStates(_ deviceID: String, localIdentifiers: [String]) -> [ObjectLinkState?] {
         guard let device = self.devices[deviceID] else { return [ObjectLinkState?](repeating: nil, count: localIdentifiers.count) }
+        // Local copies of the maps: reading a class's property in the loop would retain it per item.
+        let objects = device.objects
         return localIdentifiers.map { id in
-            device.objects[ByteKey(id)].map { ObjectLinkState(localIdentifier: id, type: $0.type, fingerprint: $0.fingerprint, linkedGUID: $0.linkedGUID) }
+            objects[ByteKey(id)].map { ObjectLinkState(localIdentifier: id, type: $0.type, fingerprint: $0.fingerprint, linkedGUID: $0.linkedGUID) }
         }
     }
 
     func recordLinks(_ deviceID: String, guids: [String]) -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
-        let device = self.devices[deviceID]
+        // Local copies of the maps: reading a class's property in the loop would retain it per item.
+        let links = self.devices[deviceID]?.linkByGUID ?? [:]
+        let records = self.records
         return guids.map { guid in
-            guard let r = self.records[guid] else { return nil }
-            return (CloudRecord(guid: guid, type: r.type, fingerprint: r.fingerprint), device?.linkByGUID[guid])
+            guard let key = GUIDKey(guid), let r = records[key] else { return nil }
+            return (CloudRecord(guid: r.guid, type: r.type, fingerprint: r.fingerprint), links[key])
         }
     }
 
@@ -126,8 +186,8 @@ final class AccountMappingIndex {
 
     /// The record an object links to, as storage's join of objects and records gives it.
     private func link(_ o: Object) -> CloudRecord? {
-        guard let guid = o.linkedGUID, let r = self.records[guid] else { return nil }
-        return CloudRecord(guid: guid, type: r.type, fingerprint: r.fingerprint)
+        guard let guid = o.linkedGUID, let key = GUIDKey(guid), let r = self.records[key] else { return nil }
+        return CloudRecord(guid: r.guid, type: r.type, fingerprint: r.fingerprint)
     }
 
     // MARK: - Mutations (the write transaction's semantics)
@@ -161,9 +221,10 @@ final class AccountMappingIndex {
         for (local, guid) in links {
             let key = ByteKey(local)
             guard var o = device.objects[key] else { continue }
+            guard let guidKey = GUIDKey(guid) else { self.isExact = false; continue }
             self.unlink(device, key, &o)
-            o.linkedGUID = guid
-            device.linkByGUID[guid] = key.string
+            o.linkedGUID = self.records[guidKey]?.guid ?? guid
+            device.linkByGUID[guidKey] = key.string
             device.objects[key] = o
             self.estimatedBytes += Cost.heap(guid)
         }
@@ -173,13 +234,13 @@ final class AccountMappingIndex {
     func dropLinks(_ deviceID: String, guids: [String]) {
         guard let device = self.devices[deviceID] else { return }
         for guid in guids {
-            guard let local = device.linkByGUID[guid] else { continue }
+            guard let guidKey = GUIDKey(guid), let local = device.linkByGUID[guidKey] else { continue }
             let key = ByteKey(local)
             if var o = device.objects[key], o.linkedGUID == guid {
                 self.unlink(device, key, &o)
                 device.objects[key] = o
             } else {
-                device.linkByGUID[guid] = nil
+                device.linkByGUID[guidKey] = nil
             }
         }
     }
@@ -228,10 +289,13 @@ final class AccountMappingIndex {
         // Share the fingerprint and GUID strings the records hold, rather than a copy per object.
         let content = ContentKey(type: o.type, fingerprint: o.fingerprint)
         if let i = self.recordsByContent.index(forKey: content) { o.fingerprint = self.recordsByContent.keys[i].fingerprint }
-        if let guid = o.linkedGUID, let i = self.records.index(forKey: guid) { o.linkedGUID = self.records.keys[i] }
+        if let guid = o.linkedGUID {
+            guard let guidKey = GUIDKey(guid) else { self.isExact = false; return }
+            if let r = self.records[guidKey] { o.linkedGUID = r.guid }
+            device.linkByGUID[guidKey] = key.string
+        }
         device.objects[key] = o
         device.byContent[ContentKey(type: o.type, fingerprint: o.fingerprint), default: []].append(key.string)
-        if let guid = o.linkedGUID { device.linkByGUID[guid] = key.string }
         self.estimatedBytes += Cost.object(key.string, o)
     }
 
@@ -242,14 +306,16 @@ final class AccountMappingIndex {
             if let i = ids.firstIndex(where: { ByteKey($0) == key }) { ids.remove(at: i) }
             device.byContent[content] = ids.isEmpty ? nil : ids
         }
-        if let guid = old.linkedGUID, let linked = device.linkByGUID[guid], ByteKey(linked) == key { device.linkByGUID[guid] = nil }
+        if let guid = old.linkedGUID, let guidKey = GUIDKey(guid), let linked = device.linkByGUID[guidKey], ByteKey(linked) == key {
+            device.linkByGUID[guidKey] = nil
+        }
         self.estimatedBytes -= Cost.object(key.string, old)
     }
 
     /// Clears `o`'s link (the caller stores `o` back).
     private func unlink(_ device: Device, _ key: ByteKey, _ o: inout Object) {
         guard let guid = o.linkedGUID else { return }
-        if let linked = device.linkByGUID[guid], ByteKey(linked) == key { device.linkByGUID[guid] = nil }
+        if let guidKey = GUIDKey(guid), let linked = device.linkByGUID[guidKey], ByteKey(linked) == key { device.linkByGUID[guidKey] = nil }
         o.linkedGUID = nil
         self.estimatedBytes -= Cost.heap(guid)
     }

@@ -132,6 +132,7 @@ public final class MappingIndex: Sendable {
         let fresh = AccountMappingIndex()
         do {
             try load(fresh)
+            guard fresh.isExact else { throw OverBudget() }
         } catch is OverBudget {
             entry.pending.removeAll()
             entry.tooLargeUntil = now + 60
@@ -146,7 +147,8 @@ public final class MappingIndex: Sendable {
         return try body(fresh)
     }
 
-    /// Thrown by a load that grew past the budget: the account is served from storage.
+    /// Thrown by a load that grew past the budget (or met a GUID it cannot key): the account is
+    /// served from storage.
     struct OverBudget: Error {}
 
     /// For loads: throws `OverBudget` once `index` holds more than the budget.
@@ -172,7 +174,8 @@ public final class MappingIndex: Sendable {
         if let mutations, let index = entry.index, version > index.version {
             entry.pending[version] = mutations
             self.drainPending(entry)
-            if index.estimatedBytes > self.budgetBytes {   // grew past what may be held: storage serves it
+            // Grew past what may be held, or met a GUID it cannot key: storage serves the account.
+            if index.estimatedBytes > self.budgetBytes || !index.isExact {
                 entry.index = nil
                 entry.pending.removeAll()
                 entry.tooLargeUntil = Date().timeIntervalSince1970 + 60
