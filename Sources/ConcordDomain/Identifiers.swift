@@ -87,14 +87,16 @@ public enum Identifiers {
     static func isValidFingerprint(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let n = bytes.count
         guard n >= 22, n <= 86, n % 4 != 1 else { return false }   // 16 bytes → 22 chars, 64 → 86
+        // One bit per ASCII byte: '-' (45), '0'–'9' (48–57) in the low word; 'A'–'Z' (65–90),
+        // '_' (95), 'a'–'z' (97–122) in the high word. Branch-free per byte.
+        let low: UInt64 = 1 << 45 | 0x3FF << 48
+        let high: UInt64 = 0x3FF_FFFF << 1 | 1 << 31 | 0x3FF_FFFF << 33
+        var ok: UInt64 = 1
         for c in bytes {
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"): continue
-            default: return false
-            }
+            let word = c < 64 ? low : (c < 128 ? high : 0)
+            ok &= word >> UInt64(c & 63)
         }
-        return true
+        return ok & 1 == 1
     }
 
     @inline(__always)

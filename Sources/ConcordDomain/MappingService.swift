@@ -15,15 +15,16 @@ public struct MappingService: ServiceArea {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifiers")
         }
         // Duplicates go to storage as they are: cheaper than deduplicating a batch that rarely has any.
-        var states: [ObjectLinkState?] = []
+        var lookups: [LinkLookup] = []
         let limited = try self.mappingRead(device) { _, reads, state in
-            states = try reads.linkStates(device, localIdentifiers: ids)
+            lookups = try reads.linkLookups(device, localIdentifiers: ids)
             return state.authorization == .limited
         }
+        let states = lookups
         var pending: [String] = []
         var pendingSeen = Set<String>()
-        for case let s? in states where s.linkedGUID == nil && pendingSeen.insert(s.localIdentifier).inserted {
-            pending.append(s.localIdentifier)   // in request order: "oldest record first" follows it
+        for (id, s) in zip(ids, states) where s == .unlinked && pendingSeen.insert(id).inserted {
+            pending.append(id)   // in request order: "oldest record first" follows it
         }
         var assigned: [String: CloudRecord] = [:]
         if !pending.isEmpty {
@@ -34,10 +35,10 @@ public struct MappingService: ServiceArea {
         out.reserveCapacity(ids.count)
         for (id, state) in zip(ids, states) {
             // Step 1: not in the library. Step 2: linked. Step 3: assigned just now.
-            if let s = state, let r = s.link ?? assigned[id] {
-                out.append(CloudIdentifierMapping(localIdentifier: id, result: .found(r.cloudIdentifier)))
-            } else {
-                out.append(CloudIdentifierMapping(localIdentifier: id, result: notFound))   // step 1, or deleted before step 3 ran
+            switch state {
+            case .linked(let cloud): out.append(CloudIdentifierMapping(localIdentifier: id, result: .found(cloud)))
+            case .unlinked where assigned[id] != nil: out.append(CloudIdentifierMapping(localIdentifier: id, result: .found(assigned[id]!.cloudIdentifier)))
+            default: out.append(CloudIdentifierMapping(localIdentifier: id, result: notFound))   // step 1, or deleted before step 3 ran
             }
         }
         return out
@@ -146,10 +147,10 @@ public struct MappingService: ServiceArea {
         guard !identifiers.isEmpty else { return result }
         // Steps 2 and 4 in one query: the account's records by GUID with their link on this device
         // (a GUID of another account is simply not found here).
-        let found = try tx.recordLinks(device, guids: identifiers.map(\.guid))
+        let found = try tx.recordLookups(device, identifiers: identifiers)
         var byContent: [Int] = []
         for (i, c) in identifiers.enumerated() {
-            if let f = found[i], f.record.type == c.type, let local = f.linkedLocalIdentifier { result.answers[i] = .found(local); continue }   // step 2
+            if let local = found[i].linkedLocalIdentifier { result.answers[i] = .found(local); continue }   // step 2
             if c.fingerprint.isEmpty { continue }   // step 3: an empty fingerprint resolves through its record only
             byContent.append(i)
         }
@@ -164,7 +165,7 @@ public struct MappingService: ServiceArea {
                 let o = matches[0]
                 result.answers[i] = .found(o.object.localIdentifier)
                 // Link only when the record exists with exactly this content and the object is free.
-                if let r = found[i]?.record, r.type == c.type, r.fingerprint == c.fingerprint, o.link == nil {
+                if let r = found[i].sameContentRecord, o.link == nil {
                     result.links.append((o.object.localIdentifier, r))
                 }
             } else if matches.count > 1 {

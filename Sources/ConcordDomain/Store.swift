@@ -152,19 +152,58 @@ public enum TokenKind: Int64, Sendable {
     case device = 2
 }
 
+/// What local → cloud needs of one local identifier.
+public enum LinkLookup: Sendable, Equatable {
+    /// Not in the device's library (step 1).
+    case missing
+    /// In the library, not linked yet (step 3 assigns a record).
+    case unlinked
+    /// Linked: the record's cloud identifier (step 2).
+    case linked(String)
+}
+
+/// What cloud → local needs of one cloud identifier's record.
+public struct RecordLookup: Sendable, Equatable {
+    /// The device's object linked to the record, when the record exists with the identifier's type.
+    public var linkedLocalIdentifier: String?
+    /// The record, when it exists with exactly the identifier's type and fingerprint and no object
+    /// of the device is linked to it (a link found by content is stored to it).
+    public var sameContentRecord: CloudRecord?
+    public init(linkedLocalIdentifier: String? = nil, sameContentRecord: CloudRecord? = nil) {
+        self.linkedLocalIdentifier = linkedLocalIdentifier
+        self.sameContentRecord = sameContentRecord
+    }
+}
+
 /// The reads §5's lookups are made of (local → cloud, cloud → local, journal photos). A storage
-/// transaction answers them, and so does the in-memory mapping index (`MappingIndex`), with the
-/// same results in the same order; objects from the index carry identity, type, fingerprint and
-/// link only (all the rules read).
+/// transaction answers them (from its batch queries, below), and so does the in-memory mapping index
+/// (`MappingIndex`), with the same results in the same order; objects from the index carry identity,
+/// type, fingerprint and link only (all the rules read).
 public protocol MappingReads {
-    /// Type, fingerprint and link of the objects with these local identifiers: one entry per input,
-    /// in input order (nil: not in the library). The hot path of local → cloud: no hashing needed.
-    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?]
-    /// For each GUID, in input order: the account's record with that GUID (nil: none) and the local
-    /// identifier of the object of `device` linked to it (nil: none). The hot path of cloud → local.
-    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?]
+    /// One answer per local identifier, in input order.
+    func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> [LinkLookup]
+    /// One answer per cloud identifier, in input order (records are the account's only).
+    func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup]
     /// Objects of `device` whose (type, fingerprint) is one of `keys`, sorted by local identifier byte order.
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject]
+}
+
+extension AccountReadTransaction {
+    public func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> [LinkLookup] {
+        try self.linkStates(device, localIdentifiers: localIdentifiers).map { state in
+            guard let state else { return .missing }
+            return state.link.map { .linked($0.cloudIdentifier) } ?? .unlinked
+        }
+    }
+
+    public func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup] {
+        try self.recordLinks(device, guids: identifiers.map(\.guid)).enumerated().map { i, found in
+            let c = identifiers[i]
+            guard let found, found.record.type == c.type else { return RecordLookup() }
+            if let local = found.linkedLocalIdentifier { return RecordLookup(linkedLocalIdentifier: local) }
+            return RecordLookup(sameContentRecord: found.record.fingerprint == c.fingerprint ? found.record : nil)
+        }
+    }
 }
 
 /// Batch reads of one account (`accountID`), its libraries, mapping table and journals. Every list
@@ -174,6 +213,12 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     /// The account this transaction is scoped to.
     var accountID: String { get }
     func accountExists(_ accountID: String) throws -> Bool
+    /// Type, fingerprint and link of the objects with these local identifiers: one entry per input,
+    /// in input order (nil: not in the library). The hot path of local → cloud: no hashing needed.
+    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?]
+    /// For each GUID, in input order: the account's record with that GUID (nil: none) and the local
+    /// identifier of the object of `device` linked to it (nil: none). The hot path of cloud → local.
+    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?]
     /// Objects of `device` with these local identifiers (any order, missing omitted), with their links.
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
     /// Records of the account with these GUIDs (upper case).

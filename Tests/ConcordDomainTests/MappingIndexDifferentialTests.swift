@@ -83,7 +83,7 @@ private final class Scenario {
         self.sides = [
             try Side("storage", engine: engine, indexBytes: 0, clock: self.clock),
             try Side("index", engine: engine, indexBytes: 256 << 20, clock: self.clock),
-            try Side("tiny index", engine: engine, indexBytes: 18_000, clock: self.clock),
+            try Side("tiny index", engine: engine, indexBytes: 10_000, clock: self.clock),
             try Side("index nothing fits", engine: engine, indexBytes: 4_000, clock: self.clock),
         ]
     }

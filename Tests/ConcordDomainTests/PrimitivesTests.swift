@@ -1,4 +1,4 @@
-import ConcordDomain
+@testable import ConcordDomain
 import Testing
 
 @Suite struct IdentifierTests {
@@ -39,6 +39,18 @@ import Testing
     ])
     func fingerprintValidation(_ input: String, _ valid: Bool) {
         #expect(Identifiers.isValidFingerprint(input) == valid)
+    }
+
+    /// Every byte value in every position agrees with the alphabet's definition (the validator
+    /// works on bit masks, the definition on ranges).
+    @Test func fingerprintValidationMatchesTheAlphabetForEveryByte() {
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        for byte in 0...255 {
+            var bytes = [UInt8](repeating: UInt8(ascii: "A"), count: 43)
+            bytes[byte % 43] = UInt8(byte)
+            let valid = bytes.withUnsafeBufferPointer { Identifiers.isValidFingerprint(bytes: $0) }
+            #expect(valid == alphabet.contains(UInt8(byte)), "byte \(byte)")
+        }
     }
 
     static let fp43 = String(repeating: "A", count: 43)

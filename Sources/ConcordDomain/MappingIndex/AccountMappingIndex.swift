@@ -32,34 +32,53 @@ struct GUIDKey: Hashable, Sendable {
 
     init?(_ guid: String) {
         var s = guid
-        guard let key = s.withUTF8({ b -> GUIDKey? in
-            guard b.count == 36 else { return nil }
-            var words: (UInt64, UInt64) = (0, 0)
-            var digits = 0
-            for i in 0..<36 {
-                let c = b[i]
-                if i == 8 || i == 13 || i == 18 || i == 23 {
-                    guard c == UInt8(ascii: "-") else { return nil }
-                    continue
-                }
-                let v: UInt8
-                switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-                default: return nil
-                }
-                if digits < 16 { words.0 = words.0 << 4 | UInt64(v) } else { words.1 = words.1 << 4 | UInt64(v) }
-                digits += 1
-            }
-            return GUIDKey(high: words.0, low: words.1)
-        }) else { return nil }
+        guard let key = s.withUTF8({ GUIDKey(bytes: $0) }) else { return nil }
         self = key
     }
 
-    private init(high: UInt64, low: UInt64) {
+    init?(bytes b: UnsafeBufferPointer<UInt8>) {
+        guard b.count == 36 else { return nil }
+        var high: UInt64 = 0, low: UInt64 = 0
+        var digits = 0
+        for i in 0..<36 {
+            let c = b[i]
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard c == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if digits < 16 { high = high << 4 | UInt64(v) } else { low = low << 4 | UInt64(v) }
+            digits += 1
+        }
         self.high = high
         self.low = low
     }
+
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// Writes the canonical 36 bytes.
+    func write(into out: UnsafeMutablePointer<UInt8>) {
+        let hex: StaticString = "0123456789ABCDEF"
+        let digits = hex.utf8Start
+        var j = 0
+        for i in 0..<32 {
+            if i == 8 || i == 12 || i == 16 || i == 20 { out[j] = UInt8(ascii: "-"); j += 1 }
+            let word = i < 16 ? self.high : self.low
+            let shift = UInt64((15 - i % 16) * 4)
+            out[j] = digits[Int((word >> shift) & 0xF)]
+            j += 1
+        }
+    }
+
+    var string: String { String(unsafeUninitializedCapacity: 36) { self.write(into: $0.baseAddress!); return 36 } }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(self.high ^ (self.low &* 0x9E37_79B9_7F4A_7C15))
@@ -67,47 +86,54 @@ struct GUIDKey: Hashable, Sendable {
 }
 
 /// One account's mapping tables in memory: every device's objects (type, fingerprint, link) and the
-/// account's cloud records. Each read answers exactly what the storage transaction's read of the
-/// same name answers (`MappingReads`); each mutation does to it what the write transaction's method
-/// of the same name does to storage. Not thread-safe: `MappingIndex` guards it with the account's lock.
+/// account's cloud records. Each read answers exactly what storage answers (`MappingReads`); each
+/// mutation does to it what the write transaction's method of the same name does to storage. Not
+/// thread-safe: `MappingIndex` guards it with the account's lock.
+///
+/// Layout, for memory and for the hot path: identifier and fingerprint bytes live in byte arenas,
+/// objects and records in contiguous arrays of plain values, and the hash tables map to array
+/// positions. A lookup therefore reads plain memory and copies bytes into the answer, and never
+/// retains a string another thread may be retaining at the same moment.
 final class AccountMappingIndex {
     /// The account's mapping version this index reflects.
     var version: Int64 = 0
-    /// An estimate of the heap bytes held (see `Cost`), kept current by every change.
-    private(set) var estimatedBytes = 0
     /// False once a GUID that is not in canonical form was met: the index cannot key it, so the
     /// account is served from storage instead.
     private(set) var isExact = true
 
-    struct Object {
-        var type: ObjectType
-        var fingerprint: String
-        var linkedGUID: String?
-    }
+    // MARK: Fingerprints, interned per account
 
-    /// One device's library.
-    final class Device {
-        var objects: [ByteKey: Object] = [:]
-        /// Record GUID → the object linked to it (at most one per device).
-        var linkByGUID: [GUIDKey: String] = [:]
-        /// Content → local identifiers with that type and fingerprint (unordered).
-        var byContent: [ContentKey: [String]] = [:]
-    }
+    /// Fingerprint bytes, each distinct fingerprint once.
+    private var fingerprintBytes: [UInt8] = []
+    /// Fingerprint number → (offset, length) in `fingerprintBytes`.
+    private var fingerprintSlices: [(offset: UInt32, length: UInt8)] = []
+    private var fingerprintNumbers: [ByteKey: UInt32] = [:]
+
+    // MARK: Records
 
     struct Record {
-        var guid: String
+        var guid: GUIDKey
+        var fingerprint: UInt32
         var type: ObjectType
-        var fingerprint: String
-        var order: Int64
     }
+    private var records: [Record] = []
+    private var recordNumbers: [GUIDKey: UInt32] = [:]
 
-    private(set) var devices: [String: Device] = [:]
-    private var records: [GUIDKey: Record] = [:]
-    /// Content → record GUIDs, oldest first.
-    private var recordsByContent: [ContentKey: [String]] = [:]
-    private var nextRecordOrder: Int64 = 1
+    // MARK: Devices
+
+    private(set) var devices: [String: DeviceTable] = [:]
 
     init() {}
+
+    /// An estimate of the heap bytes held: array and table capacities times their element sizes,
+    /// arena bytes, and the dictionaries' entries at twice their size (at most 75 % full, growing by
+    /// doubling). Measured against the process's resident size in docs/benchmarks.md.
+    var estimatedBytes: Int {
+        var total = self.fingerprintBytes.capacity + self.fingerprintSlices.capacity * 8 + self.fingerprintNumbers.count * 2 * 24
+        total += self.records.capacity * MemoryLayout<Record>.stride + self.recordNumbers.count * 2 * 20
+        for device in self.devices.values { total += device.estimatedBytes }
+        return total
+    }
 
     // MARK: - Loading
 
@@ -117,56 +143,98 @@ final class AccountMappingIndex {
         var rows = 0
         try tx.streamMappingTables(devices: { id in
             self.insertDevice(id)
-        }, records: { record, order in
-            self.addRecord(record, order: order)
+        }, records: { record, _ in
+            self.appendRecord(record)
             rows += 1
-            if rows & 1023 == 0 { try index.checkBudget(self) }
+            if rows & 4095 == 0 { try index.checkBudget(self) }
         }, objects: { row in
-            self.addObject(row)
+            guard let device = self.devices[row.deviceID] else { return }
+            let record = row.linkedGUID.flatMap { self.recordNumber(for: $0) }
+            if row.linkedGUID != nil, record == nil { self.isExact = self.isExact && GUIDKey(row.linkedGUID!) != nil }
+            device.put(row.localIdentifier, type: row.type, fingerprint: self.intern(row.fingerprint), record: record.map(Int32.init) ?? -1,
+                       linkedGUID: row.linkedGUID.flatMap(GUIDKey.init))
             rows += 1
-            if rows & 1023 == 0 { try index.checkBudget(self) }
+            if rows & 4095 == 0 { try index.checkBudget(self) }
         })
         try index.checkBudget(self)
     }
 
-    /// A record as storage holds it (loading: in creation order).
-    func addRecord(_ record: CloudRecord, order: Int64) {
-        let key = ContentKey(type: record.type, fingerprint: record.fingerprint)
-        // One copy of each fingerprint string: the content key's.
-        let fingerprint = self.recordsByContent.index(forKey: key).map { self.recordsByContent.keys[$0].fingerprint } ?? record.fingerprint
-        guard let guid = GUIDKey(record.guid) else { self.isExact = false; return }
-        self.records[guid] = Record(guid: record.guid, type: record.type, fingerprint: fingerprint, order: order)
-        self.recordsByContent[ContentKey(type: record.type, fingerprint: fingerprint), default: []].append(record.guid)
-        self.nextRecordOrder = max(self.nextRecordOrder, order + 1)
-        self.estimatedBytes += Cost.record + Cost.heap(record.guid) + Cost.heap(fingerprint)
+    /// Records come in creation order, so array order is "oldest first".
+    private func appendRecord(_ record: CloudRecord) {
+        guard let key = GUIDKey(record.guid) else { self.isExact = false; return }
+        let number = UInt32(self.records.count)
+        self.records.append(Record(guid: key, fingerprint: self.intern(record.fingerprint), type: record.type))
+        self.recordNumbers[key] = number
+        for device in self.devices.values { device.recordAdded(key, number: number) }
     }
 
-    /// An object row as storage holds it.
-    func addObject(_ row: MappingObjectRow) {
-        let device = self.devices[row.deviceID] ?? self.insertDevice(row.deviceID)
-        self.put(device, localIdentifier: row.localIdentifier, Object(type: row.type, fingerprint: row.fingerprint, linkedGUID: row.linkedGUID))
+    private func intern(_ fingerprint: String) -> UInt32 {
+        let key = ByteKey(fingerprint)
+        if let n = self.fingerprintNumbers[key] { return n }
+        let n = UInt32(self.fingerprintSlices.count)
+        let offset = UInt32(self.fingerprintBytes.count)
+        self.fingerprintBytes.append(contentsOf: fingerprint.utf8)
+        self.fingerprintSlices.append((offset, UInt8(truncatingIfNeeded: fingerprint.utf8.count)))
+        self.fingerprintNumbers[key] = n
+        return n
+    }
+
+    private func recordNumber(for guid: String) -> UInt32? {
+        GUIDKey(guid).flatMap { self.recordNumbers[$0] }
+    }
+
+    private func fingerprint(_ n: UInt32) -> String {
+        let slice = self.fingerprintSlices[Int(n)]
+        return self.fingerprintBytes.withUnsafeBufferPointer { b in
+            String(decoding: UnsafeBufferPointer(rebasing: b[Int(slice.offset)..<Int(slice.offset) + Int(slice.length)]), as: UTF8.self)
+        }
     }
 
     // MARK: - Reads (MappingReads' semantics)
 
     func hasDevice(_ deviceID: String) -> Bool { self.devices[deviceID] != nil }
 
-    func linkStates(_ deviceID: String, localIdentifiers: [String]) -> [ObjectLinkState?] {
-        guard let device = self.devices[deviceID] else { return [ObjectLinkState?](repeating: nil, count: localIdentifiers.count) }
-        // Local copies of the maps: reading a class's property in the loop would retain it per item.
-        let objects = device.objects
-        return localIdentifiers.map { id in
-            objects[ByteKey(id)].map { ObjectLinkState(localIdentifier: id, type: $0.type, fingerprint: $0.fingerprint, linkedGUID: $0.linkedGUID) }
+    /// Local → cloud: per identifier, in order, whether the device has it and its link's cloud identifier.
+    func linkLookups(_ deviceID: String, localIdentifiers: [String]) -> [LinkLookup] {
+        guard let device = self.devices[deviceID] else { return [LinkLookup](repeating: .missing, count: localIdentifiers.count) }
+        return self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
+            device.withLookup { lookup in
+                localIdentifiers.map { id -> LinkLookup in
+                    guard let o = lookup.find(id) else { return .missing }
+                    guard o.hasLink else { return .unlinked }
+                    // A link joins an object and a record of the same content (every path that stores one
+                    // checks it), so the answer is the record's GUID with the object's type and fingerprint.
+                    return .linked(Self.cloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: self.fingerprintSlices[Int(o.fingerprint)], in: fingerprints))
+                }
+            }
         }
     }
 
-    func recordLinks(_ deviceID: String, guids: [String]) -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
-        // Local copies of the maps: reading a class's property in the loop would retain it per item.
-        let links = self.devices[deviceID]?.linkByGUID ?? [:]
+    /// Cloud → local steps 2–4 inputs: per identifier, the device's object linked to its record
+    /// (when the record exists with the identifier's type) and the record itself when it has
+    /// exactly the identifier's content.
+    func recordLookups(_ deviceID: String, identifiers: [CloudIdentifier]) -> [RecordLookup] {
+        let device = self.devices[deviceID]
         let records = self.records
-        return guids.map { guid in
-            guard let key = GUIDKey(guid), let r = records[key] else { return nil }
-            return (CloudRecord(guid: r.guid, type: r.type, fingerprint: r.fingerprint), links[key])
+        let numbers = self.recordNumbers
+        return self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
+            identifiers.map { c -> RecordLookup in
+                guard let key = GUIDKey(c.guid), let n = numbers[key] else { return RecordLookup() }
+                let r = records[Int(n)]
+                guard r.type == c.type else { return RecordLookup() }
+                var lookup = RecordLookup()
+                if let device, let local = device.linkedLocalIdentifier(record: n) {
+                    lookup.linkedLocalIdentifier = local
+                } else {
+                    var wanted = c.fingerprint
+                    let slice = self.fingerprintSlices[Int(r.fingerprint)]
+                    let same = wanted.withUTF8 { w in
+                        w.count == Int(slice.length) && (w.count == 0 || memcmp(w.baseAddress!, fingerprints.baseAddress! + Int(slice.offset), w.count) == 0)
+                    }
+                    if same { lookup.sameContentRecord = CloudRecord(guid: c.guid, type: r.type, fingerprint: c.fingerprint) }
+                }
+                return lookup
+            }
         }
     }
 
@@ -175,58 +243,64 @@ final class AccountMappingIndex {
         guard let device = self.devices[deviceID] else { return [] }
         var result: [StoredObject] = []
         for key in keys {
-            for id in device.byContent[key] ?? [] {
-                guard let o = device.objects[ByteKey(id)] else { continue }
-                result.append(StoredObject(object: LibraryObject(localIdentifier: id, type: o.type, fingerprint: o.fingerprint), link: self.link(o)))
+            guard let fp = self.fingerprintNumbers[ByteKey(key.fingerprint)] else { continue }
+            for slot in device.slots(withContent: fp, type: key.type) {
+                let o = device.objectSlots[Int(slot)]
+                let id = device.identifier(of: o)
+                var link: CloudRecord?
+                if o.record >= 0 {
+                    let r = self.records[Int(o.record)]
+                    link = CloudRecord(guid: r.guid.string, type: r.type, fingerprint: self.fingerprint(r.fingerprint))
+                }
+                result.append(StoredObject(object: LibraryObject(localIdentifier: id, type: o.type, fingerprint: key.fingerprint), link: link))
             }
         }
         result.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) }
         return result
     }
 
-    /// The record an object links to, as storage's join of objects and records gives it.
-    private func link(_ o: Object) -> CloudRecord? {
-        guard let guid = o.linkedGUID, let key = GUIDKey(guid), let r = self.records[key] else { return nil }
-        return CloudRecord(guid: r.guid, type: r.type, fingerprint: r.fingerprint)
+    /// `<GUID>:<type>:<fingerprint>`, written straight into one new string.
+    private static func cloudIdentifier(guid: GUIDKey, type: ObjectType, fingerprint: (offset: UInt32, length: UInt8),
+                                        in fingerprints: UnsafeBufferPointer<UInt8>) -> String {
+        let n = 41 + Int(fingerprint.length)
+        return String(unsafeUninitializedCapacity: n) { out in
+            let p = out.baseAddress!
+            guid.write(into: p)
+            p[36] = UInt8(ascii: ":")
+            let code = type.codeBytes
+            p[37] = code.0; p[38] = code.1; p[39] = code.2
+            p[40] = UInt8(ascii: ":")
+            if fingerprint.length > 0 { memcpy(p + 41, fingerprints.baseAddress! + Int(fingerprint.offset), Int(fingerprint.length)) }
+            return n
+        }
     }
 
     // MARK: - Mutations (the write transaction's semantics)
 
     @discardableResult
-    func insertDevice(_ deviceID: String) -> Device {
+    func insertDevice(_ deviceID: String) -> DeviceTable {
         if let d = self.devices[deviceID] { return d }
-        let d = Device()
+        let d = DeviceTable(recordCount: self.records.count)
         self.devices[deviceID] = d
-        self.estimatedBytes += Cost.device + Cost.heap(deviceID)
         return d
     }
 
     /// The device with its objects and links.
     func deleteDevice(_ deviceID: String) {
-        guard let device = self.devices.removeValue(forKey: deviceID) else { return }
-        for (key, o) in device.objects { self.estimatedBytes -= Cost.object(key.string, o) }
-        self.estimatedBytes -= Cost.device + Cost.heap(deviceID)
+        self.devices[deviceID] = nil
     }
 
     /// New records, newer than every existing one, in array order.
     func insertRecords(_ records: [CloudRecord]) {
-        for r in records {
-            self.addRecord(r, order: self.nextRecordOrder)
-        }
+        for r in records { self.appendRecord(r) }
     }
 
     /// Links each object (when it exists) to the GUID, replacing the object's link.
     func setLinks(_ deviceID: String, _ links: [(localIdentifier: String, guid: String)]) {
         guard let device = self.devices[deviceID] else { return }
         for (local, guid) in links {
-            let key = ByteKey(local)
-            guard var o = device.objects[key] else { continue }
-            guard let guidKey = GUIDKey(guid) else { self.isExact = false; continue }
-            self.unlink(device, key, &o)
-            o.linkedGUID = self.records[guidKey]?.guid ?? guid
-            device.linkByGUID[guidKey] = key.string
-            device.objects[key] = o
-            self.estimatedBytes += Cost.heap(guid)
+            guard let key = GUIDKey(guid) else { self.isExact = false; continue }
+            device.setLink(local, guid: key, record: self.recordNumbers[key].map(Int32.init) ?? -1)
         }
     }
 
@@ -234,37 +308,32 @@ final class AccountMappingIndex {
     func dropLinks(_ deviceID: String, guids: [String]) {
         guard let device = self.devices[deviceID] else { return }
         for guid in guids {
-            guard let guidKey = GUIDKey(guid), let local = device.linkByGUID[guidKey] else { continue }
-            let key = ByteKey(local)
-            if var o = device.objects[key], o.linkedGUID == guid {
-                self.unlink(device, key, &o)
-                device.objects[key] = o
-            } else {
-                device.linkByGUID[guidKey] = nil
-            }
+            guard let key = GUIDKey(guid) else { continue }   // no stored GUID is spelt that way
+            device.dropLink(guid: key, record: self.recordNumbers[key].map(Int32.init) ?? -1)
         }
     }
 
     func dropAllLinks(_ deviceID: String) {
-        guard let device = self.devices[deviceID] else { return }
-        for (key, var o) in device.objects where o.linkedGUID != nil {
-            self.unlink(device, key, &o)
-            device.objects[key] = o
-        }
+        self.devices[deviceID]?.dropAllLinks()
     }
 
     /// Inserts or replaces objects, each with the given link (nil: unlinked).
     func putObjects(_ deviceID: String, _ objects: [StoredObject]) {
         guard let device = self.devices[deviceID] else { return }
         for s in objects {
-            self.put(device, localIdentifier: s.object.localIdentifier,
-                     Object(type: s.object.type, fingerprint: s.object.fingerprint, linkedGUID: s.link?.guid))
+            var key: GUIDKey?
+            if let guid = s.link?.guid {
+                key = GUIDKey(guid)
+                if key == nil { self.isExact = false; continue }
+            }
+            device.put(s.object.localIdentifier, type: s.object.type, fingerprint: self.intern(s.object.fingerprint),
+                       record: key.flatMap { self.recordNumbers[$0] }.map(Int32.init) ?? -1, linkedGUID: key)
         }
     }
 
     func deleteObjects(_ deviceID: String, localIdentifiers: [String]) {
         guard let device = self.devices[deviceID] else { return }
-        for id in localIdentifiers { self.remove(device, ByteKey(id)) }
+        for id in localIdentifiers { device.remove(id) }
     }
 
     func apply(_ mutation: MappingMutation) {
@@ -279,63 +348,15 @@ final class AccountMappingIndex {
         case .deleteObjects(let device, let ids): self.deleteObjects(device, localIdentifiers: ids)
         }
     }
+}
 
-    // MARK: - Keeping the maps consistent
-
-    private func put(_ device: Device, localIdentifier: String, _ new: Object) {
-        let key = ByteKey(localIdentifier)
-        self.remove(device, key)
-        var o = new
-        // Share the fingerprint and GUID strings the records hold, rather than a copy per object.
-        let content = ContentKey(type: o.type, fingerprint: o.fingerprint)
-        if let i = self.recordsByContent.index(forKey: content) { o.fingerprint = self.recordsByContent.keys[i].fingerprint }
-        if let guid = o.linkedGUID {
-            guard let guidKey = GUIDKey(guid) else { self.isExact = false; return }
-            if let r = self.records[guidKey] { o.linkedGUID = r.guid }
-            device.linkByGUID[guidKey] = key.string
-        }
-        device.objects[key] = o
-        device.byContent[ContentKey(type: o.type, fingerprint: o.fingerprint), default: []].append(key.string)
-        self.estimatedBytes += Cost.object(key.string, o)
-    }
-
-    private func remove(_ device: Device, _ key: ByteKey) {
-        guard let old = device.objects.removeValue(forKey: key) else { return }
-        let content = ContentKey(type: old.type, fingerprint: old.fingerprint)
-        if var ids = device.byContent[content] {
-            if let i = ids.firstIndex(where: { ByteKey($0) == key }) { ids.remove(at: i) }
-            device.byContent[content] = ids.isEmpty ? nil : ids
-        }
-        if let guid = old.linkedGUID, let guidKey = GUIDKey(guid), let linked = device.linkByGUID[guidKey], ByteKey(linked) == key {
-            device.linkByGUID[guidKey] = nil
-        }
-        self.estimatedBytes -= Cost.object(key.string, old)
-    }
-
-    /// Clears `o`'s link (the caller stores `o` back).
-    private func unlink(_ device: Device, _ key: ByteKey, _ o: inout Object) {
-        guard let guid = o.linkedGUID else { return }
-        if let guidKey = GUIDKey(guid), let linked = device.linkByGUID[guidKey], ByteKey(linked) == key { device.linkByGUID[guidKey] = nil }
-        o.linkedGUID = nil
-        self.estimatedBytes -= Cost.heap(guid)
-    }
-
-    /// The estimate of what each part costs, in bytes. A dictionary entry is counted at its key and
-    /// value sizes times 2 (hash tables run at most 75 % full, and grow by doubling); a string of
-    /// more than 15 UTF-8 bytes adds its heap allocation (a 32-byte header plus its bytes, rounded up
-    /// to 16), shorter ones live inline. Measured against RSS in docs/benchmarks.md.
-    enum Cost {
-        /// `objects` entry (16 + 48) and `byContent` element (16) and its share of the key (24),
-        /// times two; the `linkByGUID` entry (32 × 2) when linked is in `heap(guid)` below plus 64.
-        static func object(_ localIdentifier: String, _ o: Object) -> Int {
-            2 * (16 + 48 + 16) + 24 + heap(localIdentifier) + (o.linkedGUID == nil ? 0 : 64)
-        }
-        /// `records` entry (16 + 32) and `recordsByContent` element (16), times two.
-        static let record = 2 * (16 + 32 + 16) + 24
-        static let device = 3 * 64
-        static func heap(_ s: String) -> Int {
-            let n = s.utf8.count
-            return n <= 15 ? 0 : 32 + (n + 15) / 16 * 16
+extension ObjectType {
+    /// The three ASCII digits of `code`.
+    var codeBytes: (UInt8, UInt8, UInt8) {
+        switch self {
+        case .asset: (0x30, 0x30, 0x31)
+        case .assetCollection: (0x30, 0x34, 0x30)
+        case .collectionList: (0x30, 0x32, 0x30)
         }
     }
 }
@@ -344,12 +365,12 @@ final class AccountMappingIndex {
 struct IndexedMappingReads: MappingReads {
     let index: AccountMappingIndex
 
-    func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?] {
-        self.index.linkStates(device.deviceID, localIdentifiers: localIdentifiers)
+    func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> [LinkLookup] {
+        self.index.linkLookups(device.deviceID, localIdentifiers: localIdentifiers)
     }
 
-    func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
-        self.index.recordLinks(device.deviceID, guids: guids)
+    func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup] {
+        self.index.recordLookups(device.deviceID, identifiers: identifiers)
     }
 
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {

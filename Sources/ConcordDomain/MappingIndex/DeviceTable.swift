@@ -1,0 +1,310 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One device's library in an `AccountMappingIndex`: an open-addressing hash table (linear probing)
+/// over an array of plain slots, with the local identifiers' bytes in one arena. Identifiers are
+/// hashed and compared as bytes. Not thread-safe (the account's lock guards it).
+final class DeviceTable {
+    struct Slot {
+        /// The identifier's bytes in `arena`.
+        var offset: UInt32
+        var length: UInt16
+        var type: ObjectType
+        var live: Bool
+        var hasLink: Bool
+        var fingerprint: UInt32
+        /// The linked record's number in the account, -1 when unlinked or when no record has the GUID.
+        var record: Int32
+        var linkedGUID: GUIDKey
+        var hash: UInt32
+        /// Other slots with the same content, as a doubly linked list (-1 ends it).
+        var nextSameContent: Int32
+        var previousSameContent: Int32
+    }
+
+    private(set) var objectSlots: [Slot] = []
+    private var freeSlots: [Int32] = []
+    private var arena: [UInt8] = []
+    /// Arena bytes no live slot uses (replaced or deleted objects); compacted past half the arena.
+    private var garbage = 0
+    /// Slot numbers, -1 empty, -2 deleted; the capacity is a power of two.
+    private var buckets: [Int32] = [Int32](repeating: -1, count: 16)
+    private var live = 0
+    private var tombstones = 0
+    /// Content (type, fingerprint number) → first slot with it.
+    private var contentHeads: [UInt64: Int32] = [:]
+    /// Record number → the slot linked to it, -1 when none (a record links to one object per device).
+    private var linkOfRecord: [Int32]
+    /// Links to GUIDs no record has (storage allows them; the service never makes them).
+    private var orphanLinks: [GUIDKey: Int32] = [:]
+
+    init(recordCount: Int) {
+        self.linkOfRecord = [Int32](repeating: -1, count: recordCount)
+    }
+
+    var estimatedBytes: Int {
+        self.arena.capacity + self.objectSlots.capacity * MemoryLayout<Slot>.stride + self.buckets.capacity * 4
+            + self.freeSlots.capacity * 4 + self.contentHeads.count * 2 * 16 + self.linkOfRecord.capacity * 4 + 256
+    }
+
+    // MARK: - Hashing and finding
+
+    /// A fast multiply-mix hash of the identifier's bytes (not keyed: identifiers come from the
+    /// account's own devices, which can only slow their own account down).
+    static func hash(_ b: UnsafeRawBufferPointer) -> UInt32 {
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(b.count)
+        var i = 0
+        while i + 8 <= b.count {
+            let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            h = (h ^ w) &* 0xFF51_AFD7_ED55_8CCD
+            h ^= h >> 32
+            i += 8
+        }
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < b.count {
+            tail |= UInt64(b[i]) << shift
+            shift += 8
+            i += 1
+        }
+        h = (h ^ tail) &* 0xC4CE_B9FE_1A85_EC53
+        h ^= h >> 29
+        return UInt32(truncatingIfNeeded: h)
+    }
+
+    /// Read access for one batch: plain pointers into the table, valid inside `body` only.
+    struct Lookup {
+        let buckets: UnsafeBufferPointer<Int32>
+        let slots: UnsafeBufferPointer<Slot>
+        let arena: UnsafePointer<UInt8>?
+
+        /// The live slot of this identifier, nil when the device does not have it.
+        func find(_ id: String) -> Slot? {
+            var s = id
+            return s.withUTF8 { b -> Slot? in
+                let h = DeviceTable.hash(UnsafeRawBufferPointer(b))
+                let mask = self.buckets.count - 1
+                var i = Int(h) & mask
+                while true {
+                    let n = self.buckets[i]
+                    if n == -1 { return nil }
+                    if n >= 0 {
+                        let slot = self.slots[Int(n)]
+                        if slot.hash == h, Int(slot.length) == b.count,
+                           b.count == 0 || memcmp(self.arena! + Int(slot.offset), b.baseAddress!, b.count) == 0 {
+                            return slot
+                        }
+                    }
+                    i = (i + 1) & mask
+                }
+            }
+        }
+    }
+
+    func withLookup<T>(_ body: (Lookup) -> T) -> T {
+        self.buckets.withUnsafeBufferPointer { buckets in
+            self.objectSlots.withUnsafeBufferPointer { slots in
+                self.arena.withUnsafeBufferPointer { arena in
+                    body(Lookup(buckets: buckets, slots: slots, arena: arena.baseAddress))
+                }
+            }
+        }
+    }
+
+    /// The bucket holding `id`'s slot, or nil.
+    private func bucket(of id: String) -> (bucket: Int, slot: Int32)? {
+        var s = id
+        return s.withUTF8 { b -> (Int, Int32)? in
+            let h = Self.hash(UnsafeRawBufferPointer(b))
+            let mask = self.buckets.count - 1
+            var i = Int(h) & mask
+            while true {
+                let n = self.buckets[i]
+                if n == -1 { return nil }
+                if n >= 0 {
+                    let slot = self.objectSlots[Int(n)]
+                    if slot.hash == h, Int(slot.length) == b.count, self.arena.withUnsafeBufferPointer({ a in
+                        b.count == 0 || memcmp(a.baseAddress! + Int(slot.offset), b.baseAddress!, b.count) == 0
+                    }) {
+                        return (i, n)
+                    }
+                }
+                i = (i + 1) & mask
+            }
+        }
+    }
+
+    func identifier(of slot: Slot) -> String {
+        self.arena.withUnsafeBufferPointer { a in
+            String(decoding: UnsafeBufferPointer(rebasing: a[Int(slot.offset)..<Int(slot.offset) + Int(slot.length)]), as: UTF8.self)
+        }
+    }
+
+    /// The local identifier of the object linked to record `number`, nil when none.
+    func linkedLocalIdentifier(record number: UInt32) -> String? {
+        guard Int(number) < self.linkOfRecord.count else { return nil }
+        let slot = self.linkOfRecord[Int(number)]
+        return slot >= 0 ? self.identifier(of: self.objectSlots[Int(slot)]) : nil
+    }
+
+    /// The slots with this content.
+    func slots(withContent fingerprint: UInt32, type: ObjectType) -> [Int32] {
+        var result: [Int32] = []
+        var n = self.contentHeads[Self.contentKey(type, fingerprint)] ?? -1
+        while n >= 0 {
+            result.append(n)
+            n = self.objectSlots[Int(n)].nextSameContent
+        }
+        return result
+    }
+
+    private static func contentKey(_ type: ObjectType, _ fingerprint: UInt32) -> UInt64 {
+        UInt64(type.rawValue) << 32 | UInt64(fingerprint)
+    }
+
+    // MARK: - Changes
+
+    /// Inserts or replaces the object.
+    func put(_ id: String, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: GUIDKey?) {
+        self.remove(id)
+        if (self.live + self.tombstones + 1) * 4 >= self.buckets.count * 3 { self.rehash() }
+        let bytes = Array(id.utf8)
+        let offset = UInt32(self.arena.count)
+        self.arena.append(contentsOf: bytes)
+        let h = bytes.withUnsafeBytes { Self.hash($0) }
+        let slot = Slot(offset: offset, length: UInt16(bytes.count), type: type, live: true, hasLink: linkedGUID != nil, fingerprint: fingerprint,
+                        record: linkedGUID == nil ? -1 : record, linkedGUID: linkedGUID ?? GUIDKey.zero, hash: h,
+                        nextSameContent: -1, previousSameContent: -1)
+        let n: Int32
+        if let free = self.freeSlots.popLast() {
+            n = free
+            self.objectSlots[Int(n)] = slot
+        } else {
+            n = Int32(self.objectSlots.count)
+            self.objectSlots.append(slot)
+        }
+        let mask = self.buckets.count - 1
+        var i = Int(h) & mask
+        while self.buckets[i] >= 0 { i = (i + 1) & mask }
+        if self.buckets[i] == -2 { self.tombstones -= 1 }
+        self.buckets[i] = n
+        self.live += 1
+        // Content list: the new slot becomes the head.
+        let key = Self.contentKey(type, fingerprint)
+        if let head = self.contentHeads[key] {
+            self.objectSlots[Int(n)].nextSameContent = head
+            self.objectSlots[Int(head)].previousSameContent = n
+        }
+        self.contentHeads[key] = n
+        if let guid = linkedGUID { self.attachLink(slot: n, guid: guid, record: record) }
+    }
+
+    /// Deletes the object (and its link) when the device has it.
+    func remove(_ id: String) {
+        guard let (bucket, n) = self.bucket(of: id) else { return }
+        self.detachLink(slot: n)
+        let slot = self.objectSlots[Int(n)]
+        // Unlink from its content list.
+        if slot.previousSameContent >= 0 {
+            self.objectSlots[Int(slot.previousSameContent)].nextSameContent = slot.nextSameContent
+        } else {
+            let key = Self.contentKey(slot.type, slot.fingerprint)
+            if slot.nextSameContent >= 0 { self.contentHeads[key] = slot.nextSameContent } else { self.contentHeads[key] = nil }
+        }
+        if slot.nextSameContent >= 0 { self.objectSlots[Int(slot.nextSameContent)].previousSameContent = slot.previousSameContent }
+        self.buckets[bucket] = -2
+        self.tombstones += 1
+        self.live -= 1
+        self.objectSlots[Int(n)].live = false
+        self.freeSlots.append(n)
+        self.garbage += Int(slot.length)
+        if self.garbage > 64 * 1024, self.garbage * 2 > self.arena.count { self.compactArena() }
+    }
+
+    /// Links the object (when the device has it) to `guid`, replacing its link.
+    func setLink(_ id: String, guid: GUIDKey, record: Int32) {
+        guard let (_, n) = self.bucket(of: id) else { return }
+        self.detachLink(slot: n)
+        self.objectSlots[Int(n)].hasLink = true
+        self.objectSlots[Int(n)].linkedGUID = guid
+        self.attachLink(slot: n, guid: guid, record: record)
+    }
+
+    /// Drops the link to this record (or orphan GUID), whichever object holds it.
+    func dropLink(guid: GUIDKey, record: Int32) {
+        let n = record >= 0 ? (Int(record) < self.linkOfRecord.count ? self.linkOfRecord[Int(record)] : -1) : (self.orphanLinks[guid] ?? -1)
+        guard n >= 0, self.objectSlots[Int(n)].live, self.objectSlots[Int(n)].hasLink, self.objectSlots[Int(n)].linkedGUID == guid else { return }
+        self.detachLink(slot: n)
+    }
+
+    func dropAllLinks() {
+        for i in self.objectSlots.indices where self.objectSlots[i].live && self.objectSlots[i].hasLink {
+            self.objectSlots[i].hasLink = false
+            self.objectSlots[i].record = -1
+        }
+        for i in self.linkOfRecord.indices { self.linkOfRecord[i] = -1 }
+        self.orphanLinks.removeAll()
+    }
+
+    /// A record was added to the account: it has no link here, unless an orphan link named its GUID.
+    func recordAdded(_ guid: GUIDKey, number: UInt32) {
+        self.linkOfRecord.append(-1)
+        if let n = self.orphanLinks.removeValue(forKey: guid) {
+            self.linkOfRecord[Int(number)] = n
+            self.objectSlots[Int(n)].record = Int32(number)
+        }
+    }
+
+    private func attachLink(slot n: Int32, guid: GUIDKey, record: Int32) {
+        self.objectSlots[Int(n)].record = record
+        if record >= 0 { self.linkOfRecord[Int(record)] = n } else { self.orphanLinks[guid] = n }
+    }
+
+    private func detachLink(slot n: Int32) {
+        let slot = self.objectSlots[Int(n)]
+        guard slot.hasLink else { return }
+        if slot.record >= 0 {
+            if self.linkOfRecord[Int(slot.record)] == n { self.linkOfRecord[Int(slot.record)] = -1 }
+        } else if self.orphanLinks[slot.linkedGUID] == n {
+            self.orphanLinks[slot.linkedGUID] = nil
+        }
+        self.objectSlots[Int(n)].hasLink = false
+        self.objectSlots[Int(n)].record = -1
+    }
+
+    /// A new bucket array sized for the live slots (dropping the deleted markers).
+    private func rehash() {
+        var capacity = 16
+        while (self.live + 1) * 2 > capacity { capacity *= 2 }
+        var buckets = [Int32](repeating: -1, count: capacity)
+        let mask = capacity - 1
+        for (n, slot) in self.objectSlots.enumerated() where slot.live {
+            var i = Int(slot.hash) & mask
+            while buckets[i] != -1 { i = (i + 1) & mask }
+            buckets[i] = Int32(n)
+        }
+        self.buckets = buckets
+        self.tombstones = 0
+    }
+
+    /// Copies the live identifiers into a new arena.
+    private func compactArena() {
+        var arena: [UInt8] = []
+        arena.reserveCapacity(self.arena.count - self.garbage)
+        for i in self.objectSlots.indices where self.objectSlots[i].live {
+            let slot = self.objectSlots[i]
+            self.objectSlots[i].offset = UInt32(arena.count)
+            arena.append(contentsOf: self.arena[Int(slot.offset)..<Int(slot.offset) + Int(slot.length)])
+        }
+        self.arena = arena
+        self.garbage = 0
+    }
+}
+
+extension GUIDKey {
+    /// The filler of an unlinked slot (never compared: `hasLink` is false).
+    static let zero = GUIDKey(high: 0, low: 0)
+}
