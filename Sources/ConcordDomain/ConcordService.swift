@@ -82,7 +82,7 @@ public final class ServiceCore: Sendable {
     func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
         guard let index = self.index else { return try self.store.write(account: accountID, body) }
         var expected: [Int64] = []            // versions announced, one per attempt (PostgreSQL retries)
-        var last: (version: Int64, mutations: [MappingMutation])?
+        var last: (version: Int64, mutations: [MappingMutation]?)?
         var committed = false
         defer {
             for version in expected where !(committed && version == last?.version) {
@@ -92,13 +92,15 @@ public final class ServiceCore: Sendable {
         }
         let result = try self.store.write(account: accountID) { tx in
             last = nil
-            let recorder = MappingRecordingTransaction(tx)
+            let recorder = MappingRecordingTransaction(tx, keepsChanges: index.isLoaded(account: accountID))
             let result = try body(recorder)
-            if !recorder.mutations.isEmpty {
+            if recorder.changed {
                 let version = try tx.bumpMappingVersion()
                 index.expect(account: accountID, version: version)
                 expected.append(version)
-                last = (version, recorder.mutations)
+                // Without the changes (the account was not loaded here), applying is a no-op and the
+                // next read of a since-loaded index sees it is behind and reloads.
+                last = (version, recorder.keepsChanges ? recorder.mutations : nil)
             }
             return result
         }

@@ -20,6 +20,7 @@ static inline int concord_errno(void) { return errno; }
 static inline int concord_malloc_trim(void) { return malloc_trim(0); }
 static inline int concord_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
 static inline int concord_set_arena_max(int arenas) { return mallopt(M_ARENA_MAX, arenas); }
+static inline int concord_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
 
 // Constants that Swift imports as enum structs or not at all; plain integers keep
 // the transport's call sites simple.

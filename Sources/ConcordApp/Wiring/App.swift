@@ -207,6 +207,11 @@ public func serve(_ configuration: Configuration) -> Int32 {
     // own mapping and go back to the kernel when freed. glibc otherwise raises the threshold
     // after the first such free, and a 20 MB manifest body then stays in the heap for good.
     _ = concord_set_mmap_threshold(1 << 20)
+    // Fixing the mmap threshold also fixes glibc's trim threshold at 128 KiB: every answer of a
+    // mapping batch (130 KB) then handed its pages back on free and faulted them in again, zeroed, on
+    // the next request. 8 MiB of free heap top is kept; requests or answers of 1 MiB and more still
+    // return memory explicitly (Dispatcher's malloc_trim).
+    _ = concord_set_trim_threshold(8 << 20)
     // One malloc arena per core, not glibc's eight: each arena keeps its own free memory, and
     // with a worker pool larger than the core count that multiplied the resident size (measured
     // in docs/benchmarks.md) for no measurable gain in speed.

@@ -197,15 +197,17 @@ final class AccountMappingIndex {
     /// Local → cloud: per identifier, in order, whether the device has it and its link's cloud identifier.
     func linkLookups(_ deviceID: String, localIdentifiers: [String]) -> [LinkLookup] {
         guard let device = self.devices[deviceID] else { return [LinkLookup](repeating: .missing, count: localIdentifiers.count) }
+        let found = device.findAll(localIdentifiers)
+        let slices = self.fingerprintSlices
+        let slots = device.objectSlots
         return self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
-            device.withLookup { lookup in
-                localIdentifiers.map { id -> LinkLookup in
-                    guard let o = lookup.find(id) else { return .missing }
-                    guard o.hasLink else { return .unlinked }
-                    // A link joins an object and a record of the same content (every path that stores one
-                    // checks it), so the answer is the record's GUID with the object's type and fingerprint.
-                    return .linked(Self.cloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: self.fingerprintSlices[Int(o.fingerprint)], in: fingerprints))
-                }
+            found.map { n -> LinkLookup in
+                guard n >= 0 else { return .missing }
+                let o = slots[Int(n)]
+                guard o.hasLink else { return .unlinked }
+                // A link joins an object and a record of the same content (every path that stores one
+                // checks it), so the answer is the record's GUID with the object's type and fingerprint.
+                return .linked(Self.cloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: slices[Int(o.fingerprint)], in: fingerprints))
             }
         }
     }
@@ -318,15 +320,15 @@ final class AccountMappingIndex {
     }
 
     /// Inserts or replaces objects, each with the given link (nil: unlinked).
-    func putObjects(_ deviceID: String, _ objects: [StoredObject]) {
+    func putObjects(_ deviceID: String, _ objects: [MappingObjectRow]) {
         guard let device = self.devices[deviceID] else { return }
         for s in objects {
             var key: GUIDKey?
-            if let guid = s.link?.guid {
+            if let guid = s.linkedGUID {
                 key = GUIDKey(guid)
                 if key == nil { self.isExact = false; continue }
             }
-            device.put(s.object.localIdentifier, type: s.object.type, fingerprint: self.intern(s.object.fingerprint),
+            device.put(s.localIdentifier, type: s.type, fingerprint: self.intern(s.fingerprint),
                        record: key.flatMap { self.recordNumbers[$0] }.map(Int32.init) ?? -1, linkedGUID: key)
         }
     }

@@ -81,6 +81,26 @@ final class DeviceTable {
         let slots: UnsafeBufferPointer<Slot>
         let arena: UnsafePointer<UInt8>?
 
+        /// True when `slot` holds exactly these identifier bytes.
+        func matches(_ slot: Slot, _ id: String) -> Bool {
+            var s = id
+            return s.withUTF8 { b in
+                Int(slot.length) == b.count && (b.count == 0 || memcmp(self.arena! + Int(slot.offset), b.baseAddress!, b.count) == 0)
+            }
+        }
+
+        /// The slot number of `id` (hash `hash`), probing from bucket `start`; -1 when absent.
+        func probe(_ id: String, hash h: UInt32, from start: Int) -> Int32 {
+            let mask = self.buckets.count - 1
+            var i = start
+            while true {
+                let n = self.buckets[i]
+                if n == -1 { return -1 }
+                if n >= 0, self.slots[Int(n)].hash == h, self.matches(self.slots[Int(n)], id) { return n }
+                i = (i + 1) & mask
+            }
+        }
+
         /// The live slot of this identifier, nil when the device does not have it.
         func find(_ id: String) -> Slot? {
             var s = id
@@ -102,6 +122,42 @@ final class DeviceTable {
                 }
             }
         }
+    }
+
+    /// The slot number of each identifier (-1: the device does not have it), in input order.
+    ///
+    /// In passes over the whole batch rather than one identifier at a time: a lookup in a large
+    /// library is a chain of cache misses (bucket → slot → identifier bytes), and within one pass the
+    /// loads of different identifiers do not depend on each other, so the processor overlaps their
+    /// misses instead of waiting for each in turn.
+    func findAll(_ ids: [String]) -> [Int32] {
+        let n = ids.count
+        var found = [Int32](repeating: -1, count: n)
+        guard n > 0, self.live > 0 else { return found }
+        self.withLookup { lookup in
+            let mask = lookup.buckets.count - 1
+            var hashes = [UInt32](repeating: 0, count: n)
+            var positions = [Int](repeating: 0, count: n)
+            // Pass 1: hash each identifier and read its first bucket.
+            for i in 0..<n {
+                var s = ids[i]
+                let h = s.withUTF8 { DeviceTable.hash(UnsafeRawBufferPointer($0)) }
+                hashes[i] = h
+                positions[i] = Int(h) & mask
+                found[i] = lookup.buckets[positions[i]]
+            }
+            // Pass 2: keep the candidates whose slot has the same hash (reads each slot once).
+            var confirmed = [Bool](repeating: false, count: n)
+            for i in 0..<n where found[i] >= 0 {
+                confirmed[i] = lookup.slots[Int(found[i])].hash == hashes[i]
+            }
+            // Pass 3: compare the bytes; anything else probes on from the first bucket.
+            for i in 0..<n where found[i] != -1 {
+                if confirmed[i], lookup.matches(lookup.slots[Int(found[i])], ids[i]) { continue }
+                found[i] = lookup.probe(ids[i], hash: hashes[i], from: (positions[i] + 1) & mask)
+            }
+        }
+        return found
     }
 
     func withLookup<T>(_ body: (Lookup) -> T) -> T {
@@ -170,7 +226,7 @@ final class DeviceTable {
     /// Inserts or replaces the object.
     func put(_ id: String, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: GUIDKey?) {
         self.remove(id)
-        if (self.live + self.tombstones + 1) * 4 >= self.buckets.count * 3 { self.rehash() }
+        if (self.live + self.tombstones + 1) * 2 >= self.buckets.count { self.rehash() }   // at most half full
         let bytes = Array(id.utf8)
         let offset = UInt32(self.arena.count)
         self.arena.append(contentsOf: bytes)
@@ -278,7 +334,7 @@ final class DeviceTable {
     /// A new bucket array sized for the live slots (dropping the deleted markers).
     private func rehash() {
         var capacity = 16
-        while (self.live + 1) * 2 > capacity { capacity *= 2 }
+        while (self.live + 1) * 4 > capacity { capacity *= 2 }   // a quarter full after growing
         var buckets = [Int32](repeating: -1, count: capacity)
         let mask = capacity - 1
         for (n, slot) in self.objectSlots.enumerated() where slot.live {

@@ -158,6 +158,12 @@ public final class MappingIndex: Sendable {
 
     // MARK: - Writes
 
+    /// Whether this process holds the account's index now (its writes then keep their changes).
+    func isLoaded(account accountID: String) -> Bool {
+        guard let entry = self.table.withLock({ $0.entries[accountID] }) else { return false }
+        return entry.condition.withLock { entry.index != nil }
+    }
+
     /// Inside a write transaction that changed the mapping tables, before it commits: `version` is
     /// about to be committed by this process.
     func expect(account accountID: String, version: Int64) {

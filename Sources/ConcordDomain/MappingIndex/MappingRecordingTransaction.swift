@@ -9,7 +9,7 @@ enum MappingMutation: Sendable {
     case setLinks(device: String, [(localIdentifier: String, guid: String)])
     case dropLinks(device: String, guids: [String])
     case dropAllLinks(device: String)
-    case putObjects(device: String, [StoredObject])
+    case putObjects(device: String, [MappingObjectRow])
     case deleteObjects(device: String, localIdentifiers: [String])
 }
 
@@ -18,10 +18,23 @@ enum MappingMutation: Sendable {
 /// forwarded to the engine's transaction unchanged.
 final class MappingRecordingTransaction: AccountWriteTransaction {
     let base: any AccountWriteTransaction
-    /// The mapping changes made so far, in order.
+    /// Whether the changes themselves are kept: only when this process holds the account's index
+    /// (a 100 000-object manifest upload would otherwise hold a copy of it for nothing).
+    let keepsChanges: Bool
+    /// The mapping changes made so far, in order (empty when not kept).
     private(set) var mutations: [MappingMutation] = []
+    /// True once any mapping change was made, kept or not.
+    private(set) var changed = false
 
-    init(_ base: any AccountWriteTransaction) { self.base = base }
+    init(_ base: any AccountWriteTransaction, keepsChanges: Bool) {
+        self.base = base
+        self.keepsChanges = keepsChanges
+    }
+
+    private func record(_ mutation: @autoclosure () -> MappingMutation) {
+        self.changed = true
+        if self.keepsChanges { self.mutations.append(mutation()) }
+    }
 
     var accountID: String { self.base.accountID }
 
@@ -78,12 +91,12 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
 
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws {
         try self.base.insertDevice(device, name: name, platform: platform, tokenHash: tokenHash, createdAt: createdAt)
-        self.mutations.append(.insertDevice(device.deviceID))
+        self.record(.insertDevice(device.deviceID))
     }
 
     func deleteDevice(_ device: DeviceRef) throws -> Bool {
         let existed = try self.base.deleteDevice(device)
-        if existed { self.mutations.append(.deleteDevice(device.deviceID)) }
+        if existed { self.record(.deleteDevice(device.deviceID)) }
         return existed
     }
 
@@ -95,32 +108,35 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
 
     func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
         try self.base.insertRecords(accountID: accountID, records, createdAt: createdAt)
-        self.mutations.append(.insertRecords(records))
+        self.record(.insertRecords(records))
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
         try self.base.setLinks(device, links)
-        self.mutations.append(.setLinks(device: device.deviceID, links))
+        self.record(.setLinks(device: device.deviceID, links))
     }
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {
         try self.base.dropLinks(device, guids: guids)
-        self.mutations.append(.dropLinks(device: device.deviceID, guids: guids))
+        self.record(.dropLinks(device: device.deviceID, guids: guids))
     }
 
     func dropAllLinks(_ device: DeviceRef) throws {
         try self.base.dropAllLinks(device)
-        self.mutations.append(.dropAllLinks(device: device.deviceID))
+        self.record(.dropAllLinks(device: device.deviceID))
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
         try self.base.putObjects(device, objects)
-        self.mutations.append(.putObjects(device: device.deviceID, objects))
+        self.record(.putObjects(device: device.deviceID, objects.map {
+            MappingObjectRow(deviceID: device.deviceID, localIdentifier: $0.object.localIdentifier, type: $0.object.type,
+                             fingerprint: $0.object.fingerprint, linkedGUID: $0.link?.guid)
+        }))
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
         try self.base.deleteObjects(device, localIdentifiers: localIdentifiers)
-        self.mutations.append(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
+        self.record(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
     }
 
     func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
