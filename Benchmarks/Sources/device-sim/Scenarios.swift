@@ -115,6 +115,11 @@ func mappingScenario(_ s: Settings) throws {
     let rssAfterUpload = s.server?.memoryMiB("VmHWM") ?? 0
     let rssNowAfterUpload = s.server?.memoryMiB("VmRSS") ?? 0
 
+    // The account's mapping index is loaded by its first mapping request: one identifier, so the
+    // request is the load (every device's objects and the records, one streamed query per table).
+    let load = try measureIndexLoad(s, token: account.deviceTokens[0], identifier: libraries[0].localIdentifiers[0],
+                                    objects: s.devices * (s.assets + 10))
+
     // Local → cloud on device 1: the first pass creates the records (cold), later passes find links (warm).
     let d1 = account.deviceTokens[0], d2 = account.deviceTokens[1]
     let l2c = stride(from: 0, to: s.assets, by: s.batch).map { start in
@@ -245,6 +250,7 @@ func mappingScenario(_ s: Settings) throws {
         print("| Concord lookup ≥ 3× the peer's echo (requests/s) | \(f(rpsRatio))× (server CPU per request: \(f(cpuRatio))× the peer's) | \(met(rpsRatio >= 3)) |")
     }
     print("| \(s.assets)-asset manifest accepted < 5 s | slowest \(f(worstUpload)) s of \(s.devices) | \(met(worstUpload < 5)) |")
+    print("| mapping index of the account (\(s.devices) × \(s.assets) assets) | loaded in \(f(load.wall, 2)) s wall, \(f(load.cpu, 2)) s server CPU; \(f(load.indexMiB, 1)) MiB estimated (\(f(load.bytesPerObject, 0)) bytes per object), resident size +\(f(load.rssDeltaMiB, 1)) MiB | recorded |")
     print("| peak RSS < 300 MiB with all \(s.devices) libraries loaded | VmHWM \(f(peakRSS, 1)) MiB (\(f(rssAfterUpload, 1)) after the uploads; VmRSS \(f(rssNowAfterUpload, 1)) then, \(f(endRSS, 1)) at the end) | \(met(peakRSS > 0 && peakRSS < 300)) |")
 }
 
@@ -340,4 +346,28 @@ func journalScenario(_ s: Settings) throws {
     print(markdown: "", "| target | measured | |", "|---|---|---|")
     print("| reading a 200×10 journal < 20 ms | server CPU \(f(r1.cpuPerRequestMS)) / \(f(r2.cpuPerRequestMS)) ms per read (device 1 / 2); client p50 \(f(r1.percentile(50))) / \(f(r2.percentile(50))) ms, p99 \(f(r1.percentile(99))) / \(f(r2.percentile(99))) ms | \(met(worstCPU < 20)) (server CPU), \(met(worstP99 < 20)) (client p99) |")
     print("| writing an entry of 50 photos by local identifier (latency) | p50 \(f(wl.percentile(50))) ms, p99 \(f(wl.percentile(99))) ms, server CPU \(f(wl.cpuPerRequestMS)) ms | (no number set) |")
+}
+
+/// What loading an account's mapping index cost: the first mapping request of the account.
+struct IndexLoad {
+    var wall: Double
+    var cpu: Double
+    var indexMiB: Double
+    var bytesPerObject: Double
+    var rssDeltaMiB: Double
+}
+
+func measureIndexLoad(_ s: Settings, token: String, identifier: String, objects: Int) throws -> IndexLoad {
+    let rss0 = s.server?.memoryMiB("VmRSS") ?? 0
+    let cpu0 = s.server?.cpuSeconds() ?? 0
+    let t0 = now()
+    _ = try call(s.port, RawRequest("POST", "/v1/library/cloud-identifiers", token: token, body: identifiersBody("localIdentifiers", [identifier][...])))
+    let wall = now() - t0
+    let cpu = (s.server?.cpuSeconds() ?? 0) - cpu0
+    let rss1 = s.server?.memoryMiB("VmRSS") ?? 0
+    let metrics = String(decoding: try call(s.port, RawRequest("GET", "/metrics", token: nil)), as: UTF8.self)
+    let resident = metrics.split(separator: "\n").first { $0.hasPrefix("concord_mapping_index_resident_bytes ") }
+        .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+    log("mapping index: loaded in \(f(wall))s, \(f(resident / 1_048_576, 1)) MiB estimated, RSS +\(f(rss1 - rss0, 1)) MiB")
+    return IndexLoad(wall: wall, cpu: cpu, indexMiB: resident / 1_048_576, bytesPerObject: resident / Double(max(1, objects)), rssDeltaMiB: rss1 - rss0)
 }
