@@ -3,7 +3,10 @@
 #   - identifiers/s of 1000-item local→cloud and cloud→local batches (all linked: the steady state),
 #     under wrk, for: SQLite one instance | PostgreSQL one instance | PostgreSQL two instances;
 #   - identifiers/s of 1000-item local→cloud batches of NEW content (records created: the write path);
-#   - manifest upload: one PUT /v1/library of MANIFEST_ITEMS assets, seconds.
+#   - manifest upload: one PUT /v1/library of MANIFEST_ITEMS assets, seconds;
+#   - PostgreSQL's own CPU per mapping request (its processes' utime + stime around each wrk run):
+#     with the mapping index a cached batch costs the database two small reads, and this says how
+#     many instances one PostgreSQL can feed (docs/scaling.md).
 #
 # Usage: Benchmarks/scenarios/postgres.sh        (builds release concord unless BENCH_SKIP_BUILD=1)
 # Knobs: BENCH_DURATION=8 (s per wrk run), BENCH_CONNECTIONS=8, DEVICES=8, MANIFEST_ITEMS=10000,
@@ -147,6 +150,31 @@ load() {
     echo "$total"
 }
 
+# CPU seconds used so far by the PostgreSQL server's processes (utime + stime from /proc).
+pg_cpu() {
+    python3 - <<'PY'
+import os
+tick = os.sysconf("SC_CLK_TCK"); total = 0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if open(f"/proc/{pid}/comm").read().strip() != "postgres": continue
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    except OSError:
+        pass
+print(total / tick)
+PY
+}
+
+# load_with_db_cpu SCRIPT PORT... → "requests/s ms-of-PostgreSQL-CPU-per-request"
+load_with_db_cpu() {
+    local before after rps
+    before=$(pg_cpu)
+    rps=$(load "$@")
+    after=$(pg_cpu)
+    echo "$rps $(python3 -c "r = $rps * $DURATION; print(f'{($after - $before) * 1000 / r:.3f}' if r else 'n/a')")"
+}
+
 declare -A RESULT
 run_config() {
     local name="$1" database="$2" count="$3" ports=() k
@@ -155,8 +183,11 @@ run_config() {
     setup "${ports[0]}" "$name"
     RESULT[$name-manifest]=$(cat "$WORK/$name-manifest.txt")
     load "$WORK/$name-l2c.lua" "${ports[@]}" >/dev/null   # warm-up (caches, prepared statements)
-    RESULT[$name-l2c]=$(load "$WORK/$name-l2c.lua" "${ports[@]}")
-    RESULT[$name-c2l]=$(load "$WORK/$name-c2l.lua" "${ports[@]}")
+    local measured
+    measured=$(load_with_db_cpu "$WORK/$name-l2c.lua" "${ports[@]}")
+    RESULT[$name-l2c]=${measured% *}; RESULT[$name-l2c-db]=${measured#* }
+    measured=$(load_with_db_cpu "$WORK/$name-c2l.lua" "${ports[@]}")
+    RESULT[$name-c2l]=${measured% *}; RESULT[$name-c2l-db]=${measured#* }
     RESULT[$name-new]=$(load "$WORK/$name-new.lua" "${ports[@]}")
     log "$name: l2c ${RESULT[$name-l2c]} req/s, c2l ${RESULT[$name-c2l]} req/s, new ${RESULT[$name-new]} req/s, manifest ${RESULT[$name-manifest]} s"
     stop_instances
@@ -190,6 +221,11 @@ cat <<EOF
 | local→cloud, 1000 linked per request | $(ids "${RESULT[sqlite-1-l2c]}") | $(ids "${RESULT[postgres-1-l2c]}") | $(ids "${RESULT[postgres-2-l2c]}") | $(ratio "${RESULT[postgres-1-l2c]}" "${RESULT[sqlite-1-l2c]}") | $(ratio "${RESULT[postgres-2-l2c]}" "${RESULT[postgres-1-l2c]}") |
 | cloud→local, 1000 per request | $(ids "${RESULT[sqlite-1-c2l]}") | $(ids "${RESULT[postgres-1-c2l]}") | $(ids "${RESULT[postgres-2-c2l]}") | $(ratio "${RESULT[postgres-1-c2l]}" "${RESULT[sqlite-1-c2l]}") | $(ratio "${RESULT[postgres-2-c2l]}" "${RESULT[postgres-1-c2l]}") |
 | local→cloud, 1000 new per request (records created) | $(ids "${RESULT[sqlite-1-new]}") | $(ids "${RESULT[postgres-1-new]}") | $(ids "${RESULT[postgres-2-new]}") | $(ratio "${RESULT[postgres-1-new]}" "${RESULT[sqlite-1-new]}") | $(ratio "${RESULT[postgres-2-new]}" "${RESULT[postgres-1-new]}") |
+
+| PostgreSQL server CPU per request (ms; all its processes, /proc) | SQLite: — | PostgreSQL, 1 instance | PostgreSQL, 2 instances |
+|---|---|---|---|
+| local→cloud, 1000 linked (answered from the mapping index) | | ${RESULT[postgres-1-l2c-db]} | ${RESULT[postgres-2-l2c-db]} |
+| cloud→local, 1000 | | ${RESULT[postgres-1-c2l-db]} | ${RESULT[postgres-2-c2l-db]} |
 
 | manifest upload, PUT /v1/library of ${MANIFEST_ITEMS} new assets (median of 3) | SQLite ${RESULT[sqlite-1-manifest]} s | PostgreSQL ${RESULT[postgres-1-manifest]} s | ratio PG / SQLite $(ratio "${RESULT[postgres-1-manifest]}" "${RESULT[sqlite-1-manifest]}") |
 |---|---|---|---|
