@@ -28,13 +28,9 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (PostgresInstancesTests: two concord serve processes on one database; the postgres cases of racingDevicesGetOneCloudIdentifierPerContent and of the journal route tests in JournalRoutesTests.swift)")))
 struct PostgresInstancesTests {
     @Test func twoInstancesConvergeOnOneCloudIdentifierAndHandOutTokensInCommitOrder() throws {
-        let database = try TestDatabase(.postgres, poolSize: 1)
-        let directory = makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let (one, port1) = try launchServer(database: database.url, directory: directory, log: "one.log")
-        defer { kill(one.processIdentifier, SIGTERM); one.waitUntilExit() }
-        let (two, port2) = try launchServer(database: database.url, directory: directory, log: "two.log")
-        defer { kill(two.processIdentifier, SIGTERM); two.waitUntilExit() }
+        let instances = try TwoInstances()
+        defer { withExtendedLifetime(instances) {} }   // the servers live until the test ends
+        let (port1, port2) = (instances.port1, instances.port2)
 
         // One account; the phone talks to instance one, the tablet to instance two.
         let account = try send(port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Two"}"#)
@@ -123,13 +119,9 @@ extension PostgresInstancesTests {
     /// If-Match across two `concord serve` processes: a version read on instance two and overtaken
     /// on instance one is 412 versionMismatch naming the current version (API.md §6).
     @Test func staleIfMatchOnTheOtherInstanceIs412() throws {
-        let database = try TestDatabase(.postgres, poolSize: 1)
-        let directory = makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let (one, port1) = try launchServer(database: database.url, directory: directory, log: "one.log")
-        defer { kill(one.processIdentifier, SIGTERM); one.waitUntilExit() }
-        let (two, port2) = try launchServer(database: database.url, directory: directory, log: "two.log")
-        defer { kill(two.processIdentifier, SIGTERM); two.waitUntilExit() }
+        let instances = try TwoInstances()
+        defer { withExtendedLifetime(instances) {} }   // the servers live until the test ends
+        let (port1, port2) = (instances.port1, instances.port2)
         func call(_ port: Int, _ method: String, _ target: String, token: String, body: String, ifMatch: String? = nil) throws -> APIResponse {
             var headers = ["Authorization: Bearer \(token)", "Content-Type: application/json"]
             if let ifMatch { headers.append("If-Match: \"\(ifMatch)\"") }
@@ -283,13 +275,9 @@ struct PostgresFaultTests {
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (MappingIndexAcrossInstancesTests)")))
 struct MappingIndexAcrossInstancesTests {
     @Test func aWriteThroughOneInstanceIsSeenByTheNextMappingThroughTheOther() throws {
-        let database = try TestDatabase(.postgres, poolSize: 1)
-        let directory = makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let (one, port1) = try launchServer(database: database.url, directory: directory, log: "one.log")
-        defer { kill(one.processIdentifier, SIGTERM); one.waitUntilExit() }
-        let (two, port2) = try launchServer(database: database.url, directory: directory, log: "two.log")
-        defer { kill(two.processIdentifier, SIGTERM); two.waitUntilExit() }
+        let instances = try TwoInstances()
+        defer { withExtendedLifetime(instances) {} }   // the servers live until the test ends
+        let (port1, port2) = (instances.port1, instances.port2)
 
         let account = try send(port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Two"}"#)
         let accountToken = try #require(account["accountToken"]?.stringValue)
@@ -343,5 +331,37 @@ struct MappingIndexAcrossInstancesTests {
             #expect(value("concord_mapping_index_catch_ups_total") > 5, "port \(port)")
             #expect(value("concord_mapping_index_loads_total") >= 1, "port \(port)")
         }
+    }
+}
+
+/// Two `concord serve` processes on one new PostgreSQL database, stopped (SIGTERM) and removed
+/// when the value goes away.
+final class TwoInstances {
+    let database: TestDatabase
+    let directory: URL
+    let processes: [Process]
+    let port1: Int
+    let port2: Int
+
+    init() throws {
+        self.database = try TestDatabase(.postgres, poolSize: 1)
+        self.directory = makeTemporaryDirectory()
+        let (one, port1) = try launchServer(database: self.database.url, directory: self.directory, log: "one.log")
+        do {
+            let (two, port2) = try launchServer(database: self.database.url, directory: self.directory, log: "two.log")
+            self.processes = [one, two]
+            self.port1 = port1
+            self.port2 = port2
+        } catch {
+            kill(one.processIdentifier, SIGTERM)
+            one.waitUntilExit()
+            throw error
+        }
+    }
+
+    deinit {
+        for p in self.processes { kill(p.processIdentifier, SIGTERM) }
+        for p in self.processes { p.waitUntilExit() }
+        try? FileManager.default.removeItem(at: self.directory)
     }
 }

@@ -89,38 +89,23 @@ final class DeviceTable {
             }
         }
 
-        /// The slot number of `id` (hash `hash`), probing from bucket `start`; -1 when absent.
-        func probe(_ id: String, hash h: UInt32, from start: Int) -> Int32 {
+        /// The bucket and slot number of `id` (hash `hash`), probing from bucket `start`; nil when absent.
+        func locate(_ id: String, hash h: UInt32, from start: Int) -> (bucket: Int, slot: Int32)? {
             let mask = self.buckets.count - 1
             var i = start
             while true {
                 let n = self.buckets[i]
-                if n == -1 { return -1 }
-                if n >= 0, self.slots[Int(n)].hash == h, self.matches(self.slots[Int(n)], id) { return n }
+                if n == -1 { return nil }
+                if n >= 0, self.slots[Int(n)].hash == h, self.matches(self.slots[Int(n)], id) { return (i, n) }
                 i = (i + 1) & mask
             }
         }
 
-        /// The live slot of this identifier, nil when the device does not have it.
-        func find(_ id: String) -> Slot? {
+        /// The bucket and slot number of `id`, nil when the device does not have it.
+        func locate(_ id: String) -> (bucket: Int, slot: Int32)? {
             var s = id
-            return s.withUTF8 { b -> Slot? in
-                let h = DeviceTable.hash(UnsafeRawBufferPointer(b))
-                let mask = self.buckets.count - 1
-                var i = Int(h) & mask
-                while true {
-                    let n = self.buckets[i]
-                    if n == -1 { return nil }
-                    if n >= 0 {
-                        let slot = self.slots[Int(n)]
-                        if slot.hash == h, Int(slot.length) == b.count,
-                           b.count == 0 || memcmp(self.arena! + Int(slot.offset), b.baseAddress!, b.count) == 0 {
-                            return slot
-                        }
-                    }
-                    i = (i + 1) & mask
-                }
-            }
+            let h = s.withUTF8 { DeviceTable.hash(UnsafeRawBufferPointer($0)) }
+            return self.locate(id, hash: h, from: Int(h) & (self.buckets.count - 1))
         }
     }
 
@@ -154,7 +139,7 @@ final class DeviceTable {
             // Pass 3: compare the bytes; anything else probes on from the first bucket.
             for i in 0..<n where found[i] != -1 {
                 if confirmed[i], lookup.matches(lookup.slots[Int(found[i])], ids[i]) { continue }
-                found[i] = lookup.probe(ids[i], hash: hashes[i], from: (positions[i] + 1) & mask)
+                found[i] = lookup.locate(ids[i], hash: hashes[i], from: (positions[i] + 1) & mask)?.slot ?? -1
             }
         }
         return found
@@ -172,25 +157,7 @@ final class DeviceTable {
 
     /// The bucket holding `id`'s slot, or nil.
     private func bucket(of id: String) -> (bucket: Int, slot: Int32)? {
-        var s = id
-        return s.withUTF8 { b -> (Int, Int32)? in
-            let h = Self.hash(UnsafeRawBufferPointer(b))
-            let mask = self.buckets.count - 1
-            var i = Int(h) & mask
-            while true {
-                let n = self.buckets[i]
-                if n == -1 { return nil }
-                if n >= 0 {
-                    let slot = self.objectSlots[Int(n)]
-                    if slot.hash == h, Int(slot.length) == b.count, self.arena.withUnsafeBufferPointer({ a in
-                        b.count == 0 || memcmp(a.baseAddress! + Int(slot.offset), b.baseAddress!, b.count) == 0
-                    }) {
-                        return (i, n)
-                    }
-                }
-                i = (i + 1) & mask
-            }
-        }
+        self.withLookup { $0.locate(id) }
     }
 
     func identifier(of slot: Slot) -> String {
