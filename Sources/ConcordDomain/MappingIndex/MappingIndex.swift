@@ -216,7 +216,9 @@ public final class MappingIndex: Sendable {
     }
 
     /// Records the entry's size (and use), then evicts least recently used accounts until the
-    /// total fits. Called holding no entry's lock (it takes the victims').
+    /// total fits. Called holding no entry's lock (it takes the victims'). The total is an
+    /// estimate kept under the table lock: a victim reloaded by another reader between its
+    /// eviction and the total's update is counted again at that reader's next size change.
     private func touch(_ entry: Entry, bytes: Int, used: Bool = true) {
         var victims: [Entry] = []
         self.table.withLock { t in
