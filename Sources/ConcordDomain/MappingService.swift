@@ -1,47 +1,75 @@
 import Foundation
 
+/// Local → cloud answers of a batch: per identifier `.linked` (its cloud identifier's bytes in
+/// `bytes`) or not found (`.missing`, or `.unlinked` when step 3 could not assign it).
+public struct CloudIdentifierAnswers: Sendable {
+    public var answers: [LinkLookup]
+    public var bytes: [UInt8]
+    /// The item error of an identifier not found (its `limitedLibrary` is the device's).
+    public let notFound: ItemError
+
+    /// One answer, its cloud identifier as bytes valid inside `body`.
+    public enum Result {
+        case found(UnsafeBufferPointer<UInt8>)
+        case error(ItemError)
+    }
+
+    public func withResult<T>(_ i: Int, _ body: (Result) -> T) -> T {
+        guard case .linked(let start, let count) = self.answers[i] else { return body(.error(self.notFound)) }
+        return self.bytes.withUnsafeBufferPointer { body(.found(UnsafeBufferPointer(rebasing: $0[start..<start + count]))) }
+    }
+}
+
 /// Mapping identifiers both ways, and links chosen by the person (API.md §5).
 public struct MappingService: ServiceArea {
     let core: ServiceCore
 
     /// `POST /v1/library/cloud-identifiers`: local → cloud, one answer per item in request order.
+    public func cloudIdentifiers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> [CloudIdentifierMapping] {
+        let answers = try self.cloudIdentifierAnswers(forLocalIdentifiers: ids, device: device)
+        return answers.answers.indices.map { i in
+            CloudIdentifierMapping(localIdentifier: ids[i], result: answers.withResult(i) { result in
+                switch result {
+                case .found(let bytes): .found(String(decoding: bytes, as: UTF8.self))
+                case .error(let error): .error(error)
+                }
+            })
+        }
+    }
+
+    /// Local → cloud as `cloudIdentifiers`, with the found cloud identifiers as bytes of one buffer
+    /// rather than a string each (what the route writes into its answer).
     ///
     /// Common path (everything already linked) is one read transaction, no write lock. Objects not yet
     /// linked go through step 3 inside ONE write transaction, which re-reads them and reads the unlinked
     /// records before creating any: two devices racing for the same new content converge on one record.
-    public func cloudIdentifiers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> [CloudIdentifierMapping] {
+    public func cloudIdentifierAnswers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> CloudIdentifierAnswers {
         guard ids.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         for id in ids where !Identifiers.isValidLocalIdentifier(id) {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifiers")
         }
         // Duplicates go to storage as they are: cheaper than deduplicating a batch that rarely has any.
-        var lookups: [LinkLookup] = []
+        var lookups = LinkLookups()
         let limited = try self.mappingRead(device) { _, reads, state in
             lookups = try reads.linkLookups(device, localIdentifiers: ids)
             return state.authorization == .limited
         }
-        let states = lookups
+        var result = CloudIdentifierAnswers(answers: lookups.lookups, bytes: lookups.bytes, notFound: .identifierNotFound(limitedLibrary: limited))
         var pending: [String] = []
         var pendingSeen = Set<String>()
-        for (id, s) in zip(ids, states) where s == .unlinked && pendingSeen.insert(id).inserted {
+        for (id, s) in zip(ids, result.answers) where s == .unlinked && pendingSeen.insert(id).inserted {
             pending.append(id)   // in request order: "oldest record first" follows it
         }
-        var assigned: [String: CloudRecord] = [:]
-        if !pending.isEmpty {
-            assigned = try self.run { try self.core.write(account: device.accountID) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }
+        guard !pending.isEmpty else { return result }
+        let assigned = try self.run { try self.core.write(account: device.accountID) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }
+        // Step 3: assigned just now (an object deleted before step 3 ran stays not found).
+        for i in result.answers.indices where result.answers[i] == .unlinked {
+            guard let record = assigned[ids[i]] else { continue }
+            let start = result.bytes.count
+            result.bytes.append(contentsOf: record.cloudIdentifier.utf8)
+            result.answers[i] = .linked(start: start, count: result.bytes.count - start)
         }
-        let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
-        var out: [CloudIdentifierMapping] = []
-        out.reserveCapacity(ids.count)
-        for (id, state) in zip(ids, states) {
-            // Step 1: not in the library. Step 2: linked. Step 3: assigned just now.
-            switch state {
-            case .linked(let cloud): out.append(CloudIdentifierMapping(localIdentifier: id, result: .found(cloud)))
-            case .unlinked where assigned[id] != nil: out.append(CloudIdentifierMapping(localIdentifier: id, result: .found(assigned[id]!.cloudIdentifier)))
-            default: out.append(CloudIdentifierMapping(localIdentifier: id, result: notFound))   // step 1, or deleted before step 3 ran
-            }
-        }
-        return out
+        return result
     }
 
     /// Stores links found by content (§5 cloud → local step 3, shared by mapping and journal reads), re-checked under the write lock: the object must still

@@ -158,8 +158,20 @@ public enum LinkLookup: Sendable, Equatable {
     case missing
     /// In the library, not linked yet (step 3 assigns a record).
     case unlinked
-    /// Linked: the record's cloud identifier (step 2).
-    case linked(String)
+    /// Linked (step 2): the record's cloud identifier is `bytes[start ..< start + count]` of the
+    /// batch's `LinkLookups` (one buffer for the whole batch: no string per answer).
+    case linked(start: Int, count: Int)
+}
+
+/// Local → cloud lookups of a batch: one `LinkLookup` per identifier, and the UTF-8 bytes of the
+/// linked ones' cloud identifiers.
+public struct LinkLookups: Sendable {
+    public var lookups: [LinkLookup]
+    public var bytes: [UInt8]
+    public init(lookups: [LinkLookup] = [], bytes: [UInt8] = []) {
+        self.lookups = lookups
+        self.bytes = bytes
+    }
 }
 
 /// What cloud → local needs of one cloud identifier's record.
@@ -181,7 +193,7 @@ public struct RecordLookup: Sendable, Equatable {
 /// type, fingerprint and link only (all the rules read).
 public protocol MappingReads {
     /// One answer per local identifier, in input order.
-    func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> [LinkLookup]
+    func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> LinkLookups
     /// One answer per cloud identifier, in input order (records are the account's only).
     func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup]
     /// Objects of `device` whose (type, fingerprint) is one of `keys`, sorted by local identifier byte order.
@@ -189,11 +201,16 @@ public protocol MappingReads {
 }
 
 extension AccountReadTransaction {
-    public func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> [LinkLookup] {
-        try self.linkStates(device, localIdentifiers: localIdentifiers).map { state in
+    public func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> LinkLookups {
+        var result = LinkLookups()
+        result.lookups = try self.linkStates(device, localIdentifiers: localIdentifiers).map { state in
             guard let state else { return .missing }
-            return state.link.map { .linked($0.cloudIdentifier) } ?? .unlinked
+            guard let link = state.link else { return .unlinked }
+            let start = result.bytes.count
+            result.bytes.append(contentsOf: link.cloudIdentifier.utf8)
+            return .linked(start: start, count: result.bytes.count - start)
         }
+        return result
     }
 
     public func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup] {

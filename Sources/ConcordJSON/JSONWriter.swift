@@ -70,6 +70,14 @@ public struct JSONWriter: Sendable {
         self.needsComma = true
     }
 
+    /// Writes a string value given as UTF-8 bytes (valid UTF-8), escaped.
+    @inlinable
+    public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
+        self.separate()
+        self.appendQuoted(utf8: utf8)
+        self.needsComma = true
+    }
+
     /// Writes an integer, without exponent.
     @inlinable
     public mutating func int(_ i: Int) {

@@ -9,10 +9,8 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
         app.deviceRoute("POST", "/v1/library/cloud-identifiers", operation: "cloudIdentifiers") { request, device in
             let body = try request.jsonBody()
             let ids = try Codec.batch(body, "localIdentifiers", maxBatch: app.service.configuration.maxBatch)
-            let mappings = try app.service.mapping.cloudIdentifiers(forLocalIdentifiers: ids, device: device)
-            return mappingAnswer(mappings, .localToCloud, metrics, asked: "localIdentifier", answered: "cloudIdentifier") {
-                ($0.localIdentifier, $0.result)
-            }
+            let answers = try app.service.mapping.cloudIdentifierAnswers(forLocalIdentifiers: ids, device: device)
+            return localToCloudAnswer(ids, answers, metrics)
         },
         app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers") { request, device in
             let body = try request.jsonBody()
@@ -35,6 +33,36 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
             }
         },
     ]
+}
+
+/// `{"mappings": [...]}` of local → cloud, the cloud identifiers copied from the answers' one
+/// buffer into the response (no string per item).
+private func localToCloudAnswer(_ ids: [String], _ answers: CloudIdentifierAnswers, _ metrics: AppMetrics) -> HTTPResponse {
+    var found = 0
+    defer {
+        var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
+        tally[AppMetrics.Outcome.found.rawValue] = found
+        tally[AppMetrics.Outcome(.error(answers.notFound)).rawValue] += ids.count - found
+        metrics.recordMappings(.localToCloud, tally)
+    }
+    return Codec.json(capacity: 64 + 140 * ids.count) { w in
+        w.beginObject()
+        w.key("mappings")
+        w.beginArray()
+        for i in ids.indices {
+            w.beginObject()
+            w.key("localIdentifier"); w.string(ids[i])
+            answers.withResult(i) { result in
+                switch result {
+                case .found(let bytes): w.key("cloudIdentifier"); w.string(utf8: bytes); found += 1
+                case .error(let error): w.key("error"); Codec.write(error, into: &w)
+                }
+            }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+    }
 }
 
 /// `{"mappings": [...]}`: per item the identifier asked for (`asked`), then the one it maps to

@@ -195,21 +195,28 @@ final class AccountMappingIndex {
     func hasDevice(_ deviceID: String) -> Bool { self.devices[deviceID] != nil }
 
     /// Local → cloud: per identifier, in order, whether the device has it and its link's cloud identifier.
-    func linkLookups(_ deviceID: String, localIdentifiers: [String]) -> [LinkLookup] {
-        guard let device = self.devices[deviceID] else { return [LinkLookup](repeating: .missing, count: localIdentifiers.count) }
+    func linkLookups(_ deviceID: String, localIdentifiers: [String]) -> LinkLookups {
+        guard let device = self.devices[deviceID] else {
+            return LinkLookups(lookups: [LinkLookup](repeating: .missing, count: localIdentifiers.count))
+        }
         let found = device.findAll(localIdentifiers)
         let slices = self.fingerprintSlices
         let slots = device.objectSlots
-        return self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(localIdentifiers.count * 84)
+        let lookups = self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
             found.map { n -> LinkLookup in
                 guard n >= 0 else { return .missing }
                 let o = slots[Int(n)]
                 guard o.hasLink else { return .unlinked }
                 // A link joins an object and a record of the same content (every path that stores one
                 // checks it), so the answer is the record's GUID with the object's type and fingerprint.
-                return .linked(Self.cloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: slices[Int(o.fingerprint)], in: fingerprints))
+                let start = bytes.count
+                Self.appendCloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: slices[Int(o.fingerprint)], from: fingerprints, to: &bytes)
+                return .linked(start: start, count: bytes.count - start)
             }
         }
+        return LinkLookups(lookups: lookups, bytes: bytes)
     }
 
     /// Cloud → local steps 2–4 inputs: per identifier, the device's object linked to its record
@@ -261,20 +268,20 @@ final class AccountMappingIndex {
         return result
     }
 
-    /// `<GUID>:<type>:<fingerprint>`, written straight into one new string.
-    private static func cloudIdentifier(guid: GUIDKey, type: ObjectType, fingerprint: (offset: UInt32, length: UInt8),
-                                        in fingerprints: UnsafeBufferPointer<UInt8>) -> String {
-        let n = 41 + Int(fingerprint.length)
-        return String(unsafeUninitializedCapacity: n) { out in
-            let p = out.baseAddress!
+    /// Appends `<GUID>:<type>:<fingerprint>` to `bytes`.
+    private static func appendCloudIdentifier(guid: GUIDKey, type: ObjectType, fingerprint: (offset: UInt32, length: UInt8),
+                                              from fingerprints: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        var text = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))   // 40 bytes: GUID, ":", type, ":"
+        withUnsafeMutableBytes(of: &text) { raw in
+            let p = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
             guid.write(into: p)
             p[36] = UInt8(ascii: ":")
             let code = type.codeBytes
             p[37] = code.0; p[38] = code.1; p[39] = code.2
-            p[40] = UInt8(ascii: ":")
-            if fingerprint.length > 0 { memcpy(p + 41, fingerprints.baseAddress! + Int(fingerprint.offset), Int(fingerprint.length)) }
-            return n
+            bytes.append(contentsOf: UnsafeRawBufferPointer(start: raw.baseAddress, count: 40))
         }
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: fingerprints[Int(fingerprint.offset)..<Int(fingerprint.offset) + Int(fingerprint.length)]))
     }
 
     // MARK: - Mutations (the write transaction's semantics)
@@ -367,7 +374,7 @@ extension ObjectType {
 struct IndexedMappingReads: MappingReads {
     let index: AccountMappingIndex
 
-    func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> [LinkLookup] {
+    func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> LinkLookups {
         self.index.linkLookups(device.deviceID, localIdentifiers: localIdentifiers)
     }
 
