@@ -23,8 +23,8 @@ extension JournalService {
     ///    candidates was picked (the picker could not show them as one photo), are kept after the picked
     ///    ones in their earlier order: a picker on one device never deletes what only another device holds.
     ///
-    /// `cancelled` changes nothing and answers the entry. The entry must exist (`404` otherwise, `412` with `If-Match`: a
-    /// selection edits an entry, it never creates one).
+    /// `cancelled` changes nothing and answers the entry. The entry must exist (`404` otherwise, with or
+    /// without `If-Match`: a selection edits an entry, it never creates one).
     public func applySelection(journalID: String, entryID: String, cancelled: Bool, localIdentifiers picked: [String], ifMatch: IfMatch?,
                                device: DeviceRef) throws(DomainError) -> JournalEntryView {
         try Self.validateEntryID(entryID)
@@ -42,9 +42,9 @@ extension JournalService {
         return try self.write(device) { tx, state in
             guard state.authorization != .denied else { throw DomainError.accessUserDenied }
             let limited = state.authorization == .limited
-            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
             guard var entry = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
-                throw Self.missing(Self.noSuchEntry, ifMatch)
+                throw Self.noSuchEntry
             }
             try Self.checkPrecondition(ifMatch, current: entry.version)
             if cancelled { return try Self.resolvedView(tx, device: device, entry, limited: limited) }

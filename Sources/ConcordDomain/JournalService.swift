@@ -63,7 +63,7 @@ public struct JournalService: ServiceArea {
         try Self.validateTitle(title)
         let now = self.now
         return try self.write(device) { tx, _ in
-            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
             try Self.checkPrecondition(ifMatch, current: journal.version)
             guard journal.title != title else { return Self.summary(journal) }
             journal.title = title
@@ -79,7 +79,7 @@ public struct JournalService: ServiceArea {
     public func deleteJournal(_ journalID: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) {
         let now = self.now
         try self.write(device) { tx, _ in
-            guard let journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            guard let journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
             try Self.checkPrecondition(ifMatch, current: journal.version)
             let entryIDs = try tx.journalEntryIDs(accountID: device.accountID, journalID: journalID)
             let details = JournalChangeDetails(journals: JournalChangeLists(deleted: [journalID]),
@@ -122,7 +122,7 @@ public struct JournalService: ServiceArea {
         return try self.write(device) { tx, state in
             guard state.authorization != .denied else { throw DomainError.accessUserDenied }
             let limited = state.authorization == .limited
-            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
             let existing = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
             // A PUT may create the entry; `If-Match` on one that does not exist yet fails (RFC 9110 §13.1.1).
             try Self.checkPrecondition(ifMatch, current: existing?.version)
@@ -170,9 +170,9 @@ public struct JournalService: ServiceArea {
         try Self.validateEntryID(entryID)
         let now = self.now
         try self.write(device) { tx, _ in
-            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.missing(Self.noSuchJournal, ifMatch) }
+            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
             guard let entry = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
-                throw Self.missing(Self.noSuchEntry, ifMatch)
+                throw Self.noSuchEntry
             }
             try Self.checkPrecondition(ifMatch, current: entry.version)
             let details = JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
@@ -189,12 +189,9 @@ public struct JournalService: ServiceArea {
 
     static let noSuchJournal = DomainError.notFound(message: "No such journal.")
     static let noSuchEntry = DomainError.notFound(message: "No such entry.")
-
-    /// What a request for something that does not exist answers: `notFound`, unless it carries
-    /// `If-Match`, which cannot match what does not exist: `412` (API.md §6, RFC 9110 §13.1.1).
-    static func missing(_ notFound: DomainError, _ ifMatch: IfMatch?) -> DomainError {
-        ifMatch == nil ? notFound : .versionMismatch(currentVersion: nil)
-    }
+    // A request about something that does not exist answers `404` with or without `If-Match`:
+    // preconditions are evaluated only when the request would otherwise succeed (API.md §6, RFC 9110
+    // §13.2.1). Only a PUT that would create an entry evaluates `If-Match` against nothing: `412`.
 
     /// Journal IDs are the server's (UUIDs): anything else cannot name one, and is simply not found.
     static func findJournal(_ tx: any AccountReadTransaction, _ accountID: String, _ journalID: String) throws -> StoredJournal? {

@@ -191,7 +191,9 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(try server.call("DELETE", "/v1/journals/\(id)/entries/e", token: a.token, headers: ["If-Match: \"x\", \"\(mergedVersion)\""]).status == 204)
 }
 
-@Test(arguments: TestEngine.available) func ifMatchOnSomethingThatDoesNotExistIs412WithANullVersionAndWithoutItIs404(_ engine: TestEngine) throws {
+/// API.md §6 (RFC 9110 §13.2.1): where the request without `If-Match` would be 404, it stays 404 with
+/// it; only a PUT that would create an entry evaluates `If-Match` against nothing (412, tested above).
+@Test(arguments: TestEngine.available) func ifMatchOnSomethingThatDoesNotExistIs404AsWithoutIt(_ engine: TestEngine) throws {
     let server = try APIServer(engine: engine)
     let a = try server.device(try server.account().token)
     let id = try #require(try server.createJournal(a.token)["journalID"]?.stringValue)
@@ -206,7 +208,7 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     for c in cases {
         for ifMatch in ["If-Match: *", "If-Match: \"1\""] {
             let r = try server.call(c.method, c.path, token: a.token, body: c.body, headers: [ifMatch])
-            #expect(r.status == 412 && r.errorName == "versionMismatch" && r.json?["error"]?["version"] == .null, "\(c.method) \(c.path) \(ifMatch)")
+            #expect(r.status == 404 && r.errorName == "notFound", "\(c.method) \(c.path) \(ifMatch)")
         }
         #expect(try server.call(c.method, c.path, token: a.token, body: c.body).status == 404, "\(c.method) \(c.path)")
     }
@@ -247,10 +249,11 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(photoClouds(onB.json) == [c7, c1, cOnlyA, c3])
     #expect(onB.json?["photos"]?.arrayValue?.map { $0["localIdentifier"]?.stringValue ?? $0["error"]?["name"]?.stringValue } == ["b7", "b1", "identifierNotFound", "identifierNotFound"])
 
-    // Selection on an entry that does not exist is 404; missing fields are 400; If-Match is checked.
+    // Selection on an entry that does not exist is 404, with If-Match too (API.md §6); missing fields
+    // are 400; If-Match is checked on an entry that exists.
     #expect(try server.call("POST", "/v1/journals/\(id)/entries/nope/selection", token: a.token, body: #"{"cancelled":false,"localIdentifiers":[]}"#).status == 404)
     #expect(try server.call("POST", "/v1/journals/\(id)/entries/nope/selection", token: a.token, body: #"{"cancelled":false,"localIdentifiers":[]}"#,
-                            headers: ["If-Match: *"]).status == 412)
+                            headers: ["If-Match: *"]).status == 404)
     #expect(try server.call("POST", "/v1/journals/\(id)/entries/e/selection", token: a.token, body: #"{"localIdentifiers":[]}"#).errorField == "cancelled")
     #expect(try server.call("POST", "/v1/journals/\(id)/entries/e/selection", token: a.token, body: #"{"cancelled":false}"#).errorField == "localIdentifiers")
     let stale = try server.call("POST", "/v1/journals/\(id)/entries/e/selection", token: a.token,

@@ -56,9 +56,10 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         expectErrorNamed("notFound") { try env.service.journals.journal(trip.journalID, device: d) }
         expectErrorNamed("notFound") { try env.service.journals.deleteJournal(trip.journalID, ifMatch: nil, device: d) }
         expectErrorNamed("notFound") { try env.service.journals.renameJournal(trip.journalID, title: "x", ifMatch: nil, device: d) }
-        // With If-Match, what does not exist cannot match: 412 without a version (API.md §6).
-        expectError(.versionMismatch(currentVersion: nil)) { try env.service.journals.deleteJournal(trip.journalID, ifMatch: .any, device: d) }
-        expectError(.versionMismatch(currentVersion: nil)) { try env.service.journals.renameJournal(trip.journalID, title: "x", ifMatch: .versions(["1"]), device: d) }
+        // With If-Match too: preconditions are evaluated only when the request would otherwise
+        // succeed (API.md §6, RFC 9110 §13.2.1).
+        expectErrorNamed("notFound") { try env.service.journals.deleteJournal(trip.journalID, ifMatch: .any, device: d) }
+        expectErrorNamed("notFound") { try env.service.journals.renameJournal(trip.journalID, title: "x", ifMatch: .versions(["1"]), device: d) }
         expectErrorNamed("notFound") { try env.service.journals.journal("not/a\u{1}journal", device: d) }
         #expect(try env.service.journals.listJournals(device: d).map(\.journalID).first == food.journalID)
     }
