@@ -781,19 +781,47 @@ private let htab: UInt8 = 0x09
     c == htab || c == sp || (c >= 0x21 && c <= 0x7E) || c >= 0x80
 }
 
-/// Host = uri-host [ ":" port ] (RFC 9110 §7.2, RFC 3986 §3.2.2): only unreserved, pct-encoded,
-/// sub-delims, ":" and the brackets of an IP literal. Empty is allowed (RFC 9112 §3.2, a
-/// target without authority). Rejects userinfo ("@"), paths, spaces and non-ASCII.
+/// Host = uri-host [ ":" port ] (RFC 9110 §7.2, RFC 3986 §3.2.2). uri-host is an IP literal in
+/// brackets (hex digits, ":" and "." — or "v" and unreserved/sub-delims for IPvFuture) or a
+/// reg-name of unreserved, pct-encoded and sub-delims characters (no ":"); port is digits only.
+/// Empty is allowed (RFC 9112 §3.2, a target without authority). So userinfo ("@"), paths,
+/// spaces, non-ASCII, a second ":" (`a:80:80`) and a port that is not digits (`a:port`) are 400.
 private func isValidHost(_ value: String) -> Bool {
-    for c in value.utf8 {
-        switch c {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            continue
-        default:
-            if !"-._~%!$&'()*+,;=:[]".utf8.contains(c) { return false }
+    let b = Array(value.utf8)
+    var i = 0
+    if b.first == UInt8(ascii: "[") {
+        guard let close = b.firstIndex(of: UInt8(ascii: "]")), close > 1 else { return false }
+        for c in b[1..<close] {
+            guard isHexDigit(c) || c == UInt8(ascii: ":") || c == UInt8(ascii: ".") || isUnreservedOrSubDelim(c) else { return false }
+        }
+        i = close + 1
+    } else {
+        while i < b.count, b[i] != UInt8(ascii: ":") {
+            if b[i] == UInt8(ascii: "%") {
+                guard i + 2 < b.count, isHexDigit(b[i + 1]), isHexDigit(b[i + 2]) else { return false }
+                i += 3
+                continue
+            }
+            guard isUnreservedOrSubDelim(b[i]) else { return false }
+            i += 1
         }
     }
-    return true
+    if i == b.count { return true }
+    guard b[i] == UInt8(ascii: ":") else { return false }
+    return b[(i + 1)...].allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+}
+
+@inline(__always) private func isHexDigit(_ c: UInt8) -> Bool {
+    (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "f"))
+        || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "F"))
+}
+
+/// RFC 3986 unreserved ("-._~", letters, digits) and sub-delims ("!$&'()*+,;=").
+@inline(__always) private func isUnreservedOrSubDelim(_ c: UInt8) -> Bool {
+    switch c {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
+    default: return "-._~!$&'()*+,;=".utf8.contains(c)
+    }
 }
 
 /// The non-empty elements of a comma-separated list, OWS trimmed (RFC 9110 §5.6.1: empty

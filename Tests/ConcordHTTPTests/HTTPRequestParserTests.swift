@@ -174,6 +174,22 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "hostWithUserinfoRejected", input: "GET / HTTP/1.1\r\nHost: u@a\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "hostWithPathRejected", input: "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "hostWithSpaceRejected", input: "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", error: "400 badRequest"),
+    // RFC 9112 §3.2: an invalid Host is 400 — a second ":" or a port that is not digits.
+    ParserCase(name: "hostWithTwoPortsRejected", input: "GET / HTTP/1.1\r\nHost: example.invalid:80:80\r\n\r\n", error: "400 badRequest"),
+    ParserCase(name: "hostWithNamedPortRejected", input: "GET / HTTP/1.1\r\nHost: example.invalid:port\r\n\r\n", error: "400 badRequest"),
+    ParserCase(name: "hostWithBadPercentRejected", input: "GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", error: "400 badRequest"),
+    ParserCase(name: "hostIPv6WithoutCloseRejected", input: "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", error: "400 badRequest"),
+    ParserCase(name: "hostIPv6ThenJunkRejected", input: "GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", error: "400 badRequest"),
+    ParserCase(
+        name: "hostWithPortAccepted",
+        input: "GET / HTTP/1.1\r\nHost: example.com:8080\r\n\r\n",
+        events: [head("GET", "/"), request("GET", "/", headers: "Host=example.com:8080")]
+    ),
+    ParserCase(
+        name: "hostWithEmptyPortAndPercentAccepted",
+        input: "GET / HTTP/1.1\r\nHost: ex%41mple:\r\n\r\n",
+        events: [head("GET", "/"), request("GET", "/", headers: "Host=ex%41mple:")]
+    ),
     ParserCase(
         name: "hostWithPortAndIPv6Accepted",
         input: "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
