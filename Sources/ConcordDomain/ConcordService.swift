@@ -201,6 +201,12 @@ extension ServiceArea {
         guard !s.isEmpty, s.utf8.count <= 1024 else {
             throw DomainError.badRequest(message: "\(field) must be 1 to 1024 bytes.", field: field)
         }
+        try Self.refuseNUL(s, field: field)
+    }
+
+    /// Stored text holds no U+0000: PostgreSQL cannot store it, and both engines must answer alike.
+    static func refuseNUL(_ s: String, field: String) throws(DomainError) {
+        if s.utf8.contains(0) { throw DomainError.badRequest(message: "\(field) contains U+0000, which cannot be stored.", field: field) }
     }
 }
 

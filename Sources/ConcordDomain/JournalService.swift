@@ -98,6 +98,7 @@ public struct JournalService: ServiceArea {
         guard text.utf8.count <= Self.maxEntryTextBytes else {
             throw DomainError.badRequest(message: "text must be at most \(Self.maxEntryTextBytes) bytes.", field: "text")
         }
+        try Self.refuseNUL(text, field: "text")
         guard photos.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         // Checks that need no storage: bounds (400), duplicates (400), malformed cloud identifiers (422 item).
         var parsed: [Int: CloudIdentifier] = [:]
@@ -203,6 +204,7 @@ public struct JournalService: ServiceArea {
         guard !title.isEmpty, title.utf8.count <= Self.maxTitleBytes else {
             throw DomainError.badRequest(message: "title must be 1 to \(Self.maxTitleBytes) bytes.", field: "title")
         }
+        try Self.refuseNUL(title, field: "title")
     }
 
     /// Entry IDs are the client's: 1–255 bytes of UTF-8 without control characters (the rules of a local identifier).

@@ -267,6 +267,9 @@ public struct LibraryService: ServiceArea {
         if let title = o.title, title.utf8.count > 4096 {
             throw DomainError.badRequest(message: "title of \(o.localIdentifier) is longer than 4096 bytes.", field: field + ".title")
         }
+        if let title = o.title, title.utf8.contains(0) {
+            throw DomainError.badRequest(message: "title of \(o.localIdentifier) contains U+0000, which cannot be stored.", field: field + ".title")
+        }
         for m in o.members where !Identifiers.isValidLocalIdentifier(m) {
             throw DomainError.badRequest(message: "members of \(o.localIdentifier) must be local identifiers.",
                                          field: field + (o.type == .collectionList ? ".collections" : ".assets"))

@@ -293,3 +293,25 @@ final class UnsafeResults: @unchecked Sendable {
     func set(_ i: Int, _ r: Result<String, any Error>) { self.lock.withLock { self.slots[i] = r } }
     var values: [Result<String, any Error>?] { self.lock.withLock { self.slots } }
 }
+
+/// Text with U+0000 is refused with 400 on both engines (PostgreSQL cannot store it; SQLite would
+/// have stored it whole), and nothing changes: a resend cannot bump a version.
+@Suite struct NULInTextTests {
+    @Test(arguments: TestEngine.available) func textWithNULIsRefusedAndNothingChanges(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
+        let d = try env.device()
+        expectErrorNamed("badRequest") { try env.service.accounts.createDevice(accountID: env.account.accountID, name: "visible\u{0}hidden", platform: nil) }
+        expectErrorNamed("badRequest") { try env.service.journals.createJournal(title: "visible\u{0}hidden", device: d) }
+        let journal = try env.service.journals.createJournal(title: "trip", device: d)
+        let entry = try env.service.journals.putEntry(journalID: journal.journalID, entryID: "e", text: "plain", photos: [], ifMatch: nil, device: d)
+        for _ in 0..<2 {
+            expectErrorNamed("badRequest") {
+                try env.service.journals.putEntry(journalID: journal.journalID, entryID: "e", text: "visible\u{0}hidden", photos: [], ifMatch: nil, device: d)
+            }
+        }
+        let after = try env.service.journals.journal(journal.journalID, device: d)
+        #expect(after.entries.map(\.text) == ["plain"] && after.entries.map(\.version) == [entry.version])
+        let album = LibraryObject.assetCollection("ALBUM/L0/040", fingerprint: fp(1), title: "a\u{0}b")
+        expectErrorNamed("badRequest") { try env.service.library.applyChanges(LibraryChangeRequest(assetCollections: LibraryChangePart(upsert: [album])), device: d) }
+    }
+}

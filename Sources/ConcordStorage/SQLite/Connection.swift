@@ -166,7 +166,16 @@ final class Statement {
             switch v {
             case .int(let x): rc = sqlite3_bind_int64(self.stmt, index, x)
             case .double(let x): rc = sqlite3_bind_double(self.stmt, index, x)
-            case .text(let x): rc = sqlite3_bind_text(self.stmt, index, x, -1, SQLITE_TRANSIENT_DESTRUCTOR)
+            // With its byte length: a NUL inside is data, not the end of the text.
+            case .text(let x):
+                var s = x
+                rc = s.withUTF8 { b in
+                    b.withMemoryRebound(to: CChar.self) { c in
+                        // An empty string may have no storage: bind "" (a valid, NUL-terminated pointer).
+                        guard let base = c.baseAddress else { return sqlite3_bind_text(self.stmt, index, "", 0, SQLITE_TRANSIENT_DESTRUCTOR) }
+                        return sqlite3_bind_text(self.stmt, index, base, Int32(c.count), SQLITE_TRANSIENT_DESTRUCTOR)
+                    }
+                }
             case .blob(let x):
                 rc = x.withUnsafeBytes { buf in
                     sqlite3_bind_blob(self.stmt, index, buf.baseAddress, Int32(buf.count), SQLITE_TRANSIENT_DESTRUCTOR)
