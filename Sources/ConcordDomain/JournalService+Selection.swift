@@ -29,12 +29,12 @@ extension JournalService {
                                device: DeviceRef) throws(DomainError) -> JournalEntryView {
         try Self.validateEntryID(entryID)
         guard picked.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        var seen = Set<String>()
+        var seen = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
         for id in picked {
             guard Identifiers.isValidLocalIdentifier(id) else {
                 throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifiers")
             }
-            guard seen.insert(id).inserted else {
+            guard seen.insert(ByteKey(id)).inserted else {
                 throw DomainError.badRequest(message: "The local identifier \(id) is picked twice.", field: "localIdentifiers")
             }
         }
@@ -73,12 +73,12 @@ extension JournalService {
         // stored with the plan's, re-checked).
         let resolved = try Self.resolvePhotos(tx, device: device, [current], limited: limited)
         var links = resolved.links
-        var foundAt: [String: [Int]] = [:]   // local identifier → indexes of photos resolving to it, entry order
-        var ambiguous: [(index: Int, candidates: Set<String>)] = []
+        var foundAt: [ByteKey: [Int]] = [:]   // local identifier → indexes of photos resolving to it, entry order
+        var ambiguous: [(index: Int, candidates: Set<ByteKey>)] = []
         for (i, c) in current.enumerated() {
             switch resolved.answers[c] {
-            case .found(let local)?: foundAt[local, default: []].append(i)
-            case .error(.multipleIdentifiersFound(let candidates))?: ambiguous.append((i, Set(candidates)))
+            case .found(let local)?: foundAt[ByteKey(local), default: []].append(i)
+            case .error(.multipleIdentifiersFound(let candidates))?: ambiguous.append((i, Set(candidates.map(ByteKey.init))))
             default: break
             }
         }
@@ -90,10 +90,10 @@ extension JournalService {
         var toMap: [String] = []
         var chosen: [(localIdentifier: String, cloud: String)] = []
         for local in picked {
-            if let i = foundAt[local]?.first(where: { !used[$0] }) {
+            if let i = foundAt[ByteKey(local)]?.first(where: { !used[$0] }) {
                 used[i] = true
                 slots.append(.kept(current[i]))
-            } else if let k = ambiguous.firstIndex(where: { !used[$0.index] && $0.candidates.contains(local) }) {
+            } else if let k = ambiguous.firstIndex(where: { !used[$0.index] && $0.candidates.contains(ByteKey(local)) }) {
                 let i = ambiguous[k].index
                 used[i] = true
                 slots.append(.kept(current[i]))
@@ -104,11 +104,11 @@ extension JournalService {
             }
         }
         let assigned = toMap.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: toMap, core: self.core)
-        let missing = toMap.filter { assigned[$0] == nil }
+        let missing = toMap.filter { assigned[ByteKey($0)] == nil }
         if !missing.isEmpty {
             let inputs = picked.map { JournalPhotoInput.localIdentifier($0) }
-            let missingSet = Set(missing)
-            let failures = picked.enumerated().filter { missingSet.contains($0.element) }
+            let missingSet = Set(missing.map(ByteKey.init))
+            let failures = picked.enumerated().filter { missingSet.contains(ByteKey($0.element)) }
                 .map { (index: $0.offset, error: ItemError.identifierNotFound(limitedLibrary: limited)) }
             throw Self.unmappablePhotos(inputs, failures).withField(rename: "localIdentifiers")
         }
@@ -137,14 +137,14 @@ extension JournalService {
         for slot in slots {
             switch slot {
             case .kept(let c): add(c)
-            case .new(let local): if let r = assigned[local] { add(r.cloudIdentifier) }
+            case .new(let local): if let r = assigned[ByteKey(local)] { add(r.cloudIdentifier) }
             }
         }
-        let pickedSet = Set(picked)
+        let pickedSet = Set(picked.map(ByteKey.init))
         for (i, c) in current.enumerated() where !used[i] {
             switch resolved.answers[c] {
             case .found?: continue   // preselected, no longer picked: dropped
-            case .error(.multipleIdentifiersFound(let candidates))? where candidates.contains(where: pickedSet.contains):
+            case .error(.multipleIdentifiersFound(let candidates))? where candidates.contains(where: { pickedSet.contains(ByteKey($0)) }):
                 continue   // resolved to a picked object another photo already stands for: no second identifier for it
             default: add(c)   // not found here, ambiguous with no candidate picked (or unreadable): kept
             }

@@ -104,14 +104,14 @@ public struct JournalService: ServiceArea {
         var parsed: [Int: CloudIdentifier] = [:]
         var failures: [(index: Int, error: ItemError)] = []
         var locals: [String] = []
-        var seenLocal = Set<String>()
+        var seenLocal = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
         for (i, p) in photos.enumerated() {
             switch p {
             case .localIdentifier(let id):
                 guard Identifiers.isValidLocalIdentifier(id) else {
                     throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "photos.localIdentifier")
                 }
-                guard seenLocal.insert(id).inserted else {
+                guard seenLocal.insert(ByteKey(id)).inserted else {
                     throw DomainError.badRequest(message: "The local identifier \(id) is listed twice.", field: "photos.localIdentifier")
                 }
                 locals.append(id)
@@ -131,7 +131,7 @@ public struct JournalService: ServiceArea {
             let assigned = locals.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: locals, core: self.core)
             for (i, p) in photos.enumerated() {
                 if case .localIdentifier(let id) = p {
-                    if let r = assigned[id] { parsed[i] = CloudIdentifier(guid: r.guid, type: r.type, fingerprint: r.fingerprint) } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }
+                    if let r = assigned[ByteKey(id)] { parsed[i] = CloudIdentifier(guid: r.guid, type: r.type, fingerprint: r.fingerprint) } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }
                 }
             }
             if !failures.isEmpty {

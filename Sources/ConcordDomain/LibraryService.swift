@@ -13,7 +13,8 @@ public struct LibraryService: ServiceArea {
         // change request is a batch, so its items (upserts and deletes of all types) count against it.
         let itemCount = [ObjectType.asset, .assetCollection, .collectionList].reduce(0) { $0 + request.part($1).upsert.count + request.part($1).delete.count }
         guard itemCount <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        var seen = Set<String>()
+        // Identifiers are byte strings (API.md §2): sets and maps of them are keyed by their bytes.
+        var seen = Set<ByteKey>()
         var upserts: [LibraryObject] = []
         var deletes: [(type: ObjectType, id: String)] = []
         for type in [ObjectType.asset, .assetCollection, .collectionList] {
@@ -21,31 +22,31 @@ public struct LibraryService: ServiceArea {
             for var object in part.upsert {
                 object.type = type
                 try Self.validate(object, field: type.partName + ".upsert")
-                guard seen.insert(object.localIdentifier).inserted else { throw Self.duplicate(object.localIdentifier) }
+                guard seen.insert(ByteKey(object.localIdentifier)).inserted else { throw Self.duplicate(object.localIdentifier) }
                 upserts.append(object)
             }
             for id in part.delete {
                 guard Identifiers.isValidLocalIdentifier(id) else {
                     throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: type.partName + ".delete")
                 }
-                guard seen.insert(id).inserted else { throw Self.duplicate(id) }
+                guard seen.insert(ByteKey(id)).inserted else { throw Self.duplicate(id) }
                 deletes.append((type, id))
             }
         }
         let now = self.now
         return try self.write(device) { tx, state in
             // One query for every identifier the request names, members included.
-            var wanted = Set(seen)
-            for o in upserts { wanted.formUnion(o.members) }
-            var existing: [String: StoredObject] = [:]
-            for s in try tx.objects(device, localIdentifiers: Array(wanted)) { existing[s.object.localIdentifier] = s }
+            var wanted = seen
+            for o in upserts { wanted.formUnion(o.members.map(ByteKey.init)) }
+            var existing: [ByteKey: StoredObject] = [:]
+            for s in try tx.objects(device, localIdentifiers: wanted.map(\.string)) { existing[ByteKey(s.object.localIdentifier)] = s }
 
             var details = ChangeDetails()
             var puts: [StoredObject] = []
             var deleteIDs: [String] = []
             var unchanged = 0
             for o in upserts {
-                if let old = existing[o.localIdentifier] {
+                if let old = existing[ByteKey(o.localIdentifier)] {
                     guard old.object.type == o.type else { throw Self.typeChange(o.localIdentifier, from: old.object.type, to: o.type) }
                     if old.object == o { unchanged += 1; continue }
                     // A new fingerprint is new content: the link to the old content's record goes (§4).
@@ -57,7 +58,7 @@ public struct LibraryService: ServiceArea {
                 }
             }
             for (type, id) in deletes {
-                guard let old = existing[id] else { continue }   // unknown: ignored
+                guard let old = existing[ByteKey(id)] else { continue }   // unknown: ignored
                 guard old.object.type == type else {
                     throw DomainError.badRequest(message: "\(id) is in \(old.object.type.partName), not \(type.partName).", field: type.partName + ".delete")
                 }
@@ -65,15 +66,15 @@ public struct LibraryService: ServiceArea {
                 details[type].deleted.append(id)
             }
             // Members must exist after the request applies.
-            var after: [String: ObjectType] = [:]
+            var after: [ByteKey: ObjectType] = [:]
             for (id, s) in existing { after[id] = s.object.type }
-            for id in deleteIDs { after[id] = nil }
-            for o in upserts { after[o.localIdentifier] = o.type }
-            try Self.checkMembers(upserts, typeOf: { after[$0] })
+            for id in deleteIDs { after[ByteKey(id)] = nil }
+            for o in upserts { after[ByteKey(o.localIdentifier)] = o.type }
+            try Self.checkMembers(upserts, typeOf: { after[ByteKey($0)] })
             // PhotoKit semantics: a deleted asset leaves every album, a deleted collection every folder.
             // An identifier appears once per request, so a deleted one is never re-added here.
-            let upserted = Set(upserts.lazy.map(\.localIdentifier))
-            let cascaded = try Self.removeDeletedMembers(tx, device, deleted: deleteIDs, typeOf: { existing[$0]?.object.type },
+            let upserted = Set(upserts.lazy.map { ByteKey($0.localIdentifier) })
+            let cascaded = try Self.removeDeletedMembers(tx, device, deleted: deleteIDs, typeOf: { existing[ByteKey($0)]?.object.type },
                                                          skipping: upserted)
             for s in cascaded {
                 puts.append(s)
@@ -98,13 +99,13 @@ public struct LibraryService: ServiceArea {
     /// `reset`: one change whose details are unavailable, and every link of the device dropped.
     @discardableResult
     public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
-        var byID: [String: LibraryObject] = [:]
+        var byID: [ByteKey: LibraryObject] = [:]
         byID.reserveCapacity(snapshot.objects.count)
         for o in snapshot.objects {
             try Self.validate(o, field: o.type.partName)
-            guard byID.updateValue(o, forKey: o.localIdentifier) == nil else { throw Self.duplicate(o.localIdentifier) }
+            guard byID.updateValue(o, forKey: ByteKey(o.localIdentifier)) == nil else { throw Self.duplicate(o.localIdentifier) }
         }
-        try Self.checkMembers(snapshot.objects, typeOf: { byID[$0]?.type })
+        try Self.checkMembers(snapshot.objects, typeOf: { byID[ByteKey($0)]?.type })
         let now = self.now
         return try self.write(device) { tx, state in
             let stored = try tx.allObjects(device)
@@ -112,13 +113,13 @@ public struct LibraryService: ServiceArea {
             var puts: [StoredObject] = []
             var deleteIDs: [String] = []
             var unchanged = 0
-            var storedIDs = Set<String>()
+            var storedIDs = Set<ByteKey>()
             storedIDs.reserveCapacity(stored.count)
-            var retyped = Set<String>()
+            var retyped = Set<ByteKey>()
             for old in stored {
                 let id = old.object.localIdentifier
-                storedIDs.insert(id)
-                guard let new = byID[id] else {
+                storedIDs.insert(ByteKey(id))
+                guard let new = byID[ByteKey(id)] else {
                     deleteIDs.append(id)
                     details[old.object.type].deleted.append(id)
                     continue
@@ -128,7 +129,7 @@ public struct LibraryService: ServiceArea {
                     guard reset else { throw Self.typeChange(id, from: old.object.type, to: new.type) }
                     deleteIDs.append(id)
                     details[old.object.type].deleted.append(id)
-                    retyped.insert(id)
+                    retyped.insert(ByteKey(id))
                     continue
                 }
                 if new == old.object { unchanged += 1; continue }
@@ -137,7 +138,7 @@ public struct LibraryService: ServiceArea {
             }
             for o in snapshot.objects {
                 let id = o.localIdentifier
-                guard !storedIDs.contains(id) || retyped.contains(id) else { continue }
+                guard !storedIDs.contains(ByteKey(id)) || retyped.contains(ByteKey(id)) else { continue }
                 puts.append(StoredObject(object: o, link: nil))
                 details[o.type].inserted.append(id)
             }
@@ -209,27 +210,27 @@ public struct LibraryService: ServiceArea {
     /// albums (or folders) by type, only when the request deletes something they can list, then one
     /// batched read of the changed ones for their links.
     static func removeDeletedMembers(_ tx: any AccountWriteTransaction, _ device: DeviceRef, deleted: [String],
-                                     typeOf: (String) -> ObjectType?, skipping: Set<String>) throws -> [StoredObject] {
+                                     typeOf: (String) -> ObjectType?, skipping: Set<ByteKey>) throws -> [StoredObject] {
         guard !deleted.isEmpty else { return [] }
-        let gone = Set(deleted)
-        var deletedAssets = Set<String>()
-        var deletedCollections = Set<String>()
+        let gone = Set(deleted.map(ByteKey.init))
+        var deletedAssets = Set<ByteKey>()
+        var deletedCollections = Set<ByteKey>()
         for id in deleted {
             switch typeOf(id) {
-            case .asset: deletedAssets.insert(id)
-            case .assetCollection, .collectionList: deletedCollections.insert(id)
+            case .asset: deletedAssets.insert(ByteKey(id))
+            case .assetCollection, .collectionList: deletedCollections.insert(ByteKey(id))
             case nil: break
             }
         }
-        var changed: [String: [String]] = [:]   // container → its new member list
+        var changed: [ByteKey: [String]] = [:]   // container → its new member list
         var order: [String] = []
         for (containerType, removed) in [(ObjectType.assetCollection, deletedAssets), (.collectionList, deletedCollections)] where !removed.isEmpty {
             var after: String?
             while true {
                 let page = try tx.objectPage(device, type: containerType, after: after, limit: Self.containerScanPage)
-                for c in page where !gone.contains(c.localIdentifier) && !skipping.contains(c.localIdentifier) {
-                    guard c.members.contains(where: { removed.contains($0) }) else { continue }
-                    changed[c.localIdentifier] = c.members.filter { !removed.contains($0) }
+                for c in page where !gone.contains(ByteKey(c.localIdentifier)) && !skipping.contains(ByteKey(c.localIdentifier)) {
+                    guard c.members.contains(where: { removed.contains(ByteKey($0)) }) else { continue }
+                    changed[ByteKey(c.localIdentifier)] = c.members.filter { !removed.contains(ByteKey($0)) }
                     order.append(c.localIdentifier)
                 }
                 guard page.count == Self.containerScanPage, let last = page.last else { break }
@@ -237,12 +238,12 @@ public struct LibraryService: ServiceArea {
             }
         }
         guard !order.isEmpty else { return [] }
-        var stored: [String: StoredObject] = [:]
-        for s in try tx.objects(device, localIdentifiers: order) { stored[s.object.localIdentifier] = s }
+        var stored: [ByteKey: StoredObject] = [:]
+        for s in try tx.objects(device, localIdentifiers: order) { stored[ByteKey(s.object.localIdentifier)] = s }
         var result: [StoredObject] = []
         result.reserveCapacity(order.count)
         for id in order {
-            guard var s = stored[id], let members = changed[id] else { continue }
+            guard var s = stored[ByteKey(id)], let members = changed[ByteKey(id)] else { continue }
             s.object.members = members
             result.append(s)
         }

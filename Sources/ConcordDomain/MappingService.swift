@@ -56,15 +56,15 @@ public struct MappingService: ServiceArea {
         }
         var result = CloudIdentifierAnswers(answers: lookups.lookups, bytes: lookups.bytes, notFound: .identifierNotFound(limitedLibrary: limited))
         var pending: [String] = []
-        var pendingSeen = Set<String>()
-        for (id, s) in zip(ids, result.answers) where s == .unlinked && pendingSeen.insert(id).inserted {
+        var pendingSeen = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
+        for (id, s) in zip(ids, result.answers) where s == .unlinked && pendingSeen.insert(ByteKey(id)).inserted {
             pending.append(id)   // in request order: "oldest record first" follows it
         }
         guard !pending.isEmpty else { return result }
         let assigned = try self.run { try self.core.write(account: device.accountID) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }
         // Step 3: assigned just now (an object deleted before step 3 ran stays not found).
         for i in result.answers.indices where result.answers[i] == .unlinked {
-            guard let record = assigned[ids[i]] else { continue }
+            guard let record = assigned[ByteKey(ids[i])] else { continue }
             let start = result.bytes.count
             result.bytes.append(contentsOf: record.cloudIdentifier.utf8)
             result.answers[i] = .linked(start: start, count: result.bytes.count - start)
@@ -75,16 +75,16 @@ public struct MappingService: ServiceArea {
     /// Stores links found by content (§5 cloud → local step 3, shared by mapping and journal reads), re-checked under the write lock: the object must still
     /// be unlinked with the record's type and fingerprint, and the record unlinked on this device.
     static func storeContentLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)]) throws {
-        var byID: [String: StoredObject] = [:]
-        for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[o.object.localIdentifier] = o }
+        var byID: [ByteKey: StoredObject] = [:]
+        for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[ByteKey(o.object.localIdentifier)] = o }
         let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
-        var linkedObjects = Set<String>()
+        var linkedObjects = Set<ByteKey>()
         var linkedRecords = Set<String>()
         var links: [(localIdentifier: String, guid: String)] = []
         for (id, record) in toLink {
-            guard let o = byID[id], o.link == nil, o.object.type == record.type, o.object.fingerprint == record.fingerprint,
-                  !taken.contains(record.guid), !linkedObjects.contains(id), !linkedRecords.contains(record.guid) else { continue }
-            linkedObjects.insert(id)
+            guard let o = byID[ByteKey(id)], o.link == nil, o.object.type == record.type, o.object.fingerprint == record.fingerprint,
+                  !taken.contains(record.guid), !linkedObjects.contains(ByteKey(id)), !linkedRecords.contains(record.guid) else { continue }
+            linkedObjects.insert(ByteKey(id))
             linkedRecords.insert(record.guid)
             links.append((id, record.guid))
         }
@@ -93,14 +93,15 @@ public struct MappingService: ServiceArea {
 
     /// Step 3 for a batch, inside the write transaction: link each unlinked object to the oldest record
     /// of its type and fingerprint with no link on this device, else create a record.
-    static func assignRecords(_ tx: any AccountWriteTransaction, device: DeviceRef, localIdentifiers: [String], core: ServiceCore) throws -> [String: CloudRecord] {
-        var result: [String: CloudRecord] = [:]
-        var byID: [String: StoredObject] = [:]
-        for s in try tx.objects(device, localIdentifiers: localIdentifiers) { byID[s.object.localIdentifier] = s }
+    /// Keyed by the identifiers' bytes (API.md §2).
+    static func assignRecords(_ tx: any AccountWriteTransaction, device: DeviceRef, localIdentifiers: [String], core: ServiceCore) throws -> [ByteKey: CloudRecord] {
+        var result: [ByteKey: CloudRecord] = [:]
+        var byID: [ByteKey: StoredObject] = [:]
+        for s in try tx.objects(device, localIdentifiers: localIdentifiers) { byID[ByteKey(s.object.localIdentifier)] = s }
         var unlinked: [LibraryObject] = []
         for id in localIdentifiers {
-            guard let s = byID[id] else { continue }   // deleted meanwhile: step 1
-            if let r = s.link { result[id] = r } else { unlinked.append(s.object) }   // linked meanwhile: step 2
+            guard let s = byID[ByteKey(id)] else { continue }   // deleted meanwhile: step 1
+            if let r = s.link { result[ByteKey(id)] = r } else { unlinked.append(s.object) }   // linked meanwhile: step 2
         }
         guard !unlinked.isEmpty else { return result }
         let keys = Array(Set(unlinked.map { ContentKey(type: $0.type, fingerprint: $0.fingerprint) }))
@@ -120,7 +121,7 @@ public struct MappingService: ServiceArea {
                 record = CloudRecord(guid: core.newID(), type: o.type, fingerprint: o.fingerprint)
                 created.append(record)
             }
-            result[o.localIdentifier] = record
+            result[ByteKey(o.localIdentifier)] = record
             links.append((o.localIdentifier, record.guid))
         }
         if !created.isEmpty { try tx.insertRecords(accountID: device.accountID, created, createdAt: core.clock()) }

@@ -330,3 +330,38 @@ import Testing
         #expect(try env.cloud(d, ["x"]) == [.error(.identifierNotFound(limitedLibrary: false))])
     }
 }
+
+/// Identifiers are byte strings (API.md §2): an NFC and an NFD spelling of "CAFÉ" are two objects,
+/// in one request as in two, whatever Swift's `String ==` (canonical equivalence) would say.
+@Suite struct CanonicallyEquivalentIdentifiersTests {
+    static let nfc = "CAF\u{00C9}/L0/001"
+    static let nfd = "CAFE\u{0301}/L0/001"
+
+    @Test(arguments: TestEngine.available) func nfcAndNFDAreTwoObjectsEverywhere(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
+        let d = try env.device()
+        #expect(Self.nfc == Self.nfd)   // what Swift says; storage and the API say otherwise
+        // One request with both: no "listed twice".
+        let put = try env.put(d, assets: [(Self.nfc, fp(1)), (Self.nfd, fp(2))])
+        #expect(put.inserted == 2)
+        // Both new in one batch: each gets a record of its own content.
+        let clouds = try env.cloud(d, [Self.nfc, Self.nfd])
+        guard case .found(let c1) = clouds[0], case .found(let c2) = clouds[1] else {
+            Issue.record("expected two cloud identifiers, got \(clouds)")
+            return
+        }
+        #expect(c1.hasSuffix(":" + fp(1)) && c2.hasSuffix(":" + fp(2)) && c1 != c2)
+        // And back: each cloud identifier resolves to its own spelling.
+        let back = try env.service.mapping.localIdentifiers(forCloudIdentifiers: [c1, c2], device: d).map(\.result)
+        guard case .found(let l1) = back[0], case .found(let l2) = back[1] else {
+            Issue.record("expected two local identifiers, got \(back)")
+            return
+        }
+        #expect(Array(l1.utf8) == Array(Self.nfc.utf8) && Array(l2.utf8) == Array(Self.nfd.utf8))
+        // Deleting one leaves the other.
+        _ = try env.service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(delete: [Self.nfd])), device: d)
+        let after = try env.cloud(d, [Self.nfc, Self.nfd])
+        #expect(after[0] == .found(c1))
+        #expect(after[1] == .error(.identifierNotFound(limitedLibrary: false)))
+    }
+}
