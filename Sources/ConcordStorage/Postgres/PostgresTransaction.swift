@@ -221,11 +221,13 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
         guard !objects.isEmpty else { return }
         // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
-        var index: [String: Int] = [:]
+        // Duplicates by bytes (API.md §2): Swift's String == would merge an NFC and an NFD spelling.
+        var index: [[UInt8]: Int] = [:]
         var rows: [StoredObject] = []
         rows.reserveCapacity(objects.count)
         for s in objects {
-            if let i = index[s.object.localIdentifier] { rows[i] = s } else { index[s.object.localIdentifier] = rows.count; rows.append(s) }
+            let key = Array(s.object.localIdentifier.utf8)
+            if let i = index[key] { rows[i] = s } else { index[key] = rows.count; rows.append(s) }
         }
         try self.db.query("""
             INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, modification_date,
