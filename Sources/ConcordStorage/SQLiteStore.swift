@@ -1,6 +1,9 @@
 import ConcordDomain
 import CSQLite
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why the SQLite store cannot start (newer schema, unreadable file, ...): one line for the operator.
 public struct SQLiteStoreError: Error, CustomStringConvertible, Sendable {
@@ -48,6 +51,10 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
         self.path = path
         self.maxReaders = max(1, maxReaders)
         self.memory = memory
+        // A new database is created readable by its owner only: it holds the change-token secret and
+        // token hashes. SQLite gives its -wal and -shm files the database file's permissions.
+        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        if fd >= 0 { Glibc.close(fd) }
         do {
             let writer = try Connection(path: path, memory: memory)
             try writer.execute("PRAGMA journal_mode=WAL")

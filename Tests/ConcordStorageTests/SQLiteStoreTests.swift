@@ -183,3 +183,19 @@ struct Boom: Error {}
         #expect(!store.ping())
     }
 }
+
+@Suite struct SQLiteFilePermissionTests {
+    /// The database holds the change-token secret and token hashes: a new one is its owner's only,
+    /// and so are its WAL and shared-memory files.
+    @Test func newDatabaseFilesAreOwnerOnly() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        _ = try ConcordService(store: store)
+        for suffix in ["", "-wal", "-shm"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: dir.db + suffix)
+            let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+            #expect(mode & 0o077 == 0, "\(dir.db + suffix): mode \(String(mode, radix: 8))")
+        }
+        store.close()
+    }
+}
