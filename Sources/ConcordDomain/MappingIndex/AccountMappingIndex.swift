@@ -192,8 +192,6 @@ final class AccountMappingIndex {
 
     // MARK: - Reads (MappingReads' semantics)
 
-    func hasDevice(_ deviceID: String) -> Bool { self.devices[deviceID] != nil }
-
     /// Local → cloud: per identifier, in order, whether the device has it and its link's cloud identifier.
     func linkLookups(_ deviceID: String, localIdentifiers: [String]) -> LinkLookups {
         guard let device = self.devices[deviceID] else {

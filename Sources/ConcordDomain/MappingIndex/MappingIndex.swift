@@ -1,8 +1,10 @@
 import Foundation
 import Synchronization
 
-/// The in-memory identifier index of every account that fits the budget: what the mapping path,
-/// journal reads and links read instead of storage (issue 11, docs/architecture.md).
+/// The in-memory identifier index of every account that fits the budget: what both mapping
+/// directions and journal photo resolution read instead of storage (issue 11,
+/// docs/architecture.md). `POST /v1/library/links` validates inside its write transaction, under
+/// the account's lock, and does not read it.
 ///
 /// Storage stays the source of truth. Every account has a mapping version in storage, bumped by
 /// each write transaction that changes its devices, objects, links or records. An account's
