@@ -33,10 +33,7 @@ struct PostgresInstancesTests {
         let (port1, port2) = (instances.port1, instances.port2)
 
         // One account; the phone talks to instance one, the tablet to instance two.
-        let account = try send(port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Two"}"#)
-        let accountToken = try #require(account["accountToken"]?.stringValue)
-        let phone = try #require(try send(port1, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
-        let tablet = try #require(try send(port2, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
+        let (_, phone, tablet) = try instances.accountWithPhoneAndTablet()
         let contents = 30
         @Sendable func upsert(_ port: Int, _ token: String, _ items: [(String, String)]) throws {
             let body = #"{"assets":{"upsert":["# + items.map { #"{"localIdentifier":\#(json($0.0)),"fingerprint":"\#($0.1)"}"# }.joined(separator: ",") + "]}}"
@@ -279,10 +276,7 @@ struct MappingIndexAcrossInstancesTests {
         defer { withExtendedLifetime(instances) {} }   // the servers live until the test ends
         let (port1, port2) = (instances.port1, instances.port2)
 
-        let account = try send(port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Two"}"#)
-        let accountToken = try #require(account["accountToken"]?.stringValue)
-        let phone = try #require(try send(port1, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
-        let tablet = try #require(try send(port2, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
+        let (_, phone, tablet) = try instances.accountWithPhoneAndTablet()
         func change(_ port: Int, _ token: String, upsert: [(String, String)] = [], delete: [String] = []) throws {
             let items = upsert.map { #"{"localIdentifier":\#(json($0.0)),"fingerprint":"\#($0.1)"}"# }.joined(separator: ",")
             let deletes = delete.map { json($0) }.joined(separator: ",")
@@ -357,6 +351,15 @@ final class TwoInstances {
             one.waitUntilExit()
             throw error
         }
+    }
+
+    /// One account; its phone is made through instance one, its tablet through instance two.
+    func accountWithPhoneAndTablet() throws -> (accountToken: String, phone: String, tablet: String) {
+        let account = try send(self.port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Two"}"#)
+        let accountToken = try #require(account["accountToken"]?.stringValue)
+        let phone = try #require(try send(self.port1, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
+        let tablet = try #require(try send(self.port2, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
+        return (accountToken, phone, tablet)
     }
 
     deinit {
