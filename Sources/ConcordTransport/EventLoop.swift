@@ -26,8 +26,8 @@ final class ServerShared: Sendable {
 /// `@unchecked Sendable`: every stored `var` is read and written only on the loop's own
 /// thread (`run()` and what it calls, including `respond` closures invoked synchronously
 /// from the responder there; a thread-local marker tells `deliver` which case it is in).
-/// The `let`s are immutable; `inbox` is a `Mutex`; `wakeFD` is written only under that
-/// mutex while `closed` is false, so it is never written after `run()` closes it.
+/// The `let`s are immutable; `inbox` is a `Mutex`. `wakeFD` stays open until `deinit`, so a
+/// thread holding the loop may write to it at any time, outside the lock.
 final class EventLoop: @unchecked Sendable {
     private struct Inbox {
         var responses: [(fd: Int32, id: UInt64, sequence: UInt64, response: HTTPResponse)] = []
@@ -103,14 +103,12 @@ final class EventLoop: @unchecked Sendable {
 
     deinit {
         self.readBuffer.deallocate()
+        closeDescriptor(self.wakeFD)
     }
 
     /// Releases the descriptors of a loop whose thread never started.
     func abandon() {
-        self.inbox.withLock { inbox in
-            inbox.closed = true
-            closeDescriptor(self.wakeFD)
-        }
+        self.inbox.withLock { inbox in inbox.closed = true }
         closeDescriptor(self.epollFD)
     }
 
@@ -123,17 +121,19 @@ final class EventLoop: @unchecked Sendable {
             self.complete(fd: fd, id: id, sequence: sequence, response: response)
             return
         }
-        self.inbox.withLock { inbox in
+        let wake = self.inbox.withLock { inbox in
             // After the loop exited the response has nobody to go to: dropping it is the
             // documented "respond after close is harmless".
-            guard !inbox.closed else { return }
+            guard !inbox.closed else { return false }
             inbox.responses.append((fd, id, sequence, response))
             // One wakeup per batch: the loop takes every queued response when it wakes.
-            if !inbox.wakePending {
-                inbox.wakePending = true
-                EventLoop.signal(self.wakeFD)
-            }
+            guard !inbox.wakePending else { return false }
+            inbox.wakePending = true
+            return true
         }
+        // Outside the lock: on a busy core the woken loop thread may run at once, and it takes
+        // this lock first thing.
+        if wake { EventLoop.signal(self.wakeFD) }
     }
 
     /// Asks the loop to drain and exit, force-closing what is left at `deadline`.
@@ -145,8 +145,7 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Writes to the eventfd. Callers hold the inbox lock and have checked `closed`, so
-    /// the eventfd cannot be closed (and its number reused) before the write.
+    /// Writes to the eventfd (open for the loop's lifetime, so never a reused number).
     private static func signal(_ wakeFD: Int32) {
         var one: UInt64 = 1
         _ = Glibc.write(wakeFD, &one, 8)
@@ -194,7 +193,6 @@ final class EventLoop: @unchecked Sendable {
         self.inbox.withLock { inbox in
             inbox.closed = true
             inbox.responses.removeAll()
-            closeDescriptor(self.wakeFD)
         }
         closeDescriptor(self.epollFD)
     }
