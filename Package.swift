@@ -35,7 +35,8 @@ let package = Package(
         .target(name: "ConcordJSON"),
         .target(name: "ConcordObservability"),
         .target(name: "ConcordHTTP", dependencies: ["ConcordJSON"]),
-        .target(name: "ConcordDomain"),
+        // The mapping index prefetches (CConcordSystem's one-line wrapper of the compiler builtin).
+        .target(name: "ConcordDomain", dependencies: ["CConcordSystem"]),
 
         // I/O layers.
         .target(name: "ConcordTransport", dependencies: ["CConcordSystem", "ConcordHTTP"]),

@@ -22,6 +22,10 @@ static inline int concord_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_
 static inline int concord_set_arena_max(int arenas) { return mallopt(M_ARENA_MAX, arenas); }
 static inline int concord_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
 
+// A hint to start loading `p`'s cache line (the mapping index's batch lookups overlap their
+// cache misses with it); never faults, whatever `p` is.
+static inline void concord_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
+
 // Constants that Swift imports as enum structs or not at all; plain integers keep
 // the transport's call sites simple.
 #ifndef EPOLLEXCLUSIVE

@@ -1,3 +1,4 @@
+import CConcordSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -193,25 +194,45 @@ final class AccountMappingIndex {
     // MARK: - Reads (MappingReads' semantics)
 
     /// Local → cloud: per identifier, in order, whether the device has it and its link's cloud identifier.
+    ///
+    /// After `findAll`, two more prefetching passes (the fingerprint's slice, then its bytes) before
+    /// the answers are written into one buffer sized exactly: each pass's loads are independent
+    /// across the batch, so their cache misses overlap.
     func linkLookups(_ deviceID: String, localIdentifiers: [String]) -> LinkLookups {
         guard let device = self.devices[deviceID] else {
             return LinkLookups(lookups: [LinkLookup](repeating: .missing, count: localIdentifiers.count))
         }
         let found = device.findAll(localIdentifiers)
-        let slices = self.fingerprintSlices
-        let slots = device.objectSlots
+        var lookups = [LinkLookup](repeating: .missing, count: found.count)
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(localIdentifiers.count * 84)
-        let lookups = self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
-            found.map { n -> LinkLookup in
-                guard n >= 0 else { return .missing }
-                let o = slots[Int(n)]
-                guard o.hasLink else { return .unlinked }
-                // A link joins an object and a record of the same content (every path that stores one
-                // checks it), so the answer is the record's GUID with the object's type and fingerprint.
-                let start = bytes.count
-                Self.appendCloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: slices[Int(o.fingerprint)], from: fingerprints, to: &bytes)
-                return .linked(start: start, count: bytes.count - start)
+        device.objectSlots.withUnsafeBufferPointer { slots in
+            self.fingerprintSlices.withUnsafeBufferPointer { slices in
+                self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
+                    for n in found where n >= 0 && slots[Int(n)].hasLink {
+                        concord_prefetch(slices.baseAddress! + Int(slots[Int(n)].fingerprint))
+                    }
+                    var total = 0
+                    for n in found where n >= 0 && slots[Int(n)].hasLink {
+                        let slice = slices[Int(slots[Int(n)].fingerprint)]
+                        total += Self.cloudIdentifierPrefix + Int(slice.length)
+                        concord_prefetch(fingerprints.baseAddress! + Int(slice.offset))
+                        concord_prefetch(fingerprints.baseAddress! + Int(slice.offset) + Int(slice.length))
+                    }
+                    bytes = [UInt8](unsafeUninitializedCapacity: total) { out, written in
+                        var at = 0
+                        for (i, n) in found.enumerated() where n >= 0 {
+                            let o = slots[Int(n)]
+                            guard o.hasLink else { lookups[i] = .unlinked; continue }
+                            // A link joins an object and a record of the same content (every path that stores one
+                            // checks it), so the answer is the record's GUID with the object's type and fingerprint.
+                            let count = Self.writeCloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: slices[Int(o.fingerprint)],
+                                                                  from: fingerprints, to: out.baseAddress! + at)
+                            lookups[i] = .linked(start: at, count: count)
+                            at += count
+                        }
+                        written = at
+                    }
+                }
             }
         }
         return LinkLookups(lookups: lookups, bytes: bytes)
@@ -267,19 +288,20 @@ final class AccountMappingIndex {
     }
 
     /// Appends `<GUID>:<type>:<fingerprint>` to `bytes`.
-    private static func appendCloudIdentifier(guid: GUIDKey, type: ObjectType, fingerprint: (offset: UInt32, length: UInt8),
-                                              from fingerprints: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
-        var text = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))   // 40 bytes: GUID, ":", type, ":"
-        withUnsafeMutableBytes(of: &text) { raw in
-            let p = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            guid.write(into: p)
-            p[36] = UInt8(ascii: ":")
-            let code = type.codeBytes
-            p[37] = code.0; p[38] = code.1; p[39] = code.2
-            bytes.append(contentsOf: UnsafeRawBufferPointer(start: raw.baseAddress, count: 40))
-        }
-        bytes.append(UInt8(ascii: ":"))
-        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: fingerprints[Int(fingerprint.offset)..<Int(fingerprint.offset) + Int(fingerprint.length)]))
+    /// "GUID:TYP:" before the fingerprint of a cloud identifier.
+    private static let cloudIdentifierPrefix = 41
+
+    /// Writes `GUID:type:fingerprint` at `out`; returns its length.
+    private static func writeCloudIdentifier(guid: GUIDKey, type: ObjectType, fingerprint: (offset: UInt32, length: UInt8),
+                                             from fingerprints: UnsafeBufferPointer<UInt8>, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        guid.write(into: out)
+        out[36] = UInt8(ascii: ":")
+        let code = type.codeBytes
+        out[37] = code.0; out[38] = code.1; out[39] = code.2
+        out[40] = UInt8(ascii: ":")
+        let length = Int(fingerprint.length)
+        if length > 0 { (out + cloudIdentifierPrefix).update(from: fingerprints.baseAddress! + Int(fingerprint.offset), count: length) }
+        return cloudIdentifierPrefix + length
     }
 
     // MARK: - Mutations (the write transaction's semantics)

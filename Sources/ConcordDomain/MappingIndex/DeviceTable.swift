@@ -1,3 +1,4 @@
+import CConcordSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -89,6 +90,13 @@ final class DeviceTable {
             }
         }
 
+        /// Prefetches slot `n` (a slot may straddle two cache lines).
+        func prefetchSlot(_ n: Int) {
+            let p = UnsafeRawPointer(self.slots.baseAddress! + n)
+            concord_prefetch(p)
+            concord_prefetch(p + (MemoryLayout<Slot>.size - 1))
+        }
+
         /// The bucket and slot number of `id` (hash `hash`), probing from bucket `start`; nil when absent.
         func locate(_ id: String, hash h: UInt32, from start: Int) -> (bucket: Int, slot: Int32)? {
             let mask = self.buckets.count - 1
@@ -112,9 +120,9 @@ final class DeviceTable {
     /// The slot number of each identifier (-1: the device does not have it), in input order.
     ///
     /// In passes over the whole batch rather than one identifier at a time: a lookup in a large
-    /// library is a chain of cache misses (bucket → slot → identifier bytes), and within one pass the
-    /// loads of different identifiers do not depend on each other, so the processor overlaps their
-    /// misses instead of waiting for each in turn.
+    /// library is a chain of cache misses (bucket → slot → identifier bytes). Each pass asks the
+    /// processor to prefetch what the next pass reads for every identifier, so the batch's misses
+    /// are in flight together instead of being waited for one after another.
     func findAll(_ ids: [String]) -> [Int32] {
         let n = ids.count
         var found = [Int32](repeating: -1, count: n)
@@ -123,20 +131,28 @@ final class DeviceTable {
             let mask = lookup.buckets.count - 1
             var hashes = [UInt32](repeating: 0, count: n)
             var positions = [Int](repeating: 0, count: n)
-            // Pass 1: hash each identifier and read its first bucket.
+            // Pass 1: hash each identifier; prefetch its first bucket.
             for i in 0..<n {
                 var s = ids[i]
                 let h = s.withUTF8 { DeviceTable.hash(UnsafeRawBufferPointer($0)) }
                 hashes[i] = h
                 positions[i] = Int(h) & mask
-                found[i] = lookup.buckets[positions[i]]
+                concord_prefetch(lookup.buckets.baseAddress! + positions[i])
             }
-            // Pass 2: keep the candidates whose slot has the same hash (reads each slot once).
+            // Pass 2: read the bucket; prefetch its slot.
+            for i in 0..<n {
+                let slot = lookup.buckets[positions[i]]
+                found[i] = slot
+                if slot >= 0 { lookup.prefetchSlot(Int(slot)) }
+            }
+            // Pass 3: keep the candidates whose slot has the same hash; prefetch their bytes.
             var confirmed = [Bool](repeating: false, count: n)
             for i in 0..<n where found[i] >= 0 {
-                confirmed[i] = lookup.slots[Int(found[i])].hash == hashes[i]
+                let slot = lookup.slots[Int(found[i])]
+                confirmed[i] = slot.hash == hashes[i]
+                if confirmed[i], let arena = lookup.arena { concord_prefetch(arena + Int(slot.offset)) }
             }
-            // Pass 3: compare the bytes; anything else probes on from the first bucket.
+            // Pass 4: compare the bytes; anything else probes on from the first bucket.
             for i in 0..<n where found[i] != -1 {
                 if confirmed[i], lookup.matches(lookup.slots[Int(found[i])], ids[i]) { continue }
                 found[i] = lookup.locate(ids[i], hash: hashes[i], from: (positions[i] + 1) & mask)?.slot ?? -1
