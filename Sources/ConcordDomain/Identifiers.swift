@@ -64,6 +64,9 @@ public enum Identifiers {
         var copy = s
         return copy.withUTF8 { b in
             guard !b.isEmpty, b.count <= 255 else { return false }
+            // Fast path, 8 bytes at a time: no byte below 0x20, no 0x7F and no 0xC2 means no
+            // control character (the batch validates thousands per request).
+            if !Self.mayHoldControl(b) { return true }
             // Swift strings are valid UTF-8 already; control characters are C0 (bytes below 0x20),
             // DEL (0x7F) and C1 (U+0080–U+009F: 0xC2 followed by 0x80–0x9F).
             var previous: UInt8 = 0
@@ -73,6 +76,27 @@ public enum Identifiers {
             }
             return true
         }
+    }
+
+    /// Whether some byte is below 0x20, 0x7F or 0xC2 (SWAR: for n ≤ 0x80, `(x - n·0x01…) & ~x & 0x80…`
+    /// is non-zero exactly when some byte of x is below n; equality is "x ^ byte·0x01… has a zero").
+    static func mayHoldControl(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        let raw = UnsafeRawPointer(b.baseAddress!)
+        while i + 8 <= b.count {
+            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let del = w ^ (ones &* 0x7F)
+            let c2 = w ^ (ones &* 0xC2)
+            if ((w &- ones &* 0x20) & ~w | (del &- ones) & ~del | (c2 &- ones) & ~c2) & high != 0 { return true }
+            i += 8
+        }
+        while i < b.count {
+            if b[i] < 0x20 || b[i] == 0x7F || b[i] == 0xC2 { return true }
+            i += 1
+        }
+        return false
     }
 
     /// A fingerprint is base64url without padding of 16–64 bytes. The unused low bits of the last

@@ -14,6 +14,20 @@ public struct CloudIdentifierAnswers: Sendable {
         case error(ItemError)
     }
 
+    /// Each answer in order, its cloud identifier's bytes (plain ASCII: GUID, type code and a
+    /// base64url fingerprint, never needing JSON escapes) valid inside `body`.
+    public func forEach(_ body: (Int, Result) -> Void) {
+        self.bytes.withUnsafeBufferPointer { buffer in
+            for (i, answer) in self.answers.enumerated() {
+                if case .linked(let start, let count) = answer {
+                    body(i, .found(UnsafeBufferPointer(rebasing: buffer[start..<start + count])))
+                } else {
+                    body(i, .error(self.notFound))
+                }
+            }
+        }
+    }
+
     public func withResult<T>(_ i: Int, _ body: (Result) -> T) -> T {
         guard case .linked(let start, let count) = self.answers[i] else { return body(.error(self.notFound)) }
         return self.bytes.withUnsafeBufferPointer { body(.found(UnsafeBufferPointer(rebasing: $0[start..<start + count]))) }

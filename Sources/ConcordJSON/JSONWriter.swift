@@ -78,6 +78,29 @@ public struct JSONWriter: Sendable {
         self.needsComma = true
     }
 
+    /// Writes a member name that needs no escaping (the caller's literal, plain ASCII) and `:`,
+    /// copied without the escape scan.
+    @inlinable
+    public mutating func key(plain k: StaticString) {
+        self.separate()
+        self.bytes.append(UInt8(ascii: "\""))
+        self.appendASCII(k)
+        self.bytes.append(UInt8(ascii: "\""))
+        self.bytes.append(UInt8(ascii: ":"))
+        self.needsComma = false
+    }
+
+    /// Writes a string value the caller knows needs no escaping — ASCII without `"`, `\` or
+    /// control characters (a cloud identifier: hex, digits, `:`, base64url) — copied as is.
+    @inlinable
+    public mutating func string(plainASCII utf8: UnsafeBufferPointer<UInt8>) {
+        self.separate()
+        self.bytes.append(UInt8(ascii: "\""))
+        self.bytes.append(contentsOf: utf8)
+        self.bytes.append(UInt8(ascii: "\""))
+        self.needsComma = true
+    }
+
     /// Writes an integer, without exponent.
     @inlinable
     public mutating func int(_ i: Int) {
@@ -143,7 +166,7 @@ public struct JSONWriter: Sendable {
 
     // MARK: Encoding
 
-    @inlinable
+    @usableFromInline
     mutating func appendASCII(_ text: StaticString) {
         self.bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }

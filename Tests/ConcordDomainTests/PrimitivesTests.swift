@@ -21,6 +21,25 @@ import Testing
         #expect(Identifiers.isValidLocalIdentifier(input) == valid)
     }
 
+    /// The word-at-a-time scan finds a control character at every offset of every word and in
+    /// the tail, and lets non-control bytes that are close to the tested values pass.
+    @Test func controlCharactersAreFoundAtEveryOffset() {
+        for length in [8, 9, 15, 16, 17, 40] {
+            for at in 0..<length {
+                for bad in ["\u{0}", "\u{1F}", "\u{7F}", "\u{80}", "\u{9F}"] {
+                    var id = String(repeating: "a", count: length)
+                    id.replaceSubrange(id.index(id.startIndex, offsetBy: at)...id.index(id.startIndex, offsetBy: at), with: bad)
+                    #expect(!Identifiers.isValidLocalIdentifier(id), "\(bad.unicodeScalars.first!.value) at \(at) of \(length)")
+                }
+                for good in [" ", "~", "\u{A0}", "\u{C0}", "é"] {   // 0x20, 0x7E, C2 A0, C3 80, C3 A9
+                    var id = String(repeating: "a", count: length)
+                    id.replaceSubrange(id.index(id.startIndex, offsetBy: at)...id.index(id.startIndex, offsetBy: at), with: good)
+                    #expect(Identifiers.isValidLocalIdentifier(id), "\(good) at \(at) of \(length)")
+                }
+            }
+        }
+    }
+
     @Test(arguments: [
         (String(repeating: "A", count: 22), true),            // 16 bytes
         (String(repeating: "A", count: 21), false),           // 15.75 bytes

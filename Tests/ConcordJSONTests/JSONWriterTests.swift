@@ -107,6 +107,25 @@ import Testing
         #expect(output == #"{"a":1,"list":[true,null,{},[],{"x":"y","z":2.5}],"after":false},[]"#)
     }
 
+    /// Plain keys and plain ASCII values are copied as they are, with commas like every other call.
+    @Test func plainKeysAndValuesAreCopiedVerbatim() {
+        let value: [UInt8] = Array("4A3B0E8C-0000-4000-8000-00000000000A:001:abc_-XYZ".utf8)
+        let output = Self.written { writer in
+            writer.beginArray()
+            writer.beginObject()
+            writer.key(plain: "localIdentifier")
+            writer.string("a\"b")
+            value.withUnsafeBufferPointer { bytes in
+                writer.key(plain: "cloudIdentifier")
+                writer.string(plainASCII: bytes)
+            }
+            writer.endObject()
+            value.withUnsafeBufferPointer { writer.string(plainASCII: $0) }
+            writer.endArray()
+        }
+        #expect(output == #"[{"localIdentifier":"a\"b","cloudIdentifier":"4A3B0E8C-0000-4000-8000-00000000000A:001:abc_-XYZ"},"4A3B0E8C-0000-4000-8000-00000000000A:001:abc_-XYZ"]"#)
+    }
+
     @Test func valueWritesMembersInOrderIncludingDuplicates() {
         let object = JSONValue.object(JSONObject([
             (key: "z", value: .number(1)), (key: "a", value: .array([.string("s"), .null])), (key: "z", value: .bool(true)),

@@ -47,16 +47,14 @@ private func localToCloudAnswer(_ ids: [String], _ answers: CloudIdentifierAnswe
     }
     return Codec.json(capacity: 64 + 140 * ids.count) { w in
         w.beginObject()
-        w.key("mappings")
+        w.key(plain: "mappings")
         w.beginArray()
-        for i in ids.indices {
+        answers.forEach { i, result in
             w.beginObject()
-            w.key("localIdentifier"); w.string(ids[i])
-            answers.withResult(i) { result in
-                switch result {
-                case .found(let bytes): w.key("cloudIdentifier"); w.string(utf8: bytes); found += 1
-                case .error(let error): w.key("error"); Codec.write(error, into: &w)
-                }
+            w.key(plain: "localIdentifier"); w.string(ids[i])
+            switch result {
+            case .found(let bytes): w.key(plain: "cloudIdentifier"); w.string(plainASCII: bytes); found += 1
+            case .error(let error): w.key(plain: "error"); Codec.write(error, into: &w)
             }
             w.endObject()
         }
