@@ -118,7 +118,7 @@ final class AccountMappingIndex {
         var type: ObjectType
     }
     private var records: [Record] = []
-    private var recordNumbers: [GUIDKey: UInt32] = [:]
+    private var recordTable = RecordTable()
 
     // MARK: Devices
 
@@ -131,7 +131,7 @@ final class AccountMappingIndex {
     /// doubling). Measured against the process's resident size in docs/benchmarks.md.
     var estimatedBytes: Int {
         var total = self.fingerprintBytes.capacity + self.fingerprintSlices.capacity * 8 + self.fingerprintNumbers.count * 2 * 24
-        total += self.records.capacity * MemoryLayout<Record>.stride + self.recordNumbers.count * 2 * 20
+        total += self.records.capacity * MemoryLayout<Record>.stride + self.recordTable.estimatedBytes
         for device in self.devices.values { total += device.estimatedBytes }
         return total
     }
@@ -160,12 +160,16 @@ final class AccountMappingIndex {
         try index.checkBudget(self)
     }
 
+    private func number(of key: GUIDKey) -> UInt32? {
+        self.recordTable.number(of: key) { self.records[Int($0)].guid }
+    }
+
     /// Records come in creation order, so array order is "oldest first".
     private func appendRecord(_ record: CloudRecord) {
         guard let key = GUIDKey(record.guid) else { self.isExact = false; return }
         let number = UInt32(self.records.count)
         self.records.append(Record(guid: key, fingerprint: self.intern(record.fingerprint), type: record.type))
-        self.recordNumbers[key] = number
+        self.recordTable.insert(key, number: number) { self.records[Int($0)].guid }
         for device in self.devices.values { device.recordAdded(key, number: number) }
     }
 
@@ -181,7 +185,7 @@ final class AccountMappingIndex {
     }
 
     private func recordNumber(for guid: String) -> UInt32? {
-        GUIDKey(guid).flatMap { self.recordNumbers[$0] }
+        GUIDKey(guid).flatMap { self.number(of: $0) }
     }
 
     private func fingerprint(_ n: UInt32) -> String {
@@ -241,27 +245,35 @@ final class AccountMappingIndex {
     /// Cloud → local steps 2–4 inputs: per identifier, the device's object linked to its record
     /// (when the record exists with the identifier's type) and the record itself when it has
     /// exactly the identifier's content.
+    ///
+    /// In passes over the batch (see `RecordTable.numbers` and `DeviceTable.linkedSlots`): record
+    /// numbers, then the device's links, then the bytes each answer is made of, each prefetched.
     func recordLookups(_ deviceID: String, identifiers: [CloudIdentifier]) -> [RecordLookup] {
         let device = self.devices[deviceID]
-        let records = self.records
-        let numbers = self.recordNumbers
-        return self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
-            identifiers.map { c -> RecordLookup in
-                guard let key = GUIDKey(c.guid), let n = numbers[key] else { return RecordLookup() }
-                let r = records[Int(n)]
-                guard r.type == c.type else { return RecordLookup() }
-                var lookup = RecordLookup()
-                if let device, let local = device.linkedLocalIdentifier(record: n) {
-                    lookup.linkedLocalIdentifier = local
-                } else {
-                    var wanted = c.fingerprint
-                    let slice = self.fingerprintSlices[Int(r.fingerprint)]
-                    let same = wanted.withUTF8 { w in
-                        w.count == Int(slice.length) && (w.count == 0 || memcmp(w.baseAddress!, fingerprints.baseAddress! + Int(slice.offset), w.count) == 0)
+        return self.records.withUnsafeBufferPointer { records in
+            self.fingerprintSlices.withUnsafeBufferPointer { slices in
+                self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
+                    var numbers = self.recordTable.numbers(of: identifiers.map { GUIDKey($0.guid) }, records: records)
+                    for (i, c) in identifiers.enumerated() where numbers[i] >= 0 && records[Int(numbers[i])].type != c.type { numbers[i] = -1 }
+                    let linked = device?.linkedSlots(records: numbers) ?? [Int32](repeating: -1, count: numbers.count)
+                    // Records no object of the device is linked to are compared by content.
+                    for (i, n) in numbers.enumerated() where n >= 0 && linked[i] < 0 {
+                        concord_prefetch(fingerprints.baseAddress! + Int(slices[Int(records[Int(n)].fingerprint)].offset))
                     }
-                    if same { lookup.sameContentRecord = CloudRecord(guid: c.guid, type: r.type, fingerprint: c.fingerprint) }
+                    return identifiers.indices.map { i -> RecordLookup in
+                        let n = numbers[i]
+                        guard n >= 0 else { return RecordLookup() }
+                        if let device, linked[i] >= 0 { return RecordLookup(linkedLocalIdentifier: device.identifier(ofSlot: linked[i])) }
+                        let c = identifiers[i]
+                        let r = records[Int(n)]
+                        var wanted = c.fingerprint
+                        let slice = slices[Int(r.fingerprint)]
+                        let same = wanted.withUTF8 { w in
+                            w.count == Int(slice.length) && (w.count == 0 || memcmp(w.baseAddress!, fingerprints.baseAddress! + Int(slice.offset), w.count) == 0)
+                        }
+                        return same ? RecordLookup(sameContentRecord: CloudRecord(guid: c.guid, type: r.type, fingerprint: c.fingerprint)) : RecordLookup()
+                    }
                 }
-                return lookup
             }
         }
     }
@@ -329,7 +341,7 @@ final class AccountMappingIndex {
         guard let device = self.devices[deviceID] else { return }
         for (local, guid) in links {
             guard let key = GUIDKey(guid) else { self.isExact = false; continue }
-            device.setLink(local, guid: key, record: self.recordNumbers[key].map(Int32.init) ?? -1)
+            device.setLink(local, guid: key, record: self.number(of: key).map(Int32.init) ?? -1)
         }
     }
 
@@ -338,7 +350,7 @@ final class AccountMappingIndex {
         guard let device = self.devices[deviceID] else { return }
         for guid in guids {
             guard let key = GUIDKey(guid) else { continue }   // no stored GUID is spelt that way
-            device.dropLink(guid: key, record: self.recordNumbers[key].map(Int32.init) ?? -1)
+            device.dropLink(guid: key, record: self.number(of: key).map(Int32.init) ?? -1)
         }
     }
 
@@ -356,7 +368,7 @@ final class AccountMappingIndex {
                 if key == nil { self.isExact = false; continue }
             }
             device.put(s.localIdentifier, type: s.type, fingerprint: self.intern(s.fingerprint),
-                       record: key.flatMap { self.recordNumbers[$0] }.map(Int32.init) ?? -1, linkedGUID: key)
+                       record: key.flatMap { self.number(of: $0) }.map(Int32.init) ?? -1, linkedGUID: key)
         }
     }
 

@@ -182,6 +182,29 @@ final class DeviceTable {
         }
     }
 
+    /// The slot linked to each record number (-1 for none, or where the number is -1), and its
+    /// identifier bytes prefetched: the answers are made of them next.
+    func linkedSlots(records: [Int32]) -> [Int32] {
+        var slots = [Int32](repeating: -1, count: records.count)
+        self.linkOfRecord.withUnsafeBufferPointer { links in
+            for n in records where n >= 0 && Int(n) < links.count { concord_prefetch(links.baseAddress! + Int(n)) }
+            self.withLookup { lookup in
+                for (i, n) in records.enumerated() where n >= 0 && Int(n) < links.count {
+                    slots[i] = links[Int(n)]
+                    if slots[i] >= 0 { lookup.prefetchSlot(Int(slots[i])) }
+                }
+                for slot in slots where slot >= 0 {
+                    if let arena = lookup.arena { concord_prefetch(arena + Int(lookup.slots[Int(slot)].offset)) }
+                }
+            }
+        }
+        return slots
+    }
+
+    func identifier(ofSlot n: Int32) -> String {
+        self.identifier(of: self.objectSlots[Int(n)])
+    }
+
     /// The local identifier of the object linked to record `number`, nil when none.
     func linkedLocalIdentifier(record number: UInt32) -> String? {
         guard Int(number) < self.linkOfRecord.count else { return nil }
