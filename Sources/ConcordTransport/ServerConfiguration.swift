@@ -1,3 +1,4 @@
+import CConcordSystem
 import ConcordHTTP
 import Glibc
 
@@ -40,10 +41,22 @@ public struct ServerConfiguration: Sendable {
         self.port = port
     }
 
-    /// Online processors, at least 1.
+    /// The cores this process can use, at least 1: online processors, fewer when the affinity
+    /// mask (`taskset`, a cpuset) or a cgroup v2 CPU quota (`docker run --cpus`) allows fewer —
+    /// threads beyond that only take turns on the same cores.
     public static var coreCount: Int {
-        let count = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        var count = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        let allowed = Int(concord_affinity_cpu_count())
+        if allowed > 0 { count = count > 0 ? min(count, allowed) : allowed }
+        if let quota = cgroupCPUQuota() { count = count > 0 ? min(count, quota) : quota }
         return count > 0 ? count : 1
+    }
+
+    /// `cpu.max` of the process's cgroup (v2) as whole cores, rounded up; nil without a quota.
+    static func cgroupCPUQuota(_ cpuMax: String? = readSmallFile("/sys/fs/cgroup/cpu.max")) -> Int? {
+        guard let fields = cpuMax?.split(whereSeparator: { $0 == " " || $0 == "\n" }), fields.count >= 2,
+              let quota = Double(fields[0]), let period = Double(fields[1]), quota > 0, period > 0 else { return nil }
+        return max(1, Int((quota / period).rounded(.up)))
     }
 }
 
@@ -57,4 +70,14 @@ public enum TransportEvent: Sendable {
     case acceptError(errno: Int32)
     /// A request was refused by the transport itself (parse error, limit, timeout, 503).
     case protocolError(status: Int, name: String)
+}
+
+/// The first bytes of a small system file (a cgroup setting), nil when it cannot be read.
+func readSmallFile(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 128)
+    let count = read(fd, &buffer, buffer.count)
+    return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
 }

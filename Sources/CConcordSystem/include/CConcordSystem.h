@@ -26,6 +26,18 @@ static inline int concord_set_trim_threshold(int bytes) { return mallopt(M_TRIM_
 // cache misses with it); never faults, whatever `p` is.
 static inline void concord_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
 
+// CPUs this thread may run on (its affinity mask: `taskset`, a container's cpuset), 0 when
+// unknown. Through the raw system call: glibc declares sched_getaffinity only with _GNU_SOURCE.
+#include <sys/syscall.h>
+static inline int concord_affinity_cpu_count(void) {
+    unsigned long long mask[64] = {0};   // 4096 CPUs
+    long bytes = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+    if (bytes <= 0) return 0;
+    int count = 0;
+    for (long i = 0; i < bytes / (long)sizeof(mask[0]); i++) count += __builtin_popcountll(mask[i]);
+    return count;
+}
+
 // Constants that Swift imports as enum structs or not at all; plain integers keep
 // the transport's call sites simple.
 #ifndef EPOLLEXCLUSIVE
