@@ -80,6 +80,9 @@ public struct HTTPRequest: Sendable {
     public var version: HTTPVersion
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// What the responder decided from the head before the body was read (`HTTPAdmission`),
+    /// handed back with the whole request; nil when no such decision was asked for.
+    public var admission: (any Sendable)? = nil
 
     public init(method: String, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.method = method

@@ -64,6 +64,8 @@ public struct HTTPRequestParser: Sendable {
     /// Framing-relevant fields, interpreted once the head is complete.
     private var pendingChecks: [(FieldKind, String)] = []
     private var head: HTTPRequestHead?
+    /// This request's body limit when the layer above set one after the head (`limitBody`).
+    private var bodyLimit: Int?
     private var body: [UInt8] = []
 
     /// Creates a parser enforcing `limits`.
@@ -197,8 +199,9 @@ public struct HTTPRequestParser: Sendable {
                     self.state = .trailerLines
                 } else {
                     // RFC 9112 §7.1: the total is bounded before any of this chunk is read.
-                    if size > self.limits.maxBodyBytes - self.body.count {
-                        throw .payloadTooLarge("body larger than \(self.limits.maxBodyBytes) bytes")
+                    let limit = min(self.limits.maxBodyBytes, self.bodyLimit ?? .max)
+                    if size > limit - self.body.count {
+                        throw .payloadTooLarge("body larger than \(limit) bytes")
                     }
                     self.state = .chunkData(remaining: size)
                 }
@@ -293,6 +296,31 @@ public struct HTTPRequestParser: Sendable {
         self.pendingChecks = []
         self.head = nil
         self.body = []
+        self.bodyLimit = nil
+    }
+
+    /// Right after a `.head`: whether its whole body is already buffered (a chunked body counts
+    /// as not: its end is known only once parsed).
+    public var bodyIsBuffered: Bool {
+        switch self.state {
+        case .complete: return true
+        case .fixedBody(let remaining): return self.buffer.count - self.cursor >= remaining
+        default: return false
+        }
+    }
+
+    /// Lowers the current request's body limit (a route's own, decided from the head). A
+    /// Content-Length over it fails at once; a chunked body fails when its chunks pass it.
+    public mutating func limitBody(_ bytes: Int) throws(HTTPParseError) {
+        self.bodyLimit = bytes
+        if let length = self.head?.contentLength, length > bytes {
+            self.state = .failed(.payloadTooLarge("body larger than \(bytes) bytes"))
+            throw .payloadTooLarge("body larger than \(bytes) bytes")
+        }
+        if self.body.count > bytes {
+            self.state = .failed(.payloadTooLarge("body larger than \(bytes) bytes"))
+            throw .payloadTooLarge("body larger than \(bytes) bytes")
+        }
     }
 
     /// Drops consumed bytes. Only moves data when at least half the buffer is consumed (or all

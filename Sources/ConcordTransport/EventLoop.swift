@@ -29,8 +29,14 @@ final class ServerShared: Sendable {
 /// The `let`s are immutable; `inbox` is a `Mutex`. `wakeFD` stays open until `deinit`, so a
 /// thread holding the loop may write to it at any time, outside the lock.
 final class EventLoop: @unchecked Sendable {
+    /// What another thread hands back to a connection: a response, or a decision on a head.
+    enum Answer {
+        case response(HTTPResponse)
+        case admission(HTTPAdmission)
+    }
+
     private struct Inbox {
-        var responses: [(fd: Int32, id: UInt64, sequence: UInt64, response: HTTPResponse)] = []
+        var responses: [(fd: Int32, id: UInt64, sequence: UInt64, answer: Answer)] = []
         var wakePending = false
         var closed = false
         var shutdownDeadline: Double? = nil
@@ -116,16 +122,16 @@ final class EventLoop: @unchecked Sendable {
 
     /// Delivers a response from any thread. On the loop's own thread it is applied at
     /// once (the responder answered inline); elsewhere it is queued and the loop woken.
-    func deliver(fd: Int32, id: UInt64, sequence: UInt64, response: HTTPResponse) {
+    func deliver(fd: Int32, id: UInt64, sequence: UInt64, answer: Answer) {
         if concord_current_loop() == Unmanaged.passUnretained(self).toOpaque() {
-            self.complete(fd: fd, id: id, sequence: sequence, response: response)
+            self.complete(fd: fd, id: id, sequence: sequence, answer: answer)
             return
         }
         let wake = self.inbox.withLock { inbox in
             // After the loop exited the response has nobody to go to: dropping it is the
             // documented "respond after close is harmless".
             guard !inbox.closed else { return false }
-            inbox.responses.append((fd, id, sequence, response))
+            inbox.responses.append((fd, id, sequence, answer))
             // One wakeup per batch: the loop takes every queued response when it wakes.
             guard !inbox.wakePending else { return false }
             inbox.wakePending = true
@@ -207,7 +213,7 @@ final class EventLoop: @unchecked Sendable {
             return (taken, inbox.shutdownDeadline)
         }
         for item in responses {
-            self.complete(fd: item.fd, id: item.id, sequence: item.sequence, response: item.response)
+            self.complete(fd: item.fd, id: item.id, sequence: item.sequence, answer: item.answer)
         }
         if let shutdownDeadline, !self.draining {
             self.beginDraining(deadline: shutdownDeadline)
@@ -392,12 +398,17 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Applies a response on the loop thread.
-    private func complete(fd: Int32, id: UInt64, sequence: UInt64, response: HTTPResponse) {
+    private func complete(fd: Int32, id: UInt64, sequence: UInt64, answer: Answer) {
         let index = Int(fd)
         guard index >= 0, index < self.connections.count, let connection = self.connections[index], connection.id == id,
               connection.lingerDeadline == nil
         else { return }
-        connection.machine.respond(response, sequence: sequence, now: self.now, into: &connection.actions)
+        switch answer {
+        case .response(let response):
+            connection.machine.respond(response, sequence: sequence, now: self.now, into: &connection.actions)
+        case .admission(let decision):
+            connection.machine.admitted(decision, sequence: sequence, now: self.now, into: &connection.actions)
+        }
         self.process(connection)
     }
 
@@ -427,7 +438,13 @@ final class EventLoop: @unchecked Sendable {
                 let fd = connection.fd
                 let id = connection.id
                 self.shared.responder.handle(request) { [self] response in
-                    self.deliver(fd: fd, id: id, sequence: sequence, response: response)
+                    self.deliver(fd: fd, id: id, sequence: sequence, answer: .response(response))
+                }
+            case .admit(let head, let sequence):
+                let fd = connection.fd
+                let id = connection.id
+                self.shared.responder.admit(head) { [self] decision in
+                    self.deliver(fd: fd, id: id, sequence: sequence, answer: .admission(decision))
                 }
             case .writeResponse(let response, let keepAlive, let isHead, let version):
                 HTTPResponseWriter.write(

@@ -1,5 +1,15 @@
 import ConcordHTTP
 
+/// A responder's decision on a request head before its body is read.
+public enum HTTPAdmission: Sendable {
+    /// Read the body, at most `maxBodyBytes` (nil: the server's limit); `context` comes back
+    /// with the whole request (`HTTPRequest.admission`), so what the head check found (who is
+    /// calling) need not be looked up twice.
+    case proceed(maxBodyBytes: Int?, context: (any Sendable)?)
+    /// Answer this without reading the body, then close the connection.
+    case reject(HTTPResponse)
+}
+
 /// The protocol logic of one connection, with no I/O: events in (bytes, EOF, a response,
 /// a clock tick, shutdown), actions out (write, dispatch, close). Time is passed in, so
 /// tests drive it with an injected clock and no sockets (after Hummingbird's
@@ -20,6 +30,9 @@ struct HTTPConnectionStateMachine {
     enum Action {
         /// Write `HTTP/1.1 100 Continue` now.
         case sendContinue
+        /// Ask the responder whether to read this head's body (auth, the route's body limit);
+        /// its decision comes back through `admitted` with this sequence number.
+        case admit(HTTPRequestHead, sequence: UInt64)
         /// Hand the request to the responder; its answer comes back with this sequence number.
         case dispatch(HTTPRequest, sequence: UInt64)
         /// Serialise and queue a response.
@@ -36,6 +49,9 @@ struct HTTPConnectionStateMachine {
         /// Waiting for a request head. `idle`: no byte of it yet after a kept-alive
         /// response (the idle timer runs); otherwise the header timer runs.
         case awaitingHead(deadline: Double, idle: Bool)
+        /// The head is complete and its body still to come: the responder decides from the
+        /// head whether to read it. Nothing more is read meanwhile.
+        case awaitingAdmission(sequence: UInt64, expectsContinue: Bool)
         /// The head is complete; the body is arriving. The deadline moves with each read.
         case readingBody(deadline: Double, expectsContinue: Bool)
         /// A request is with the responder.
@@ -58,9 +74,15 @@ struct HTTPConnectionStateMachine {
     private let maxBufferedWhileBusy: Int
     /// Buffered input waits to be parsed (set when a response completes a request).
     private(set) var hasPendingInput = false
+    /// Bodies still to come beyond this many bytes are admitted from the head first (those of
+    /// `Expect: 100-continue` and chunked ones always are); smaller ones are read at once.
+    private let admitBodiesOver: Int
+    /// The admitted request's context, attached to it when its body is complete.
+    private var admission: (any Sendable)?
 
-    init(limits: HTTPLimits, timeouts: Timeouts, now: Double, maxBufferedWhileBusy: Int = 256 * 1024) {
+    init(limits: HTTPLimits, timeouts: Timeouts, now: Double, maxBufferedWhileBusy: Int = 256 * 1024, admitBodiesOver: Int = 64 * 1024) {
         self.parser = HTTPRequestParser(limits: limits)
+        self.admitBodiesOver = admitBodiesOver
         self.timeouts = timeouts
         self.maxBufferedWhileBusy = maxBufferedWhileBusy
         // The header timer runs from accept: a silent connection is answered 408 too.
@@ -71,14 +93,14 @@ struct HTTPConnectionStateMachine {
     var deadline: Double? {
         switch self.state {
         case .awaitingHead(let deadline, _), .readingBody(let deadline, _): return deadline
-        case .awaitingResponse, .closing: return nil
+        case .awaitingAdmission, .awaitingResponse, .closing: return nil
         }
     }
 
     /// Whether the connection should read from its socket now.
     var wantsInput: Bool {
         switch self.state {
-        case .closing: return false
+        case .closing, .awaitingAdmission: return false
         case .awaitingResponse: return !self.peerClosed && self.bufferedWhileBusy < self.maxBufferedWhileBusy
         case .awaitingHead, .readingBody: return !self.peerClosed
         }
@@ -86,8 +108,10 @@ struct HTTPConnectionStateMachine {
 
     /// Whether a request is with the responder (shutdown waits for these).
     var isBusy: Bool {
-        if case .awaitingResponse = self.state { return true }
-        return false
+        switch self.state {
+        case .awaitingResponse, .awaitingAdmission: return true
+        default: return false
+        }
     }
 
     /// Bytes arrived from the client.
@@ -104,7 +128,7 @@ struct HTTPConnectionStateMachine {
         case .readingBody(_, let expectsContinue):
             // Progress on the body moves its deadline.
             self.state = .readingBody(deadline: now + self.timeouts.body, expectsContinue: expectsContinue)
-        case .awaitingResponse:
+        case .awaitingResponse, .awaitingAdmission:
             self.parser.append(bytes)
             self.bufferedWhileBusy += bytes.count
             return
@@ -117,8 +141,8 @@ struct HTTPConnectionStateMachine {
     mutating func receivedEOF(now: Double, into actions: inout [Action]) {
         self.peerClosed = true
         switch self.state {
-        case .closing, .awaitingResponse:
-            // The in-flight answer is still written; `respond` closes afterwards.
+        case .closing, .awaitingResponse, .awaitingAdmission:
+            // The in-flight answer (or decision) still comes; it closes afterwards.
             return
         case .awaitingHead, .readingBody:
             // Whatever is buffered is an incomplete request that can never finish.
@@ -135,7 +159,7 @@ struct HTTPConnectionStateMachine {
         while true {
             switch self.state {
             case .awaitingHead, .readingBody: break
-            case .awaitingResponse, .closing: return
+            case .awaitingAdmission, .awaitingResponse, .closing: return
             }
             let event: HTTPParserEvent?
             do {
@@ -162,7 +186,16 @@ struct HTTPConnectionStateMachine {
             case .head(let head):
                 let expects = head.expectsContinue && head.version == .http1_1
                 self.state = .readingBody(deadline: now + self.timeouts.body, expectsContinue: expects)
-            case .request(let request, let keepAlive):
+                // A body still to come that is worth not reading unasked for (the client waits
+                // for 100 Continue, or it is large): the responder decides from the head first.
+                if !self.parser.bodyIsBuffered, expects || head.isChunked || (head.contentLength ?? 0) > self.admitBodiesOver {
+                    self.state = .awaitingAdmission(sequence: self.sequence &+ 1, expectsContinue: expects)
+                    actions.append(.admit(head, sequence: self.sequence &+ 1))
+                    return
+                }
+            case .request(var request, let keepAlive):
+                request.admission = self.admission
+                self.admission = nil
                 self.sequence &+= 1
                 self.bufferedWhileBusy = 0
                 self.state = .awaitingResponse(
@@ -170,6 +203,32 @@ struct HTTPConnectionStateMachine {
                 actions.append(.dispatch(request, sequence: self.sequence))
                 return
             }
+        }
+    }
+
+    /// The responder's decision on the head awaiting admission `sequence`: read the body
+    /// (within `maxBodyBytes`, then dispatch with `context`), or answer now without reading it
+    /// and close — no `100 Continue` is sent for a refused body.
+    mutating func admitted(_ decision: HTTPAdmission, sequence: UInt64, now: Double, into actions: inout [Action]) {
+        guard case .awaitingAdmission(let current, let expects) = self.state, current == sequence else { return }
+        switch decision {
+        case .proceed(let maxBodyBytes, let context):
+            if let maxBodyBytes {
+                do {
+                    try self.parser.limitBody(maxBodyBytes)
+                } catch {
+                    self.fail(status: error.status, name: error.name, response: error.response, into: &actions)
+                    return
+                }
+            }
+            self.admission = context
+            self.state = .readingBody(deadline: now + self.timeouts.body, expectsContinue: expects)
+            self.advance(now: now, into: &actions)
+        case .reject(let response):
+            self.state = .closing
+            actions.append(.writeResponse(response, keepAlive: false, isHead: false, version: .http1_1))
+            // The unread body may still be arriving: drain it (bounded) so the client reads the answer.
+            actions.append(.closeWhenFlushed(linger: !self.peerClosed))
         }
     }
 

@@ -8,4 +8,16 @@ import ConcordHTTP
 /// loop, keeps pipelined responses in request order, and applies keep-alive rules.
 public protocol HTTPResponder: Sendable {
     func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void)
+
+    /// Decides from a head whether its body is read (called before reading a body the client
+    /// waits to send — `Expect: 100-continue` — or a large or chunked one). Same threading
+    /// rules as `handle`: never block the loop; `decide` exactly once, from any thread.
+    func admit(_ head: HTTPRequestHead, decide: @escaping @Sendable (HTTPAdmission) -> Void)
+}
+
+extension HTTPResponder {
+    /// Every body is read.
+    public func admit(_ head: HTTPRequestHead, decide: @escaping @Sendable (HTTPAdmission) -> Void) {
+        decide(.proceed(maxBodyBytes: nil, context: nil))
+    }
 }

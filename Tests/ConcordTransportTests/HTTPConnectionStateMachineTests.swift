@@ -12,6 +12,7 @@ import Testing
         actions.map { action in
             switch action {
             case .sendContinue: return "continue"
+            case .admit(let head, let sequence): return "admit \(sequence) \(head.method) \(head.target)"
             case .dispatch(let request, let sequence): return "dispatch \(sequence) \(request.method) \(request.target) \(request.body.count)"
             case .writeResponse(let response, let keepAlive, let isHead, _): return "write \(response.status)\(keepAlive ? "" : " close")\(isHead ? " head" : "")"
             case .closeWhenFlushed(let linger): return linger ? "linger" : "close"
@@ -29,6 +30,12 @@ import Testing
     static func respond(_ machine: inout Machine, _ status: Int, sequence: UInt64, now: Double) -> [String] {
         var actions: [Machine.Action] = []
         machine.respond(HTTPResponse(status: status), sequence: sequence, now: now, into: &actions)
+        return describe(actions)
+    }
+
+    static func admitted(_ machine: inout Machine, _ decision: HTTPAdmission, sequence: UInt64, now: Double) -> [String] {
+        var actions: [Machine.Action] = []
+        machine.admitted(decision, sequence: sequence, now: now, into: &actions)
         return describe(actions)
     }
 
@@ -104,21 +111,69 @@ import Testing
         #expect(Self.respond(&machine, 200, sequence: 2, now: 0) == ["write 200"])
     }
 
-    @Test func continueIsSentOnlyWhileTheBodyIsIncomplete() {
+    @Test func continueIsSentOnlyOnceTheHeadIsAdmittedAndWhileTheBodyIsIncomplete() {
         var waiting = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
-        #expect(Self.feed(&waiting, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0) == ["continue"])
+        #expect(Self.feed(&waiting, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0) == ["admit 1 POST /"])
+        #expect(!waiting.wantsInput)
+        #expect(Self.admitted(&waiting, .proceed(maxBodyBytes: nil, context: nil), sequence: 1, now: 0) == ["continue"])
+        #expect(waiting.wantsInput)
         #expect(Self.feed(&waiting, "o", now: 0).isEmpty)
         #expect(Self.feed(&waiting, "k", now: 0) == ["dispatch 1 POST / 2"])
 
+        // The whole body already here: nothing to protect, no admission step.
         var complete = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
         #expect(Self.feed(&complete, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok", now: 0) == ["dispatch 1 POST / 2"])
 
+        // HTTP/1.0 knows no 100, and a small body is read without asking.
         var http10 = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
         #expect(Self.feed(&http10, "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0).isEmpty)
 
         var tooLarge = Machine(limits: HTTPLimits(maxBodyBytes: 1), timeouts: Self.timeouts, now: 0)
         #expect(Self.feed(&tooLarge, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0)
             == ["error 413 payloadTooLarge", "write 413 close", "linger"])
+    }
+
+    /// The responder's decision on a head, before any of its body is read.
+    @Test(arguments: [
+        // A refused head: answered and closed, no 100 Continue, nothing dispatched.
+        ("Expect: 100-continue\r\nContent-Length: 5", HTTPAdmission.reject(HTTPResponse(status: 401)), ["write 401 close", "linger"]),
+        // Over the route's own limit: 413 from the Content-Length, no 100 Continue.
+        ("Expect: 100-continue\r\nContent-Length: 5", .proceed(maxBodyBytes: 4, context: nil), ["error 413 payloadTooLarge", "write 413 close", "linger"]),
+        ("Expect: 100-continue\r\nContent-Length: 5", .proceed(maxBodyBytes: 5, context: nil), ["continue"]),
+        // A large body without Expect: admitted first too, then read (no 100).
+        ("Content-Length: 70000", .proceed(maxBodyBytes: nil, context: nil), []),
+        // Chunked: always admitted first.
+        ("Transfer-Encoding: chunked", .reject(HTTPResponse(status: 403)), ["write 403 close", "linger"]),
+    ] as [(String, HTTPAdmission, [String])])
+    func admissionDecidesBeforeTheBodyIsRead(_ header: String, _ decision: HTTPAdmission, _ expected: [String]) {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        #expect(Self.feed(&machine, "POST /p HTTP/1.1\r\nHost: x\r\n\(header)\r\n\r\n", now: 0) == ["admit 1 POST /p"])
+        #expect(machine.isBusy)
+        #expect(Self.feed(&machine, "abc", now: 0).isEmpty)   // a client that does not wait: buffered, not parsed
+        #expect(Self.admitted(&machine, decision, sequence: 2, now: 0).isEmpty)   // not the current head
+        #expect(Self.admitted(&machine, decision, sequence: 1, now: 0) == expected)
+    }
+
+    /// A chunked body over the admitted limit fails as its chunks arrive; the admission's
+    /// context comes back with the request.
+    @Test func admittedLimitAndContextReachTheRequest() {
+        var chunked = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        _ = Self.feed(&chunked, "POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", now: 0)
+        #expect(Self.admitted(&chunked, .proceed(maxBodyBytes: 3, context: nil), sequence: 1, now: 0).isEmpty)
+        #expect(Self.feed(&chunked, "4\r\nabcd\r\n0\r\n\r\n", now: 0) == ["error 413 payloadTooLarge", "write 413 close", "linger"])
+
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
+        _ = Self.feed(&machine, "POST /p HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0)
+        var actions: [Machine.Action] = []
+        machine.admitted(.proceed(maxBodyBytes: 2, context: "caller"), sequence: 1, now: 0, into: &actions)
+        Array("ok".utf8).withUnsafeBytes { machine.received($0, now: 0, into: &actions) }
+        let dispatched = actions.compactMap { action -> HTTPRequest? in
+            if case .dispatch(let request, _) = action { return request }
+            return nil
+        }
+        #expect(dispatched.count == 1)
+        #expect(dispatched.first?.admission as? String == "caller")
+        #expect(Self.respond(&machine, 200, sequence: 1, now: 0) == ["write 200"])
     }
 
     @Test func connectionCloseAndHTTP10CloseAfterTheResponse() {

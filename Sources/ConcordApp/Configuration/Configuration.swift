@@ -15,6 +15,8 @@ public struct Configuration: Sendable, Equatable {
         public var headerBytes = HTTPLimits().maxHeaderBytes
         public var headerCount = HTTPLimits().maxHeaderCount
         public var bodyBytes = HTTPLimits().maxBodyBytes
+        /// The body limit of routes that take no manifest or batch (accounts, devices, journals' titles, links).
+        public var smallBodyBytes = 256 * 1024
         /// Items in one mapping request.
         public var maxBatch = DomainConfiguration().maxBatch
         public var maxConnections = ServerConfiguration().maxConnections

@@ -49,13 +49,35 @@ extension AppContext {
         try self.timed(self.appMetrics.authenticate, request, operation: "authenticate") { try self.service.accounts.authenticate(token: token) }
     }
 
-    private func route<Caller>(_ method: String, _ pattern: String, _ caller: RouteCaller, _ operation: String,
-                               authenticate: @escaping @Sendable (RequestContext) throws(APIError) -> Caller,
-                               handler: @escaping Handler<Caller>) -> Route {
+    /// The route, its token also checked from the head when the transport asks before reading
+    /// a body (then the caller found there is the handler's, not looked up again).
+    private func route<Caller: Sendable>(_ method: String, _ pattern: String, _ caller: RouteCaller, _ operation: String,
+                                         authenticate: @escaping @Sendable (RequestContext) throws(APIError) -> Caller,
+                                         handler: @escaping Handler<Caller>) -> Route {
         let histogram = self.appMetrics.operation(operation)
-        return Route(method, pattern, caller: caller) { request throws(APIError) in
-            let who = try authenticate(request)
+        var route = Route(method, pattern, caller: caller) { request throws(APIError) in
+            let who: Caller
+            if let admitted = request.request.admission as? Caller { who = admitted } else { who = try authenticate(request) }
             return try self.timed(histogram, request, operation: operation) { try handler(request, who) }
+        }
+        route.admit = { request throws(APIError) in try authenticate(request) }
+        route.maxBodyBytes = self.maxBodyBytes(method, pattern)
+        return route
+    }
+
+    /// Each route's body limit: the server's own for whole manifests and change batches, room for
+    /// `maxBatch` identifiers (255 bytes each, written with escapes at worst) where a batch goes,
+    /// and `smallBodyBytes` everywhere else.
+    func maxBodyBytes(_ method: String, _ pattern: String) -> Int? {
+        let limits = self.configuration.server.limits
+        switch (method, pattern) {
+        case ("PUT", "/v1/library"), ("POST", "/v1/library/changes"):
+            return nil
+        case ("POST", "/v1/library/cloud-identifiers"), ("POST", "/v1/library/local-identifiers"),
+             ("PUT", "/v1/journals/{journalID}/entries/{entryID}"), ("POST", "/v1/journals/{journalID}/entries/{entryID}/selection"):
+            return min(limits.bodyBytes, limits.maxBatch * 1536 + 64 * 1024)
+        default:
+            return min(limits.bodyBytes, limits.smallBodyBytes)
         }
     }
 

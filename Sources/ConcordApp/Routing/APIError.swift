@@ -27,6 +27,10 @@ public struct APIError: Error, Sendable {
         if let field { e.details.append(("field", jsonString(field))) }
         return e
     }
+    /// The body is over the route's limit (the transport's own limit answers the same way).
+    public static func payloadTooLarge(limit: Int) -> APIError {
+        APIError(status: 413, name: "payloadTooLarge", message: "body larger than \(limit) bytes")
+    }
     public static let unauthorized = APIError(status: 401, name: "unauthorized", message: "A valid bearer token is required.")
     public static let forbidden = APIError(status: 403, name: "forbidden", message: "This token may not use this endpoint.")
     public static let notFound = APIError(status: 404, name: "notFound", message: "Not found.")

@@ -38,11 +38,50 @@ public final class Dispatcher: HTTPResponder {
         }
     }
 
+    /// Before a body is read (see `HTTPResponder.admit`): a request no route takes is answered as
+    /// `handle` would; a route's token is checked on the worker pool (it is a storage read), and a
+    /// `Content-Length` over the route's limit is refused — all without reading the body.
+    public func admit(_ head: HTTPRequestHead, decide: @escaping @Sendable (HTTPAdmission) -> Void) {
+        let probe = HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers)
+        guard case .found(let route, let parameters) = self.router.match(method: head.method, path: probe.path) else {
+            self.handle(probe) { response in decide(.reject(response)) }
+            return
+        }
+        guard let check = route.admit else {
+            decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: nil))
+            return
+        }
+        let start = MonotonicClock.nanoseconds()
+        let requestID = self.nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
+        var logger = self.logger
+        logger[metadataKey: "request"] = .int(requestID)
+        let context = RequestContext(request: probe, pathParameters: parameters, routePattern: route.pattern, logger: logger)
+        let slot = self.metrics.slot(route.metricsIndex)
+        let refuse: @Sendable (HTTPResponse) -> Void = { [self] response in
+            self.finish(probe, route: slot, start: start, requestID: requestID, response: response) { decide(.reject($0)) }
+        }
+        let accepted = self.workers.submit {
+            do throws(APIError) {
+                let who = try check(context)
+                decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: who))
+            } catch {
+                refuse(error.response)
+            }
+        }
+        if !accepted { refuse(Self.overloaded.response) }
+    }
+
     public func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         let start = MonotonicClock.nanoseconds()
         let requestID = self.nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
         switch self.router.match(method: request.method, path: request.path) {
         case .found(let route, let parameters):
+            if let limit = route.maxBodyBytes, request.body.count > limit {
+                // A body small enough to be read before the head was checked: the route's limit still holds.
+                self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
+                            response: APIError.payloadTooLarge(limit: limit).response, respond: respond)
+                return
+            }
             var queryItems: [(name: String, value: String)] = []
             if let query = request.query {
                 guard let items = PercentDecoding.parseQuery(query) else {

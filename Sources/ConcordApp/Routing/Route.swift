@@ -19,6 +19,11 @@ public struct Route: Sendable {
     /// True only for handlers that never block: they run on the event loop.
     public let onLoop: Bool
     public let handler: Handler
+    /// Its largest request body; nil: the server's (`server.limits.bodyBytes`).
+    public var maxBodyBytes: Int?
+    /// The check a head must pass before its body is read (the caller's token); what it returns
+    /// comes back as the request's `admission`, so the handler need not check again.
+    public var admit: (@Sendable (RequestContext) throws(APIError) -> (any Sendable)?)?
     let segments: [PatternSegment]
     /// Index of this route's pattern in the dispatcher's metrics table (set by `Dispatcher`,
     /// so recording a request needs no lookup keyed by the pattern string).

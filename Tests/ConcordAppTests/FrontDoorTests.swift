@@ -1,0 +1,131 @@
+import ConcordTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@testable import ConcordApp
+
+/// The head is checked before the body is read (issue 12): a client waiting with
+/// `Expect: 100-continue`, or sending a large body, learns of a bad token, the wrong kind of
+/// token or a body over the route's limit without sending (or having read) the body, and gets
+/// no `100 Continue`; a good head gets `100 Continue` and its answer. Over a real socket, on
+/// both engines (the token is a storage read).
+@Suite struct FrontDoorTests {
+    /// Sends a head, reads what the server says before any body is sent (up to 2 s), then, if
+    /// `body` is given and the connection is still open, sends the body and reads to the end.
+    static func exchange(port: Int, head: String, body: String? = nil) throws -> (beforeBody: String, all: String) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawHTTPError.connect(errno) }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw RawHTTPError.connect(errno) }
+        func sendAll(_ text: String) {
+            let bytes = Array(text.utf8)
+            var sent = 0
+            while sent < bytes.count {
+                let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                sent += n
+            }
+        }
+        func receive(untilClosed: Bool) -> String {
+            var received: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                received.append(contentsOf: chunk[0..<n])
+                // Before the body: one interim or final head is what we wait for.
+                if !untilClosed, String(decoding: received, as: UTF8.self).contains("\r\n\r\n") {
+                    let text = String(decoding: received, as: UTF8.self)
+                    if text.hasPrefix("HTTP/1.1 100 ") { break }
+                    if let split = text.range(of: "\r\n\r\n"), let length = text[..<split.lowerBound].components(separatedBy: "\r\n")
+                        .first(where: { $0.lowercased().hasPrefix("content-length:") })?.split(separator: ":").last
+                        .flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), text.utf8.count - text[..<split.upperBound].utf8.count >= length {
+                        break
+                    }
+                }
+            }
+            return String(decoding: received, as: UTF8.self)
+        }
+        sendAll(head)
+        let before = receive(untilClosed: false)
+        guard let body, before.hasPrefix("HTTP/1.1 100 ") else { return (before, before) }
+        sendAll(body)
+        return (before, before + receive(untilClosed: true))
+    }
+
+    static func head(_ method: String, _ path: String, token: String?, length: Int, expect: Bool = true) -> String {
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+        if let token { text += "Authorization: Bearer \(token)\r\n" }
+        if expect { text += "Expect: 100-continue\r\n" }
+        return text + "Content-Length: \(length)\r\n\r\n"
+    }
+
+    @Test(arguments: TestEngine.available)
+    func aBadOrWrongTokenIsRefusedBeforeTheBodyWithoutContinue(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine)
+        let account = try server.account()
+        let device = try server.device(account.token)
+        let cases: [(token: String?, status: Int, name: String)] = [
+            (nil, 401, "unauthorized"),
+            ("not-a-token", 401, "unauthorized"),
+            (account.token, 403, "forbidden"),       // an account token on a device route
+            (testAdminToken, 403, "forbidden"),
+        ]
+        for c in cases {
+            let (before, _) = try Self.exchange(port: server.port, head: Self.head("POST", "/v1/library/cloud-identifiers", token: c.token, length: 1_000_000))
+            #expect(!before.contains("100 Continue"), "\(c.status): \(before)")
+            let response = try parseResponse(before)
+            #expect(response.status == c.status)
+            #expect(response.body.contains(#""name":"\#(c.name)""#))
+            #expect(response.header("Connection")?.lowercased() == "close")
+        }
+        // A large body sent right away (no Expect) with a bad token: answered without reading it.
+        let (early, _) = try Self.exchange(port: server.port, head: Self.head("PUT", "/v1/library", token: "nope", length: 40 << 20, expect: false))
+        #expect(try parseResponse(early).status == 401)
+        // The right token: 100 Continue, then the answer to the body.
+        let body = #"{"localIdentifiers":["a/L0/001"]}"#
+        let (interim, all) = try Self.exchange(port: server.port, head: Self.head("POST", "/v1/library/cloud-identifiers", token: device.token, length: body.utf8.count), body: body)
+        #expect(interim.hasPrefix("HTTP/1.1 100 Continue"))
+        let final = try parseResponse(String(all.dropFirst(interim.count)))
+        #expect(final.status == 200)
+        #expect(final.body.contains("identifierNotFound"))
+    }
+
+    @Test(arguments: TestEngine.available)
+    func eachRouteHasItsOwnBodyLimit(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine)
+        let account = try server.account()
+        let device = try server.device(account.token)
+        let small = try #require(server.app.context.maxBodyBytes("POST", "/v1/devices"))
+        #expect(small == 256 * 1024)
+        #expect(server.app.context.maxBodyBytes("PUT", "/v1/library") == nil)
+        #expect(try #require(server.app.context.maxBodyBytes("POST", "/v1/library/local-identifiers")) >= 10_000 * 255)
+        // Over the limit, told from the head: 413 and no 100 Continue.
+        let (before, _) = try Self.exchange(port: server.port, head: Self.head("POST", "/v1/devices", token: account.token, length: small + 1))
+        #expect(!before.contains("100 Continue"))
+        #expect(try parseResponse(before).status == 413)
+        // Over the limit but small enough to arrive whole with the head: refused all the same.
+        let padded = #"{"name":"x","platform":"\#(String(repeating: "p", count: small))"}"#
+        let r = try rawRequest(port: server.port, "POST", "/v1/devices", headers: ["Authorization: Bearer \(account.token)"], body: padded)
+        #expect(r.status == 413)
+        #expect(r.body.contains("payloadTooLarge"))
+        // A manifest far over the small limit is still taken where manifests go.
+        let assets = (0..<3000).map { #"{"localIdentifier":"id-\#($0)/L0/001","fingerprint":"\#(String(repeating: "A", count: 43))"}"# }
+        let manifest = #"{"assets":[\#(assets.joined(separator: ","))]}"#
+        #expect(manifest.utf8.count > small)
+        let put = try rawRequest(port: server.port, "PUT", "/v1/library", headers: ["Authorization: Bearer \(device.token)", "Content-Type: application/json"], body: manifest)
+        #expect(put.status == 200, "\(put.body.prefix(300))")
+    }
+}
