@@ -84,11 +84,12 @@ final class EventLoop: @unchecked Sendable {
             closeDescriptor(self.epollFD)
             throw TransportError("cannot start event loop: \(error)")
         }
-        self.timeouts = .init(header: configuration.headerReadTimeout, body: configuration.bodyReadTimeout, idle: configuration.idleTimeout)
+        self.timeouts = .init(header: configuration.headerReadTimeout, body: configuration.bodyReadTimeout, idle: configuration.idleTimeout,
+                              minBodyRate: configuration.minBodyRate, bodyRateGrace: configuration.bodyRateGrace)
         // Timers are checked on a coarse tick: a quarter of the shortest timeout, at most
         // 250 ms (timeouts land within that of their deadline), at least 5 ms.
         let shortest = min(configuration.headerReadTimeout, configuration.bodyReadTimeout, configuration.idleTimeout, configuration.lingerTimeout,
-                           configuration.writeTimeout)
+                           configuration.writeTimeout, configuration.bodyRateGrace)
         self.tickInterval = max(0.005, min(0.25, shortest / 4))
         self.now = monotonicNow()
         self.nextTick = self.now + self.tickInterval

@@ -24,6 +24,11 @@ struct HTTPConnectionStateMachine {
         var header: Double
         var body: Double
         var idle: Double
+        /// Slowest average body rate, bytes per second (0: none), judged once a body has taken
+        /// `bodyRateGrace` seconds: a client trickling a byte now and then cannot hold a
+        /// connection, as it could by merely beating the `body` timeout.
+        var minBodyRate: Double = 0
+        var bodyRateGrace: Double = 5
     }
 
     /// What the connection must do, in order.
@@ -79,6 +84,21 @@ struct HTTPConnectionStateMachine {
     private let admitBodiesOver: Int
     /// The admitted request's context, attached to it when its body is complete.
     private var admission: (any Sendable)?
+    /// When the current body began, and its bytes so far (for `minBodyRate`).
+    private var bodyStartedAt = 0.0
+    private var bodyBytes = 0
+
+    /// When the body, at its bytes so far, falls below `minBodyRate` (never before the grace).
+    private var bodyRateDeadline: Double {
+        guard self.timeouts.minBodyRate > 0 else { return .infinity }
+        return self.bodyStartedAt + max(self.timeouts.bodyRateGrace, Double(self.bodyBytes) / self.timeouts.minBodyRate)
+    }
+
+    private mutating func startBody(now: Double, expectsContinue: Bool) {
+        self.bodyStartedAt = now
+        self.bodyBytes = 0
+        self.state = .readingBody(deadline: now + self.timeouts.body, expectsContinue: expectsContinue)
+    }
 
     init(limits: HTTPLimits, timeouts: Timeouts, now: Double, maxBufferedWhileBusy: Int = 256 * 1024, admitBodiesOver: Int = 64 * 1024) {
         self.parser = HTTPRequestParser(limits: limits)
@@ -92,7 +112,8 @@ struct HTTPConnectionStateMachine {
     /// The next moment `tick` may act, if any.
     var deadline: Double? {
         switch self.state {
-        case .awaitingHead(let deadline, _), .readingBody(let deadline, _): return deadline
+        case .readingBody(let deadline, _): return min(deadline, self.bodyRateDeadline)
+        case .awaitingHead(let deadline, _): return deadline
         case .awaitingAdmission, .awaitingResponse, .closing: return nil
         }
     }
@@ -126,8 +147,9 @@ struct HTTPConnectionStateMachine {
         case .awaitingHead(_, idle: false):
             break
         case .readingBody(_, let expectsContinue):
-            // Progress on the body moves its deadline.
+            // Progress on the body moves its deadline (the average rate is judged by `tick`).
             self.state = .readingBody(deadline: now + self.timeouts.body, expectsContinue: expectsContinue)
+            self.bodyBytes += bytes.count
         case .awaitingResponse, .awaitingAdmission:
             self.parser.append(bytes)
             self.bufferedWhileBusy += bytes.count
@@ -185,7 +207,7 @@ struct HTTPConnectionStateMachine {
             switch event {
             case .head(let head):
                 let expects = head.expectsContinue && head.version == .http1_1
-                self.state = .readingBody(deadline: now + self.timeouts.body, expectsContinue: expects)
+                self.startBody(now: now, expectsContinue: expects)
                 // A body still to come that is worth not reading unasked for (the client waits
                 // for 100 Continue, or it is large): the responder decides from the head first.
                 if !self.parser.bodyIsBuffered, expects || head.isChunked || (head.contentLength ?? 0) > self.admitBodiesOver {
@@ -222,7 +244,7 @@ struct HTTPConnectionStateMachine {
                 }
             }
             self.admission = context
-            self.state = .readingBody(deadline: now + self.timeouts.body, expectsContinue: expects)
+            self.startBody(now: now, expectsContinue: expects)
             self.advance(now: now, into: &actions)
         case .reject(let response):
             self.state = .closing
@@ -266,7 +288,7 @@ struct HTTPConnectionStateMachine {
             } else {
                 self.timeout(into: &actions)
             }
-        case .readingBody(let deadline, _) where now >= deadline:
+        case .readingBody(let deadline, _) where now >= deadline || now >= self.bodyRateDeadline:
             self.timeout(into: &actions)
         default:
             break

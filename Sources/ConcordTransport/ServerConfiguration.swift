@@ -18,6 +18,10 @@ public struct ServerConfiguration: Sendable {
     public var headerReadTimeout: Double = 10
     /// Seconds without progress while reading a body; then `408 requestTimeout` and close.
     public var bodyReadTimeout: Double = 60
+    /// Slowest average body rate in bytes per second (0: no floor), judged once a body has taken
+    /// `bodyRateGrace` seconds; slower is `408` (a trickle of bytes cannot hold a connection).
+    public var minBodyRate: Double = 1024
+    public var bodyRateGrace: Double = 5
     /// Seconds a kept-alive connection may sit idle between requests; then it is closed quietly.
     public var idleTimeout: Double = 75
     /// Event loops (threads), each with its own epoll instance. Defaults to the number of cores.

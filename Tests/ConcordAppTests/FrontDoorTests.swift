@@ -128,4 +128,41 @@ import Glibc
         let put = try rawRequest(port: server.port, "PUT", "/v1/library", headers: ["Authorization: Bearer \(device.token)", "Content-Type: application/json"], body: manifest)
         #expect(put.status == 200, "\(put.body.prefix(300))")
     }
+
+    /// A client trickling its body (a byte every half second, each well within `bodyRead`) is
+    /// answered 408 and closed once the grace has passed, instead of holding its connection.
+    @Test func aTricklingBodyIsCutOff() throws {
+        let server = try APIServer { c in
+            c.server.timeouts.minBodyRate = 1000
+            c.server.timeouts.bodyRateGrace = 1
+        }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(server.port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(connected == 0)
+        var timeout = timeval(tv_sec: 0, tv_usec: 500_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let head = "POST /v1/accounts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testAdminToken)\r\nContent-Length: 1000\r\n\r\n{"
+        _ = head.utf8CString.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
+        let started = Date()
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while Date().timeIntervalSince(started) < 10 {
+            _ = send(fd, " ", 1, Int32(MSG_NOSIGNAL))   // one byte per wait: far below 1000 B/s
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 { received.append(contentsOf: chunk[0..<n]) }
+            if n == 0 { break }   // closed after the answer
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        let response = try parseResponse(String(decoding: received, as: UTF8.self))
+        #expect(response.status == 408)
+        #expect(response.body.contains("requestTimeout"))
+        #expect(elapsed < 5, "cut off after \(elapsed) s")
+    }
 }

@@ -176,6 +176,32 @@ import Testing
         #expect(Self.respond(&machine, 200, sequence: 1, now: 0) == ["write 200"])
     }
 
+    /// A body trickling in below `minBodyRate` is cut off once the grace has passed, even though
+    /// every byte beats the `body` (no progress) timeout; a body at the rate is not.
+    @Test(arguments: [
+        (bytesEvery: 4.0, perStep: 1, steps: 10, cutAt: 8),     // a byte every 4 s: 408 at the first tick past the grace
+        (bytesEvery: 1.0, perStep: 200, steps: 30, cutAt: -1),  // 200 B/s against a 100 B/s floor: never
+        (bytesEvery: 1.0, perStep: 50, steps: 30, cutAt: 5),    // 50 B/s: cut at the end of the grace
+    ])
+    func aBodyBelowTheMinimumRateIsCutOff(_ bytesEvery: Double, _ perStep: Int, _ steps: Int, _ cutAt: Int) {
+        var timeouts = Self.timeouts
+        timeouts.minBodyRate = 100
+        timeouts.bodyRateGrace = 5
+        var machine = Machine(limits: HTTPLimits(), timeouts: timeouts, now: 0)
+        #expect(Self.feed(&machine, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n", now: 0) == ["admit 1 POST /"])
+        #expect(Self.admitted(&machine, .proceed(maxBodyBytes: nil, context: nil), sequence: 1, now: 0).isEmpty)
+        var cut = -1
+        for step in 1...steps {
+            let now = Double(step) * bytesEvery
+            if let deadline = machine.deadline, deadline <= now, Self.tick(&machine, now: now) == ["error 408 requestTimeout", "write 408 close", "linger"] {
+                cut = Int(now)
+                break
+            }
+            _ = Self.feed(&machine, String(repeating: "x", count: perStep), now: now)
+        }
+        #expect(cut == cutAt)
+    }
+
     @Test func connectionCloseAndHTTP10CloseAfterTheResponse() {
         for request in ["GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "GET / HTTP/1.0\r\n\r\n"] {
             var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)

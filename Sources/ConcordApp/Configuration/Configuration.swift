@@ -27,6 +27,9 @@ public struct Configuration: Sendable, Equatable {
     public struct Timeouts: Sendable, Equatable {
         public var headerRead = ServerConfiguration().headerReadTimeout
         public var bodyRead = ServerConfiguration().bodyReadTimeout
+        /// Slowest average body rate (bytes per second, 0: none), judged after `bodyRateGrace` seconds.
+        public var minBodyRate = ServerConfiguration().minBodyRate
+        public var bodyRateGrace = ServerConfiguration().bodyRateGrace
         public var idle = ServerConfiguration().idleTimeout
         /// Seconds a response may wait for a client that stopped reading; then close.
         public var write = ServerConfiguration().writeTimeout

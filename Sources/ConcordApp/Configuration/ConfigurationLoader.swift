@@ -133,6 +133,8 @@ public enum ConfigurationLoader {
         Setting(key: "server.limits.maxConnections", kind: .int(1...maxInt), flag: nil) { $0.server.limits.maxConnections = $1.int },
         Setting(key: "server.timeouts.headerRead", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.headerRead = $1.double },
         Setting(key: "server.timeouts.bodyRead", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.bodyRead = $1.double },
+        Setting(key: "server.timeouts.minBodyRate", kind: .double(0...1e12), flag: nil) { $0.server.timeouts.minBodyRate = $1.double },
+        Setting(key: "server.timeouts.bodyRateGrace", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.bodyRateGrace = $1.double },
         Setting(key: "server.timeouts.idle", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.idle = $1.double },
         Setting(key: "server.timeouts.write", kind: .double(0.001...86_400), flag: nil) { $0.server.timeouts.write = $1.double },
         Setting(key: "server.timeouts.shutdownGrace", kind: .double(0...3_600), flag: nil) { $0.server.timeouts.shutdownGrace = $1.double },

@@ -134,6 +134,8 @@ extension ServerConfiguration {
         self.maxConnections = server.limits.maxConnections
         self.headerReadTimeout = server.timeouts.headerRead
         self.bodyReadTimeout = server.timeouts.bodyRead
+        self.minBodyRate = server.timeouts.minBodyRate
+        self.bodyRateGrace = server.timeouts.bodyRateGrace
         self.idleTimeout = server.timeouts.idle
         self.writeTimeout = server.timeouts.write
         if server.eventLoops > 0 { self.eventLoopCount = server.eventLoops }
