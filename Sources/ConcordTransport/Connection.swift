@@ -25,6 +25,9 @@ final class Connection {
     var lastWriteProgress: Double = 0
     /// Counts toward `HTTPServer.openConnections` (refused 503 connections do not).
     let counted: Bool
+    /// Bytes of the current request's body counted in `ServerShared.bodyBytesInFlight`,
+    /// given back when its response is queued or the connection closes.
+    var reservedBodyBytes = 0
 
     init(fd: Int32, id: UInt64, machine: HTTPConnectionStateMachine, interest: UInt32, counted: Bool) {
         self.fd = fd

@@ -12,6 +12,18 @@ final class ServerShared: Sendable {
     let openConnections = Atomic<Int>(0)
     /// Connections being refused with 503, across loops; bounded so a flood cannot pile them up.
     let refusingConnections = Atomic<Int>(0)
+    /// Declared body bytes admitted and not yet answered, across loops (`maxBodyBytesInFlight`).
+    let bodyBytesInFlight = Atomic<Int>(0)
+
+    /// Counts `bytes` of body in flight; false (nothing counted) when that would pass the budget.
+    func reserveBody(_ bytes: Int) -> Bool {
+        let total = self.bodyBytesInFlight.add(bytes, ordering: .relaxed).newValue
+        if total > self.configuration.maxBodyBytesInFlight && total != bytes {
+            self.bodyBytesInFlight.subtract(bytes, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
 
     init(configuration: ServerConfiguration, responder: any HTTPResponder, onEvent: @escaping @Sendable (TransportEvent) -> Void) {
         self.configuration = configuration
@@ -63,6 +75,7 @@ final class EventLoop: @unchecked Sendable {
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let timeouts: HTTPConnectionStateMachine.Timeouts
     private let refusal: HTTPResponse
+    private let bodyBudgetRefusal: HTTPResponse
 
     static let readBufferSize = 64 * 1024
     /// Larger idle output buffers are released rather than kept for the next response.
@@ -97,6 +110,9 @@ final class EventLoop: @unchecked Sendable {
         var refusal = HTTPParseError(status: 503, name: "tooManyConnections", message: "the server has too many connections; retry shortly").response
         refusal.headers.add(name: "Retry-After", value: "1")
         self.refusal = refusal
+        var budget = HTTPParseError(status: 503, name: "unavailable", message: "the server is receiving too many request bodies; retry shortly").response
+        budget.headers.add(name: "Retry-After", value: "1")
+        self.bodyBudgetRefusal = budget
         do {
             _ = try syscallBlocking("epoll_ctl") { concord_epoll_ctl(self.epollFD, EPOLL_CTL_ADD, self.wakeFD, concord_EPOLLIN, UInt64(self.wakeFD)) }
         } catch {
@@ -444,10 +460,21 @@ final class EventLoop: @unchecked Sendable {
             case .admit(let head, let sequence):
                 let fd = connection.fd
                 let id = connection.id
+                // The budget of bodies in flight comes first: over it, the body is not read.
+                // (A chunked body's length is unknown here; it is bounded by its route's limit.)
+                let declared = head.contentLength ?? 0
+                if declared > 0 {
+                    guard self.shared.reserveBody(declared) else {
+                        connection.machine.admitted(.reject(self.bodyBudgetRefusal), sequence: sequence, now: self.now, into: &connection.actions)
+                        continue
+                    }
+                    connection.reservedBodyBytes = declared
+                }
                 self.shared.responder.admit(head) { [self] decision in
                     self.deliver(fd: fd, id: id, sequence: sequence, answer: .admission(decision))
                 }
             case .writeResponse(let response, let keepAlive, let isHead, let version):
+                self.releaseBody(connection)
                 HTTPResponseWriter.write(
                     response, keepAlive: keepAlive, requestVersion: version, isHead: isHead, date: self.date, into: &connection.output)
             case .sendContinue:
@@ -537,7 +564,14 @@ final class EventLoop: @unchecked Sendable {
         self.release(connection)
     }
 
+    private func releaseBody(_ connection: Connection) {
+        guard connection.reservedBodyBytes > 0 else { return }
+        self.shared.bodyBytesInFlight.subtract(connection.reservedBodyBytes, ordering: .relaxed)
+        connection.reservedBodyBytes = 0
+    }
+
     private func release(_ connection: Connection) {
+        self.releaseBody(connection)
         if connection.counted {
             self.shared.openConnections.subtract(1, ordering: .relaxed)
         } else {

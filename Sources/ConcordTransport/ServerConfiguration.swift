@@ -29,6 +29,10 @@ public struct ServerConfiguration: Sendable {
     /// Pending output per connection above which the transport stops reading from it
     /// (and stops dispatching its pipelined requests) until the client has drained it.
     public var maxPendingOutputBytes: Int = 1 << 20
+    /// Request body bytes the server holds at once, across connections (declared lengths of
+    /// bodies being read or with the responder). A body that would go over it is refused from
+    /// its head with `503 unavailable` and `Retry-After`, unread.
+    public var maxBodyBytesInFlight: Int = 256 << 20
     /// Seconds a connection may have output pending without the client taking any of it;
     /// then it is closed (a client that never reads cannot pin memory and a slot forever).
     public var writeTimeout: Double = 60

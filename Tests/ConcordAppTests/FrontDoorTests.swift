@@ -165,4 +165,64 @@ import Glibc
         #expect(response.body.contains("requestTimeout"))
         #expect(elapsed < 5, "cut off after \(elapsed) s")
     }
+
+    /// Bodies in flight share one budget: while one large body is admitted and unanswered,
+    /// another that would pass the budget is refused from its head (503, Retry-After, no 100
+    /// Continue); once the first is answered, the next is taken.
+    @Test func bodiesInFlightShareABudget() throws {
+        let server = try APIServer { c in c.server.limits.bodyBytesInFlight = 150_000 }
+        let account = try server.account()
+        let device = try server.device(account.token)
+        let ids = (0..<5000).map { #""id-\#($0)/L0/001""# }.joined(separator: ",")
+        let body = #"{"localIdentifiers":[\#(ids)]}"#
+        #expect(body.utf8.count > 75_000 && body.utf8.count < 150_000)
+
+        // The first body is admitted (100 Continue) and held back by its client.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(server.port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(connected == 0)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        func sendAll(_ text: String) {
+            let bytes = Array(text.utf8)
+            var sent = 0
+            while sent < bytes.count {
+                let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                sent += n
+            }
+        }
+        sendAll(Self.head("POST", "/v1/library/cloud-identifiers", token: device.token, length: body.utf8.count))
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        #expect(String(decoding: chunk[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 100 Continue"))
+
+        // A second one would pass the budget: refused from its head.
+        let (refused, _) = try Self.exchange(port: server.port, head: Self.head("POST", "/v1/library/cloud-identifiers", token: device.token, length: body.utf8.count))
+        #expect(!refused.contains("100 Continue"))
+        let answer = try parseResponse(refused)
+        #expect(answer.status == 503)
+        #expect(answer.header("Retry-After") == "1")
+        #expect(answer.body.contains(#""name":"unavailable""#))
+
+        // The first body sent and answered: its bytes are given back, and the next is admitted.
+        sendAll(body)
+        var received: [UInt8] = []
+        while true {
+            let m = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if m <= 0 { break }
+            received.append(contentsOf: chunk[0..<m])
+        }
+        #expect(try parseResponse(String(decoding: received, as: UTF8.self)).status == 200)
+        let (interim, all) = try Self.exchange(port: server.port, head: Self.head("POST", "/v1/library/cloud-identifiers", token: device.token, length: body.utf8.count), body: body)
+        #expect(interim.hasPrefix("HTTP/1.1 100 Continue"))
+        #expect(try parseResponse(String(all.dropFirst(interim.count))).status == 200)
+    }
 }

@@ -17,6 +17,8 @@ public struct Configuration: Sendable, Equatable {
         public var bodyBytes = HTTPLimits().maxBodyBytes
         /// The body limit of routes that take no manifest or batch (accounts, devices, journals' titles, links).
         public var smallBodyBytes = 256 * 1024
+        /// Request body bytes held at once across connections; a body over it gets `503` unread.
+        public var bodyBytesInFlight = ServerConfiguration(host: "", port: 0).maxBodyBytesInFlight
         /// Items in one mapping request.
         public var maxBatch = DomainConfiguration().maxBatch
         public var maxConnections = ServerConfiguration().maxConnections

@@ -132,6 +132,7 @@ extension ServerConfiguration {
             maxRequestLineBytes: server.limits.requestLineBytes, maxHeaderBytes: server.limits.headerBytes,
             maxHeaderCount: server.limits.headerCount, maxBodyBytes: server.limits.bodyBytes)
         self.maxConnections = server.limits.maxConnections
+        self.maxBodyBytesInFlight = server.limits.bodyBytesInFlight
         self.headerReadTimeout = server.timeouts.headerRead
         self.bodyReadTimeout = server.timeouts.bodyRead
         self.minBodyRate = server.timeouts.minBodyRate
