@@ -6,6 +6,19 @@ int concord_accept4(int fd) {
     return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
 
+#include <arpa/inet.h>
+#include <string.h>
+int concord_peer_address(int fd, char *out, unsigned long length) {
+    struct sockaddr_storage address;
+    socklen_t size = sizeof(address);
+    if (length == 0 || getpeername(fd, (struct sockaddr *)&address, &size) != 0) return -1;
+    const void *raw = NULL;
+    if (address.ss_family == AF_INET) raw = &((struct sockaddr_in *)&address)->sin_addr;
+    else if (address.ss_family == AF_INET6) raw = &((struct sockaddr_in6 *)&address)->sin6_addr;
+    else return -1;
+    return inet_ntop(address.ss_family, raw, out, (socklen_t)length) ? 0 : -1;
+}
+
 #include <pthread.h>
 void concord_set_thread_name(const char *name) {
     pthread_setname_np(pthread_self(), name);

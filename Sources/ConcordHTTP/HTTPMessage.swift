@@ -83,6 +83,8 @@ public struct HTTPRequest: Sendable {
     /// What the responder decided from the head before the body was read (`HTTPAdmission`),
     /// handed back with the whole request; nil when no such decision was asked for.
     public var admission: (any Sendable)? = nil
+    /// The client's IP address as the transport saw it (nil when unknown).
+    public var remoteAddress: String? = nil
 
     public init(method: String, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.method = method

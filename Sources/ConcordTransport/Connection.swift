@@ -1,3 +1,4 @@
+import CConcordSystem
 import ConcordHTTP
 
 /// One accepted socket and everything the loop keeps for it. Owned by exactly one event
@@ -28,9 +29,13 @@ final class Connection {
     /// Bytes of the current request's body counted in `ServerShared.bodyBytesInFlight`,
     /// given back when its response is queued or the connection closes.
     var reservedBodyBytes = 0
+    /// The client's IP address, nil when unknown (given to the responder with each request).
+    let remoteAddress: String?
 
     init(fd: Int32, id: UInt64, machine: HTTPConnectionStateMachine, interest: UInt32, counted: Bool) {
         self.fd = fd
+        var text = [CChar](repeating: 0, count: 64)
+        self.remoteAddress = concord_peer_address(fd, &text, 64) == 0 ? String(cString: text) : nil
         self.id = id
         self.machine = machine
         self.interest = interest

@@ -451,13 +451,15 @@ final class EventLoop: @unchecked Sendable {
             let action = connection.actions[index]
             index += 1
             switch action {
-            case .dispatch(let request, let sequence):
+            case .dispatch(var request, let sequence):
+                request.remoteAddress = connection.remoteAddress
                 let fd = connection.fd
                 let id = connection.id
                 self.shared.responder.handle(request) { [self] response in
                     self.deliver(fd: fd, id: id, sequence: sequence, answer: .response(response))
                 }
-            case .admit(let head, let sequence):
+            case .admit(var head, let sequence):
+                head.remoteAddress = connection.remoteAddress
                 let fd = connection.fd
                 let id = connection.id
                 // The budget of bodies in flight comes first: over it, the body is not read.

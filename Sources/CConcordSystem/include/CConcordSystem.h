@@ -69,6 +69,8 @@ static inline uint64_t concord_epoll_event_data(const struct epoll_event *ev) { 
 
 /// accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); accept4 needs _GNU_SOURCE, set in shim.c.
 int concord_accept4(int fd);
+/// The peer's IP address as text (IPv4 dotted, IPv6 RFC 5952) into `out`; 0, or -1 when unknown.
+int concord_peer_address(int fd, char *out, unsigned long length);
 /// Names the calling thread (≤ 15 bytes shown), for `top -H` and debuggers.
 void concord_set_thread_name(const char *name);
 /// A per-thread marker for "the event loop on this thread" (thread-local in shim.c).

@@ -58,6 +58,20 @@ public struct Configuration: Sendable, Equatable {
         public init() {}
     }
 
+    /// Request rates (issue 12): token buckets per client address and per caller (device or
+    /// account), each allowing `burstSeconds` of its rate at once; 0 turns one off.
+    public struct RateLimits: Sendable, Equatable {
+        /// Requests per second from one IP address (service endpoints not counted).
+        public var perAddress = 20_000.0
+        /// Requests per second from one device or account, once its token is known.
+        public var perCaller = 10_000.0
+        public var burstSeconds = 2.0
+        /// What one failed authentication (`401`) costs its address, in requests: with the
+        /// defaults an address may fail about 400 times a second before it gets `429`.
+        public var failedAuthCost = 50.0
+        public init() {}
+    }
+
     /// Where the data lives.
     public enum Database: Sendable, Equatable, CustomStringConvertible {
         case sqlite(path: String)
@@ -100,6 +114,7 @@ public struct Configuration: Sendable, Equatable {
     public var adminToken: String? = nil
     public var logLevel = LogLevel.info
     public var history = History()
+    public var rateLimits = RateLimits()
     /// Threads for requests that touch storage; 0 means two per core (at least 4).
     public var workers = 0
     /// SQLite's `PRAGMA synchronous` for the writer: `normal` survives a crash of the process

@@ -150,6 +150,10 @@ public enum ConfigurationLoader {
         Setting(key: "history.maxChanges", kind: .int(1...maxInt), flag: nil) { $0.history.maxChanges = $1.int },
         Setting(key: "history.maxAgeDays", kind: .int(1...36_500), flag: nil) { $0.history.maxAgeDays = $1.int },
         Setting(key: "workers", kind: .int(0...1024), flag: nil) { $0.workers = $1.int },
+        Setting(key: "rateLimits.perAddress", kind: .double(0...1e9), flag: nil) { $0.rateLimits.perAddress = $1.double },
+        Setting(key: "rateLimits.perCaller", kind: .double(0...1e9), flag: nil) { $0.rateLimits.perCaller = $1.double },
+        Setting(key: "rateLimits.burstSeconds", kind: .double(0.001...3600), flag: nil) { $0.rateLimits.burstSeconds = $1.double },
+        Setting(key: "rateLimits.failedAuthCost", kind: .double(0...1e9), flag: nil) { $0.rateLimits.failedAuthCost = $1.double },
         Setting(key: "sqliteSynchronous", kind: .choice(["normal", "full"]), flag: nil) {
             $0.sqliteSynchronous = $1.string == "full" ? .full : .normal
         },

@@ -55,14 +55,35 @@ extension AppContext {
                                          authenticate: @escaping @Sendable (RequestContext) throws(APIError) -> Caller,
                                          handler: @escaping Handler<Caller>) -> Route {
         let histogram = self.appMetrics.operation(operation)
+        let limited: @Sendable (Caller) throws(APIError) -> Void = { who throws(APIError) in
+            if let refusal = self.rates.checkCaller(Self.rateKey(who)) { throw refusal }
+        }
         var route = Route(method, pattern, caller: caller) { request throws(APIError) in
             let who: Caller
-            if let admitted = request.request.admission as? Caller { who = admitted } else { who = try authenticate(request) }
+            if let admitted = request.request.admission as? Caller {
+                who = admitted   // authenticated and counted from its head
+            } else {
+                who = try authenticate(request)
+                try limited(who)
+            }
             return try self.timed(histogram, request, operation: operation) { try handler(request, who) }
         }
-        route.admit = { request throws(APIError) in try authenticate(request) }
+        route.admit = { request throws(APIError) in
+            let who = try authenticate(request)
+            try limited(who)
+            return who
+        }
         route.maxBodyBytes = self.maxBodyBytes(method, pattern)
         return route
+    }
+
+    /// The caller's rate-limit bucket: its device or account, or the admin.
+    static func rateKey<Caller>(_ who: Caller) -> String {
+        switch who {
+        case let device as DeviceRef: return "device:" + device.deviceID
+        case let account as String: return "account:" + account
+        default: return "admin"
+        }
     }
 
     /// Each route's body limit: the server's own for whole manifests and change batches, room for

@@ -46,6 +46,12 @@ public struct APIError: Error, Sendable {
         APIError(status: 503, name: "unavailable", message: message, headers: [("Retry-After", String(retryAfterSeconds))])
     }
 
+    /// `429`: over a rate limit; `Retry-After` in whole seconds, at least 1.
+    public static func tooManyRequests(retryAfter seconds: Double) -> APIError {
+        let wait = max(1, Int(seconds.rounded(.up)))
+        return APIError(status: 429, name: "tooManyRequests", message: "Too many requests; retry after \(wait) s.", headers: [("Retry-After", String(wait))])
+    }
+
     /// The JSON response for this error.
     public var response: HTTPResponse {
         var body = "{\"error\":{\"name\":" + jsonString(self.name) + ",\"message\":" + jsonString(self.message)

@@ -16,12 +16,15 @@ public final class Dispatcher: HTTPResponder {
     let workers: WorkerPool
     let metrics: HTTPMetrics
     let logger: Logger
+    /// Rate limits per address and caller (nil: none, as in the transport's own tests).
+    let rates: RequestRates?
     private let nextRequestID = Atomic<Int>(1)
 
     /// - Parameters:
     ///   - workerCount: threads for blocking handlers.
     ///   - maxPendingJobs: queued blocking requests beyond which the answer is `503 unavailable`.
-    public init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000) {
+    init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000, rates: RequestRates? = nil) {
+        self.rates = rates
         let table = HTTPMetrics(registry: metrics, patterns: routes.map(\.pattern))
         // Each route carries its metrics slot, so a request records without a lookup.
         self.router = Router(routes: routes.map { route in
@@ -42,7 +45,11 @@ public final class Dispatcher: HTTPResponder {
     /// `handle` would; a route's token is checked on the worker pool (it is a storage read), and a
     /// `Content-Length` over the route's limit is refused — all without reading the body.
     public func admit(_ head: HTTPRequestHead, decide: @escaping @Sendable (HTTPAdmission) -> Void) {
-        let probe = HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers)
+        let probe = {
+            var request = HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers)
+            request.remoteAddress = head.remoteAddress
+            return request
+        }()
         guard case .found(let route, let parameters) = self.router.match(method: head.method, path: probe.path) else {
             self.handle(probe) { response in decide(.reject(response)) }
             return
@@ -53,6 +60,12 @@ public final class Dispatcher: HTTPResponder {
         }
         let start = MonotonicClock.nanoseconds()
         let requestID = self.nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
+        if let refusal = self.rates?.checkAddress(head.remoteAddress) {
+            self.finish(probe, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: refusal.response) {
+                decide(.reject($0))
+            }
+            return
+        }
         var logger = self.logger
         logger[metadataKey: "request"] = .int(requestID)
         let context = RequestContext(request: probe, pathParameters: parameters, routePattern: route.pattern, logger: logger)
@@ -76,6 +89,12 @@ public final class Dispatcher: HTTPResponder {
         let requestID = self.nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
         switch self.router.match(method: request.method, path: request.path) {
         case .found(let route, let parameters):
+            // Counted per address unless the head was (admitted requests) or it is a service endpoint.
+            if route.caller != .anyone, request.admission == nil, let refusal = self.rates?.checkAddress(request.remoteAddress) {
+                self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
+                            response: refusal.response, respond: respond)
+                return
+            }
             if let limit = route.maxBodyBytes, request.body.count > limit {
                 // A body small enough to be read before the head was checked: the route's limit still holds.
                 self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
@@ -160,6 +179,7 @@ public final class Dispatcher: HTTPResponder {
     ) {
         let elapsed = MonotonicClock.nanoseconds() - start
         route.record(status: response.status, nanoseconds: elapsed)
+        if response.status == 401 { self.rates?.failedAuthentication(request.remoteAddress) }
         self.logger.info("request", metadata: LogMetadata(uniquePairs: [
             ("request", .int(requestID)),
             ("method", .string(request.method)),

@@ -14,6 +14,8 @@ public final class AppContext: Sendable {
     public let storage: StorageHook
     /// Mapping outcomes and storage latency (see `AppMetrics`).
     let appMetrics: AppMetrics
+    /// Token buckets per address and per caller (`rateLimits`).
+    let rates: RequestRates
 
     /// The one domain service every route calls (on the worker pool, never on a loop).
     public var service: ConcordService { self.storage.service }
@@ -25,6 +27,7 @@ public final class AppContext: Sendable {
         self.adminToken = adminToken
         self.storage = storage
         self.appMetrics = AppMetrics(registry: metrics)
+        self.rates = RequestRates(configuration.rateLimits, metrics: metrics)
     }
 
     /// Whether `token` is the admin token, compared in constant time.

@@ -1,0 +1,94 @@
+import ConcordTestSupport
+import Foundation
+import Testing
+
+@testable import ConcordApp
+
+/// Token buckets alone, time passed in by hand.
+@Suite struct RateLimiterTests {
+    @Test func aBucketAllowsItsBurstThenItsRate() {
+        let limiter = RateLimiter(rate: 10, burst: 5)
+        for _ in 0..<5 { #expect(limiter.take("a", now: 0) == nil) }
+        let wait = limiter.take("a", now: 0)
+        #expect(wait != nil && abs(wait! - 0.1) < 1e-9)     // one request per 0.1 s
+        #expect(limiter.take("b", now: 0) == nil)           // another key has its own bucket
+        #expect(limiter.take("a", now: 0.05) != nil)
+        #expect(limiter.take("a", now: 0.1) == nil)
+        #expect(limiter.take("a", now: 10) == nil)          // refilled, never above the burst:
+        for _ in 0..<4 { #expect(limiter.take("a", now: 10) == nil) }
+        #expect(limiter.take("a", now: 10) != nil)
+    }
+
+    @Test func aChargeIsWaitedOut() {
+        let limiter = RateLimiter(rate: 10, burst: 10)
+        limiter.charge("a", cost: 30, now: 0)                // 10 - 30 = -20 tokens
+        let wait = limiter.take("a", now: 0)
+        #expect(wait != nil && abs(wait! - 2.1) < 1e-9)     // back to 1 token after 2.1 s
+        #expect(limiter.take("a", now: 2.0) != nil)
+        #expect(limiter.take("a", now: 2.1) == nil)
+    }
+
+    @Test func offMeansNoLimit() {
+        let limiter = RateLimiter(rate: 0, burst: 0)
+        for _ in 0..<1000 { #expect(limiter.take("a", now: 0) == nil) }
+    }
+
+    /// A full table drops the buckets of quiet keys; when none is quiet, new keys share one.
+    @Test func theTableIsBounded() {
+        let limiter = RateLimiter(rate: 1, burst: 2, maxKeys: 3)
+        for key in ["a", "b", "c"] { #expect(limiter.take(key, cost: 2, now: 0) == nil) }
+        // Nobody has refilled: "d" and "e" share the overflow bucket.
+        #expect(limiter.take("d", cost: 2, now: 0.5) == nil)
+        #expect(limiter.take("e", now: 0.5) != nil)
+        // Later everyone has refilled: "f" gets a bucket of its own.
+        #expect(limiter.take("f", cost: 2, now: 10) == nil)
+        #expect(limiter.take("a", cost: 2, now: 10) == nil)
+    }
+}
+
+/// Over a real socket (issue 12): a flood from one device gets 429 with Retry-After while
+/// another device still passes; failed authentications cost their address more, so guessing
+/// tokens gets 429 long before ordinary traffic would; both counted in /metrics.
+@Suite struct RateLimitTests {
+    @Test(arguments: TestEngine.available)
+    func oneDevicesFloodDoesNotStopAnother(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine) { c in
+            c.rateLimits.perCaller = 5
+            c.rateLimits.burstSeconds = 2
+        }
+        let account = try server.account()
+        let phone = try server.device(account.token, "phone")
+        let tablet = try server.device(account.token, "tablet")
+        var statuses: [Int] = []
+        for _ in 0..<30 { statuses.append(try server.call("GET", "/v1/library/token", token: phone.token).status) }
+        #expect(statuses.prefix(10).allSatisfy { $0 == 200 })    // the burst: 5 × 2 s
+        #expect(statuses.contains(429))
+        let limited = try server.call("GET", "/v1/library/token", token: phone.token)
+        #expect(limited.status == 429)
+        #expect(limited.raw.header("Retry-After") == "1")
+        #expect(limited.raw.body.contains(#""name":"tooManyRequests""#))
+        #expect(try server.call("GET", "/v1/library/token", token: tablet.token).status == 200)
+        let metrics = try rawRequest(port: server.port, "GET", "/metrics")
+        #expect(metrics.body.contains(#"concord_rate_limited_total{scope="caller"}"#))
+    }
+
+    @Test func failedAuthenticationsCostTheirAddressMore() throws {
+        let server = try APIServer { c in
+            c.rateLimits.perAddress = 100
+            c.rateLimits.burstSeconds = 1
+            c.rateLimits.failedAuthCost = 40
+        }
+        // 100 tokens: two failures (40 each) leave 20; the third is refused before its lookup.
+        #expect(try server.call("GET", "/v1/library/token", token: "guess-1").status == 401)
+        #expect(try server.call("GET", "/v1/library/token", token: "guess-2").status == 401)
+        let third = try server.call("GET", "/v1/library/token", token: "guess-3")
+        #expect(third.status == 401 || third.status == 429)
+        var refused = third.status == 429
+        for i in 4..<10 where !refused { refused = try server.call("GET", "/v1/library/token", token: "guess-\(i)").status == 429 }
+        #expect(refused)
+        // Service endpoints are not counted: health still answers.
+        #expect(try rawRequest(port: server.port, "GET", "/health").status == 200)
+        let metrics = try rawRequest(port: server.port, "GET", "/metrics")
+        #expect(metrics.body.contains(#"concord_rate_limited_total{scope="address"}"#))
+    }
+}
