@@ -45,6 +45,9 @@ public enum DomainError: Error, Sendable, Equatable {
     case versionMismatch(currentVersion: String?)
     /// 503: storage is busy or unreachable; retry later.
     case unavailable(message: String)
+    /// 507: storage cannot take the write (disk full, read-only, I/O error); nothing of the
+    /// request was stored. Retry once space is freed.
+    case insufficientStorage(message: String)
     /// 500: a bug or an unexpected storage failure; the message is for logs, not clients.
     case internalError(message: String)
 
@@ -63,6 +66,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .batchTooLarge: return "batchTooLarge"
         case .versionMismatch: return "versionMismatch"
         case .unavailable: return "unavailable"
+        case .insufficientStorage: return "insufficientStorage"
         case .internalError: return "internalError"
         }
     }
@@ -81,6 +85,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .unprocessable: return 422
         case .internalError: return 500
         case .unavailable: return 503
+        case .insufficientStorage: return 507
         }
     }
 
@@ -99,7 +104,8 @@ public enum DomainError: Error, Sendable, Equatable {
     /// A human-readable message for the client (internal errors stay generic).
     public var message: String {
         switch self {
-        case .badRequest(let m, _), .notFound(let m), .fingerprintMismatch(let m), .unprocessable(let m, _), .unavailable(let m):
+        case .badRequest(let m, _), .notFound(let m), .fingerprintMismatch(let m), .unprocessable(let m, _), .unavailable(let m),
+             .insufficientStorage(let m):
             return m
         case .unauthorized: return "A valid bearer token is required."
         case .forbidden: return "This token may not use this endpoint."

@@ -30,6 +30,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     // used by one thread between check-out and check-in. Connections are never shared concurrently.
     private var writerConnection: Connection?
     private let writerLock = NSLock()
+    private let writeHealth = WriteHealth()
     private let readersCondition = NSCondition()
     private var idleReaders: [Connection] = []
     private var openReaders = 0
@@ -101,7 +102,9 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
         self.writerLock.lock()
         defer { self.writerLock.unlock() }
         guard let writer = self.writerConnection else { throw DomainError.unavailable(message: "Storage is closed.") }
-        return try Self.mapErrors { try writer.transaction(immediate: true) { try body(writer) } }
+        return try self.writeHealth.tracking {
+            try Self.mapStorageErrors { try Self.mapErrors { try writer.transaction(immediate: true) { try body(writer) } } }
+        }
     }
 
     /// The writer connection, for tests and maintenance (caller must not use it concurrently with writes).
@@ -129,11 +132,13 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     }
 
     /// Answers whether the database answers (for `/ready`).
+    /// Readable, and writable unless writes have been failing (then a probe write decides).
     public func ping() -> Bool {
-        (try? self.readServer { tx -> Bool in
+        let readable = (try? self.readServer { tx -> Bool in
             _ = try tx.setting("ping")
             return true
         }) ?? false
+        return readable && self.writeHealth.probe(self)
     }
 
     /// Busy or locked after the busy timeout (another process holds the write lock): 503, retry.
@@ -142,6 +147,16 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
             return try body()
         } catch let e as SQLiteError where e.primaryCode == SQLITE_BUSY || e.primaryCode == SQLITE_LOCKED {
             throw DomainError.unavailable(message: "The database is busy; retry later.")
+        }
+    }
+
+    /// The writer's failures for lack of storage (disk full, read-only file system, I/O error):
+    /// the transaction rolled back, nothing was stored: 507.
+    private static func mapStorageErrors<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as SQLiteError where e.primaryCode == SQLITE_FULL || e.primaryCode == SQLITE_IOERR || e.primaryCode == SQLITE_READONLY {
+            throw DomainError.insufficientStorage(message: "Storage cannot take writes (\(e.message)); nothing was stored. Retry later.")
         }
     }
 

@@ -17,6 +17,7 @@ extension APIError {
             self.details.append((detail.key, String(decoding: writer.bytes, as: UTF8.self)))
         }
         if case .unavailable = error { self.headers.append(("Retry-After", "1")) }
+        if case .insufficientStorage = error { self.headers.append(("Retry-After", "30")) }
     }
 }
 

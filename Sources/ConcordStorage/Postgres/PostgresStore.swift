@@ -99,6 +99,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     private var idle: [PGConnection] = []
     private var open = 0
     private var closed = false
+    private let writeHealth = WriteHealth()
     public let configuration: PostgresConfiguration
     /// How long a caller waits for a free connection before answering unavailable.
     private let checkoutTimeout: Double = 10
@@ -131,10 +132,12 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     }
 
     public func writeServer<T>(_ body: (any ServerWriteTransaction) throws -> T) throws -> T {
-        try self.transaction(begin: "BEGIN", retries: 5) { c in
-            let tx = PostgresTransaction(c, accountID: "")
-            try tx.lockSettings()
-            return try body(tx)
+        try self.writeHealth.tracking {
+            try self.transaction(begin: "BEGIN", retries: 5) { c in
+                let tx = PostgresTransaction(c, accountID: "")
+                try tx.lockSettings()
+                return try body(tx)
+            }
         }
     }
 
@@ -144,18 +147,22 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
 
     /// The account's advisory lock is the transaction's first statement: one place, so no write can forget it.
     public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
-        try self.transaction(begin: "BEGIN", retries: 5) { c in
-            let tx = PostgresTransaction(c, accountID: accountID)
-            try tx.lockAccount()
-            return try body(tx)
+        try self.writeHealth.tracking {
+            try self.transaction(begin: "BEGIN", retries: 5) { c in
+                let tx = PostgresTransaction(c, accountID: accountID)
+                try tx.lockAccount()
+                return try body(tx)
+            }
         }
     }
 
     private static let beginRead = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
     /// Answers whether the database answers (for `/ready`).
+    /// Readable, and writable unless writes have been failing (then a probe write decides).
     public func ping() -> Bool {
-        (try? self.readServer { tx in _ = try tx.setting("ping"); return true }) ?? false
+        let readable = (try? self.readServer { tx in _ = try tx.setting("ping"); return true }) ?? false
+        return readable && self.writeHealth.probe(self)
     }
 
     /// Closes every connection once the checked-out ones are back; later calls throw `unavailable`.
@@ -215,6 +222,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// Turns a PostgreSQL failure into the domain's terms: gone or overloaded → unavailable (503);
     /// a value PostgreSQL cannot store (e.g. NUL in text) → badRequest; the rest → internal.
     static func domainError(_ e: PostgresError) -> DomainError {
+        // 53100 disk_full, 25006 read_only_sql_transaction (a read-only standby or
+        // default_transaction_read_only), 58030 io_error: the write was not stored.
+        if e.sqlState == "53100" || e.sqlState == "25006" || e.sqlState == "58030" {
+            return .insufficientStorage(message: "The database cannot take writes ([\(e.sqlState)]); nothing was stored. Retry later.")
+        }
         if e.connectionLost || e.isRetryable || e.sqlState.hasPrefix("53") || e.sqlState == "57014" || e.sqlState == "55P03" {
             return .unavailable(message: "The database is unavailable; retry later.")
         }
