@@ -4,11 +4,51 @@ import Foundation
 public struct AccountService: ServiceArea {
     let core: ServiceCore
 
-    /// Who a presented bearer token belongs to (looked up by its SHA-256), nil if unknown.
+    /// Who a presented bearer token belongs to (looked up by its SHA-256), nil if unknown. Its
+    /// last use is written at most once a minute, so a read stays a read.
     public func authenticate(token: String) throws(DomainError) -> Principal? {
         guard !token.isEmpty, token.utf8.count <= 256 else { return nil }
         let hash = Secrets.tokenHash(token)
-        return try self.run { try self.store.readServer { tx in try tx.principal(tokenHash: hash) } }
+        guard let owner = try self.run({ try self.store.readServer { tx in try tx.tokenOwner(tokenHash: hash) } }) else { return nil }
+        let now = self.now.timeIntervalSince1970
+        if now - (owner.lastUsedAt ?? 0) >= Self.lastUseResolution {
+            // Best effort: a failed note of use must not fail the request.
+            _ = try? self.store.writeServer { tx in try tx.touchToken(tokenHash: hash, at: now) }
+        }
+        return owner.principal
+    }
+
+    /// Token last-use times are kept to this many seconds.
+    static let lastUseResolution = 60.0
+
+    /// A new account token; the old one stops working at once. `notFound` without the account.
+    public func rotateAccountToken(accountID: String) throws(DomainError) -> String {
+        let token = Secrets.newToken(prefix: "cat_")
+        let hash = Secrets.tokenHash(token)
+        let now = self.now
+        let replaced = try self.run { try self.core.write(account: accountID) { tx in try tx.replaceAccountToken(accountID: accountID, tokenHash: hash, createdAt: now) } }
+        guard replaced else { throw DomainError.notFound(message: "No such account.") }
+        return token
+    }
+
+    /// A new token for the device, its library untouched; the old token stops at once.
+    /// `notFound` when the device is not the account's.
+    public func rotateDeviceToken(accountID: String, deviceID: String) throws(DomainError) -> CreatedDevice {
+        let token = Secrets.newToken(prefix: "cdt_")
+        let hash = Secrets.tokenHash(token)
+        let now = self.now
+        let ref = DeviceRef(accountID: accountID, deviceID: deviceID)
+        let replaced = try self.run { try self.core.write(account: accountID) { tx in try tx.replaceDeviceToken(ref, tokenHash: hash, createdAt: now) } }
+        guard replaced else { throw DomainError.notFound(message: "No such device.") }
+        return CreatedDevice(deviceID: deviceID, deviceToken: token)
+    }
+
+    /// Deletes the account and every row it owns, on this database; its tokens stop at once and
+    /// this process's mapping index forgets it. `notFound` when there is no such account.
+    public func deleteAccount(accountID: String) throws(DomainError) {
+        let existed = try self.run { try self.core.write(account: accountID) { tx in try tx.deleteAccount(accountID) } }
+        self.core.index?.forget(account: accountID)
+        guard existed else { throw DomainError.notFound(message: "No such account.") }
     }
 
     /// Creates an account; its token is returned once and stored only as a hash.
@@ -41,10 +81,15 @@ public struct AccountService: ServiceArea {
 
     /// The account's devices, oldest first (by creation time, then device ID).
     public func listDevices(accountID: String) throws(DomainError) -> [DeviceSummary] {
-        let states = try self.run { try self.store.read(account: accountID) { tx in try tx.devices(accountID: accountID) } }
+        let (states, times) = try self.run {
+            try self.store.read(account: accountID) { tx in (try tx.devices(accountID: accountID), try tx.deviceTokenTimes(accountID: accountID)) }
+        }
         return states.map { s in
-            DeviceSummary(deviceID: s.ref.deviceID, name: s.name, platform: s.platform, createdAt: s.createdAt,
-                          objectCount: s.objectCount, changeToken: self.tokens.encode(seq: s.lastChangeSeq, scope: .library(s.ref)))
+            let time = times[s.ref.deviceID]
+            return DeviceSummary(deviceID: s.ref.deviceID, name: s.name, platform: s.platform, createdAt: s.createdAt,
+                                 objectCount: s.objectCount, changeToken: self.tokens.encode(seq: s.lastChangeSeq, scope: .library(s.ref)),
+                                 tokenCreatedAt: time?.createdAt.map(Date.init(timeIntervalSince1970:)),
+                                 tokenLastUsedAt: time?.lastUsedAt.map(Date.init(timeIntervalSince1970:)))
         }
     }
 

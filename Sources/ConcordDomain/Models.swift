@@ -115,13 +115,19 @@ public struct DeviceSummary: Sendable, Equatable {
     public var createdAt: Date
     public var objectCount: Int
     public var changeToken: String
-    public init(deviceID: String, name: String, platform: String?, createdAt: Date, objectCount: Int, changeToken: String) {
+    /// When the device's current token was issued, and last used (to the minute; nil: never).
+    public var tokenCreatedAt: Date?
+    public var tokenLastUsedAt: Date?
+    public init(deviceID: String, name: String, platform: String?, createdAt: Date, objectCount: Int, changeToken: String,
+                tokenCreatedAt: Date? = nil, tokenLastUsedAt: Date? = nil) {
         self.deviceID = deviceID
         self.name = name
         self.platform = platform
         self.createdAt = createdAt
         self.objectCount = objectCount
         self.changeToken = changeToken
+        self.tokenCreatedAt = tokenCreatedAt
+        self.tokenLastUsedAt = tokenLastUsedAt
     }
 }
 

@@ -117,17 +117,48 @@ public protocol ConcordStore: AnyObject, Sendable {
 }
 
 /// Server-wide reads.
+/// The holder of a token and when it was last used.
+public struct TokenOwner: Sendable, Equatable {
+    public var principal: Principal
+    public var lastUsedAt: Double?
+    public init(principal: Principal, lastUsedAt: Double?) {
+        self.principal = principal
+        self.lastUsedAt = lastUsedAt
+    }
+}
+
+/// When a token was issued and last used (seconds since 1970; nil: unknown or never).
+public struct TokenTimes: Sendable, Equatable {
+    public var createdAt: Double?
+    public var lastUsedAt: Double?
+    public init(createdAt: Double?, lastUsedAt: Double?) {
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+    }
+}
+
+extension ServerReadTransaction {
+    /// Who holds the token.
+    public func principal(tokenHash: [UInt8]) throws -> Principal? {
+        try self.tokenOwner(tokenHash: tokenHash)?.principal
+    }
+}
+
 public protocol ServerReadTransaction: AnyObject {
     /// A server-wide setting (e.g. the change-token secret).
     func setting(_ key: String) throws -> [UInt8]?
     /// The principal whose token hashes to `tokenHash`.
-    func principal(tokenHash: [UInt8]) throws -> Principal?
+    /// Who holds the token, and when it was last used (nil: never, or before this was kept).
+    func tokenOwner(tokenHash: [UInt8]) throws -> TokenOwner?
+
 }
 
 /// Server-wide writes (serialised with each other).
 public protocol ServerWriteTransaction: ServerReadTransaction {
     func setSetting(_ key: String, _ value: [UInt8]) throws
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws
+    /// Notes a use of the token (callers write at most once a minute per token).
+    func touchToken(tokenHash: [UInt8], at: Double) throws
 }
 
 /// One object row of an account's mapping tables, as `streamMappingTables` hands it out.
@@ -243,6 +274,8 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     func device(_ device: DeviceRef) throws -> DeviceState?
     /// The account's devices, oldest first.
     func devices(accountID: String) throws -> [DeviceState]
+    /// Each device's token: when issued and last used (device ID → times).
+    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes]
     /// Every object of `device`.
     func allObjects(_ device: DeviceRef) throws -> [StoredObject]
     /// Objects of one type strictly after `after`, in local identifier byte order.
@@ -270,6 +303,13 @@ public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWri
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws
     /// Removes the device, its token, library, links and history; false if it did not exist.
     func deleteDevice(_ device: DeviceRef) throws -> Bool
+    /// Replaces the account's token (the old one stops at once); false when there is no such account.
+    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool
+    /// Replaces the device's token, its library untouched; false when the account has no such device.
+    func replaceDeviceToken(_ device: DeviceRef, tokenHash: [UInt8], createdAt: Date) throws -> Bool
+    /// Deletes every row of the account (devices, libraries, records, history, journals, tokens);
+    /// false when there is no such account.
+    func deleteAccount(_ accountID: String) throws -> Bool
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws
     /// Records of the account matching `keys` that no object of `device` links to, oldest first.
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord]

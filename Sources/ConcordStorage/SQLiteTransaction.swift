@@ -103,18 +103,66 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
                         [.text(key), .blob(value)])
     }
 
-    func principal(tokenHash: [UInt8]) throws -> Principal? {
-        var result: Principal?
+    func tokenOwner(tokenHash: [UInt8]) throws -> TokenOwner? {
+        var result: TokenOwner?
         try self.db.query("""
-            SELECT t.kind, a.account_id, d.device_id FROM tokens t
+            SELECT t.kind, a.account_id, d.device_id, t.last_used_at FROM tokens t
             JOIN accounts a ON a.account_key = t.account_key
             LEFT JOIN devices d ON d.account_key = t.account_key AND d.device_key = t.device_key
             WHERE t.token_hash = ?
             """, [.blob(tokenHash)]) { s in
-            result = StorageRows.principal(s, kind: 0, accountID: 1, deviceID: 2)
+            guard let principal = StorageRows.principal(s, kind: 0, accountID: 1, deviceID: 2) else { return }
+            result = TokenOwner(principal: principal, lastUsedAt: s.isNull(3) ? nil : s.double(3))
         }
         return result
     }
+
+    func touchToken(tokenHash: [UInt8], at time: Double) throws {
+        try self.db.run("UPDATE tokens SET last_used_at = ? WHERE token_hash = ?", [.double(time), .blob(tokenHash)])
+    }
+
+    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] {
+        guard let a = try self.accountKey(accountID) else { return [:] }
+        var result: [String: TokenTimes] = [:]
+        try self.db.query("""
+            SELECT d.device_id, t.created_at, t.last_used_at FROM tokens t
+            JOIN devices d ON d.account_key = t.account_key AND d.device_key = t.device_key
+            WHERE t.account_key = ? AND t.kind = 2
+            """, [.int(a)]) { s in
+            result[s.text(0)] = TokenTimes(createdAt: s.isNull(1) ? nil : s.double(1), lastUsedAt: s.isNull(2) ? nil : s.double(2))
+        }
+        return result
+    }
+
+    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        guard let a = try self.accountKey(accountID) else { return false }
+        try self.db.run("DELETE FROM tokens WHERE account_key = ? AND kind = ?", [.int(a), .int(TokenKind.account.rawValue)])
+        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key, created_at) VALUES (?, ?, ?, NULL, ?)",
+                        [.blob(tokenHash), .int(TokenKind.account.rawValue), .int(a), .double(createdAt.timeIntervalSince1970)])
+        return true
+    }
+
+    func replaceDeviceToken(_ device: DeviceRef, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        guard let k = try self.keys(device) else { return false }
+        try self.db.run("DELETE FROM tokens WHERE account_key = ? AND device_key = ?", [.int(k.account), .int(k.device)])
+        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key, created_at) VALUES (?, ?, ?, ?, ?)",
+                        [.blob(tokenHash), .int(TokenKind.device.rawValue), .int(k.account), .int(k.device), .double(createdAt.timeIntervalSince1970)])
+        return true
+    }
+
+    func deleteAccount(_ accountID: String) throws -> Bool {
+        guard let a = try self.accountKey(accountID) else { return false }
+        for table in Self.accountTables {
+            try self.db.run("DELETE FROM \(table) WHERE account_key = ?", [.int(a)])
+        }
+        self.accountKeys[accountID] = nil
+        self.deviceKeys = self.deviceKeys.filter { $0.key.accountID != accountID }
+        return true
+    }
+
+    /// Every table holding an account's rows, `accounts` last.
+    static let accountTables = ["journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects", "records",
+                                "tokens", "devices", "accounts"]
 
     func accountExists(_ accountID: String) throws -> Bool {
         try self.accountKey(accountID) != nil
@@ -125,8 +173,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
                         [.text(accountID), .text(name), .double(createdAt.timeIntervalSince1970)])
         let key = sqlite3LastInsertRowID(self.db)
         self.accountKeys[accountID] = key
-        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key) VALUES (?, ?, ?, NULL)",
-                        [.blob(tokenHash), .int(TokenKind.account.rawValue), .int(key)])
+        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key, created_at) VALUES (?, ?, ?, NULL, ?)",
+                        [.blob(tokenHash), .int(TokenKind.account.rawValue), .int(key), .double(createdAt.timeIntervalSince1970)])
     }
 
     private static let deviceColumns = StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization")
@@ -159,8 +207,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("INSERT INTO devices (account_key, device_key, device_id, name, platform, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                         [.int(a), .int(d), .text(device.deviceID), .text(name), platform.map { .text($0) } ?? .null,
                          .double(createdAt.timeIntervalSince1970)])
-        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key) VALUES (?, ?, ?, ?)",
-                        [.blob(tokenHash), .int(TokenKind.device.rawValue), .int(a), .int(d)])
+        try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key, created_at) VALUES (?, ?, ?, ?, ?)",
+                        [.blob(tokenHash), .int(TokenKind.device.rawValue), .int(a), .int(d), .double(createdAt.timeIntervalSince1970)])
         self.deviceKeys[device] = d
     }
 

@@ -10,6 +10,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             let body = try request.jsonBody()
             let name = try Codec.requiredString(body, "name", path: "name")
             let created = try app.service.accounts.createAccount(name: name)
+            app.audit("token issued", request, ["kind": "account", "accountID": .string(created.accountID)])
             return Codec.json(status: 201) { w in
                 w.beginObject()
                 w.key("accountID"); w.string(created.accountID)
@@ -22,6 +23,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             let name = try Codec.requiredString(body, "name", path: "name")
             let platform = try Codec.string(body, "platform", path: "platform")
             let created = try app.service.accounts.createDevice(accountID: accountID, name: name, platform: platform)
+            app.audit("token issued", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(created.deviceID)])
             return Codec.json(status: 201) { w in
                 w.beginObject()
                 w.key("deviceID"); w.string(created.deviceID)
@@ -43,6 +45,8 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                     w.key("createdAt"); w.string(RFC3339.format(d.createdAt))
                     w.key("objectCount"); w.int(d.objectCount)
                     w.key("changeToken"); w.string(d.changeToken)
+                    w.key("tokenCreatedAt"); Codec.optional(d.tokenCreatedAt.map(RFC3339.format), &w)
+                    w.key("tokenLastUsedAt"); Codec.optional(d.tokenLastUsedAt.map(RFC3339.format), &w)
                     w.endObject()
                 }
                 w.endArray()
@@ -52,6 +56,39 @@ func accountRoutes(_ app: AppContext) -> [Route] {
         app.accountRoute("DELETE", "/v1/devices/{deviceID}", operation: "deleteDevice") { request, accountID in
             let deviceID = try request.pathParameter("deviceID")
             try app.service.accounts.deleteDevice(accountID: accountID, deviceID: deviceID)
+            app.audit("token revoked", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(deviceID), "reason": "device deleted"])
+            return .noContent
+        },
+        // Token lifecycle (issue 12; docs/api-notes.md): rotate, revoke, delete the account.
+        app.accountRoute("POST", "/v1/account/token", operation: "rotateAccountToken") { request, accountID in
+            let token = try app.service.accounts.rotateAccountToken(accountID: accountID)
+            app.audit("token rotated", request, ["kind": "account", "accountID": .string(accountID)])
+            return Codec.json { w in
+                w.beginObject()
+                w.key("accountToken"); w.string(token)
+                w.endObject()
+            }
+        },
+        app.accountRoute("POST", "/v1/devices/{deviceID}/token", operation: "rotateDeviceToken") { request, accountID in
+            let deviceID = try request.pathParameter("deviceID")
+            let created = try app.service.accounts.rotateDeviceToken(accountID: accountID, deviceID: deviceID)
+            app.audit("token rotated", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(deviceID)])
+            return Codec.json { w in
+                w.beginObject()
+                w.key("deviceID"); w.string(created.deviceID)
+                w.key("deviceToken"); w.string(created.deviceToken)
+                w.endObject()
+            }
+        },
+        app.accountRoute("DELETE", "/v1/account", operation: "deleteAccount") { request, accountID in
+            try app.service.accounts.deleteAccount(accountID: accountID)
+            app.audit("token revoked", request, ["kind": "account", "accountID": .string(accountID), "reason": "account deleted"])
+            return .noContent
+        },
+        app.adminRoute("DELETE", "/v1/accounts/{accountID}", operation: "deleteAccountAsAdmin") { request, _ in
+            let accountID = try request.pathParameter("accountID")
+            try app.service.accounts.deleteAccount(accountID: accountID)
+            app.audit("token revoked", request, ["kind": "account", "accountID": .string(accountID), "reason": "account deleted by the admin"])
             return .noContent
         },
     ]

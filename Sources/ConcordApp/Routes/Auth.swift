@@ -13,7 +13,7 @@ extension AppContext {
     /// A route for device tokens; the handler gets the device.
     func deviceRoute(_ method: String, _ pattern: String, operation: String, _ handler: @escaping Handler<DeviceRef>) -> Route {
         self.route(method, pattern, .device, operation) { request throws(APIError) in
-            guard case .device(let device) = try self.principal(request) else { throw APIError.forbidden }
+            guard case .device(let device) = try self.principal(request) else { throw self.refused(request, .forbidden, "token of another kind") }
             return device
         } handler: { request, device in try handler(request, device) }
     }
@@ -21,7 +21,7 @@ extension AppContext {
     /// A route for account tokens; the handler gets the account ID.
     func accountRoute(_ method: String, _ pattern: String, operation: String, _ handler: @escaping Handler<String>) -> Route {
         self.route(method, pattern, .account, operation) { request throws(APIError) in
-            guard case .account(let accountID) = try self.principal(request) else { throw APIError.forbidden }
+            guard case .account(let accountID) = try self.principal(request) else { throw self.refused(request, .forbidden, "token of another kind") }
             return accountID
         } handler: { request, accountID in try handler(request, accountID) }
     }
@@ -29,20 +29,26 @@ extension AppContext {
     /// A route for the admin token.
     func adminRoute(_ method: String, _ pattern: String, operation: String, _ handler: @escaping Handler<Void>) -> Route {
         self.route(method, pattern, .admin, operation) { request throws(APIError) in
-            guard let token = request.bearerToken else { throw APIError.unauthorized }
+            guard let token = request.bearerToken else { throw self.refused(request, .unauthorized, "no token") }
             if self.isAdminToken(token) { return () }
-            guard try self.authenticate(token, request) != nil else { throw APIError.unauthorized }
-            throw APIError.forbidden
+            guard try self.authenticate(token, request) != nil else { throw self.refused(request, .unauthorized, "unknown token") }
+            throw self.refused(request, .forbidden, "token of another kind")
         } handler: { request, _ in try handler(request, ()) }
     }
 
     /// Who presented the request's token (never the admin), or `401` when it is missing or unknown.
     private func principal(_ request: RequestContext) throws(APIError) -> Principal {
-        guard let token = request.bearerToken else { throw APIError.unauthorized }
+        guard let token = request.bearerToken else { throw self.refused(request, .unauthorized, "no token") }
         // The admin token is no account's or device's: a valid token of the wrong kind.
-        if self.isAdminToken(token) { throw APIError.forbidden }
-        guard let principal = try self.authenticate(token, request) else { throw APIError.unauthorized }
+        if self.isAdminToken(token) { throw self.refused(request, .forbidden, "admin token") }
+        guard let principal = try self.authenticate(token, request) else { throw self.refused(request, .unauthorized, "unknown token") }
         return principal
+    }
+
+    /// A failed authentication, audited (the token itself never is).
+    private func refused(_ request: RequestContext, _ error: APIError, _ reason: String) -> APIError {
+        self.audit("authentication failed", request, ["status": .int(error.status), "reason": .string(reason)])
+        return error
     }
 
     private func authenticate(_ token: String, _ request: RequestContext) throws(APIError) -> Principal? {

@@ -10,6 +10,9 @@ import ConcordObservability
 /// directory generated on first start (256 bits from /dev/urandom, hex, mode 0600)
 /// and reused on later starts.
 enum AdminToken {
+    /// Configured admin tokens shorter than this are warned about at start.
+    static let recommendedLength = 32
+
     /// The file holding a generated token for a database at `databasePath`.
     static func filePath(forDatabaseAt databasePath: String) -> String {
         DataDirectory.path(forDatabaseAt: databasePath) + "/admin-token"
@@ -17,9 +20,19 @@ enum AdminToken {
 
     /// The effective token, and the file it was generated into by this call (nil when it was
     /// configured or read back), which a startup that fails later removes again.
-    /// Logs a generated token once, at notice level.
+    /// A generated token goes to its file only; the log names the file, never the token. A
+    /// configured token shorter than `recommendedLength` is accepted (API.md §9 takes any) with
+    /// a warning in the audit log.
     static func resolve(configured: String?, database: Configuration.Database, logger: Logger) throws(StartupError) -> (token: String, generatedFile: String?) {
-        if let configured { return (configured, nil) }
+        if let configured {
+            if configured.utf8.count < Self.recommendedLength {
+                logger.warning("admin token is short", metadata: [
+                    "audit": .bool(true), "length": .int(configured.utf8.count), "recommended": .int(Self.recommendedLength),
+                    "hint": "use at least 32 random characters, e.g. openssl rand -hex 32",
+                ])
+            }
+            return (configured, nil)
+        }
         let databasePath: String
         switch database {
         case .sqlite(let path): databasePath = path
@@ -45,7 +58,7 @@ enum AdminToken {
         guard written == line.count, fsync(fd) == 0 else {
             throw StartupError("cannot write admin token file \(path): \(String(cString: strerror(errno)))")
         }
-        logger.notice("generated admin token", metadata: ["adminToken": .string(token), "file": .string(path)])
+        logger.notice("generated admin token", metadata: ["audit": .bool(true), "file": .string(path)])
         return (token, path)
     }
 

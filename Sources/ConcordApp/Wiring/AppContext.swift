@@ -30,6 +30,16 @@ public final class AppContext: Sendable {
         self.rates = RequestRates(configuration.rateLimits, metrics: metrics)
     }
 
+    /// One audit line (JSON, `"audit": true`): a token issued, rotated or revoked, or a failed
+    /// authentication. Never the token itself.
+    func audit(_ event: String, _ request: RequestContext, _ fields: LogMetadata) {
+        var metadata = fields
+        metadata["audit"] = .bool(true)
+        metadata["route"] = .string(request.routePattern)
+        if let address = request.request.remoteAddress { metadata["remoteAddress"] = .string(address) }
+        request.logger.notice(event, metadata: metadata)
+    }
+
     /// Whether `token` is the admin token, compared in constant time.
     public func isAdminToken(_ token: String?) -> Bool {
         guard let token else { return false }

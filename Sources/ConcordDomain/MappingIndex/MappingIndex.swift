@@ -206,6 +206,19 @@ public final class MappingIndex: Sendable {
         entry.pending = entry.pending.filter { $0.key > index.version }
     }
 
+    /// Drops the account's index (the account was deleted).
+    func forget(account accountID: String) {
+        guard let entry = self.table.withLock({ $0.entries.removeValue(forKey: accountID) }) else { return }
+        entry.condition.withLock {
+            entry.index = nil
+            entry.pending.removeAll()
+        }
+        self.table.withLock { t in
+            t.bytes -= entry.bytes
+            entry.bytes = 0
+        }
+    }
+
     // MARK: - The table and its budget
 
     private func entry(_ accountID: String) -> Entry {

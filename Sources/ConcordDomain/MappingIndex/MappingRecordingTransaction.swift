@@ -45,6 +45,7 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
     func device(_ device: DeviceRef) throws -> DeviceState? { try self.base.device(device) }
 
     func devices(accountID: String) throws -> [DeviceState] { try self.base.devices(accountID: accountID) }
+    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] { try self.base.deviceTokenTimes(accountID: accountID) }
 
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         try self.base.objects(device, localIdentifiers: localIdentifiers)
@@ -92,6 +93,20 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws {
         try self.base.insertDevice(device, name: name, platform: platform, tokenHash: tokenHash, createdAt: createdAt)
         self.record(.insertDevice(device.deviceID))
+    }
+
+    // Tokens are not mapping data; a deleted account's index is forgotten after the commit
+    // (`AccountService.deleteAccount`), since no version of it remains to catch up to.
+    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        try self.base.replaceAccountToken(accountID: accountID, tokenHash: tokenHash, createdAt: createdAt)
+    }
+
+    func replaceDeviceToken(_ device: DeviceRef, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        try self.base.replaceDeviceToken(device, tokenHash: tokenHash, createdAt: createdAt)
+    }
+
+    func deleteAccount(_ accountID: String) throws -> Bool {
+        try self.base.deleteAccount(accountID)
     }
 
     func deleteDevice(_ device: DeviceRef) throws -> Bool {

@@ -95,6 +95,13 @@ enum PostgresMigrations {
         Self.journals,
         // Migration 3: the account's mapping version (see the SQLite migration 3).
         (3, "ALTER TABLE accounts ADD COLUMN mapping_version bigint NOT NULL DEFAULT 0;"),
+        // Migration 4: when each token was issued and last used (as SQLite's migration 4).
+        (4, """
+        ALTER TABLE tokens ADD COLUMN created_at double precision;
+        ALTER TABLE tokens ADD COLUMN last_used_at double precision;
+        UPDATE tokens t SET created_at = a.created_at FROM accounts a WHERE t.kind = 1 AND a.account_id = t.account_id;
+        UPDATE tokens t SET created_at = d.created_at FROM devices d WHERE t.kind = 2 AND d.account_id = t.account_id AND d.device_id = t.device_id;
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -42,13 +42,58 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
                           [.text(key), .bytes(value)])
     }
 
-    func principal(tokenHash: [UInt8]) throws -> Principal? {
-        var result: Principal?
-        try self.db.query("SELECT kind, account_id, device_id FROM tokens WHERE token_hash = $1", [.bytes(tokenHash)]) { r in
-            result = StorageRows.principal(r, kind: 0, accountID: 1, deviceID: 2)
+    func tokenOwner(tokenHash: [UInt8]) throws -> TokenOwner? {
+        var result: TokenOwner?
+        try self.db.query("SELECT kind, account_id, device_id, last_used_at FROM tokens WHERE token_hash = $1", [.bytes(tokenHash)]) { r in
+            guard let principal = StorageRows.principal(r, kind: 0, accountID: 1, deviceID: 2) else { return }
+            result = TokenOwner(principal: principal, lastUsedAt: r.isNull(3) ? nil : r.double(3))
         }
         return result
     }
+
+    func touchToken(tokenHash: [UInt8], at time: Double) throws {
+        try self.db.query("UPDATE tokens SET last_used_at = $1 WHERE token_hash = $2", [.double(time), .bytes(tokenHash)])
+    }
+
+    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] {
+        var result: [String: TokenTimes] = [:]
+        try self.db.query("SELECT device_id, created_at, last_used_at FROM tokens WHERE account_id = $1 AND kind = $2",
+                          [.text(accountID), .int(TokenKind.device.rawValue)]) { r in
+            result[r.text(0)] = TokenTimes(createdAt: r.isNull(1) ? nil : r.double(1), lastUsedAt: r.isNull(2) ? nil : r.double(2))
+        }
+        return result
+    }
+
+    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        guard try self.accountExists(accountID) else { return false }
+        try self.db.query("""
+            WITH old AS (DELETE FROM tokens WHERE account_id = $1 AND kind = $2)
+            INSERT INTO tokens (token_hash, kind, account_id, device_id, created_at) VALUES ($3, $2, $1, NULL, $4)
+            """, [.text(accountID), .int(TokenKind.account.rawValue), .bytes(tokenHash), .double(createdAt.timeIntervalSince1970)])
+        return true
+    }
+
+    func replaceDeviceToken(_ device: DeviceRef, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        guard try self.device(device) != nil else { return false }
+        try self.db.query("""
+            WITH old AS (DELETE FROM tokens WHERE account_id = $1 AND device_id = $2)
+            INSERT INTO tokens (token_hash, kind, account_id, device_id, created_at) VALUES ($3, $4, $1, $2, $5)
+            """, [.text(device.accountID), .text(device.deviceID), .bytes(tokenHash), .int(TokenKind.device.rawValue),
+                  .double(createdAt.timeIntervalSince1970)])
+        return true
+    }
+
+    func deleteAccount(_ accountID: String) throws -> Bool {
+        guard try self.accountExists(accountID) else { return false }
+        for table in Self.accountTables {
+            try self.db.query("DELETE FROM \(table) WHERE account_id = $1", [.text(accountID)])
+        }
+        return true
+    }
+
+    /// Every table holding an account's rows, `accounts` last.
+    static let accountTables = ["journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects", "records",
+                                "tokens", "devices", "accounts"]
 
     func accountExists(_ accountID: String) throws -> Bool {
         return try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(accountID)]) != nil
@@ -57,7 +102,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws {
         try self.db.query("""
             WITH a AS (INSERT INTO accounts (account_id, name, created_at) VALUES ($1, $2, $3))
-            INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES ($4, $5, $1, NULL)
+            INSERT INTO tokens (token_hash, kind, account_id, device_id, created_at) VALUES ($4, $5, $1, NULL, $3)
             """, [.text(accountID), .text(name), .double(createdAt.timeIntervalSince1970), .bytes(tokenHash), .int(TokenKind.account.rawValue)])
     }
 
@@ -80,7 +125,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws {
         try self.db.query("""
             WITH d AS (INSERT INTO devices (account_id, device_id, name, platform, created_at) VALUES ($1, $2, $3, $4, $5))
-            INSERT INTO tokens (token_hash, kind, account_id, device_id) VALUES ($6, $7, $1, $2)
+            INSERT INTO tokens (token_hash, kind, account_id, device_id, created_at) VALUES ($6, $7, $1, $2, $5)
             """, [.text(device.accountID), .text(device.deviceID), .text(name), .optionalText(platform),
                   .double(createdAt.timeIntervalSince1970), .bytes(tokenHash), .int(TokenKind.device.rawValue)])
     }

@@ -98,6 +98,14 @@ enum SQLiteMigrations {
         // its objects, links, records or devices; an in-memory mapping index remembers the version it
         // reflects (ConcordDomain/MappingIndex).
         (3, "ALTER TABLE accounts ADD COLUMN mapping_version INTEGER NOT NULL DEFAULT 0;"),
+        // Migration 4: when each token was issued and last used (issue 12: tokens can be rotated
+        // and revoked; the device list shows both). Tokens issued before it date from their owner.
+        (4, """
+        ALTER TABLE tokens ADD COLUMN created_at REAL;
+        ALTER TABLE tokens ADD COLUMN last_used_at REAL;
+        UPDATE tokens SET created_at = (SELECT a.created_at FROM accounts a WHERE a.account_key = tokens.account_key) WHERE kind = 1;
+        UPDATE tokens SET created_at = (SELECT d.created_at FROM devices d WHERE d.account_key = tokens.account_key AND d.device_key = tokens.device_key) WHERE kind = 2;
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }
