@@ -73,6 +73,8 @@ public struct AccountService: ServiceArea {
         try self.run {
             try self.core.write(account: accountID) { tx in
                 guard try tx.accountExists(accountID) else { throw DomainError.notFound(message: "No such account.") }
+                let quota = self.configuration.quotas.devicesPerAccount
+                if try tx.devices(accountID: accountID).count >= quota { throw DomainError.quotaExceeded(quota: "devicesPerAccount", limit: quota) }
                 try tx.insertDevice(DeviceRef(accountID: accountID, deviceID: id), name: name, platform: platform, tokenHash: hash, createdAt: now)
             }
         }

@@ -43,6 +43,8 @@ public enum DomainError: Error, Sendable, Equatable {
     case batchTooLarge(maxBatch: Int)
     /// 412: `If-Match` did not match; carries the current version (journals, §6).
     case versionMismatch(currentVersion: String?)
+    /// 403: the account would pass one of its quotas (`quota` names it); nothing was stored.
+    case quotaExceeded(quota: String, limit: Int)
     /// 503: storage is busy or unreachable; retry later.
     case unavailable(message: String)
     /// 507: storage cannot take the write (disk full, read-only, I/O error); nothing of the
@@ -66,6 +68,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .batchTooLarge: return "batchTooLarge"
         case .versionMismatch: return "versionMismatch"
         case .unavailable: return "unavailable"
+        case .quotaExceeded: return "quotaExceeded"
         case .insufficientStorage: return "insufficientStorage"
         case .internalError: return "internalError"
         }
@@ -76,7 +79,7 @@ public enum DomainError: Error, Sendable, Equatable {
         switch self {
         case .badRequest, .invalidChangeToken: return 400
         case .unauthorized: return 401
-        case .forbidden, .accessUserDenied: return 403
+        case .forbidden, .accessUserDenied, .quotaExceeded: return 403
         case .notFound: return 404
         case .fingerprintMismatch: return 409
         case .persistentChangeTokenExpired: return 410
@@ -113,6 +116,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .persistentChangeTokenExpired: return "The change token is older than the history kept; refetch everything."
         case .accessUserDenied: return "The person denied this app access to the photo library."
         case .batchTooLarge(let max): return "Too many items in one request; at most \(max)."
+        case .quotaExceeded(let quota, let limit): return "The account's \(quota) quota (\(limit)) would be exceeded; nothing was stored."
         case .versionMismatch: return "The version does not match."
         case .internalError: return "Internal server error."
         }
@@ -124,6 +128,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .badRequest(_, let field?): return [DetailField("field", .string(field))]
         case .unprocessable(_, let details): return details
         case .batchTooLarge(let max): return [DetailField("maxBatch", .int(max))]
+        case .quotaExceeded(let quota, let limit): return [DetailField("quota", .string(quota)), DetailField("limit", .int(limit))]
         // Nothing exists to have a version: `"version": null`, so the answer keeps one shape.
         case .versionMismatch(let v): return [DetailField("version", v.map { .string($0) } ?? .null)]
         default: return []

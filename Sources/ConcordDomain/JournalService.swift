@@ -23,6 +23,8 @@ public struct JournalService: ServiceArea {
         let now = self.now
         let id = self.core.newID()
         return try self.write(device) { tx, _ in
+            let quota = self.configuration.quotas.journalsPerAccount
+            if try tx.journals(accountID: device.accountID).count >= quota { throw DomainError.quotaExceeded(quota: "journalsPerAccount", limit: quota) }
             let journal = try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(inserted: [id]))) { seq in
                 let journal = StoredJournal(journalID: id, title: title, version: seq, entryCount: 0, createdSeq: seq,
                                             createdAt: now.timeIntervalSince1970, updatedAt: now.timeIntervalSince1970)
@@ -154,7 +156,11 @@ public struct JournalService: ServiceArea {
                 let entries = existing == nil ? JournalChangeLists(inserted: [key]) : JournalChangeLists(updated: [key])
                 entry.text = text
                 entry.photos = cloudIDs
-                if existing == nil { journal.entryCount += 1 }
+                if existing == nil {
+                    let quota = self.configuration.quotas.entriesPerJournal
+                    if journal.entryCount >= quota { throw DomainError.quotaExceeded(quota: "entriesPerJournal", limit: quota) }
+                    journal.entryCount += 1
+                }
                 try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]), entries: entries)) { seq in
                     entry.version = seq
                     if existing == nil { entry.createdSeq = seq }

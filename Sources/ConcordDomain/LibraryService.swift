@@ -86,6 +86,7 @@ public struct LibraryService: ServiceArea {
             let del = deleteIDs.count
             var seq = state.lastChangeSeq
             if !details.isEmpty {
+                try self.checkObjectQuota(state.objectCount + ins - del)
                 try tx.putObjects(device, puts)
                 try tx.deleteObjects(device, localIdentifiers: deleteIDs)
                 seq = try HistoryService.appendChange(self.core, tx, state, details: details, now: now, objectCount: state.objectCount + ins - del)
@@ -98,6 +99,12 @@ public struct LibraryService: ServiceArea {
     /// `PUT /v1/library`: the whole library; the difference to what is stored becomes one change.
     /// `reset`: one change whose details are unavailable, and every link of the device dropped.
     @discardableResult
+    /// A library may hold `quotas.objectsPerDevice` objects.
+    private func checkObjectQuota(_ count: Int) throws(DomainError) {
+        let quota = self.configuration.quotas.objectsPerDevice
+        if count > quota { throw DomainError.quotaExceeded(quota: "objectsPerDevice", limit: quota) }
+    }
+
     public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
         var byID: [ByteKey: LibraryObject] = [:]
         byID.reserveCapacity(snapshot.objects.count)
@@ -147,6 +154,7 @@ public struct LibraryService: ServiceArea {
             let del = details.assets.deleted.count + details.assetCollections.deleted.count + details.collectionLists.deleted.count
             var seq = state.lastChangeSeq
             if reset || !details.isEmpty {
+                try self.checkObjectQuota(snapshot.objects.count)
                 try tx.deleteObjects(device, localIdentifiers: deleteIDs)
                 if reset { try tx.dropAllLinks(device) }
                 try tx.putObjects(device, puts)

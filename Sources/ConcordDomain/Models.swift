@@ -306,5 +306,17 @@ public struct DomainConfiguration: Sendable {
     /// Memory the in-memory mapping index may hold, in bytes (`mappingIndexMegabytes`); 0 turns it
     /// off (every mapping is answered from storage).
     public var mappingIndexBytes = 256 << 20
+    /// Per-account quotas (`quotas.*`); beyond one, `403 quotaExceeded` and nothing stored.
+    public var quotas = Quotas()
+    public init() {}
+}
+
+/// How much one account may hold (issue 12). Generous by default: they stop runaway clients,
+/// not people.
+public struct Quotas: Sendable, Equatable {
+    public var devicesPerAccount = 1_000
+    public var journalsPerAccount = 10_000
+    public var entriesPerJournal = 10_000
+    public var objectsPerDevice = 2_000_000
     public init() {}
 }

@@ -115,6 +115,8 @@ public struct Configuration: Sendable, Equatable {
     public var logLevel = LogLevel.info
     public var history = History()
     public var rateLimits = RateLimits()
+    /// Per-account quotas (issue 12).
+    public var quotas = Quotas()
     /// Threads for requests that touch storage; 0 means two per core (at least 4).
     public var workers = 0
     /// SQLite's `PRAGMA synchronous` for the writer: `normal` survives a crash of the process

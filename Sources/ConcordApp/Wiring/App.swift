@@ -78,7 +78,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch,
             sqliteSynchronous: configuration.sqliteSynchronous, poolSize: poolSize,
             sqliteMemory: SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20),
-            mappingIndexMegabytes: configuration.mappingIndexMegabytes)
+            mappingIndexMegabytes: configuration.mappingIndexMegabytes, quotas: configuration.quotas)
         started.add { storage.close() }
         if let index = storage.service.mappingIndex { registerMappingIndexMetrics(metrics, index) }
 

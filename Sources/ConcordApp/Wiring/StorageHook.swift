@@ -29,9 +29,11 @@ public struct StorageHook: Sendable {
     static func open(
         _ database: Configuration.Database, history: Configuration.History = Configuration.History(),
         maxBatch: Int = Configuration.Limits().maxBatch, sqliteSynchronous: SQLiteSynchronous = .normal, poolSize: Int = 8,
-        sqliteMemory: SQLiteMemory = SQLiteMemory(), mappingIndexMegabytes: Int = DomainConfiguration().mappingIndexBytes >> 20
+        sqliteMemory: SQLiteMemory = SQLiteMemory(), mappingIndexMegabytes: Int = DomainConfiguration().mappingIndexBytes >> 20,
+        quotas: Quotas = Quotas()
     ) throws(StartupError) -> StorageHook {
         var domain = DomainConfiguration()
+        domain.quotas = quotas
         domain.mappingIndexBytes = mappingIndexMegabytes << 20
         domain.maxBatch = maxBatch
         domain.historyMaxChanges = history.maxChanges
