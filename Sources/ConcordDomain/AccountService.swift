@@ -82,6 +82,13 @@ public struct AccountService: ServiceArea {
     }
 
     /// The account's devices, oldest first (by creation time, then device ID).
+    public func listDevices(accountID: String, page: PageRequest? = nil) throws(DomainError) -> (devices: [DeviceSummary], hasMore: Bool) {
+        let all = try self.listDevices(accountID: accountID)
+        guard let page else { return (all, false) }
+        let paged = try page.apply(all, id: \.deviceID)
+        return (paged.items, paged.hasMore)
+    }
+
     public func listDevices(accountID: String) throws(DomainError) -> [DeviceSummary] {
         let (states, times) = try self.run {
             try self.store.read(account: accountID) { tx in (try tx.devices(accountID: accountID), try tx.deviceTokenTimes(accountID: accountID)) }

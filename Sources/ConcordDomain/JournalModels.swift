@@ -53,9 +53,12 @@ public struct JournalEntryView: Sendable, Equatable {
 public struct JournalDetail: Sendable, Equatable {
     public var journal: JournalSummary
     public var entries: [JournalEntryView]
-    public init(journal: JournalSummary, entries: [JournalEntryView]) {
+    /// Entries follow this page (only when a page was asked for).
+    public var hasMore = false
+    public init(journal: JournalSummary, entries: [JournalEntryView], hasMore: Bool = false) {
         self.journal = journal
         self.entries = entries
+        self.hasMore = hasMore
     }
 }
 

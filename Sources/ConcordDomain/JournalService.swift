@@ -37,22 +37,44 @@ public struct JournalService: ServiceArea {
 
     /// `GET /v1/journals`: the account's journals in creation order.
     public func listJournals(device: DeviceRef) throws(DomainError) -> [JournalSummary] {
-        try self.read(device) { tx, _ in
-            return try tx.journals(accountID: device.accountID).map(Self.summary)
-        }
+        try self.read(device) { tx, _ in try tx.journals(accountID: device.accountID).map(Self.summary) }
+    }
+
+    /// A page of the journals (the whole list when `page` is nil).
+    public func listJournals(device: DeviceRef, page: PageRequest?) throws(DomainError) -> (journals: [JournalSummary], hasMore: Bool) {
+        let journals = try self.listJournals(device: device)
+        guard let page else { return (journals, false) }
+        let paged = try page.apply(journals, id: \.journalID)
+        return (paged.items, paged.hasMore)
     }
 
     /// `GET /v1/journals/{journalID}`: the journal with its entries (creation order), every photo
     /// resolved for `device` as §5 cloud → local in ONE batched resolution over the whole journal.
     /// Links found by content (§5 step 3) are stored afterwards in one write transaction.
-    public func journal(_ journalID: String, device: DeviceRef) throws(DomainError) -> JournalDetail {
+    /// With `page`, only that page of entries (in creation order) is resolved and answered.
+    public func journal(_ journalID: String, device: DeviceRef, page: PageRequest? = nil) throws(DomainError) -> JournalDetail {
+        try self.journal(journalID, device: device, page: page, entryID: nil)
+    }
+
+    /// `GET /v1/journals/{journalID}/entries/{entryID}`: one entry, its photos resolved for this
+    /// device; `notFound` for a missing journal or entry.
+    public func entry(journalID: String, entryID: String, device: DeviceRef) throws(DomainError) -> JournalEntryView {
+        let detail = try self.journal(journalID, device: device, page: nil, entryID: entryID)
+        guard let entry = detail.entries.first else { throw DomainError.notFound(message: "No such entry.") }
+        return entry
+    }
+
+    private func journal(_ journalID: String, device: DeviceRef, page: PageRequest?, entryID: String?) throws(DomainError) -> JournalDetail {
         var toLink: [(localIdentifier: String, record: CloudRecord)] = []
         let detail = try self.mappingRead(device) { tx, reads, state in
             guard let journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
-            let entries = try tx.journalEntries(accountID: device.accountID, journalID: journalID)
+            var entries = try tx.journalEntries(accountID: device.accountID, journalID: journalID)
+            var hasMore = false
+            if let entryID { entries = entries.filter { $0.entryID == entryID } }
+            if let page { (entries, hasMore) = try page.apply(entries, id: \.entryID) }
             let resolved = try Self.resolvePhotos(reads, device: device, entries.map(\.photos), limited: state.authorization == .limited)
             toLink = resolved.links
-            return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) })
+            return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) }, hasMore: hasMore)
         }
         if !toLink.isEmpty {
             try self.run { try self.core.write(account: device.accountID) { tx in try MappingService.storeContentLinks(tx, device: device, toLink) } }

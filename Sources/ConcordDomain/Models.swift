@@ -311,6 +311,38 @@ public struct DomainConfiguration: Sendable {
     public init() {}
 }
 
+/// A page of a list in its fixed order (issue 12): at most `limit` items after the item whose
+/// ID is `after` (from the start when nil).
+public struct PageRequest: Sendable, Equatable {
+    public var limit: Int?
+    public var after: String?
+    public init(limit: Int? = nil, after: String? = nil) {
+        self.limit = limit
+        self.after = after
+    }
+
+    /// The largest and default `limit`.
+    public static let maxLimit = 1000
+
+    /// The page of `items` (ordered, identified by `id`), and whether more follow it.
+    /// `badRequest` naming `limit` out of 1...maxLimit or `after` naming no item of the list.
+    public func apply<T>(_ items: [T], id: (T) -> String) throws(DomainError) -> (items: [T], hasMore: Bool) {
+        let limit = self.limit ?? Self.maxLimit
+        guard (1...Self.maxLimit).contains(limit) else {
+            throw DomainError.badRequest(message: "limit must be 1 to \(Self.maxLimit).", field: "limit")
+        }
+        var start = 0
+        if let after = self.after {
+            guard let index = items.firstIndex(where: { id($0) == after }) else {
+                throw DomainError.badRequest(message: "after names nothing in this list (the last ID of the previous page is expected).", field: "after")
+            }
+            start = index + 1
+        }
+        let end = min(items.count, start + limit)
+        return (Array(items[start..<end]), end < items.count)
+    }
+}
+
 /// How much one account may hold (issue 12). Generous by default: they stop runaway clients,
 /// not people.
 public struct Quotas: Sendable, Equatable {

@@ -32,7 +32,8 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             }
         },
         app.accountRoute("GET", "/v1/devices", operation: "listDevices") { request, accountID in
-            let devices = try app.service.accounts.listDevices(accountID: accountID)
+            let page = try Codec.pageRequest(request)
+            let (devices, hasMore) = try app.service.accounts.listDevices(accountID: accountID, page: page)
             return Codec.json(capacity: 64 + 256 * devices.count) { w in
                 w.beginObject()
                 w.key("devices")
@@ -50,6 +51,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                     w.endObject()
                 }
                 w.endArray()
+                if page != nil { w.key("hasMore"); w.bool(hasMore) }
                 w.endObject()
             }
         },

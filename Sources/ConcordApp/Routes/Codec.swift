@@ -175,6 +175,15 @@ enum Codec {
         return value
     }
 
+    /// `limit` and `after` of a paged list (docs/api-notes.md); nil when neither is given (the
+    /// whole list, as API.md answers it).
+    static func pageRequest(_ request: RequestContext) throws(APIError) -> PageRequest? {
+        let limit = try Self.intQuery(request, "limit")
+        let after = request.query("after")
+        if after?.isEmpty == true { throw APIError.badRequest("The query parameter \"after\" must not be empty.", field: "after") }
+        return limit == nil && after == nil ? nil : PageRequest(limit: limit, after: after)
+    }
+
     /// A boolean query parameter (`true`/`false`, also `1`/`0`); nil when absent.
     static func boolQuery(_ request: RequestContext, _ name: String) throws(APIError) -> Bool? {
         guard let text = request.query(name) else { return nil }

@@ -17,13 +17,15 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             return response
         },
         app.deviceRoute("GET", "/v1/journals", operation: "listJournals") { request, device in
-            let journals = try app.service.journals.listJournals(device: device)
+            let page = try Codec.pageRequest(request)
+            let (journals, hasMore) = try app.service.journals.listJournals(device: device, page: page)
             return Codec.json(capacity: 64 + 192 * journals.count) { w in
                 w.beginObject()
                 w.key("journals")
                 w.beginArray()
                 for j in journals { Codec.write(j, entries: nil, into: &w) }
                 w.endArray()
+                if page != nil { w.key("hasMore"); w.bool(hasMore) }
                 w.endObject()
             }
         },
@@ -41,10 +43,11 @@ func journalRoutes(_ app: AppContext) -> [Route] {
         },
         app.deviceRoute("GET", "/v1/journals/{journalID}", operation: "getJournal") { request, device in
             let journalID = try request.pathParameter("journalID")
-            let detail = try app.service.journals.journal(journalID, device: device)
+            let page = try Codec.pageRequest(request)
+            let detail = try app.service.journals.journal(journalID, device: device, page: page)
             let photos = detail.entries.reduce(0) { $0 + $1.photos.count }
             var response = Codec.json(capacity: 256 + 256 * detail.entries.count + 160 * photos) { w in
-                Codec.write(detail.journal, entries: detail.entries, into: &w)
+                Codec.write(detail.journal, entries: detail.entries, hasMore: page == nil ? nil : detail.hasMore, into: &w)
             }
             response.headers.add(name: "ETag", value: Codec.entityTag(detail.journal.version))
             return response
@@ -73,6 +76,11 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let photos = try Codec.journalPhotos(body, maxBatch: app.service.configuration.maxBatch)
             let entry = try app.service.journals.putEntry(journalID: journalID, entryID: entryID, text: text, photos: photos, ifMatch: ifMatch, device: device)
             return Codec.entryResponse(entry)
+        },
+        app.deviceRoute("GET", "/v1/journals/{journalID}/entries/{entryID}", operation: "getEntry") { request, device in
+            let journalID = try request.pathParameter("journalID")
+            let entryID = try request.pathParameter("entryID")
+            return Codec.entryResponse(try app.service.journals.entry(journalID: journalID, entryID: entryID, device: device))
         },
         app.deviceRoute("DELETE", "/v1/journals/{journalID}/entries/{entryID}", operation: "deleteEntry") { request, device in
             let journalID = try request.pathParameter("journalID")
@@ -139,7 +147,8 @@ extension Codec {
 
     /// A journal: `{"journalID","title","version","entryCount","updatedAt","createdAt"}`, with
     /// `"entries"` when given (`GET /v1/journals/{journalID}`).
-    static func write(_ j: JournalSummary, entries: [JournalEntryView]?, into w: inout JSONWriter) {
+    /// `hasMore`: after the entries, when a page of them was asked for.
+    static func write(_ j: JournalSummary, entries: [JournalEntryView]?, hasMore: Bool? = nil, into w: inout JSONWriter) {
         w.beginObject()
         w.key("journalID"); w.string(j.journalID)
         w.key("title"); w.string(j.title)
@@ -153,6 +162,7 @@ extension Codec {
             for e in entries { self.write(e, into: &w) }
             w.endArray()
         }
+        if let hasMore { w.key("hasMore"); w.bool(hasMore) }
         w.endObject()
     }
 
