@@ -12,8 +12,7 @@ public struct AccountService: ServiceArea {
         guard let owner = try self.run({ try self.store.readServer { tx in try tx.tokenOwner(tokenHash: hash) } }) else { return nil }
         let now = self.now.timeIntervalSince1970
         if now - (owner.lastUsedAt ?? 0) >= Self.lastUseResolution {
-            // Best effort: a failed note of use must not fail the request.
-            _ = try? self.store.writeServer { tx in try tx.touchToken(tokenHash: hash, at: now) }
+            self.core.lastUse.note(hash, at: now, store: self.store)
         }
         return owner.principal
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The domain service: every operation of API.md §3–§7, over one `ConcordStore`, split by area.
 /// Synchronous and thread-safe; call it from worker threads, never from an event loop.
@@ -27,6 +28,12 @@ public final class ConcordService: Sendable {
 
     /// Opens the service on `store`, creating the change-token secret on first start (it lives in the
     /// database so that tokens survive restarts and several servers sharing one database agree).
+    /// Adds a change-token signing key and makes it current (`concord rotate-change-key`);
+    /// returns its ID. Tokens signed with earlier keys stay valid.
+    public static func rotateChangeKey(store: any ConcordStore) throws(DomainError) -> Int {
+        Int(try ServiceCore.run { try ChangeKeys.rotate(store) })
+    }
+
     /// - Parameters:
     ///   - clock: the time of changes and records (tests fix it).
     ///   - newID: identifiers of new accounts, devices, journals and cloud records: UUIDs, upper case
@@ -34,16 +41,9 @@ public final class ConcordService: Sendable {
     public init(store: any ConcordStore, configuration: DomainConfiguration = DomainConfiguration(),
                 clock: @escaping @Sendable () -> Date = { Date() },
                 newID: @escaping @Sendable () -> String = { UUID().uuidString }) throws(DomainError) {
-        let secret = try ServiceCore.run {
-            if let s = try store.readServer({ tx in try tx.setting(ServiceCore.secretKey) }) { return s }
-            return try store.writeServer { tx in
-                if let s = try tx.setting(ServiceCore.secretKey) { return s }
-                let s = Secrets.randomBytes(32)
-                try tx.setSetting(ServiceCore.secretKey, s)
-                return s
-            }
-        }
-        let core = ServiceCore(configuration: configuration, store: store, tokens: ChangeTokenCodec(secret: secret), clock: clock, newID: newID)
+        let keys = try ServiceCore.run { try ChangeKeys.loadOrCreate(store) }
+        let codec = ChangeTokenCodec(keys: keys, reload: { try? store.readServer { tx in try ChangeKeys.load(tx) } })
+        let core = ServiceCore(configuration: configuration, store: store, tokens: codec, clock: clock, newID: newID)
         self.core = core
         self.accounts = AccountService(core: core)
         self.library = LibraryService(core: core)
@@ -62,8 +62,9 @@ public final class ServiceCore: Sendable {
     let newID: @Sendable () -> String
     /// The in-memory mapping index; nil when `configuration.mappingIndexBytes` is 0.
     public let index: MappingIndex?
+    /// Writes tokens' last use off the request path.
+    let lastUse = TokenLastUse()
 
-    static let secretKey = "changeTokenSecret"
 
     init(configuration: DomainConfiguration, store: any ConcordStore, tokens: ChangeTokenCodec, clock: @escaping @Sendable () -> Date,
          newID: @escaping @Sendable () -> String) {
@@ -214,4 +215,23 @@ extension String {
     /// Byte-order comparison of UTF-8 (what the contract means by "sorted by byte order").
     @inline(__always)
     func utf8Precedes(_ other: String) -> Bool { self.utf8.lexicographicallyPrecedes(other.utf8) }
+}
+
+/// Notes a token's last use in the background (issue 12): the request that used it never waits
+/// for the database's writer (a long manifest may hold it), and one write per token is in
+/// flight at most. Best effort: a failed note is tried again at the token's next use.
+final class TokenLastUse: Sendable {
+    private let pending = Mutex<Set<[UInt8]>>([])
+    private let queue = DispatchQueue(label: "concord.token-last-use", qos: .utility)
+
+    func note(_ tokenHash: [UInt8], at time: Double, store: any ConcordStore) {
+        guard self.pending.withLock({ $0.insert(tokenHash).inserted }) else { return }
+        self.queue.async {
+            _ = try? store.writeServer { tx in try tx.touchToken(tokenHash: tokenHash, at: time) }
+            self.pending.withLock { _ = $0.remove(tokenHash) }
+        }
+    }
+
+    /// Waits for the notes queued so far (tests, shutdown).
+    func flush() { self.queue.sync {} }
 }

@@ -6,6 +6,7 @@ import Testing
 
 @testable import ConcordApp
 @testable import ConcordStorage
+@testable import ConcordDomain
 
 /// Token lifecycle (issue 12), over a real socket on both engines: rotating an account or a
 /// device token ends the old one at once and keeps the library; deleting an account deletes
@@ -66,9 +67,10 @@ import Testing
         let newAccountToken = try #require(rotated["accountToken"]?.stringValue)
         #expect(newAccountToken != account.token)
         #expect(try server.call("GET", "/v1/devices", token: account.token).status == 401)
+        server.app.context.service.core.lastUse.flush()   // last use is written in the background
         let list = try server.call("GET", "/v1/devices", token: newAccountToken)
         #expect(list.status == 200)
-        #expect(list.raw.body.contains(#""tokenCreatedAt":"#))
+        #expect(list.raw.body.contains(#""tokenCreatedAt":"20"#))
         #expect(list.raw.body.contains(#""tokenLastUsedAt":"20"#))   // the upsert used it
 
         let deviceRotated = try server.call("POST", "/v1/devices/\(device.id)/token", token: newAccountToken)
@@ -143,4 +145,26 @@ import Testing
         let everything = lines.withLock { $0 }.joined()
         for secret in [accountToken, deviceToken, testAdminToken, "cdt_guess"] { #expect(!everything.contains(secret)) }
     }
+}
+
+/// `concord rotate-change-key` on a database: exit 0, and the next key signs new tokens.
+@Test func rotateChangeKeyCommandAddsAKey() throws {
+    let directory = makeTemporaryDirectory()
+    let path = directory.appendingPathComponent("c.sqlite").path
+    let first = try StorageHook.open(.sqlite(path: path))
+    let account = try first.service.accounts.createAccount(name: "A")
+    let created = try first.service.accounts.createDevice(accountID: account.accountID, name: "D", platform: nil)
+    let device = DeviceRef(accountID: account.accountID, deviceID: created.deviceID)
+    let oldToken = try first.service.history.currentChangeToken(device: device)
+    first.close()
+
+    #expect(OperatorCommands.run(["rotate-change-key", "--database", "sqlite:" + path], environment: [:]) == 0)
+    #expect(OperatorCommands.run(["rotate-change-key", "--to", "x"], environment: [:]) == 2)
+
+    let second = try StorageHook.open(.sqlite(path: path))
+    defer { second.close() }
+    let newToken = try second.service.history.currentChangeToken(device: device)
+    #expect(newToken != oldToken)
+    #expect(Base64URL.decode(newToken)?.prefix(2) == [2, 1])
+    #expect(try second.service.history.changes(since: oldToken, limit: nil, device: device).changes.isEmpty)
 }

@@ -25,6 +25,7 @@ public enum CommandLineInterface {
           concord help
           concord healthcheck [--url http://HOST:PORT/PATH]
           concord backup --to FILE [--database D] [--config FILE]
+          concord rotate-change-key [--database D] [--config FILE]
 
         serve options (each also an environment variable):
           --host H          address to listen on (CONCORD_HOST, default 0.0.0.0)
@@ -39,6 +40,8 @@ public enum CommandLineInterface {
         healthcheck: exit 0 when GET answers 200; default URL http://127.0.0.1:$CONCORD_PORT/health.
         backup: a consistent copy of the SQLite database, safe while a server serves it; never
         overwrites FILE.
+        rotate-change-key: a new key signs change tokens from each server's next start; tokens
+        signed with earlier keys stay valid (servers look up a key a token names).
 
         Precedence: defaults < config file < environment < flags.
         Exit status: 0 after a clean shutdown, 1 when the server cannot start, 2 for a usage or

@@ -15,6 +15,7 @@ enum OperatorCommands {
         switch command {
         case "healthcheck": return Healthcheck.run(rest, environment: environment)
         case "backup": return BackupCommand.run(rest, environment: environment)
+        case "rotate-change-key": return RotateChangeKeyCommand.run(rest, environment: environment)
         default: return nil
         }
     }
