@@ -22,6 +22,14 @@ extension JSONValue {
 
     /// Parses one JSON text from a contiguous byte array.
     @inlinable
+    /// Parses `bytes`, refusing more than `maxElements` elements (array items and object
+    /// members at any depth) with `JSONParseError.tooManyElements`.
+    public static func parse(_ bytes: [UInt8], maxDepth: Int = 64, maxElements: Int) throws(JSONParseError) -> JSONValue {
+        try bytes.withUnsafeBytes { buffer in
+            JSONValue.parseResult(buffer, maxDepth: maxDepth, maxElements: maxElements)
+        }.get()
+    }
+
     public static func parse(_ bytes: [UInt8], maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
         try bytes.withUnsafeBytes { buffer in
             JSONValue.parseResult(buffer, maxDepth: maxDepth)
@@ -37,10 +45,11 @@ extension JSONValue {
     /// The non-generic core; returns a `Result` because the `withUnsafe…` closures do not
     /// forward typed throws.
     @usableFromInline
-    static func parseResult(_ bytes: UnsafeRawBufferPointer, maxDepth: Int) -> Result<JSONValue, JSONParseError> {
+    static func parseResult(_ bytes: UnsafeRawBufferPointer, maxDepth: Int, maxElements: Int = .max) -> Result<JSONValue, JSONParseError> {
         // Rebinding temporarily (rather than `bindMemory`) leaves the caller's memory binding alone.
         bytes.withMemoryRebound(to: UInt8.self) { input -> Result<JSONValue, JSONParseError> in
             var parser = JSONParser(input: input, maxDepth: maxDepth)
+            parser.maxElements = maxElements
             do throws(JSONParseError) {
                 return .success(try parser.parseDocument())
             } catch {
@@ -154,6 +163,9 @@ private struct ValueStack: ~Copyable {
 private struct JSONParser {
     let input: UnsafeBufferPointer<UInt8>
     let maxDepth: Int
+    /// Elements (array items and object members, at any depth) allowed; `elements` so far.
+    var maxElements = Int.max
+    var elements = 0
     var index = 0
     /// Reused for strings that contain escapes.
     var scratch: [UInt8] = []
@@ -248,6 +260,12 @@ private struct JSONParser {
                     return value
                 }
                 let isObject = current.isObject
+                // Every element is counted before it is kept: a document of many tiny values is
+                // refused before its tree outgrows what its byte count suggests.
+                self.elements += 1
+                guard self.elements <= self.maxElements else {
+                    throw JSONParseError(message: "more than \(self.maxElements) elements", offset: self.index, tooManyElements: true)
+                }
                 // Move (not copy) the key and value in: saves a retain/release pair per element.
                 if isObject {
                     var key = ""

@@ -69,11 +69,14 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     public var message: String
     /// Byte offset from the start of the input at which the problem was found.
     public var offset: Int
+    /// The document has more elements than the parse allowed (not malformed: too large).
+    public var tooManyElements = false
 
     /// Creates an error with a reason and a byte offset.
-    public init(message: String, offset: Int) {
+    public init(message: String, offset: Int, tooManyElements: Bool = false) {
         self.message = message
         self.offset = offset
+        self.tooManyElements = tooManyElements
     }
 
     /// "message at byte N", suitable for an API error body.

@@ -226,3 +226,24 @@ import Glibc
         #expect(try parseResponse(String(all.dropFirst(interim.count))).status == 200)
     }
 }
+
+/// Bodies of many tiny values are refused while they are parsed, and a manifest may list at most
+/// `libraryItems` objects (issue 12).
+@Test func elementAndItemLimitsAnswer413() throws {
+    let server = try APIServer { c in
+        c.server.limits.maxBatch = 10
+        c.server.limits.libraryItems = 5
+    }
+    let account = try server.account()
+    let device = try server.device(account.token)
+    let numbers = [String](repeating: "1", count: 10 * 3 + 1025).joined(separator: ",")
+    let flood = try server.call("POST", "/v1/library/cloud-identifiers", token: device.token, body: #"{"localIdentifiers":[\#(numbers)]}"#)
+    #expect(flood.status == 413)
+    #expect(flood.raw.body.contains("JSON elements"))
+    let objects = (0..<6).map { #"{"localIdentifier":"o\#($0)/L0/001","fingerprint":"\#(String(repeating: "B", count: 43))"}"# }
+    let manifest = try server.call("PUT", "/v1/library", token: device.token, body: #"{"assets":[\#(objects.joined(separator: ","))]}"#)
+    #expect(manifest.status == 413)
+    #expect(manifest.raw.body.contains("at most 5 objects"))
+    let five = try server.call("PUT", "/v1/library", token: device.token, body: #"{"assets":[\#(objects.prefix(5).joined(separator: ","))]}"#)
+    #expect(five.status == 200)
+}

@@ -247,3 +247,23 @@ import Testing
         #expect(error.description == "unterminated string at byte 7")
     }
 }
+
+/// The element cap (issue 12): array items and object members at any depth are counted while
+/// parsing; one more than the cap is `tooManyElements`, exactly the cap parses.
+@Suite struct JSONElementCapTests {
+    @Test(arguments: [
+        ("[1,2,3]", 3, true), ("[1,2,3]", 2, false),
+        (#"{"a":1,"b":[1,2]}"#, 4, true), (#"{"a":1,"b":[1,2]}"#, 3, false),
+        (#"["a","b","c","d"]"#, 4, true), (#"["a","b","c","d"]"#, 3, false),   // the string fast path counts too
+        ("[[[]]]", 2, true), ("[[[]]]", 1, false),
+        ("1", 0, true),
+    ])
+    func elementsAreCountedAtEveryDepth(_ text: String, _ cap: Int, _ parses: Bool) {
+        do {
+            _ = try JSONValue.parse(Array(text.utf8), maxElements: cap)
+            #expect(parses)
+        } catch {
+            #expect(!parses && error.tooManyElements)
+        }
+    }
+}

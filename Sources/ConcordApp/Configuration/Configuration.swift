@@ -17,6 +17,10 @@ public struct Configuration: Sendable, Equatable {
         public var bodyBytes = HTTPLimits().maxBodyBytes
         /// The body limit of routes that take no manifest or batch (accounts, devices, journals' titles, links).
         public var smallBodyBytes = 256 * 1024
+        /// Elements (array items and object members) a manifest or change body may hold while it is parsed.
+        public var jsonElements = 16_000_000
+        /// Objects a `PUT /v1/library` manifest may list.
+        public var libraryItems = 1_000_000
         /// Request body bytes held at once across connections; a body over it gets `503` unread.
         public var bodyBytesInFlight = ServerConfiguration(host: "", port: 0).maxBodyBytesInFlight
         /// Items in one mapping request.

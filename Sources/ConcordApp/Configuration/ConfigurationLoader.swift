@@ -129,6 +129,8 @@ public enum ConfigurationLoader {
         Setting(key: "server.limits.headerCount", kind: .int(1...maxInt), flag: nil) { $0.server.limits.headerCount = $1.int },
         Setting(key: "server.limits.bodyBytes", kind: .int(0...maxInt), flag: nil) { $0.server.limits.bodyBytes = $1.int },
         Setting(key: "server.limits.smallBodyBytes", kind: .int(1024...maxInt), flag: nil) { $0.server.limits.smallBodyBytes = $1.int },
+        Setting(key: "server.limits.jsonElements", kind: .int(1...maxInt), flag: nil) { $0.server.limits.jsonElements = $1.int },
+        Setting(key: "server.limits.libraryItems", kind: .int(1...maxInt), flag: nil) { $0.server.limits.libraryItems = $1.int },
         Setting(key: "server.limits.bodyBytesInFlight", kind: .int(0...maxInt), flag: nil) { $0.server.limits.bodyBytesInFlight = $1.int },
         Setting(key: "server.limits.maxBatch", kind: .int(1...maxInt), flag: nil) { $0.server.limits.maxBatch = $1.int },
         Setting(key: "server.limits.maxConnections", kind: .int(1...maxInt), flag: nil) { $0.server.limits.maxConnections = $1.int },

@@ -71,7 +71,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let journalID = try request.pathParameter("journalID")
             let entryID = try request.pathParameter("entryID")
             let ifMatch = try Codec.ifMatch(request)
-            let body = try request.jsonBody()
+            let body = try request.jsonBody(maxElements: app.batchElements)
             let text = try Codec.requiredString(body, "text", path: "text")
             let photos = try Codec.journalPhotos(body, maxBatch: app.service.configuration.maxBatch)
             let entry = try app.service.journals.putEntry(journalID: journalID, entryID: entryID, text: text, photos: photos, ifMatch: ifMatch, device: device)
@@ -93,7 +93,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let journalID = try request.pathParameter("journalID")
             let entryID = try request.pathParameter("entryID")
             let ifMatch = try Codec.ifMatch(request)
-            let body = try request.jsonBody()
+            let body = try request.jsonBody(maxElements: app.batchElements)
             guard let cancelled = try Codec.bool(body, "cancelled", path: "cancelled") else { throw APIError.missingField("cancelled") }
             // A cancelled session may come without identifiers (the picker returned none).
             let picked = try Codec.batch(body, "localIdentifiers", maxBatch: app.service.configuration.maxBatch, required: !cancelled) ?? []

@@ -7,13 +7,13 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
     let metrics = app.appMetrics
     return [
         app.deviceRoute("POST", "/v1/library/cloud-identifiers", operation: "cloudIdentifiers") { request, device in
-            let body = try request.jsonBody()
+            let body = try request.jsonBody(maxElements: app.batchElements)
             let ids = try Codec.batch(body, "localIdentifiers", maxBatch: app.service.configuration.maxBatch)
             let answers = try app.service.mapping.cloudIdentifierAnswers(forLocalIdentifiers: ids, device: device)
             return localToCloudAnswer(ids, answers, metrics)
         },
         app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers") { request, device in
-            let body = try request.jsonBody()
+            let body = try request.jsonBody(maxElements: app.batchElements)
             let ids = try Codec.batch(body, "cloudIdentifiers", maxBatch: app.service.configuration.maxBatch)
             let mappings = try app.service.mapping.localIdentifiers(forCloudIdentifiers: ids, device: device)
             return mappingAnswer(mappings, .cloudToLocal, metrics, asked: "cloudIdentifier", answered: "localIdentifier") {

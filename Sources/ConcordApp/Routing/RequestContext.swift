@@ -53,11 +53,16 @@ public struct RequestContext: Sendable {
 
     /// The body parsed as a JSON object; `400 badRequest` when it is malformed JSON or
     /// another JSON type.
-    public func jsonBody() throws(APIError) -> JSONObject {
+    /// The body as a JSON object; `maxElements` bounds its elements (array items and object
+    /// members at any depth) while it is parsed: beyond it `413 payloadTooLarge`.
+    public func jsonBody(maxElements: Int = .max) throws(APIError) -> JSONObject {
         let value: JSONValue
         do {
-            value = try JSONValue.parse(self.request.body)
+            value = try JSONValue.parse(self.request.body, maxElements: maxElements)
         } catch {
+            if error.tooManyElements {
+                throw APIError(status: 413, name: "payloadTooLarge", message: "The body has more than \(maxElements) JSON elements.")
+            }
             throw APIError.badRequest("The body is malformed JSON at byte \(error.offset): \(error.message)")
         }
         guard case .object(let object) = value else {

@@ -30,6 +30,10 @@ public final class AppContext: Sendable {
         self.rates = RequestRates(configuration.rateLimits, metrics: metrics)
     }
 
+    /// Elements a batch body may hold while it is parsed: `maxBatch` items of up to three
+    /// elements each (a journal photo is an object with a member), and room for the rest.
+    var batchElements: Int { self.configuration.server.limits.maxBatch * 3 + 1024 }
+
     /// One audit line (JSON, `"audit": true`): a token issued, rotated or revoked, or a failed
     /// authentication. Never the token itself.
     func audit(_ event: String, _ request: RequestContext, _ fields: LogMetadata) {
