@@ -96,15 +96,15 @@ public struct LibraryService: ServiceArea {
         }
     }
 
-    /// `PUT /v1/library`: the whole library; the difference to what is stored becomes one change.
-    /// `reset`: one change whose details are unavailable, and every link of the device dropped.
-    @discardableResult
     /// A library may hold `quotas.objectsPerDevice` objects.
     private func checkObjectQuota(_ count: Int) throws(DomainError) {
         let quota = self.configuration.quotas.objectsPerDevice
         if count > quota { throw DomainError.quotaExceeded(quota: "objectsPerDevice", limit: quota) }
     }
 
+    /// `PUT /v1/library`: the whole library; the difference to what is stored becomes one change.
+    /// `reset`: one change whose details are unavailable, and every link of the device dropped.
+    @discardableResult
     public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
         var byID: [ByteKey: LibraryObject] = [:]
         byID.reserveCapacity(snapshot.objects.count)

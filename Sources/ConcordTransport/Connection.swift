@@ -35,7 +35,8 @@ final class Connection {
     init(fd: Int32, id: UInt64, machine: HTTPConnectionStateMachine, interest: UInt32, counted: Bool) {
         self.fd = fd
         var text = [CChar](repeating: 0, count: 64)
-        self.remoteAddress = concord_peer_address(fd, &text, 64) == 0 ? String(cString: text) : nil
+        self.remoteAddress = concord_peer_address(fd, &text, 64) == 0
+            ? String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
         self.id = id
         self.machine = machine
         self.interest = interest
