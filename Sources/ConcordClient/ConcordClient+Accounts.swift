@@ -22,6 +22,9 @@ public struct Device: Sendable, Hashable, Codable {
     public var objectCount: Int
     /// Its library's current change token.
     public var changeToken: ChangeToken
+    /// When its current token was issued, and last used (written at most once a minute; nil: never).
+    public var tokenCreatedAt: Date?
+    public var tokenLastUsedAt: Date?
 }
 
 extension ConcordClient {
@@ -46,6 +49,29 @@ extension ConcordClient {
     /// Deletes a device with its library, history and links (account token).
     public func deleteDevice(_ deviceID: String) async throws {
         _ = try await self.send(APIRequest(method: "DELETE", path: "/v1/devices/" + percentEncoded(deviceID), idempotent: true))
+    }
+
+    /// A new account token (account token); the one this client holds stops working at once:
+    /// continue with `withToken(_:)`. Not retried (a lost answer loses the new token).
+    public func rotateAccountToken() async throws -> String {
+        struct Answer: Decodable { var accountToken: String }
+        return try await self.call(APIRequest(method: "POST", path: "/v1/account/token", idempotent: false), as: Answer.self).accountToken
+    }
+
+    /// A new token for one of the account's devices (account token); the device's old token stops
+    /// working at once, its library is untouched. Not retried.
+    public func rotateDeviceToken(_ deviceID: String) async throws -> DeviceCredentials {
+        try await self.call(APIRequest(method: "POST", path: "/v1/devices/" + percentEncoded(deviceID) + "/token", idempotent: false))
+    }
+
+    /// Deletes the account this client's account token belongs to, with everything it owns.
+    public func deleteAccount() async throws {
+        _ = try await self.send(APIRequest(method: "DELETE", path: "/v1/account", idempotent: false))
+    }
+
+    /// Deletes an account by ID with everything it owns (admin token).
+    public func deleteAccount(_ accountID: String) async throws {
+        _ = try await self.send(APIRequest(method: "DELETE", path: "/v1/accounts/" + percentEncoded(accountID), idempotent: true))
     }
 
     /// True when the server answers `/health` with 200 (no token needed).
