@@ -78,7 +78,10 @@ import Testing
             c.rateLimits.burstSeconds = 1
             c.rateLimits.failedAuthCost = 40
         }
-        // 100 tokens: two failures (40 each) leave 20; the third is refused before its lookup.
+        // No token at all is no guess: it costs one request, like any other.
+        for _ in 0..<30 { #expect(try server.call("GET", "/v1/library/token", token: nil).status == 401) }
+        Thread.sleep(forTimeInterval: 0.5)   // refill what those spent (100 per second)
+        // 100 tokens: two unknown tokens (40 each) leave 20; the third is refused before its lookup.
         #expect(try server.call("GET", "/v1/library/token", token: "guess-1").status == 401)
         #expect(try server.call("GET", "/v1/library/token", token: "guess-2").status == 401)
         let third = try server.call("GET", "/v1/library/token", token: "guess-3")

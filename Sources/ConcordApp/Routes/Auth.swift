@@ -31,7 +31,7 @@ extension AppContext {
         self.route(method, pattern, .admin, operation) { request throws(APIError) in
             guard let token = request.bearerToken else { throw self.refused(request, .unauthorized, "no token") }
             if self.isAdminToken(token) { return () }
-            guard try self.authenticate(token, request) != nil else { throw self.refused(request, .unauthorized, "unknown token") }
+            guard try self.authenticate(token, request) != nil else { throw self.refused(request, .unauthorized, Self.unknownToken) }
             throw self.refused(request, .forbidden, "token of another kind")
         } handler: { request, _ in try handler(request, ()) }
     }
@@ -41,15 +41,19 @@ extension AppContext {
         guard let token = request.bearerToken else { throw self.refused(request, .unauthorized, "no token") }
         // The admin token is no account's or device's: a valid token of the wrong kind.
         if self.isAdminToken(token) { throw self.refused(request, .forbidden, "admin token") }
-        guard let principal = try self.authenticate(token, request) else { throw self.refused(request, .unauthorized, "unknown token") }
+        guard let principal = try self.authenticate(token, request) else { throw self.refused(request, .unauthorized, Self.unknownToken) }
         return principal
     }
 
-    /// A failed authentication, audited (the token itself never is).
+    /// A failed authentication, audited (the token itself never is). An unknown token — a guess —
+    /// also costs its address `rateLimits.failedAuthCost` requests; a missing one costs nothing extra.
     private func refused(_ request: RequestContext, _ error: APIError, _ reason: String) -> APIError {
         self.audit("authentication failed", request, ["status": .int(error.status), "reason": .string(reason)])
+        if reason == Self.unknownToken { self.rates.failedAuthentication(request.request.remoteAddress) }
         return error
     }
+
+    private static let unknownToken = "unknown token"
 
     private func authenticate(_ token: String, _ request: RequestContext) throws(APIError) -> Principal? {
         try self.timed(self.appMetrics.authenticate, request, operation: "authenticate") { try self.service.accounts.authenticate(token: token) }

@@ -179,7 +179,6 @@ public final class Dispatcher: HTTPResponder {
     ) {
         let elapsed = MonotonicClock.nanoseconds() - start
         route.record(status: response.status, nanoseconds: elapsed)
-        if response.status == 401 { self.rates?.failedAuthentication(request.remoteAddress) }
         self.logger.info("request", metadata: LogMetadata(uniquePairs: [
             ("request", .int(requestID)),
             ("method", .string(request.method)),
