@@ -16,28 +16,8 @@ import Glibc
     /// Sends a head, reads what the server says before any body is sent (up to 2 s), then, if
     /// `body` is given and the connection is still open, sends the body and reads to the end.
     static func exchange(port: Int, head: String, body: String? = nil) throws -> (beforeBody: String, all: String) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawHTTPError.connect(errno) }
+        let fd = try connectLoopback(port: port, receiveTimeout: 2)
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw RawHTTPError.connect(errno) }
-        func sendAll(_ text: String) {
-            let bytes = Array(text.utf8)
-            var sent = 0
-            while sent < bytes.count {
-                let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n <= 0 { return }
-                sent += n
-            }
-        }
         func receive(untilClosed: Bool) -> String {
             var received: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 65536)
@@ -58,10 +38,10 @@ import Glibc
             }
             return String(decoding: received, as: UTF8.self)
         }
-        sendAll(head)
+        sendAll(fd, head)
         let before = receive(untilClosed: false)
         guard let body, before.hasPrefix("HTTP/1.1 100 ") else { return (before, before) }
-        sendAll(body)
+        sendAll(fd, body)
         return (before, before + receive(untilClosed: true))
     }
 
@@ -136,18 +116,8 @@ import Glibc
             c.server.timeouts.minBodyRate = 1000
             c.server.timeouts.bodyRateGrace = 1
         }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = try connectLoopback(port: server.port, receiveTimeout: 0.5)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(server.port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(connected == 0)
-        var timeout = timeval(tv_sec: 0, tv_usec: 500_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let head = "POST /v1/accounts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testAdminToken)\r\nContent-Length: 1000\r\n\r\n{"
         _ = head.utf8CString.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
         let started = Date()
@@ -178,28 +148,9 @@ import Glibc
         #expect(body.utf8.count > 75_000 && body.utf8.count < 150_000)
 
         // The first body is admitted (100 Continue) and held back by its client.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = try connectLoopback(port: server.port, receiveTimeout: 5)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(server.port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(connected == 0)
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        func sendAll(_ text: String) {
-            let bytes = Array(text.utf8)
-            var sent = 0
-            while sent < bytes.count {
-                let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n <= 0 { return }
-                sent += n
-            }
-        }
-        sendAll(Self.head("POST", "/v1/library/cloud-identifiers", token: device.token, length: body.utf8.count))
+        sendAll(fd, Self.head("POST", "/v1/library/cloud-identifiers", token: device.token, length: body.utf8.count))
         var chunk = [UInt8](repeating: 0, count: 65536)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         #expect(String(decoding: chunk[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 100 Continue"))
@@ -213,7 +164,7 @@ import Glibc
         #expect(answer.body.contains(#""name":"unavailable""#))
 
         // The first body sent and answered: its bytes are given back, and the next is admitted.
-        sendAll(body)
+        sendAll(fd, body)
         var received: [UInt8] = []
         while true {
             let m = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }

@@ -13,14 +13,11 @@ struct RawResponse {
 
 enum RawHTTPError: Error { case connect(Int32), malformed(String) }
 
-/// Sends `request` bytes to 127.0.0.1:`port` and reads until the server closes (requests
-/// should carry `Connection: close`). A 5 s receive timeout keeps a broken server from
-/// hanging the suite.
-func rawExchange(port: Int, _ request: String) throws -> String {
+/// A TCP connection to 127.0.0.1:`port` whose reads give up after `receiveTimeout` seconds.
+func connectLoopback(port: Int, receiveTimeout: Double) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw RawHTTPError.connect(errno) }
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    var timeout = timeval(tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout - receiveTimeout.rounded(.down)) * 1_000_000))
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
@@ -29,14 +26,34 @@ func rawExchange(port: Int, _ request: String) throws -> String {
     let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard connected == 0 else { throw RawHTTPError.connect(errno) }
-    let bytes = Array(request.utf8)
+    guard connected == 0 else {
+        let error = errno
+        close(fd)
+        throw RawHTTPError.connect(error)
+    }
+    return fd
+}
+
+/// Writes all of `text`; false when the connection refused part of it.
+@discardableResult
+func sendAll(_ fd: Int32, _ text: String) -> Bool {
+    let bytes = Array(text.utf8)
     var sent = 0
     while sent < bytes.count {
         let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard n > 0 else { throw RawHTTPError.connect(errno) }
+        if n <= 0 { return false }
         sent += n
     }
+    return true
+}
+
+/// Sends `request` bytes to 127.0.0.1:`port` and reads until the server closes (requests
+/// should carry `Connection: close`). A 5 s receive timeout keeps a broken server from
+/// hanging the suite.
+func rawExchange(port: Int, _ request: String) throws -> String {
+    let fd = try connectLoopback(port: port, receiveTimeout: 5)
+    defer { close(fd) }
+    guard sendAll(fd, request) else { throw RawHTTPError.connect(errno) }
     var received: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65536)
     while true {
