@@ -114,6 +114,9 @@ public protocol ConcordStore: AnyObject, Sendable {
     func ping() -> Bool
     /// Closes every connection once the transactions in flight end; later calls throw `unavailable`.
     func close()
+    /// Announces committed change-feed entries (this store's writes, and other instances' where the
+    /// engine can hear of them), for long-polls.
+    var feedSignals: FeedSignals { get }
 }
 
 /// Server-wide reads.

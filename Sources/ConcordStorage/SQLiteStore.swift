@@ -38,6 +38,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     private let maxReaders: Int
     private let memory: SQLiteMemory
     public let path: String
+    public let feedSignals = FeedSignals()
 
     /// `PRAGMA synchronous` of the writer connection (see the durability note above).
     public enum Synchronous: String, Sendable {
@@ -86,8 +87,17 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     }
 
     /// SQLite has one writer for the whole file, so an account's writes are serialised by it.
+    /// Feeds it appended to are announced once it has committed (a rollback announces nothing).
     public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
-        try self.withWriter { try body(SQLiteTransaction($0, accountID: accountID)) }
+        var touched: [FeedTopic] = []
+        let result = try self.withWriter { connection in
+            let tx = SQLiteTransaction(connection, accountID: accountID)
+            let result = try body(tx)
+            touched = tx.touchedFeeds
+            return result
+        }
+        self.feedSignals.publish(.committed(touched))
+        return result
     }
 
     /// One deferred transaction on a pooled reader: every statement of the body sees the same snapshot.

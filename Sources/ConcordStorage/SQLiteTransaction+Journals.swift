@@ -132,6 +132,7 @@ extension SQLiteTransaction {
 
     func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
         let a = try self.existingAccountKey(accountID)
+        self.touchedFeeds.append(.journals(accountID: accountID))
         try self.db.run("INSERT INTO journal_changes (account_key, seq, created_at, details) VALUES (?, ?, ?, ?)",
                         [.int(a), .int(seq), .double(createdAt), .text(JournalChangeDetailsCodec.encode(details))])
         try self.db.run("""

@@ -10,6 +10,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     let accountID: String
     private var accountKeys: [String: Int64] = [:]
     private var deviceKeys: [DeviceRef: Int64] = [:]
+    /// Feeds this transaction appended to: announced once it commits (`ConcordStore.feedSignals`).
+    var touchedFeeds: [FeedTopic] = []
 
     init(_ db: Connection, accountID: String) {
         self.db = db
@@ -455,6 +457,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
         let k = try self.requireKeys(device)
+        self.touchedFeeds.append(.library(device))
         try self.db.run("INSERT INTO changes (account_key, device_key, seq, created_at, details) VALUES (?, ?, ?, ?, ?)",
                         [.int(k.account), .int(k.device), .int(seq), .double(createdAt),
                          details.map { .text(ChangeDetailsCodec.encode($0)) } ?? .null])

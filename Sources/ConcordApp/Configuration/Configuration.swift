@@ -76,6 +76,15 @@ public struct Configuration: Sendable, Equatable {
         public init() {}
     }
 
+    /// Long-polls of the change feeds (issue 13).
+    public struct LongPoll: Sendable, Equatable {
+        /// The longest `wait=` a poll is held, in seconds; a longer one is shortened to this.
+        public var maxWaitSeconds = 60.0
+        /// Polls held at once; a poll beyond it is answered at once, like one without `wait`.
+        public var maxWaiting = 10_000
+        public init() {}
+    }
+
     /// Where the data lives.
     public enum Database: Sendable, Equatable, CustomStringConvertible {
         case sqlite(path: String)
@@ -119,6 +128,7 @@ public struct Configuration: Sendable, Equatable {
     public var logLevel = LogLevel.info
     public var history = History()
     public var rateLimits = RateLimits()
+    public var longPoll = LongPoll()
     /// Per-account quotas (issue 12).
     public var quotas = Quotas()
     /// Threads for requests that touch storage; 0 means two per core (at least 4).

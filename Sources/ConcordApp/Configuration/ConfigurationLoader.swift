@@ -160,6 +160,8 @@ public enum ConfigurationLoader {
         Setting(key: "rateLimits.perCaller", kind: .double(0...1e9), flag: nil) { $0.rateLimits.perCaller = $1.double },
         Setting(key: "rateLimits.burstSeconds", kind: .double(0.001...3600), flag: nil) { $0.rateLimits.burstSeconds = $1.double },
         Setting(key: "rateLimits.failedAuthCost", kind: .double(0...1e9), flag: nil) { $0.rateLimits.failedAuthCost = $1.double },
+        Setting(key: "longPoll.maxWaitSeconds", kind: .double(0...3600), flag: nil) { $0.longPoll.maxWaitSeconds = $1.double },
+        Setting(key: "longPoll.maxWaiting", kind: .int(0...maxInt), flag: nil) { $0.longPoll.maxWaiting = $1.int },
         Setting(key: "sqliteSynchronous", kind: .choice(["normal", "full"]), flag: nil) {
             $0.sqliteSynchronous = $1.string == "full" ? .full : .normal
         },

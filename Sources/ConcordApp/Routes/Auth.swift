@@ -12,10 +12,7 @@ extension AppContext {
 
     /// A route for device tokens; the handler gets the device.
     func deviceRoute(_ method: String, _ pattern: String, operation: String, _ handler: @escaping Handler<DeviceRef>) -> Route {
-        self.route(method, pattern, .device, operation) { request throws(APIError) in
-            guard case .device(let device) = try self.principal(request) else { throw self.refused(request, .forbidden, "token of another kind") }
-            return device
-        } handler: { request, device in try handler(request, device) }
+        self.route(method, pattern, .device, operation, authenticate: self.device) { request, device in try handler(request, device) }
     }
 
     /// A route for account tokens; the handler gets the account ID.
@@ -34,6 +31,12 @@ extension AppContext {
             guard try self.authenticate(token, request) != nil else { throw self.refused(request, .unauthorized, Self.unknownToken) }
             throw self.refused(request, .forbidden, "token of another kind")
         } handler: { request, _ in try handler(request, ()) }
+    }
+
+    /// The device whose token the request presents (`401`/`403` otherwise).
+    private func device(_ request: RequestContext) throws(APIError) -> DeviceRef {
+        guard case .device(let device) = try self.principal(request) else { throw self.refused(request, .forbidden, "token of another kind") }
+        return device
     }
 
     /// Who presented the request's token (never the admin), or `401` when it is missing or unknown.
@@ -65,26 +68,50 @@ extension AppContext {
                                          authenticate: @escaping @Sendable (RequestContext) throws(APIError) -> Caller,
                                          handler: @escaping Handler<Caller>) -> Route {
         let histogram = self.appMetrics.operation(operation)
+        let who = self.callerCheck(authenticate)
+        var route = Route(method, pattern, caller: caller) { request throws(APIError) in
+            let caller = try who.handler(request)
+            return try self.timed(histogram, request, operation: operation) { try handler(request, caller) }
+        }
+        route.admit = who.admit
+        route.maxBodyBytes = self.maxBodyBytes(method, pattern)
+        return route
+    }
+
+    /// A device route answered through `respond`, now or later (a long-poll, issue 13); the
+    /// handler's own work (not the wait) is timed.
+    func deviceDeferredRoute(_ method: String, _ pattern: String, operation: String,
+                             _ handler: @escaping @Sendable (RequestContext, DeviceRef, DeferredAnswer) throws -> Void) -> Route {
+        let histogram = self.appMetrics.operation(operation)
+        let who = self.callerCheck(self.device)
+        var route = Route(method, pattern, caller: .device) { request, answer throws(APIError) in
+            let device = try who.handler(request)
+            try self.timed(histogram, request, operation: operation) { try handler(request, device, answer) }
+        }
+        route.admit = who.admit
+        route.maxBodyBytes = self.maxBodyBytes(method, pattern)
+        return route
+    }
+
+    /// The caller of a request: from its head when the transport admitted it (authenticated and
+    /// counted there), else authenticated and counted against its rate limit now; and the head's check.
+    private func callerCheck<Caller: Sendable>(_ authenticate: @escaping @Sendable (RequestContext) throws(APIError) -> Caller)
+        -> (handler: @Sendable (RequestContext) throws(APIError) -> Caller, admit: @Sendable (RequestContext) throws(APIError) -> (any Sendable)?) {
         let limited: @Sendable (Caller) throws(APIError) -> Void = { who throws(APIError) in
             if let refusal = self.rates.checkCaller(Self.rateKey(who)) { throw refusal }
         }
-        var route = Route(method, pattern, caller: caller) { request throws(APIError) in
-            let who: Caller
-            if let admitted = request.request.admission as? Caller {
-                who = admitted   // authenticated and counted from its head
-            } else {
-                who = try authenticate(request)
-                try limited(who)
-            }
-            return try self.timed(histogram, request, operation: operation) { try handler(request, who) }
-        }
-        route.admit = { request throws(APIError) in
+        let handler: @Sendable (RequestContext) throws(APIError) -> Caller = { request throws(APIError) in
+            if let admitted = request.request.admission as? Caller { return admitted }
             let who = try authenticate(request)
             try limited(who)
             return who
         }
-        route.maxBodyBytes = self.maxBodyBytes(method, pattern)
-        return route
+        let admit: @Sendable (RequestContext) throws(APIError) -> (any Sendable)? = { request throws(APIError) in
+            let who = try authenticate(request)
+            try limited(who)
+            return who
+        }
+        return (handler, admit)
     }
 
     /// The caller's rate-limit bucket: its device or account, or the admin.

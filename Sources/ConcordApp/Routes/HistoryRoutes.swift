@@ -9,12 +9,17 @@ func historyRoutes(_ app: AppContext) -> [Route] {
             let token = try app.service.history.currentChangeToken(device: device)
             return Codec.changeTokenResponse(token)
         },
-        app.deviceRoute("GET", "/v1/library/changes", operation: "changes") { request, device in
+        // With `wait=S`, a poll with nothing new is held until the device's library changes (issue 13).
+        app.deviceDeferredRoute("GET", "/v1/library/changes", operation: "changes") { request, device, answer in
             guard let since = request.query("since") else { throw APIError.missingField("since") }
             let limit = try Codec.intQuery(request, "limit")
-            let page = try app.service.history.changes(since: since, limit: limit, device: device)
-            return Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
-                Codec.write(change, into: &w)
+            let wait = try app.waitQuery(request)
+            try app.longPolls.serve(topic: .library(device), wait: wait, answer: answer) {
+                let page = try app.service.history.changes(since: since, limit: limit, device: device)
+                let response = Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
+                    Codec.write(change, into: &w)
+                }
+                return (response, !page.changes.isEmpty)
             }
         },
     ]

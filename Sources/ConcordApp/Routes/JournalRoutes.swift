@@ -33,12 +33,17 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let token = try app.service.journals.currentJournalChangeToken(device: device)
             return Codec.changeTokenResponse(token)
         },
-        app.deviceRoute("GET", "/v1/journals/changes", operation: "journalChanges") { request, device in
+        // With `wait=S`, a poll with nothing new is held until the account's journals change (issue 13).
+        app.deviceDeferredRoute("GET", "/v1/journals/changes", operation: "journalChanges") { request, device, answer in
             guard let since = request.query("since") else { throw APIError.missingField("since") }
             let limit = try Codec.intQuery(request, "limit")
-            let page = try app.service.journals.journalChanges(since: since, limit: limit, device: device)
-            return Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
-                Codec.write(change, into: &w)
+            let wait = try app.waitQuery(request)
+            try app.longPolls.serve(topic: .journals(accountID: device.accountID), wait: wait, answer: answer) {
+                let page = try app.service.journals.journalChanges(since: since, limit: limit, device: device)
+                let response = Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
+                    Codec.write(change, into: &w)
+                }
+                return (response, !page.changes.isEmpty)
             }
         },
         app.deviceRoute("GET", "/v1/journals/{journalID}", operation: "getJournal") { request, device in

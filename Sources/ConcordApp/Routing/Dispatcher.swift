@@ -113,7 +113,22 @@ public final class Dispatcher: HTTPResponder {
             var logger = self.logger
             logger[metadataKey: "request"] = .int(requestID)
             let context = RequestContext(request: request, pathParameters: parameters, routePattern: route.pattern, queryItems: queryItems, logger: logger)
-            if route.onLoop {
+            if case .deferred(let handler) = route.answering {
+                let slot = self.metrics.slot(route.metricsIndex)
+                let answer: @Sendable (HTTPResponse) -> Void = { [self] response in
+                    self.finish(request, route: slot, start: start, requestID: requestID, response: response, respond: respond)
+                }
+                let workers = self.workers
+                let deferred = DeferredAnswer(respond: answer, onWorker: { job in workers.submit(job) })
+                let accepted = self.workers.submit {
+                    do throws(APIError) {
+                        try handler(context, deferred)
+                    } catch {
+                        answer(error.response)
+                    }
+                }
+                if !accepted { answer(Self.overloaded.response) }
+            } else if route.onLoop {
                 self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
             } else {
                 let accepted = self.workers.submit { [self] in
@@ -163,8 +178,9 @@ public final class Dispatcher: HTTPResponder {
 
     /// Runs the handler; its `APIError` becomes the answer.
     static func run(_ route: Route, _ context: RequestContext) -> HTTPResponse {
+        guard case .immediately(let handler) = route.answering else { preconditionFailure("a deferred route is answered through respond") }
         do {
-            return try route.handler(context)
+            return try handler(context)
         } catch {
             if error.status >= 500 {
                 context.logger.error("request failed", metadata: ["route": .string(route.pattern), "status": .int(error.status), "error": .string(error.name)])

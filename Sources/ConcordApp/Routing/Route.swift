@@ -11,6 +11,15 @@ import ConcordHTTP
 public struct Route: Sendable {
     /// The handler type: synchronous, may block when `onLoop` is false.
     public typealias Handler = @Sendable (RequestContext) throws(APIError) -> HTTPResponse
+    /// A handler that answers through `DeferredAnswer`, now or later (a long-poll holds its request
+    /// without a thread, issue 13). Runs on the worker pool; answers exactly once unless it throws.
+    public typealias DeferredHandler = @Sendable (RequestContext, DeferredAnswer) throws(APIError) -> Void
+
+    /// How the route answers.
+    public enum Answering: Sendable {
+        case immediately(Handler)
+        case deferred(DeferredHandler)
+    }
 
     public let method: String
     public let pattern: String
@@ -18,7 +27,7 @@ public struct Route: Sendable {
     public let caller: RouteCaller
     /// True only for handlers that never block: they run on the event loop.
     public let onLoop: Bool
-    public let handler: Handler
+    public let answering: Answering
     /// Its largest request body; nil: the server's (`server.limits.bodyBytes`).
     public var maxBodyBytes: Int?
     /// The check a head must pass before its body is read (the caller's token); what it returns
@@ -34,9 +43,27 @@ public struct Route: Sendable {
         self.pattern = pattern
         self.caller = caller
         self.onLoop = onLoop
-        self.handler = handler
+        self.answering = .immediately(handler)
         self.segments = PatternSegment.parse(pattern)
     }
+
+    /// A route whose handler may hold its request (on the worker pool, never on the loop).
+    public init(_ method: String, _ pattern: String, caller: RouteCaller, deferred: @escaping DeferredHandler) {
+        self.method = method
+        self.pattern = pattern
+        self.caller = caller
+        self.onLoop = false
+        self.answering = .deferred(deferred)
+        self.segments = PatternSegment.parse(pattern)
+    }
+}
+
+/// How a deferred handler answers its request, and how it gets back onto the worker pool later.
+public struct DeferredAnswer: Sendable {
+    /// Sends the answer (once).
+    public let respond: @Sendable (HTTPResponse) -> Void
+    /// Runs `job` on the worker pool; false when the pool refuses it (full, or shutting down).
+    public let onWorker: @Sendable (@escaping @Sendable () -> Void) -> Bool
 }
 
 /// Who may call a route: the bearer token it needs (API.md §1). A missing or unknown token is

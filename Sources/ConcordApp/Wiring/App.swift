@@ -42,6 +42,8 @@ public final class RunningApp: Sendable {
         guard !already else { return }
         let grace = self.context.configuration.server.timeouts.shutdownGrace
         let start = MonotonicClock.nanoseconds()
+        // Held long-polls are answered first (their empty page), so the drain below does not wait for them.
+        self.context.longPolls.shutdown()
         self.server.shutdown(gracePeriod: grace)
         let spent = Double(MonotonicClock.nanoseconds() - start) / 1e9
         let unfinished = self.dispatcher.shutdown(deadline: max(0.1, grace - spent))
@@ -80,6 +82,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             sqliteMemory: SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20),
             mappingIndexMegabytes: configuration.mappingIndexMegabytes, quotas: configuration.quotas)
         started.add { storage.close() }
+        // Long-polls hear other instances' commits through PostgreSQL (issue 13).
+        (storage.store as? PostgresStore)?.listenForOtherInstances()
         if let index = storage.service.mappingIndex { registerMappingIndexMetrics(metrics, index) }
 
         let (adminToken, generatedTokenFile) = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)

@@ -16,6 +16,8 @@ public final class AppContext: Sendable {
     let appMetrics: AppMetrics
     /// Token buckets per address and per caller (`rateLimits`).
     let rates: RequestRates
+    /// Held long-polls of the change feeds, woken by the store's feed signals.
+    let longPolls: LongPolls
 
     /// The one domain service every route calls (on the worker pool, never on a loop).
     public var service: ConcordService { self.storage.service }
@@ -28,6 +30,18 @@ public final class AppContext: Sendable {
         self.storage = storage
         self.appMetrics = AppMetrics(registry: metrics)
         self.rates = RequestRates(configuration.rateLimits, metrics: metrics)
+        let longPolls = LongPolls(maxWaiting: configuration.longPoll.maxWaiting, metrics: metrics)
+        storage.store.feedSignals.observe { signal in longPolls.signal(signal) }
+        self.longPolls = longPolls
+    }
+
+    /// A long-poll's `wait=` in seconds (0 without one), at most `longPoll.maxWaitSeconds`.
+    func waitQuery(_ request: RequestContext) throws(APIError) -> Double {
+        guard let text = request.query("wait") else { return 0 }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, !text.hasPrefix("+"), text.first?.isNumber == true else {
+            throw APIError.badRequest("wait must be a number of seconds, 0 or more.", field: "wait")
+        }
+        return min(seconds, self.configuration.longPoll.maxWaitSeconds)
     }
 
     /// Elements a batch body may hold while it is parsed: `maxBatch` items of up to three

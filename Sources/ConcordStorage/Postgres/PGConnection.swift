@@ -194,6 +194,32 @@ final class PGConnection {
         !self.isClosed && !self.isBroken && PQstatus(self.handle) == CONNECTION_OK && PQtransactionStatus(self.handle) != PQTRANS_IDLE
     }
 
+    /// Waits up to `timeoutMs` for asynchronous notifications (`LISTEN`) and returns their
+    /// payloads (empty on timeout). Throws when the connection is lost.
+    func notifications(timeoutMs: Int32) throws(PostgresError) -> [String] {
+        var payloads = self.pendingNotifications()
+        guard payloads.isEmpty else { return payloads }
+        var descriptor = pollfd(fd: PQsocket(self.handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { throw PostgresError(sqlState: "", message: "connection lost", connectionLost: true) }
+        if poll(&descriptor, 1, timeoutMs) > 0 {
+            guard PQconsumeInput(self.handle) == 1, PQstatus(self.handle) == CONNECTION_OK else {
+                self.isBroken = true
+                throw PostgresError(sqlState: "", message: Self.oneLine(String(cString: PQerrorMessage(self.handle))), connectionLost: true)
+            }
+            payloads = self.pendingNotifications()
+        }
+        return payloads
+    }
+
+    private func pendingNotifications() -> [String] {
+        var payloads: [String] = []
+        while let notice = PQnotifies(self.handle) {
+            payloads.append(String(cString: notice.pointee.extra))
+            PQfreemem(notice)
+        }
+        return payloads
+    }
+
     /// Runs one or more statements without parameters (simple query protocol).
     func execute(_ sql: String) throws(PostgresError) {
         let result = PQexec(self.handle, sql)

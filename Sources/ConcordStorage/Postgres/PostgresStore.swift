@@ -1,6 +1,7 @@
 import CLibPQ
 import ConcordDomain
 import Foundation
+import Synchronization
 
 /// Why the PostgreSQL store cannot start (bad URL, unreachable, newer schema): one line for the operator.
 public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
@@ -103,10 +104,15 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     public let configuration: PostgresConfiguration
     /// How long a caller waits for a free connection before answering unavailable.
     private let checkoutTimeout: Double = 10
+    public let feedSignals = FeedSignals()
+    /// Hears other instances' feed commits once `listenForOtherInstances()` started it.
+    private let listener: PostgresFeedListener
+    private let listening = Mutex(false)
 
     /// Connects, migrates (under an advisory lock) and refuses a newer schema.
     public init(configuration: PostgresConfiguration) throws(PostgresStoreError) {
         self.configuration = configuration
+        self.listener = PostgresFeedListener(parameters: configuration.connectionParameters, signals: self.feedSignals)
         let first: PGConnection
         do {
             first = try PGConnection(parameters: configuration.connectionParameters)
@@ -146,14 +152,34 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     }
 
     /// The account's advisory lock is the transaction's first statement: one place, so no write can forget it.
+    /// Feeds it appended to are announced to other instances by `NOTIFY` inside the transaction, and
+    /// to this one once it has committed.
     public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
-        try self.writeHealth.tracking {
+        var touched: [FeedTopic] = []
+        let result = try self.writeHealth.tracking {
             try self.transaction(begin: "BEGIN", retries: 5) { c in
                 let tx = PostgresTransaction(c, accountID: accountID)
                 try tx.lockAccount()
-                return try body(tx)
+                let result = try body(tx)
+                touched = Array(Set(tx.touchedFeeds))
+                for topic in touched {
+                    try c.query("SELECT pg_notify($1, $2)", [.text(PostgresFeedListener.channel), .text(self.listener.payload(topic))])
+                }
+                return result
             }
         }
+        self.feedSignals.publish(.committed(touched))
+        return result
+    }
+
+    /// Starts the connection that hears other instances' feed commits (`concord serve` does; a
+    /// store opened for a command or a test need not). Stopped by `close()`.
+    public func listenForOtherInstances() {
+        let start = self.listening.withLock { listening in
+            defer { listening = true }
+            return !listening
+        }
+        if start { self.listener.start() }
     }
 
     private static let beginRead = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -167,6 +193,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
 
     /// Closes every connection once the checked-out ones are back; later calls throw `unavailable`.
     public func close() {
+        if self.listening.withLock({ $0 }) { self.listener.stop() }
         self.condition.lock()
         self.closed = true
         while self.idle.count < self.open { self.condition.wait() }

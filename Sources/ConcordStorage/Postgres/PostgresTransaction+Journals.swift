@@ -130,6 +130,7 @@ extension PostgresTransaction {
     }
 
     func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
+        self.touchedFeeds.append(.journals(accountID: accountID))
         // The change and the feed's new last seq in one statement.
         let n = try self.db.query("""
             WITH c AS (

@@ -9,6 +9,9 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     let db: PGConnection
     /// The account this transaction is scoped to ("" for a server-wide one).
     let accountID: String
+    /// Feeds this transaction appended to: announced to this instance once it commits, and to
+    /// the others by `NOTIFY` (delivered by PostgreSQL at commit, never for a rollback).
+    var touchedFeeds: [FeedTopic] = []
 
     init(_ db: PGConnection, accountID: String) {
         self.db = db
@@ -375,6 +378,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     // MARK: - History
 
     func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
+        self.touchedFeeds.append(.library(device))
         try self.db.query("INSERT INTO changes (account_id, device_id, seq, created_at, details) VALUES ($1, $2, $3, $4, $5)",
                           [.text(device.accountID), .text(device.deviceID), .int(seq), .double(createdAt),
                            .optionalText(details.map { ChangeDetailsCodec.encode($0) })])

@@ -1,0 +1,283 @@
+import ConcordDomain
+import ConcordHTTP
+import ConcordObservability
+import Foundation
+import Synchronization
+
+/// Long-polls of the change feeds (issue 13): a request with nothing new after its token is held —
+/// as a closure, no thread — until a change is committed to its feed, its wait passes, or the
+/// server shuts down.
+///
+/// A poll is registered ("armed") *before* its query runs, so a commit during the query is not
+/// missed: it marks the armed poll, which then queries again instead of parking.
+final class LongPolls: Sendable {
+    /// Why a parked poll is resumed.
+    enum Wake: Sendable {
+        case changed, timedOut, shuttingDown
+    }
+
+    private struct Waiter {
+        let topic: FeedTopic
+        /// Set once parked; nil while its query runs.
+        var resume: (@Sendable (Wake) -> Void)?
+        /// A signal for its topic arrived while its query ran.
+        var fired = false
+    }
+
+    private struct State {
+        var waiters: [UInt64: Waiter] = [:]
+        var byTopic: [FeedTopic: Set<UInt64>] = [:]
+        var deadlines = DeadlineHeap()
+        var nextID: UInt64 = 1
+        var closed = false
+    }
+
+    /// Held requests at most; a poll over it is answered at once.
+    let maxWaiting: Int
+    private let state = Mutex(State())
+    private let timer = NSCondition()
+    /// Signalled when a nearer deadline is added, or at shutdown (read under `timer`).
+    nonisolated(unsafe) private var timerStopped = false
+    private let answers: [Wake: Counter]
+    private let immediateAnswers: Counter
+
+    init(maxWaiting: Int, metrics: MetricsRegistry) {
+        self.maxWaiting = maxWaiting
+        let help = "Held long-poll requests answered, by what ended the wait."
+        self.answers = [
+            .changed: metrics.counter("concord_long_poll_wakeups_total", help: help, labels: [("reason", "changed")]),
+            .timedOut: metrics.counter("concord_long_poll_wakeups_total", help: help, labels: [("reason", "timeout")]),
+            .shuttingDown: metrics.counter("concord_long_poll_wakeups_total", help: help, labels: [("reason", "shutdown")]),
+        ]
+        self.immediateAnswers = metrics.counter("concord_long_poll_over_limit_total",
+                                                help: "Long-polls answered at once because maxWaiting requests were already held.")
+        let thread = Thread { [self] in self.runTimer() }
+        thread.name = "concord.long-poll-timer"
+        thread.start()
+        metrics.gauge("concord_long_poll_waiting", help: "Long-poll requests held right now.") { [weak self] in
+            Double(self?.waiting ?? 0)
+        }
+    }
+
+    /// Polls registered (armed or parked).
+    var waiting: Int { self.state.withLock { $0.waiters.count } }
+
+    // MARK: Serving one poll
+
+    /// Answers a long-poll. `query` reads the feed (on this worker) and says whether the page has
+    /// changes; without any, and with time left, the poll waits for a signal on `topic` and queries
+    /// again. A timeout or shutdown answers the last empty page (the same token, API.md §7).
+    func serve(topic: FeedTopic, wait: Double, answer: DeferredAnswer,
+               query: @escaping @Sendable () throws -> (response: HTTPResponse, hasChanges: Bool)) throws {
+        let deadline = Self.now() + wait
+        try self.attempt(topic: topic, deadline: deadline, answer: answer, query: query)
+    }
+
+    private func attempt(topic: FeedTopic, deadline: Double, answer: DeferredAnswer,
+                         query: @escaping @Sendable () throws -> (response: HTTPResponse, hasChanges: Bool)) throws {
+        while true {
+            let id = Self.now() < deadline ? self.arm(topic) : nil
+            let page: (response: HTTPResponse, hasChanges: Bool)
+            do {
+                page = try query()
+            } catch {
+                if let id { self.disarm(id) }
+                throw error
+            }
+            guard let id, !page.hasChanges else {
+                if let id { self.disarm(id) }
+                answer.respond(page.response)
+                return
+            }
+            let empty = page.response
+            let parked = self.park(id, deadline: deadline) { [self] wake in
+                self.answers[wake]?.increment()
+                guard wake == .changed else { return answer.respond(empty) }
+                let queued = answer.onWorker { [self] in
+                    do {
+                        try self.attempt(topic: topic, deadline: deadline, answer: answer, query: query)
+                    } catch let error as APIError {
+                        answer.respond(error.response)
+                    } catch let error as DomainError {
+                        answer.respond(APIError(error).response)
+                    } catch {
+                        answer.respond(APIError.internalError().response)
+                    }
+                }
+                // The pool is full or stopping: the empty page is a correct answer (the client polls again).
+                if !queued { answer.respond(empty) }
+            }
+            if parked { return }
+            // A signal came while the query ran (or the server began to shut down): look again,
+            // unless shutting down, which answers what there is.
+            if self.state.withLock({ $0.closed }) {
+                answer.respond(empty)
+                return
+            }
+        }
+    }
+
+    // MARK: The registry
+
+    /// Registers a poll of `topic` before its query; nil when `maxWaiting` are held or shutting down.
+    private func arm(_ topic: FeedTopic) -> UInt64? {
+        let id: UInt64? = self.state.withLock { state in
+            guard !state.closed, state.waiters.count < self.maxWaiting else { return nil }
+            let id = state.nextID
+            state.nextID += 1
+            state.waiters[id] = Waiter(topic: topic)
+            state.byTopic[topic, default: []].insert(id)
+            return id
+        }
+        if id == nil { self.immediateAnswers.increment() }
+        return id
+    }
+
+    private func disarm(_ id: UInt64) {
+        self.state.withLock { state in _ = Self.remove(id, from: &state) }
+    }
+
+    /// Parks an armed poll until `deadline`; false (and unregistered) when a signal for its topic
+    /// arrived meanwhile or the server is shutting down.
+    private func park(_ id: UInt64, deadline: Double, resume: @escaping @Sendable (Wake) -> Void) -> Bool {
+        let (parked, nearest) = self.state.withLock { state -> (Bool, Bool) in
+            guard var waiter = state.waiters[id] else { return (false, false) }
+            if waiter.fired || state.closed {
+                _ = Self.remove(id, from: &state)
+                return (false, false)
+            }
+            waiter.resume = resume
+            state.waiters[id] = waiter
+            let nearest = state.deadlines.earliest.map { deadline < $0 } ?? true
+            state.deadlines.insert(deadline, id)
+            return (true, nearest)
+        }
+        if nearest { self.timer.withLock { self.timer.signal() } }
+        return parked
+    }
+
+    private static func remove(_ id: UInt64, from state: inout State) -> Waiter? {
+        guard let waiter = state.waiters.removeValue(forKey: id) else { return nil }
+        if state.byTopic[waiter.topic]?.remove(id) != nil, state.byTopic[waiter.topic]?.isEmpty == true {
+            state.byTopic[waiter.topic] = nil
+        }
+        return waiter
+    }
+
+    /// A store's feed signal: parked polls of those topics query again; armed ones will.
+    func signal(_ signal: FeedSignal) {
+        let resumes = self.state.withLock { state -> [@Sendable (Wake) -> Void] in
+            let ids: [UInt64]
+            switch signal {
+            case .committed(let topics): ids = topics.flatMap { state.byTopic[$0].map(Array.init) ?? [] }
+            case .anyMayHaveChanged: ids = Array(state.waiters.keys)
+            }
+            var resumes: [@Sendable (Wake) -> Void] = []
+            for id in ids {
+                guard let waiter = state.waiters[id] else { continue }
+                if let resume = waiter.resume {
+                    _ = Self.remove(id, from: &state)
+                    resumes.append(resume)
+                } else {
+                    state.waiters[id]?.fired = true
+                }
+            }
+            return resumes
+        }
+        for resume in resumes { resume(.changed) }
+    }
+
+    /// Answers every held poll at once (with its empty page) and refuses to hold new ones.
+    func shutdown() {
+        let resumes = self.state.withLock { state -> [@Sendable (Wake) -> Void] in
+            state.closed = true
+            let resumes = state.waiters.values.compactMap(\.resume)
+            for (id, waiter) in state.waiters where waiter.resume != nil { _ = Self.remove(id, from: &state) }
+            state.deadlines = DeadlineHeap()
+            return resumes
+        }
+        self.timer.withLock {
+            self.timerStopped = true
+            self.timer.signal()
+        }
+        for resume in resumes { resume(.shuttingDown) }
+    }
+
+    // MARK: Timeouts
+
+    /// One thread sleeps until the nearest deadline and answers the polls whose wait is over.
+    private func runTimer() {
+        while true {
+            let now = Self.now()
+            let (expired, next) = self.state.withLock { state -> ([@Sendable (Wake) -> Void], Double?) in
+                var expired: [@Sendable (Wake) -> Void] = []
+                while let (deadline, id) = state.deadlines.popIfDue(now) {
+                    _ = deadline
+                    // Polls woken or answered before their deadline are no longer registered.
+                    if let waiter = state.waiters[id], let resume = waiter.resume {
+                        _ = Self.remove(id, from: &state)
+                        expired.append(resume)
+                    }
+                }
+                return (expired, state.deadlines.earliest)
+            }
+            for resume in expired { resume(.timedOut) }
+            self.timer.lock()
+            if self.timerStopped {
+                self.timer.unlock()
+                return
+            }
+            if let next {
+                _ = self.timer.wait(until: Date(timeIntervalSinceNow: max(0, next - Self.now())))
+            } else {
+                self.timer.wait()
+            }
+            let stop = self.timerStopped
+            self.timer.unlock()
+            if stop { return }
+        }
+    }
+
+    /// Monotonic seconds.
+    static func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
+}
+
+/// A binary min-heap of (deadline, poll ID). Entries of polls answered early stay until their
+/// deadline and are skipped then (each poll is in it at most once).
+struct DeadlineHeap {
+    private var items: [(deadline: Double, id: UInt64)] = []
+
+    var earliest: Double? { self.items.first?.deadline }
+    var count: Int { self.items.count }
+
+    mutating func insert(_ deadline: Double, _ id: UInt64) {
+        self.items.append((deadline, id))
+        var child = self.items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard self.items[child].deadline < self.items[parent].deadline else { break }
+            self.items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    /// Removes and returns the earliest entry if its deadline is at or before `now`.
+    mutating func popIfDue(_ now: Double) -> (Double, UInt64)? {
+        guard let first = self.items.first, first.deadline <= now else { return nil }
+        let last = self.items.removeLast()
+        if !self.items.isEmpty {
+            self.items[0] = last
+            var parent = 0
+            while true {
+                let left = 2 * parent + 1, right = left + 1
+                var smallest = parent
+                if left < self.items.count, self.items[left].deadline < self.items[smallest].deadline { smallest = left }
+                if right < self.items.count, self.items[right].deadline < self.items[smallest].deadline { smallest = right }
+                if smallest == parent { break }
+                self.items.swapAt(parent, smallest)
+                parent = smallest
+            }
+        }
+        return (first.deadline, first.id)
+    }
+}

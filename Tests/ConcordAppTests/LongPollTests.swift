@@ -1,0 +1,240 @@
+import ConcordJSON
+import ConcordTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import ConcordApp
+
+/// Long-polls of the change feeds (issue 13), over real sockets: a held request answers when
+/// another request commits a change to its feed, answers its empty page (same token) when its
+/// wait is over, and is released at shutdown.
+@Suite struct LongPollTests {
+    /// A poll sent on its own thread; `result()` waits for its answer and when it arrived.
+    final class Poll: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let outcome = Mutex<(response: APIResponse?, error: String?, at: Double)>((nil, nil, 0))
+        let sentAt = monotonicSeconds()
+
+        init(port: Int, token: String, _ target: String) {
+            Thread { [self] in
+                do {
+                    let response = try send(port, "GET", target, token: token)
+                    self.outcome.withLock { $0 = (response, nil, monotonicSeconds()) }
+                } catch {
+                    self.outcome.withLock { $0 = (nil, "\(error)", monotonicSeconds()) }
+                }
+                self.done.signal()
+            }.start()
+        }
+
+        func result() throws -> (response: APIResponse, at: Double) {
+            self.done.wait()
+            let (response, error, at) = self.outcome.withLock { $0 }
+            guard let response else { throw RawHTTPError.malformed(error ?? "no answer") }
+            return (response, at)
+        }
+    }
+
+    /// Waits (up to 3 s) until the server holds `count` polls.
+    static func waitUntilHeld(_ server: APIServer, _ count: Int) throws {
+        let deadline = monotonicSeconds() + 3
+        while server.app.context.longPolls.waiting < count {
+            try #require(monotonicSeconds() < deadline, "the server held \(server.app.context.longPolls.waiting) polls, not \(count)")
+            usleep(2_000)
+        }
+    }
+
+    @Test(arguments: TestEngine.available)
+    func aHeldJournalPollAnswersWithinOneHundredMillisecondsOfAnotherDevicesCommit(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine)
+        let account = try server.account()
+        let phone = try server.device(account.token, "Phone")
+        let tablet = try server.device(account.token, "Tablet")
+        var delays: [Double] = []
+        for round in 0..<5 {
+            let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
+            let poll = Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4")
+            try Self.waitUntilHeld(server, 1)
+            let created = try server.call("POST", "/v1/journals", token: tablet.token, body: #"{"title":"Trip \#(round)"}"#)
+            let committedAt = monotonicSeconds()
+            try #require(created.status == 201, "\(created.raw.body)")
+            let (answer, at) = try poll.result()
+            #expect(answer.status == 200)
+            let changes = try #require(answer["changes"]?.arrayValue)
+            #expect(changes.count == 1)
+            let inserted = changes.first?["journals"]?["inserted"]?.arrayValue?.compactMap(\.stringValue)
+            #expect(inserted == [try #require(created["journalID"]?.stringValue)])
+            #expect(answer["changeToken"]?.stringValue != since)
+            #expect(at - poll.sentAt < 2, "held for its whole wait instead of waking")
+            delays.append(max(0, at - committedAt))
+        }
+        // The median of five: one round slowed by a loaded machine does not decide it.
+        #expect(delays.sorted()[2] <= 0.1, "answers came \(delays) s after the commits")
+    }
+
+    @Test(arguments: TestEngine.available)
+    func aHeldLibraryPollWakesOnTheDevicesOwnChangeFromAnotherConnection(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine)
+        let account = try server.account()
+        let phone = try server.device(account.token, "Phone")
+        let tablet = try server.device(account.token, "Tablet")
+        let since = try #require(try server.call("GET", "/v1/library/token", token: phone.token)["changeToken"]?.stringValue)
+        let poll = Poll(port: server.port, token: phone.token, "/v1/library/changes?since=\(percentEncoded(since))&wait=4")
+        try Self.waitUntilHeld(server, 1)
+        // Another device's library is another feed: the phone's poll stays held.
+        try server.upsert(tablet.token, assets: [("T-1/L0/001", fingerprint(1))])
+        usleep(200_000)
+        #expect(server.app.context.longPolls.waiting == 1)
+        try server.upsert(phone.token, assets: [("P-1/L0/001", fingerprint(2))])
+        let committedAt = monotonicSeconds()
+        let (answer, at) = try poll.result()
+        #expect(answer.status == 200)
+        #expect(answer["changes"]?.arrayValue?.count == 1)
+        #expect(at - committedAt <= 0.5)
+    }
+
+    @Test func aPollWhoseWaitPassesAnswersItsEmptyPageWithTheSameToken() throws {
+        let server = try APIServer()
+        let account = try server.account()
+        let phone = try server.device(account.token)
+        for feed in ["library", "journals"] {
+            let since = try #require(try server.call("GET", "/v1/\(feed)/token", token: phone.token)["changeToken"]?.stringValue)
+            let poll = Poll(port: server.port, token: phone.token, "/v1/\(feed)/changes?since=\(percentEncoded(since))&wait=0.5")
+            let (answer, at) = try poll.result()
+            #expect(answer.status == 200)
+            #expect(answer["changes"]?.arrayValue?.isEmpty == true)
+            #expect(answer["changeToken"]?.stringValue == since)
+            #expect(answer["hasMore"]?.boolValue == false)
+            #expect(at - poll.sentAt >= 0.45 && at - poll.sentAt < 3, "answered after \(at - poll.sentAt) s")
+        }
+        #expect(server.app.context.longPolls.waiting == 0)
+    }
+
+    @Test func changesAlreadyThereAreAnsweredAtOnceAndBadWaitsAreRefused() throws {
+        let server = try APIServer()
+        let account = try server.account()
+        let phone = try server.device(account.token)
+        let since = try #require(try server.call("GET", "/v1/library/token", token: phone.token)["changeToken"]?.stringValue)
+        try server.upsert(phone.token, assets: [("A/L0/001", fingerprint(1))])
+        let start = monotonicSeconds()
+        let r = try server.call("GET", "/v1/library/changes?since=\(percentEncoded(since))&wait=30", token: phone.token)
+        #expect(r.status == 200 && r["changes"]?.arrayValue?.count == 1)
+        #expect(monotonicSeconds() - start < 2)
+        for bad in ["-1", "abc", "nan", "inf", "+3", ""] {
+            let r = try server.call("GET", "/v1/library/changes?since=\(percentEncoded(since))&wait=\(bad)", token: phone.token)
+            #expect(r.status == 400, "wait=\(bad)")
+            #expect(r["error"]?["field"]?.stringValue == "wait", "wait=\(bad): \(r.raw.body)")
+        }
+        // A bad token is refused at once, not after the wait.
+        let expired = try server.call("GET", "/v1/library/changes?since=nonsense&wait=30", token: phone.token)
+        #expect(expired.status == 400)
+    }
+
+    @Test func shutdownAnswersEveryHeldPollAtOnce() throws {
+        let server = try APIServer()
+        let account = try server.account()
+        let phones = try (0..<3).map { try server.device(account.token, "Phone \($0)") }
+        let polls = try phones.map { phone in
+            let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
+            return (since, Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4"))
+        }
+        try Self.waitUntilHeld(server, 3)
+        let stoppedAt = monotonicSeconds()
+        server.app.shutdown()
+        for (since, poll) in polls {
+            let (answer, at) = try poll.result()
+            #expect(answer.status == 200)
+            #expect(answer["changeToken"]?.stringValue == since)
+            #expect(at - stoppedAt < 1, "released \(at - stoppedAt) s after shutdown began")
+        }
+    }
+
+    @Test func pollsBeyondMaxWaitingAreAnsweredAtOnce() throws {
+        let server = try APIServer { $0.longPoll.maxWaiting = 1 }
+        let account = try server.account()
+        let phone = try server.device(account.token)
+        let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
+        let held = Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=1")
+        try Self.waitUntilHeld(server, 1)
+        let start = monotonicSeconds()
+        let second = try server.call("GET", "/v1/journals/changes?since=\(percentEncoded(since))&wait=4", token: phone.token)
+        #expect(second.status == 200 && second["changes"]?.arrayValue?.isEmpty == true)
+        #expect(monotonicSeconds() - start < 0.5)
+        #expect(try held.result().response.status == 200)
+        let metrics = try server.call("GET", "/metrics", token: nil).raw.body
+        #expect(metrics.contains("concord_long_poll_over_limit_total 1"))
+        #expect(metrics.contains(#"concord_long_poll_wakeups_total{reason="timeout"} 1"#))
+    }
+
+    /// A commit that lands while a poll's query runs must not be lost: every poll started just
+    /// before a write sees that write long before its wait is over.
+    @Test(arguments: TestEngine.available)
+    func noCommitIsMissedBetweenAPollsQueryAndItsWait(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine)
+        let account = try server.account()
+        let phone = try server.device(account.token, "Phone")
+        let tablet = try server.device(account.token, "Tablet")
+        for round in 0..<20 {
+            let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
+            let poll = Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4")
+            usleep(UInt32(round % 5) * 300)   // the write lands before, during or after the poll's query
+            try #require(try server.call("POST", "/v1/journals", token: tablet.token, body: #"{"title":"R\#(round)"}"#).status == 201)
+            let (answer, at) = try poll.result()
+            #expect(answer["changes"]?.arrayValue?.count == 1, "round \(round): \(answer.raw.body)")
+            #expect(at - poll.sentAt < 2, "round \(round): the poll missed the commit and waited \(at - poll.sentAt) s")
+        }
+    }
+}
+
+/// Two `concord serve` processes on one PostgreSQL database: a poll held by one is woken by a
+/// commit through the other (LISTEN/NOTIFY).
+@Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason)))
+struct LongPollAcrossInstancesTests {
+    @Test func aPollHeldByOneInstanceWakesOnACommitThroughTheOther() throws {
+        let instances = try TwoInstances()
+        defer { withExtendedLifetime(instances) {} }
+        let (_, phone, tablet) = try instances.accountWithPhoneAndTablet()
+        var delays: [Double] = []
+        for round in 0..<5 {
+            let since = try #require(try send(instances.port1, "GET", "/v1/journals/token", token: phone)["changeToken"]?.stringValue)
+            let poll = LongPollTests.Poll(port: instances.port1, token: phone, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4")
+            usleep(300_000)   // held by instance one by now (another process: no gauge to read)
+            let created = try send(instances.port2, "POST", "/v1/journals", token: tablet, body: #"{"title":"Across \#(round)"}"#)
+            let committedAt = monotonicSeconds()
+            try #require(created.status == 201, "\(created.raw.body)")
+            let (answer, at) = try poll.result()
+            #expect(answer["changes"]?.arrayValue?.count == 1, "\(answer.raw.body)")
+            #expect(at - poll.sentAt < 2)
+            delays.append(max(0, at - committedAt))
+        }
+        #expect(delays.sorted()[2] <= 0.1, "answers came \(delays) s after the commits")
+    }
+}
+
+func monotonicSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}
+
+/// The timer's heap hands deadlines back in order, whatever order they were added in.
+@Test(arguments: [
+    [3.0, 1.0, 2.0],
+    [5.0, 4.0, 3.0, 2.0, 1.0],
+    [1.0, 1.0, 0.5, 7.0, 2.5, 2.5, 0.1],
+    [],
+])
+func deadlineHeapPopsInDeadlineOrder(_ deadlines: [Double]) {
+    var heap = DeadlineHeap()
+    for (id, deadline) in deadlines.enumerated() { heap.insert(deadline, UInt64(id)) }
+    #expect(heap.earliest == deadlines.min())
+    #expect(heap.popIfDue(-1) == nil || deadlines.isEmpty)
+    var popped: [Double] = []
+    while let (deadline, id) = heap.popIfDue(100) {
+        #expect(deadlines[Int(id)] == deadline)
+        popped.append(deadline)
+    }
+    #expect(popped == deadlines.sorted())
+    #expect(heap.count == 0)
+}
