@@ -18,6 +18,8 @@ public final class ConcordService: Sendable {
     public let history: HistoryService
     /// Journals, entries, selections and the journal feed (§6).
     public let journals: JournalService
+    /// Idempotency keys of POST requests (issue 13).
+    public let idempotency: IdempotencyService
     let core: ServiceCore
 
     /// Limits and retention.
@@ -50,6 +52,7 @@ public final class ConcordService: Sendable {
         self.mapping = MappingService(core: core)
         self.history = HistoryService(core: core)
         self.journals = JournalService(core: core)
+        self.idempotency = IdempotencyService(core: core)
     }
 }
 

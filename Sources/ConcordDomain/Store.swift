@@ -162,6 +162,13 @@ public protocol ServerWriteTransaction: ServerReadTransaction {
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws
     /// Notes a use of the token (callers write at most once a minute per token).
     func touchToken(tokenHash: [UInt8], at: Double) throws
+    /// The idempotency key `key` of the token hashed to `owner` (issue 13).
+    func idempotencyRecord(owner: [UInt8], key: String) throws -> IdempotencyRecord?
+    /// Inserts or replaces a key's record; `accountID` ties it to an account (deleted with it).
+    func putIdempotencyRecord(owner: [UInt8], key: String, accountID: String?, _ record: IdempotencyRecord) throws
+    func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8]) throws
+    func deleteIdempotencyRecord(owner: [UInt8], key: String) throws
+    func deleteIdempotencyRecords(createdBefore time: Double) throws
 }
 
 /// One object row of an account's mapping tables, as `streamMappingTables` hands it out.

@@ -123,6 +123,36 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("UPDATE tokens SET last_used_at = ? WHERE token_hash = ?", [.double(time), .blob(tokenHash)])
     }
 
+    // MARK: - Idempotency keys
+
+    func idempotencyRecord(owner: [UInt8], key: String) throws -> IdempotencyRecord? {
+        var record: IdempotencyRecord?
+        try self.db.query("SELECT fingerprint, answer, created_at FROM idempotency_keys WHERE owner_hash = ? AND key = ?",
+                          [.blob(owner), .text(key)]) { s in
+            record = IdempotencyRecord(fingerprint: s.blob(0), answer: s.isNull(1) ? nil : s.blob(1), createdAt: s.double(2))
+        }
+        return record
+    }
+
+    func putIdempotencyRecord(owner: [UInt8], key: String, accountID: String?, _ record: IdempotencyRecord) throws {
+        let account: SQLValue = try accountID.flatMap { try self.accountKey($0) }.map { .int($0) } ?? .null
+        try self.db.run("""
+            INSERT OR REPLACE INTO idempotency_keys (owner_hash, key, account_key, fingerprint, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)
+            """, [.blob(owner), .text(key), account, .blob(record.fingerprint), record.answer.map { .blob($0) } ?? .null, .double(record.createdAt)])
+    }
+
+    func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8]) throws {
+        try self.db.run("UPDATE idempotency_keys SET answer = ? WHERE owner_hash = ? AND key = ?", [.blob(answer), .blob(owner), .text(key)])
+    }
+
+    func deleteIdempotencyRecord(owner: [UInt8], key: String) throws {
+        try self.db.run("DELETE FROM idempotency_keys WHERE owner_hash = ? AND key = ?", [.blob(owner), .text(key)])
+    }
+
+    func deleteIdempotencyRecords(createdBefore time: Double) throws {
+        try self.db.run("DELETE FROM idempotency_keys WHERE created_at < ?", [.double(time)])
+    }
+
     func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] {
         guard let a = try self.accountKey(accountID) else { return [:] }
         var result: [String: TokenTimes] = [:]
@@ -163,7 +193,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     /// Every table holding an account's rows, `accounts` last.
-    static let accountTables = ["journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects", "records",
+    static let accountTables = ["idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects", "records",
                                 "tokens", "devices", "accounts"]
 
     func accountExists(_ accountID: String) throws -> Bool {

@@ -69,9 +69,14 @@ extension AppContext {
                                          handler: @escaping Handler<Caller>) -> Route {
         let histogram = self.appMetrics.operation(operation)
         let who = self.callerCheck(authenticate)
+        let honoursKey = Self.honoursIdempotencyKey(method, pattern)
         var route = Route(method, pattern, caller: caller) { request throws(APIError) in
             let caller = try who.handler(request)
-            return try self.timed(histogram, request, operation: operation) { try handler(request, caller) }
+            let run = { () throws(APIError) -> HTTPResponse in
+                try self.timed(histogram, request, operation: operation) { try handler(request, caller) }
+            }
+            guard honoursKey, let key = request.request.headers[first: "Idempotency-Key"] else { return try run() }
+            return try self.idempotently(request, key: key, accountID: Self.accountID(of: caller), run)
         }
         route.admit = who.admit
         route.maxBodyBytes = self.maxBodyBytes(method, pattern)

@@ -102,6 +102,20 @@ enum PostgresMigrations {
         UPDATE tokens t SET created_at = a.created_at FROM accounts a WHERE t.kind = 1 AND a.account_id = t.account_id;
         UPDATE tokens t SET created_at = d.created_at FROM devices d WHERE t.kind = 2 AND d.account_id = t.account_id AND d.device_id = t.device_id;
         """),
+        // Migration 5: idempotency keys of POST requests (as SQLite's migration 5).
+        (5, """
+        CREATE TABLE idempotency_keys (
+            owner_hash bytea NOT NULL,
+            key text NOT NULL,
+            account_id text,
+            fingerprint bytea NOT NULL,
+            answer bytea,
+            created_at double precision NOT NULL,
+            PRIMARY KEY (owner_hash, key)
+        );
+        CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+        CREATE INDEX idempotency_keys_account ON idempotency_keys (account_id);
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

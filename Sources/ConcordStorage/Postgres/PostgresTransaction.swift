@@ -58,6 +58,38 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         try self.db.query("UPDATE tokens SET last_used_at = $1 WHERE token_hash = $2", [.double(time), .bytes(tokenHash)])
     }
 
+    // MARK: - Idempotency keys
+
+    func idempotencyRecord(owner: [UInt8], key: String) throws -> IdempotencyRecord? {
+        var record: IdempotencyRecord?
+        try self.db.query("SELECT fingerprint, answer, created_at FROM idempotency_keys WHERE owner_hash = $1 AND key = $2",
+                          [.bytes(owner), .text(key)]) { r in
+            record = IdempotencyRecord(fingerprint: r.blob(0), answer: r.isNull(1) ? nil : r.blob(1), createdAt: r.double(2))
+        }
+        return record
+    }
+
+    func putIdempotencyRecord(owner: [UInt8], key: String, accountID: String?, _ record: IdempotencyRecord) throws {
+        try self.db.query("""
+            INSERT INTO idempotency_keys (owner_hash, key, account_id, fingerprint, answer, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (owner_hash, key) DO UPDATE SET account_id = excluded.account_id, fingerprint = excluded.fingerprint,
+                answer = excluded.answer, created_at = excluded.created_at
+            """, [.bytes(owner), .text(key), .optionalText(accountID), .bytes(record.fingerprint),
+                  record.answer.map { .bytes($0) } ?? .null(PGValue.byteaOID), .double(record.createdAt)])
+    }
+
+    func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8]) throws {
+        try self.db.query("UPDATE idempotency_keys SET answer = $1 WHERE owner_hash = $2 AND key = $3", [.bytes(answer), .bytes(owner), .text(key)])
+    }
+
+    func deleteIdempotencyRecord(owner: [UInt8], key: String) throws {
+        try self.db.query("DELETE FROM idempotency_keys WHERE owner_hash = $1 AND key = $2", [.bytes(owner), .text(key)])
+    }
+
+    func deleteIdempotencyRecords(createdBefore time: Double) throws {
+        try self.db.query("DELETE FROM idempotency_keys WHERE created_at < $1", [.double(time)])
+    }
+
     func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] {
         var result: [String: TokenTimes] = [:]
         try self.db.query("SELECT device_id, created_at, last_used_at FROM tokens WHERE account_id = $1 AND kind = $2",
@@ -95,7 +127,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     /// Every table holding an account's rows, `accounts` last.
-    static let accountTables = ["journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects", "records",
+    static let accountTables = ["idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects", "records",
                                 "tokens", "devices", "accounts"]
 
     func accountExists(_ accountID: String) throws -> Bool {

@@ -106,6 +106,21 @@ enum SQLiteMigrations {
         UPDATE tokens SET created_at = (SELECT a.created_at FROM accounts a WHERE a.account_key = tokens.account_key) WHERE kind = 1;
         UPDATE tokens SET created_at = (SELECT d.created_at FROM devices d WHERE d.account_key = tokens.account_key AND d.device_key = tokens.device_key) WHERE kind = 2;
         """),
+        // Migration 5: idempotency keys of POST requests (issue 13), per token (its hash), with the
+        // request's fingerprint and its first answer (NULL while it runs); deleted with their account.
+        (5, """
+        CREATE TABLE idempotency_keys (
+            owner_hash BLOB NOT NULL,
+            key TEXT NOT NULL,
+            account_key INTEGER,
+            fingerprint BLOB NOT NULL,
+            answer BLOB,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (owner_hash, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+        CREATE INDEX idempotency_keys_account ON idempotency_keys (account_key);
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -1,0 +1,116 @@
+import ConcordDomain
+import ConcordHTTP
+import ConcordObservability
+
+/// `Idempotency-Key` on POST requests (issue 13): the first answer to a key is stored per token
+/// for 24 h (in the database, so any instance replays it) and sent again, with
+/// `Idempotent-Replayed: true`, for a resend of the same request; the same key on a different
+/// request is `422 idempotencyKeyReused`; while the first request still runs, `409
+/// idempotencyKeyInUse` with `Retry-After`. An answer that did not settle anything — a 5xx or a
+/// 429 — is not kept: a resend runs again.
+extension AppContext {
+    /// Whether a route honours the header: every POST but the two batch lookups, which are safe to
+    /// repeat as they are and whose large answers are not worth keeping for a day.
+    static func honoursIdempotencyKey(_ method: String, _ pattern: String) -> Bool {
+        method == "POST" && pattern != "/v1/library/cloud-identifiers" && pattern != "/v1/library/local-identifiers"
+    }
+
+    /// Runs `run` once per key: replays, refuses or runs and stores, as above.
+    func idempotently(_ request: RequestContext, key: String, accountID: String?,
+                      _ run: () throws(APIError) -> HTTPResponse) throws(APIError) -> HTTPResponse {
+        guard StoredAnswer.isValidKey(key) else {
+            throw APIError.badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
+        }
+        let owner = Secrets.tokenHash(request.bearerToken ?? "")
+        let fingerprint = StoredAnswer.fingerprint(request.request)
+        let claim: IdempotencyClaim
+        do {
+            claim = try self.service.idempotency.claim(owner: owner, accountID: accountID, key: key, fingerprint: fingerprint)
+        } catch {
+            throw APIError(error)
+        }
+        switch claim {
+        case .replay(let stored):
+            guard var response = StoredAnswer.decode(stored) else { throw APIError.internalError() }
+            response.headers.add(name: "Idempotent-Replayed", value: "true")
+            return response
+        case .reused:
+            throw APIError(status: 422, name: "idempotencyKeyReused",
+                           message: "This Idempotency-Key was first used for a different request.", details: [("field", jsonString("Idempotency-Key"))])
+        case .inProgress:
+            throw APIError(status: 409, name: "idempotencyKeyInUse", message: "A request with this Idempotency-Key is still running; retry later.",
+                           headers: [("Retry-After", "1")])
+        case .claimed:
+            let response: HTTPResponse
+            do {
+                response = try run()
+            } catch {
+                response = error.response
+            }
+            do {
+                if response.status >= 500 || response.status == 429 {
+                    try self.service.idempotency.release(owner: owner, key: key)
+                } else {
+                    try self.service.idempotency.complete(owner: owner, key: key, answer: StoredAnswer.encode(response))
+                }
+            } catch {
+                // The request itself is done: answer it. The key stays claimed; after
+                // `IdempotencyService.abandonedAfter` a resend runs again.
+                request.logger.warning("idempotency key not stored", metadata: ["error": .string(error.message)])
+            }
+            return response
+        }
+    }
+
+    /// The account an idempotency key belongs to (deleted with it); nil for the admin.
+    static func accountID<Caller>(of caller: Caller) -> String? {
+        switch caller {
+        case let device as DeviceRef: return device.accountID
+        case let account as String: return account
+        default: return nil
+        }
+    }
+}
+
+/// How a first answer is kept: `status\n`, then `name: value\n` per header, a blank line, the body.
+/// Headers the writer adds to every response (`Date`, `Content-Length`, `Connection`) are not kept.
+enum StoredAnswer {
+    static func encode(_ response: HTTPResponse) -> [UInt8] {
+        var text = String(response.status) + "\n"
+        for (name, value) in response.headers where !Self.unkept.contains(name.lowercased()) {
+            text += name + ": " + value + "\n"
+        }
+        text += "\n"
+        return Array(text.utf8) + response.body
+    }
+
+    static func decode(_ bytes: [UInt8]) -> HTTPResponse? {
+        guard let blank = (0..<max(0, bytes.count - 1)).first(where: { bytes[$0] == 10 && bytes[$0 + 1] == 10 }) else { return nil }
+        let lines = String(decoding: bytes[..<blank], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        guard let first = lines.first, let status = Int(first), (100...599).contains(status) else { return nil }
+        var headers = HTTPHeaders()
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            headers.add(name: String(line[..<colon]), value: String(line[line.index(after: colon)...].dropFirst()))
+        }
+        return HTTPResponse(status: status, headers: headers, body: Array(bytes[(blank + 2)...]))
+    }
+
+    private static let unkept: Set<String> = ["date", "content-length", "connection", "transfer-encoding"]
+
+    /// 1 to 255 visible ASCII characters (the IETF draft's key is a string; this keeps it printable and bounded).
+    static func isValidKey(_ key: String) -> Bool {
+        !key.isEmpty && key.utf8.count <= 255 && key.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+    }
+
+    /// What makes two requests "the same": method, target (path and query) and body.
+    static func fingerprint(_ request: HTTPRequest) -> [UInt8] {
+        var hash = SHA256()
+        hash.update(request.method.utf8)
+        hash.update([0x20])
+        hash.update(request.target.utf8)
+        hash.update([0x0A])
+        hash.update(request.body)
+        return hash.finalize()
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Synchronization
+
+/// A stored `Idempotency-Key` (issue 13): which request first used it, and its answer once given.
+public struct IdempotencyRecord: Sendable, Equatable {
+    /// SHA-256 of the request (method, target and body) that first used the key.
+    public var fingerprint: [UInt8]
+    /// The first answer, as the app encoded it; nil while that request still runs.
+    public var answer: [UInt8]?
+    /// Seconds since 1970 when the key was first used.
+    public var createdAt: Double
+    public init(fingerprint: [UInt8], answer: [UInt8]?, createdAt: Double) {
+        self.fingerprint = fingerprint
+        self.answer = answer
+        self.createdAt = createdAt
+    }
+}
+
+/// What a request carrying an idempotency key should do.
+public enum IdempotencyClaim: Sendable, Equatable {
+    /// First use of the key: run the request, then `complete` (or `release`) the key.
+    case claimed
+    /// Resent: answer this stored answer again; nothing runs.
+    case replay([UInt8])
+    /// The key was first used for a different request (`422 idempotencyKeyReused`).
+    case reused
+    /// The first request with this key is still running (`409`, retry later).
+    case inProgress
+}
+
+/// Idempotency keys of POST requests, per token, kept for `lifetime` in the database (so a resend
+/// through another instance replays too). No HTTP here: the answer is bytes the app encodes.
+///
+/// A key is claimed in its own transaction before the request runs and completed after it. A
+/// process that dies in between leaves the key claimed without an answer: after
+/// `abandonedAfter`, a resend runs again (whether the first attempt committed cannot be known).
+public final class IdempotencyService: ServiceArea {
+    let core: ServiceCore
+    /// How long a first answer is replayed (24 h).
+    public static let lifetime: Double = 24 * 3600
+    /// A claim older than this without an answer belongs to a request that never finished.
+    public static let abandonedAfter: Double = 300
+    /// Expired keys are deleted at most this often, by the claim that notices.
+    static let purgeInterval: Double = 60
+    private let lastPurge = Mutex<Double>(0)
+
+    init(core: ServiceCore) { self.core = core }
+
+    public func claim(owner: [UInt8], accountID: String?, key: String, fingerprint: [UInt8]) throws(DomainError) -> IdempotencyClaim {
+        let now = self.now.timeIntervalSince1970
+        let purge = self.lastPurge.withLock { last in
+            guard now - last >= Self.purgeInterval else { return false }
+            last = now
+            return true
+        }
+        return try self.run {
+            try self.store.writeServer { tx in
+                if purge { try tx.deleteIdempotencyRecords(createdBefore: now - Self.lifetime) }
+                if let record = try tx.idempotencyRecord(owner: owner, key: key), record.createdAt > now - Self.lifetime {
+                    guard record.fingerprint == fingerprint else { return .reused }
+                    if let answer = record.answer { return .replay(answer) }
+                    if record.createdAt > now - Self.abandonedAfter { return .inProgress }
+                }
+                try tx.putIdempotencyRecord(owner: owner, key: key, accountID: accountID,
+                                            IdempotencyRecord(fingerprint: fingerprint, answer: nil, createdAt: now))
+                return .claimed
+            }
+        }
+    }
+
+    /// Stores the first answer of a claimed key.
+    public func complete(owner: [UInt8], key: String, answer: [UInt8]) throws(DomainError) {
+        try self.run { try self.store.writeServer { tx in try tx.setIdempotencyAnswer(owner: owner, key: key, answer: answer) } }
+    }
+
+    /// Frees a claimed key whose request did not run to an answer worth keeping (a 5xx, a 429):
+    /// a resend runs again.
+    public func release(owner: [UInt8], key: String) throws(DomainError) {
+        try self.run { try self.store.writeServer { tx in try tx.deleteIdempotencyRecord(owner: owner, key: key) } }
+    }
+}
