@@ -97,10 +97,26 @@ extension ConcordClient {
 
     /// One page of changes after `token` (`limit`: the server's default 1000 when nil).
     public func fetchPersistentChangePage(since token: ChangeToken, limit: Int? = nil) async throws -> PersistentChangePage {
+        try await self.fetchPersistentChangePage(since: token, limit: limit, wait: nil)
+    }
+
+    /// A page, long-polled when `wait` is given (see `pollPersistentChangePage`).
+    func fetchPersistentChangePage(since token: ChangeToken, limit: Int?, wait: Double?) async throws -> PersistentChangePage {
+        let request = Self.feedRequest("/v1/library/changes", since: token, limit: limit, wait: wait)
+        let page = try await self.call(request, as: WireChangePage.self)
+        return PersistentChangePage(changes: page.changes.map(Self.change), changeToken: page.changeToken, hasMore: page.hasMore)
+    }
+
+    /// A GET of a change feed; a long-poll's answer is waited for past its `wait`.
+    static func feedRequest(_ path: String, since token: ChangeToken, limit: Int?, wait: Double?) -> APIRequest {
         var query = [(name: "since", value: token.rawValue)]
         if let limit { query.append(("limit", String(limit))) }
-        let page = try await self.call(APIRequest(method: "GET", path: "/v1/library/changes", query: query, idempotent: true), as: WireChangePage.self)
-        return PersistentChangePage(changes: page.changes.map(Self.change), changeToken: page.changeToken, hasMore: page.hasMore)
+        var request = APIRequest(method: "GET", path: path, query: query, idempotent: true)
+        if let wait, wait > 0 {
+            request.query.append(("wait", String(wait)))
+            request.timeout = wait + 15
+        }
+        return request
     }
 
     private static func change(_ wire: WireChangePage.Change) -> PersistentChange {

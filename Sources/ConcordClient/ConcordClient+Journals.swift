@@ -59,11 +59,20 @@ public struct JournalPhoto: Sendable, Hashable, Decodable {
 
 /// A photo put in an entry: by cloud identifier (from another device) or by this device's
 /// local identifier (mapped by the server in the same transaction).
-public enum JournalPhotoReference: Sendable, Hashable, Encodable {
+public enum JournalPhotoReference: Sendable, Hashable, Codable {
     case cloud(CloudIdentifier)
     case local(String)
 
     private enum Keys: String, CodingKey { case cloudIdentifier, localIdentifier }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        if let id = try c.decodeIfPresent(CloudIdentifier.self, forKey: .cloudIdentifier) {
+            self = .cloud(id)
+        } else {
+            self = .local(try c.decode(String.self, forKey: .localIdentifier))
+        }
+    }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
@@ -104,7 +113,7 @@ public struct JournalChangeFetchResult: Sendable, Hashable {
     public var changeToken: ChangeToken
 }
 
-private struct JournalChangePage: Decodable {
+struct JournalChangePage: Decodable {
     var changes: [JournalChange]
     var changeToken: ChangeToken
     var hasMore: Bool
@@ -161,7 +170,8 @@ extension ConcordClient {
     @discardableResult
     public func applySelection(journalID: String, entryID: String, localIdentifiers: [String], cancelled: Bool = false, ifMatch version: String? = nil) async throws -> JournalEntry {
         struct Body: Encodable { var cancelled: Bool; var localIdentifiers: [String] }
-        // Not retried after a lost connection: a repeat after a concurrent edit is not a no-op.
+        // Sent with an Idempotency-Key (as every non-idempotent POST): a resend after a lost
+        // connection is answered from the server's record, not applied again.
         return try await self.call(
             try self.request(
                 "POST", Self.entryPath(journalID, entryID) + "/selection", body: Body(cancelled: cancelled, localIdentifiers: localIdentifiers),
@@ -179,13 +189,16 @@ extension ConcordClient {
         var changes: [JournalChange] = []
         var since = token
         while true {
-            var query = [(name: "since", value: since.rawValue)]
-            if let pageSize { query.append(("limit", String(pageSize))) }
-            let page = try await self.call(APIRequest(method: "GET", path: "/v1/journals/changes", query: query, idempotent: true), as: JournalChangePage.self)
+            let page = try await self.fetchJournalChangePage(since: since, limit: pageSize, wait: nil)
             changes += page.changes
             guard page.hasMore, page.changeToken != since else { return JournalChangeFetchResult(changes: changes, changeToken: page.changeToken) }
             since = page.changeToken
         }
+    }
+
+    /// One page of the journal feed, long-polled when `wait` is given.
+    func fetchJournalChangePage(since token: ChangeToken, limit: Int?, wait: Double?) async throws -> JournalChangePage {
+        try await self.call(Self.feedRequest("/v1/journals/changes", since: token, limit: limit, wait: wait), as: JournalChangePage.self)
     }
 
     private static func journalPath(_ journalID: String) -> String { "/v1/journals/" + percentEncoded(journalID) }

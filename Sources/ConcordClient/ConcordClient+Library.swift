@@ -8,7 +8,9 @@ extension ConcordClient {
     /// repeat is harmless, though its counts then say `unchanged`.
     @discardableResult
     public func applyChanges(_ changes: LibraryChanges) async throws -> LibraryChangeResult {
-        try await self.call(try self.request("POST", "/v1/library/changes", body: changes, idempotent: true))
+        // Sent with an Idempotency-Key: a resend is answered from the server's record, not
+        // recorded as a second change.
+        try await self.call(try self.request("POST", "/v1/library/changes", body: changes, idempotent: false))
     }
 
     /// Replaces the whole library; the server works out what changed. `reset`: the library was

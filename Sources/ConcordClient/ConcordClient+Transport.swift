@@ -16,14 +16,32 @@ struct APIRequest: Sendable {
     var idempotent: Bool
     /// The version for `If-Match`, unquoted (`*`: whatever version exists).
     var ifMatch: String? = nil
+    /// Seconds to wait for the answer when longer than the configured timeout (a long-poll).
+    var timeout: TimeInterval? = nil
+}
+
+extension ConcordClient {
+    /// The `Idempotency-Key` the next POST in this task sends instead of a fresh one: the sync
+    /// engine's outbox keeps an operation's key across launches, so a resend after a crash is
+    /// answered from the server's record instead of running twice.
+    @TaskLocal static var idempotencyKey: String?
 }
 
 extension ConcordClient {
     /// Sends `request`, retrying per the policy; answers the body and response of a 2xx, throws
     /// `ConcordError` / `ConcordPhotosError` for an error answer and `URLError` for a
     /// connection failure that was not (or no longer) retried.
+    ///
+    /// A POST that is not idempotent by itself is sent with an `Idempotency-Key` (one per call,
+    /// kept across its retries): the server answers a resend from its record of the first
+    /// answer, so it too is retried after a lost connection.
     func send(_ request: APIRequest) async throws -> (Data, HTTPURLResponse) {
-        let urlRequest = try self.urlRequest(request)
+        var urlRequest = try self.urlRequest(request)
+        var idempotent = request.idempotent
+        if request.method == "POST", !request.idempotent {
+            urlRequest.setValue(Self.idempotencyKey ?? UUID().uuidString, forHTTPHeaderField: "Idempotency-Key")
+            idempotent = true
+        }
         let policy = self.configuration.retryPolicy
         var attempt = 1
         while true {
@@ -32,7 +50,7 @@ extension ConcordClient {
             do {
                 (data, response) = try await self.configuration.session.data(for: urlRequest)
             } catch let error as URLError {
-                guard policy.retries(error, idempotent: request.idempotent),
+                guard policy.retries(error, idempotent: idempotent),
                     let wait = policy.delay(beforeRetry: attempt, retryAfter: nil, random: Double.random(in: 0..<1))
                 else { throw error }
                 try await Self.sleep(seconds: wait)
@@ -44,7 +62,8 @@ extension ConcordClient {
             }
             if (200..<300).contains(http.statusCode) { return (data, http) }
             let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { RetryAfter.seconds($0) }
-            if http.statusCode == 503,
+            // 503: the server did not act; 409 idempotencyKeyInUse: the first send of this key still runs.
+            if http.statusCode == 503 || (http.statusCode == 409 && idempotent && urlRequest.value(forHTTPHeaderField: "Idempotency-Key") != nil),
                 let wait = policy.delay(beforeRetry: attempt, retryAfter: retryAfter, random: Double.random(in: 0..<1))
             {
                 try await Self.sleep(seconds: wait)
@@ -83,7 +102,8 @@ extension ConcordClient {
         guard let url = URL(string: text) else {
             throw ConcordError(status: 0, name: "badRequest", message: "Cannot form a URL from \(text).")
         }
-        var r = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: self.configuration.timeout)
+        var r = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData,
+                           timeoutInterval: max(self.configuration.timeout, request.timeout ?? 0))
         r.httpMethod = request.method
         r.setValue("application/json", forHTTPHeaderField: "Accept")
         if let token = self.token { r.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
