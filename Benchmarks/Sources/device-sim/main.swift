@@ -2,9 +2,9 @@
 // mapping routes (API.md §5), the change feed (§7) and journals (§6), side by side with the
 // Hummingbird peer's echo of the same batches. Prints Markdown on stdout, progress on stderr.
 //
-//   device-sim mapping|journal --port P --admin-token T [--pid PID]
+//   device-sim mapping|journal|livesync --port P --admin-token T [--pid PID]
 //              [--peer-port Q --peer-pid QPID] [--assets 100000] [--devices 5] [--clients 16]
-//              [--batch 1000] [--seconds 5] [--rounds 2]
+//              [--batch 1000] [--seconds 5] [--rounds 2] [--waiters 10000]
 //
 // Run by `Benchmarks/run mapping` / `Benchmarks/run journal` (see docs/benchmarks.md).
 import ConcordJSON
@@ -35,12 +35,14 @@ struct Settings {
     var batch: Int
     var seconds: Double
     var rounds: Int
+    /// livesync: long-polls to hold.
+    var waiters: Int
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count > 1, ["mapping", "journal"].contains(arguments[1]),
+guard arguments.count > 1, ["mapping", "journal", "livesync"].contains(arguments[1]),
       let port = option("--port").flatMap({ Int($0) }), let adminToken = option("--admin-token") else {
-    log("usage: device-sim mapping|journal --port P --admin-token T [--pid PID] [--peer-port Q --peer-pid QPID] [--assets N] [--devices N] [--clients N] [--batch N] [--seconds S] [--rounds R]")
+    log("usage: device-sim mapping|journal|livesync --port P --admin-token T [--pid PID] [--peer-port Q --peer-pid QPID] [--assets N] [--devices N] [--clients N] [--batch N] [--seconds S] [--rounds R] [--waiters N]")
     exit(2)
 }
 let settings = Settings(
@@ -53,12 +55,15 @@ let settings = Settings(
     clients: max(1, intOption("--clients", 16)),
     batch: max(1, intOption("--batch", 1000)),
     seconds: Double(option("--seconds") ?? "5") ?? 5,
-    rounds: max(1, intOption("--rounds", 2))
+    rounds: max(1, intOption("--rounds", 2)),
+    waiters: intOption("--waiters", 10_000)
 )
 
 do {
     if settings.scenario == "mapping" {
         try mappingScenario(settings)
+    } else if settings.scenario == "livesync" {
+        try liveSyncScenario(settings)
     } else {
         try journalScenario(settings)
     }
