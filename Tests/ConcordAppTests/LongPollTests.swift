@@ -121,7 +121,7 @@ import Testing
         let r = try server.call("GET", "/v1/library/changes?since=\(percentEncoded(since))&wait=30", token: phone.token)
         #expect(r.status == 200 && r["changes"]?.arrayValue?.count == 1)
         #expect(monotonicSeconds() - start < 2)
-        for bad in ["-1", "abc", "nan", "inf", "+3", ""] {
+        for bad in ["-1", "abc", "nan", "inf", "0x10", "1%20", ""] {
             let r = try server.call("GET", "/v1/library/changes?since=\(percentEncoded(since))&wait=\(bad)", token: phone.token)
             #expect(r.status == 400, "wait=\(bad)")
             #expect(r["error"]?["field"]?.stringValue == "wait", "wait=\(bad): \(r.raw.body)")

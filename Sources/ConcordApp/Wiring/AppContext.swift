@@ -35,10 +35,13 @@ public final class AppContext: Sendable {
         self.longPolls = longPolls
     }
 
+    private static let decimalCharacters = Set("0123456789.eE+-".utf8)
+
     /// A long-poll's `wait=` in seconds (0 without one), at most `longPoll.maxWaitSeconds`.
     func waitQuery(_ request: RequestContext) throws(APIError) -> Double {
         guard let text = request.query("wait") else { return 0 }
-        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, !text.hasPrefix("+"), text.first?.isNumber == true else {
+        // A decimal number (no hexadecimal, no `nan`/`inf`); `-0` is 0.
+        guard text.utf8.allSatisfy({ Self.decimalCharacters.contains($0) }), let seconds = Double(text), seconds.isFinite, seconds >= 0 else {
             throw APIError.badRequest("wait must be a number of seconds, 0 or more.", field: "wait")
         }
         return min(seconds, self.configuration.longPoll.maxWaitSeconds)
