@@ -408,6 +408,8 @@ final class EventLoop: @unchecked Sendable {
         }
         if count == 0 {
             connection.machine.receivedEOF(now: self.now, into: &connection.actions)
+            // A request still with the responder is told (a long-poll then answers at once).
+            if connection.machine.isBusy { connection.clientGone?.signal() }
         } else {
             connection.machine.received(UnsafeRawBufferPointer(rebasing: self.readBuffer[0..<count]), now: self.now, into: &connection.actions)
         }
@@ -422,6 +424,7 @@ final class EventLoop: @unchecked Sendable {
         else { return }
         switch answer {
         case .response(let response):
+            connection.clientGone = nil
             connection.machine.respond(response, sequence: sequence, now: self.now, into: &connection.actions)
         case .admission(let decision):
             connection.machine.admitted(decision, sequence: sequence, now: self.now, into: &connection.actions)
@@ -453,6 +456,9 @@ final class EventLoop: @unchecked Sendable {
             switch action {
             case .dispatch(var request, let sequence):
                 request.remoteAddress = connection.remoteAddress
+                let gone = ClientGoneSignal()
+                request.clientGone = gone
+                connection.clientGone = gone
                 let fd = connection.fd
                 let id = connection.id
                 self.shared.responder.handle(request) { [self] response in
@@ -561,6 +567,8 @@ final class EventLoop: @unchecked Sendable {
         guard index < self.connections.count, self.connections[index] === connection else { return }
         self.connections[index] = nil
         self.connectionCount -= 1
+        connection.clientGone?.signal()
+        connection.clientGone = nil
         // Closing the fd also removes it from the epoll set (we never dup it).
         closeDescriptor(connection.fd)
         self.release(connection)

@@ -1,6 +1,9 @@
 import ConcordJSON
 import ConcordTestSupport
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 import Testing
 
@@ -165,6 +168,44 @@ import Testing
         let metrics = try server.call("GET", "/metrics", token: nil).raw.body
         #expect(metrics.contains("concord_long_poll_over_limit_total 1"))
         #expect(metrics.contains(#"concord_long_poll_wakeups_total{reason="timeout"} 1"#))
+    }
+
+    /// A client that leaves frees its place at once (not when its wait ends); one that only
+    /// half-closes gets its empty page at once.
+    @Test func aClientThatLeavesIsNoLongerHeld() throws {
+        let server = try APIServer()
+        let account = try server.account()
+        let phone = try server.device(account.token)
+        let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
+        let request = "GET /v1/journals/changes?since=\(percentEncoded(since))&wait=30 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(phone.token)\r\n\r\n"
+
+        let leaving = try connectLoopback(port: server.port, receiveTimeout: 5)
+        #expect(sendAll(leaving, request))
+        try Self.waitUntilHeld(server, 1)
+        close(leaving)
+        let deadline = monotonicSeconds() + 2
+        while server.app.context.longPolls.waiting > 0, monotonicSeconds() < deadline { usleep(5_000) }
+        #expect(server.app.context.longPolls.waiting == 0)
+
+        let halfClosed = try connectLoopback(port: server.port, receiveTimeout: 5)
+        defer { close(halfClosed) }
+        #expect(sendAll(halfClosed, request))
+        try Self.waitUntilHeld(server, 1)
+        let start = monotonicSeconds()
+        shutdown(halfClosed, Int32(SHUT_WR))
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(halfClosed, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            received += chunk[0..<n]
+        }
+        let answer = try parseResponse(String(decoding: received, as: UTF8.self))
+        #expect(answer.status == 200)
+        #expect(answer.body.contains(#""changes":[]"#))
+        #expect(monotonicSeconds() - start < 1)
+        let metrics = try server.call("GET", "/metrics", token: nil).raw.body
+        #expect(metrics.contains(#"concord_long_poll_wakeups_total{reason="clientGone"} 2"#))
     }
 
     /// A commit that lands while a poll's query runs must not be lost: every poll started just

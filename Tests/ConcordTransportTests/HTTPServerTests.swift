@@ -406,6 +406,39 @@ import Testing
         #expect(throws: TestFailure.self) { try TestClient(port: port) }
     }
 
+    /// A request held by the responder learns that its client went: by a half-close (EOF on
+    /// read), and by the connection closing; an answered request is not told.
+    @Test(arguments: [true, false])
+    func aHeldRequestIsToldWhenItsClientGoes(_ halfClose: Bool) throws {
+        let signals = Mutex<[ClientGoneSignal]>([])
+        let told = Atomic<Int>(0)
+        let responder = ClosureResponder { request, respond in
+            guard let gone = request.clientGone else { return }
+            if request.path == "/answered" { respond(HTTPResponse(status: 204)) }
+            gone.onGone { told.add(1, ordering: .sequentiallyConsistent) }
+            signals.withLock { $0.append(gone) }
+        }
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.eventLoopCount = 1
+        let server = HTTPServer(configuration: configuration, responder: responder)
+        let port = try server.start()
+        defer { server.shutdown(gracePeriod: 0.1) }
+        let answered = try TestClient(port: port)
+        try answered.send("GET /answered HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try answered.readResponse()?.status == 204)
+        let client = try TestClient(port: port)
+        try client.send("GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(eventually { signals.withLock { $0.count } == 2 })
+        #expect(told.load(ordering: .sequentiallyConsistent) == 0)
+        if halfClose {
+            Glibc.shutdown(client.fd, Int32(SHUT_WR))
+        } else {
+            client.closeNow()
+        }
+        #expect(eventually { told.load(ordering: .sequentiallyConsistent) == 1 })
+        _ = answered
+    }
+
     @Test func shutdownForceClosesAfterTheGracePeriod() throws {
         // A responder that never answers.
         let dispatched = Atomic<Bool>(false)

@@ -105,6 +105,12 @@ final class TestClient {
 
     deinit { if self.fd >= 0 { close(self.fd) } }
 
+    /// Closes the connection now (the descriptor is not closed again at deinit).
+    func closeNow() {
+        if self.fd >= 0 { close(self.fd) }
+        self.fd = -1
+    }
+
     func send(_ text: String) throws { try self.send(Array(text.utf8)) }
 
     func send(_ bytes: [UInt8]) throws {

@@ -38,7 +38,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             guard let since = request.query("since") else { throw APIError.missingField("since") }
             let limit = try Codec.intQuery(request, "limit")
             let wait = try app.waitQuery(request)
-            try app.longPolls.serve(topic: .journals(accountID: device.accountID), wait: wait, answer: answer) {
+            try app.longPolls.serve(topic: .journals(accountID: device.accountID), wait: wait, clientGone: request.request.clientGone, answer: answer) {
                 let page = try app.service.journals.journalChanges(since: since, limit: limit, device: device)
                 let response = Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
                     Codec.write(change, into: &w)

@@ -14,6 +14,8 @@ final class LongPolls: Sendable {
     /// Why a parked poll is resumed.
     enum Wake: Sendable {
         case changed, timedOut, shuttingDown
+        /// The client closed the connection (or its sending side): answer now, or drop it.
+        case clientGone
     }
 
     private struct Waiter {
@@ -48,6 +50,7 @@ final class LongPolls: Sendable {
             .changed: metrics.counter("concord_long_poll_wakeups_total", help: help, labels: [("reason", "changed")]),
             .timedOut: metrics.counter("concord_long_poll_wakeups_total", help: help, labels: [("reason", "timeout")]),
             .shuttingDown: metrics.counter("concord_long_poll_wakeups_total", help: help, labels: [("reason", "shutdown")]),
+            .clientGone: metrics.counter("concord_long_poll_wakeups_total", help: help, labels: [("reason", "clientGone")]),
         ]
         self.immediateAnswers = metrics.counter("concord_long_poll_over_limit_total",
                                                 help: "Long-polls answered at once because maxWaiting requests were already held.")
@@ -66,14 +69,15 @@ final class LongPolls: Sendable {
 
     /// Answers a long-poll. `query` reads the feed (on this worker) and says whether the page has
     /// changes; without any, and with time left, the poll waits for a signal on `topic` and queries
-    /// again. A timeout or shutdown answers the last empty page (the same token, API.md §7).
-    func serve(topic: FeedTopic, wait: Double, answer: DeferredAnswer,
+    /// again. A timeout, shutdown or the client going (`clientGone`) answers the last empty page
+    /// (the same token, API.md §7) at once.
+    func serve(topic: FeedTopic, wait: Double, clientGone: ClientGoneSignal?, answer: DeferredAnswer,
                query: @escaping @Sendable () throws -> (response: HTTPResponse, hasChanges: Bool)) throws {
         let deadline = Self.now() + wait
-        try self.attempt(topic: topic, deadline: deadline, answer: answer, query: query)
+        try self.attempt(topic: topic, deadline: deadline, clientGone: clientGone, answer: answer, query: query)
     }
 
-    private func attempt(topic: FeedTopic, deadline: Double, answer: DeferredAnswer,
+    private func attempt(topic: FeedTopic, deadline: Double, clientGone: ClientGoneSignal?, answer: DeferredAnswer,
                          query: @escaping @Sendable () throws -> (response: HTTPResponse, hasChanges: Bool)) throws {
         while true {
             let id = Self.now() < deadline ? self.arm(topic) : nil
@@ -95,7 +99,7 @@ final class LongPolls: Sendable {
                 guard wake == .changed else { return answer.respond(empty) }
                 let queued = answer.onWorker { [self] in
                     do {
-                        try self.attempt(topic: topic, deadline: deadline, answer: answer, query: query)
+                        try self.attempt(topic: topic, deadline: deadline, clientGone: clientGone, answer: answer, query: query)
                     } catch let error as APIError {
                         answer.respond(error.response)
                     } catch let error as DomainError {
@@ -107,7 +111,11 @@ final class LongPolls: Sendable {
                 // The pool is full or stopping: the empty page is a correct answer (the client polls again).
                 if !queued { answer.respond(empty) }
             }
-            if parked { return }
+            if parked {
+                // A client that leaves frees its place now, not when its wait ends.
+                clientGone?.onGone { [self] in self.clientLeft(id) }
+                return
+            }
             // A signal came while the query ran (or the server began to shut down): look again,
             // unless shutting down, which answers what there is.
             if self.state.withLock({ $0.closed }) {
@@ -154,6 +162,16 @@ final class LongPolls: Sendable {
         }
         if nearest { self.timer.withLock { self.timer.signal() } }
         return parked
+    }
+
+    /// The client of a parked poll went: it is answered (a half-closed client still reads it).
+    private func clientLeft(_ id: UInt64) {
+        let resume = self.state.withLock { state -> (@Sendable (Wake) -> Void)? in
+            guard let resume = state.waiters[id]?.resume else { return nil }
+            _ = Self.remove(id, from: &state)
+            return resume
+        }
+        resume?(.clientGone)
     }
 
     private static func remove(_ id: UInt64, from state: inout State) -> Waiter? {
