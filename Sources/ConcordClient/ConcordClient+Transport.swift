@@ -62,8 +62,10 @@ extension ConcordClient {
             }
             if (200..<300).contains(http.statusCode) { return (data, http) }
             let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { RetryAfter.seconds($0) }
-            // 503: the server did not act; 409 idempotencyKeyInUse: the first send of this key still runs.
-            if http.statusCode == 503 || (http.statusCode == 409 && idempotent && urlRequest.value(forHTTPHeaderField: "Idempotency-Key") != nil),
+            // 503: the server did not act; 409 with Retry-After (idempotencyKeyInUse): the first send
+            // of this key still runs. (409 idempotencyKeyAnswerLost has none: it is thrown.)
+            if http.statusCode == 503
+                || (http.statusCode == 409 && retryAfter != nil && urlRequest.value(forHTTPHeaderField: "Idempotency-Key") != nil),
                 let wait = policy.delay(beforeRetry: attempt, retryAfter: retryAfter, random: Double.random(in: 0..<1))
             {
                 try await Self.sleep(seconds: wait)

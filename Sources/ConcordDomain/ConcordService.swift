@@ -84,7 +84,13 @@ public final class ServiceCore: Sendable {
     /// bumps the account's mapping version, and after it commits the index applies exactly those
     /// changes (never before: storage is the source of truth).
     func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
-        guard let index = self.index else { return try self.store.write(account: accountID, body) }
+        guard let index = self.index else {
+            return try self.store.write(account: accountID) { tx in
+                let result = try body(tx)
+                try Self.markApplied(tx)
+                return result
+            }
+        }
         var expected: [Int64] = []            // versions announced, one per attempt (PostgreSQL retries)
         var last: (version: Int64, mutations: [MappingMutation]?)?
         var committed = false
@@ -98,6 +104,7 @@ public final class ServiceCore: Sendable {
             last = nil
             let recorder = MappingRecordingTransaction(tx, keepsChanges: index.isLoaded(account: accountID))
             let result = try body(recorder)
+            try Self.markApplied(tx)
             if recorder.changed {
                 let version = try tx.bumpMappingVersion()
                 index.expect(account: accountID, version: version)
@@ -110,6 +117,11 @@ public final class ServiceCore: Sendable {
         }
         committed = true
         return result
+    }
+
+    /// Marks the running request's idempotency key applied, in the transaction that applies it.
+    private static func markApplied(_ tx: any AccountWriteTransaction) throws {
+        if let scope = IdempotencyScope.current { try tx.markIdempotencyApplied(owner: scope.owner, key: scope.key) }
     }
 
     /// Runs storage work, turning anything that is not already a `DomainError` into `internalError`.

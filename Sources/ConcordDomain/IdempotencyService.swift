@@ -7,11 +7,17 @@ public struct IdempotencyRecord: Sendable, Equatable {
     public var fingerprint: [UInt8]
     /// The first answer, as the app encoded it; nil while that request still runs.
     public var answer: [UInt8]?
+    /// The request's write committed (marked inside it); false when it wrote nothing (yet).
+    public var applied: Bool
+    /// The process that claimed the key (`IdempotencyService.instanceID`).
+    public var instance: String
     /// Seconds since 1970 when the key was first used.
     public var createdAt: Double
-    public init(fingerprint: [UInt8], answer: [UInt8]?, createdAt: Double) {
+    public init(fingerprint: [UInt8], answer: [UInt8]?, applied: Bool = false, instance: String = "", createdAt: Double) {
         self.fingerprint = fingerprint
         self.answer = answer
+        self.applied = applied
+        self.instance = instance
         self.createdAt = createdAt
     }
 }
@@ -26,20 +32,41 @@ public enum IdempotencyClaim: Sendable, Equatable {
     case reused
     /// The first request with this key is still running (`409`, retry later).
     case inProgress
+    /// The first request's write committed, but the server failed before its answer was stored:
+    /// it cannot be replayed, and running it again would apply it twice (`409`, no retry).
+    case answerLost
+}
+
+/// The key of the request a worker is running, if it has one: every write transaction it commits
+/// marks the key applied (`ServiceCore.write`), so a crash between that commit and the stored answer
+/// is told apart from one before anything committed.
+public struct IdempotencyScope: Sendable {
+    public let owner: [UInt8]
+    public let key: String
+    public init(owner: [UInt8], key: String) {
+        self.owner = owner
+        self.key = key
+    }
+
+    @TaskLocal public static var current: IdempotencyScope?
 }
 
 /// Idempotency keys of POST requests, per token, kept for `lifetime` in the database (so a resend
 /// through another instance replays too). No HTTP here: the answer is bytes the app encodes.
 ///
-/// A key is claimed in its own transaction before the request runs and completed after it. A
-/// process that dies in between leaves the key claimed without an answer: after
-/// `abandonedAfter`, a resend runs again (whether the first attempt committed cannot be known).
+/// A key is claimed in its own transaction before the request runs, marked applied inside the
+/// request's own write (`IdempotencyScope`), and completed with the answer after it. A process
+/// that dies before its answer is stored leaves the key claimed: a resend runs again when nothing
+/// was applied and the claim is abandoned (its process gone: at once with SQLite, which one
+/// process owns; after `abandonedAfter` with PostgreSQL), and is `answerLost` when it was applied.
 public final class IdempotencyService: ServiceArea {
     let core: ServiceCore
     /// How long a first answer is replayed (24 h).
     public static let lifetime: Double = 24 * 3600
     /// A claim older than this without an answer belongs to a request that never finished.
-    public static let abandonedAfter: Double = 300
+    public static let abandonedAfter: Double = 60
+    /// This process, in the claims it makes.
+    public let instanceID = UUID().uuidString
     /// Expired keys are deleted at most this often, by the claim that notices.
     static let purgeInterval: Double = 60
     private let lastPurge = Mutex<Double>(0)
@@ -59,10 +86,14 @@ public final class IdempotencyService: ServiceArea {
                 if let record = try tx.idempotencyRecord(owner: owner, key: key), record.createdAt > now - Self.lifetime {
                     guard record.fingerprint == fingerprint else { return .reused }
                     if let answer = record.answer { return .replay(answer) }
-                    if record.createdAt > now - Self.abandonedAfter { return .inProgress }
+                    // Its process is gone: another process on a store no other process shares, or an old claim.
+                    let abandoned = (record.instance != self.instanceID && !self.store.isSharedAcrossProcesses)
+                        || record.createdAt <= now - Self.abandonedAfter
+                    if !abandoned { return .inProgress }
+                    if record.applied { return .answerLost }
                 }
                 try tx.putIdempotencyRecord(owner: owner, key: key, accountID: accountID,
-                                            IdempotencyRecord(fingerprint: fingerprint, answer: nil, createdAt: now))
+                                            IdempotencyRecord(fingerprint: fingerprint, answer: nil, instance: self.instanceID, createdAt: now))
                 return .claimed
             }
         }
@@ -74,7 +105,8 @@ public final class IdempotencyService: ServiceArea {
     }
 
     /// Frees a claimed key whose request did not run to an answer worth keeping (a 5xx, a 429):
-    /// a resend runs again.
+    /// a resend runs again — unless one of its writes committed (then the claim stays, and a
+    /// resend is `answerLost` once the claim is abandoned).
     public func release(owner: [UInt8], key: String) throws(DomainError) {
         try self.run { try self.store.writeServer { tx in try tx.deleteIdempotencyRecord(owner: owner, key: key) } }
     }

@@ -117,6 +117,9 @@ public protocol ConcordStore: AnyObject, Sendable {
     /// Announces committed change-feed entries (this store's writes, and other instances' where the
     /// engine can hear of them), for long-polls.
     var feedSignals: FeedSignals { get }
+    /// Whether other processes may use the same database (PostgreSQL), or this process has it to
+    /// itself (SQLite: a request claimed by an earlier process is not running any more).
+    var isSharedAcrossProcesses: Bool { get }
 }
 
 /// Server-wide reads.
@@ -167,6 +170,7 @@ public protocol ServerWriteTransaction: ServerReadTransaction {
     /// Inserts or replaces a key's record; `accountID` ties it to an account (deleted with it).
     func putIdempotencyRecord(owner: [UInt8], key: String, accountID: String?, _ record: IdempotencyRecord) throws
     func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8]) throws
+    /// Deletes a claim whose request applied nothing (one that did stays, its answer lost).
     func deleteIdempotencyRecord(owner: [UInt8], key: String) throws
     func deleteIdempotencyRecords(createdBefore time: Double) throws
 }
@@ -310,6 +314,9 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
 public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWriteTransaction {
     /// Adds one to the account's mapping version and answers the new value.
     func bumpMappingVersion() throws -> Int64
+    /// Marks an idempotency key's request as applied, inside the write that applies it (issue 13):
+    /// after a crash a resend can tell "never happened" (run it) from "happened, answer lost".
+    func markIdempotencyApplied(owner: [UInt8], key: String) throws
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws
     /// Removes the device, its token, library, links and history; false if it did not exist.
     func deleteDevice(_ device: DeviceRef) throws -> Bool

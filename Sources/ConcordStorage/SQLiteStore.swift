@@ -39,6 +39,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     private let memory: SQLiteMemory
     public let path: String
     public let feedSignals = FeedSignals()
+    public var isSharedAcrossProcesses: Bool { false }
 
     /// `PRAGMA synchronous` of the writer connection (see the durability note above).
     public enum Synchronous: String, Sendable {

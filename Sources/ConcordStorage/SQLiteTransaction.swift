@@ -127,9 +127,10 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     func idempotencyRecord(owner: [UInt8], key: String) throws -> IdempotencyRecord? {
         var record: IdempotencyRecord?
-        try self.db.query("SELECT fingerprint, answer, created_at FROM idempotency_keys WHERE owner_hash = ? AND key = ?",
+        try self.db.query("SELECT fingerprint, answer, applied, instance, created_at FROM idempotency_keys WHERE owner_hash = ? AND key = ?",
                           [.blob(owner), .text(key)]) { s in
-            record = IdempotencyRecord(fingerprint: s.blob(0), answer: s.isNull(1) ? nil : s.blob(1), createdAt: s.double(2))
+            record = IdempotencyRecord(fingerprint: s.blob(0), answer: s.isNull(1) ? nil : s.blob(1), applied: s.int(2) != 0,
+                                       instance: s.text(3), createdAt: s.double(4))
         }
         return record
     }
@@ -137,16 +138,22 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func putIdempotencyRecord(owner: [UInt8], key: String, accountID: String?, _ record: IdempotencyRecord) throws {
         let account: SQLValue = try accountID.flatMap { try self.accountKey($0) }.map { .int($0) } ?? .null
         try self.db.run("""
-            INSERT OR REPLACE INTO idempotency_keys (owner_hash, key, account_key, fingerprint, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)
-            """, [.blob(owner), .text(key), account, .blob(record.fingerprint), record.answer.map { .blob($0) } ?? .null, .double(record.createdAt)])
+            INSERT OR REPLACE INTO idempotency_keys (owner_hash, key, account_key, fingerprint, answer, applied, instance, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.blob(owner), .text(key), account, .blob(record.fingerprint), record.answer.map { .blob($0) } ?? .null,
+                  .int(record.applied ? 1 : 0), .text(record.instance), .double(record.createdAt)])
     }
 
     func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8]) throws {
         try self.db.run("UPDATE idempotency_keys SET answer = ? WHERE owner_hash = ? AND key = ?", [.blob(answer), .blob(owner), .text(key)])
     }
 
+    func markIdempotencyApplied(owner: [UInt8], key: String) throws {
+        try self.db.run("UPDATE idempotency_keys SET applied = 1 WHERE owner_hash = ? AND key = ?", [.blob(owner), .text(key)])
+    }
+
     func deleteIdempotencyRecord(owner: [UInt8], key: String) throws {
-        try self.db.run("DELETE FROM idempotency_keys WHERE owner_hash = ? AND key = ?", [.blob(owner), .text(key)])
+        try self.db.run("DELETE FROM idempotency_keys WHERE owner_hash = ? AND key = ? AND applied = 0", [.blob(owner), .text(key)])
     }
 
     func deleteIdempotencyRecords(createdBefore time: Double) throws {

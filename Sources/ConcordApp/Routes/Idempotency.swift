@@ -6,8 +6,9 @@ import ConcordObservability
 /// for 24 h (in the database, so any instance replays it) and sent again, with
 /// `Idempotent-Replayed: true`, for a resend of the same request; the same key on a different
 /// request is `422 idempotencyKeyReused`; while the first request still runs, `409
-/// idempotencyKeyInUse` with `Retry-After`. An answer that did not settle anything — a 5xx or a
-/// 429 — is not kept: a resend runs again.
+/// idempotencyKeyInUse` with `Retry-After`; when its write committed but the server failed before
+/// its answer was kept, `409 idempotencyKeyAnswerLost`. An answer that did not settle anything —
+/// a 5xx or a 429 — is not kept: a resend runs again.
 extension AppContext {
     /// Whether a route honours the header: every POST but the two batch lookups, which are safe to
     /// repeat as they are and whose large answers are not worth keeping for a day.
@@ -40,12 +41,17 @@ extension AppContext {
         case .inProgress:
             throw APIError(status: 409, name: "idempotencyKeyInUse", message: "A request with this Idempotency-Key is still running; retry later.",
                            headers: [("Retry-After", "1")])
+        case .answerLost:
+            throw APIError(status: 409, name: "idempotencyKeyAnswerLost",
+                           message: "The request with this Idempotency-Key was applied, but the server failed before its answer was kept; read the current state instead of sending it again.")
         case .claimed:
-            let response: HTTPResponse
-            do {
-                response = try run()
-            } catch {
-                response = error.response
+            // Its writes mark the key applied in their own transactions (IdempotencyScope).
+            let response = IdempotencyScope.$current.withValue(IdempotencyScope(owner: owner, key: key)) {
+                do throws(APIError) {
+                    return try run()
+                } catch {
+                    return error.response
+                }
             }
             do {
                 if response.status >= 500 || response.status == 429 {

@@ -39,6 +39,7 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
     var accountID: String { self.base.accountID }
 
     func bumpMappingVersion() throws -> Int64 { try self.base.bumpMappingVersion() }
+    func markIdempotencyApplied(owner: [UInt8], key: String) throws { try self.base.markIdempotencyApplied(owner: owner, key: key) }
 
     func accountExists(_ accountID: String) throws -> Bool { try self.base.accountExists(accountID) }
 

@@ -110,6 +110,8 @@ enum PostgresMigrations {
             account_id text,
             fingerprint bytea NOT NULL,
             answer bytea,
+            applied boolean NOT NULL DEFAULT false,
+            instance text NOT NULL DEFAULT '',
             created_at double precision NOT NULL,
             PRIMARY KEY (owner_hash, key)
         );

@@ -105,6 +105,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// How long a caller waits for a free connection before answering unavailable.
     private let checkoutTimeout: Double = 10
     public let feedSignals = FeedSignals()
+    public var isSharedAcrossProcesses: Bool { true }
     /// Hears other instances' feed commits once `listenForOtherInstances()` started it.
     private let listener: PostgresFeedListener
     private let listening = Mutex(false)

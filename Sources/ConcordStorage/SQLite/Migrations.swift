@@ -107,7 +107,8 @@ enum SQLiteMigrations {
         UPDATE tokens SET created_at = (SELECT d.created_at FROM devices d WHERE d.account_key = tokens.account_key AND d.device_key = tokens.device_key) WHERE kind = 2;
         """),
         // Migration 5: idempotency keys of POST requests (issue 13), per token (its hash), with the
-        // request's fingerprint and its first answer (NULL while it runs); deleted with their account.
+        // request's fingerprint, its first answer (NULL while it runs), whether its write committed
+        // (set inside that write) and the process that claimed it; deleted with their account.
         (5, """
         CREATE TABLE idempotency_keys (
             owner_hash BLOB NOT NULL,
@@ -115,6 +116,8 @@ enum SQLiteMigrations {
             account_key INTEGER,
             fingerprint BLOB NOT NULL,
             answer BLOB,
+            applied INTEGER NOT NULL DEFAULT 0,
+            instance TEXT NOT NULL DEFAULT '',
             created_at REAL NOT NULL,
             PRIMARY KEY (owner_hash, key)
         ) WITHOUT ROWID;
