@@ -32,13 +32,14 @@ extension ConcordClient {
     /// `ConcordError` / `ConcordPhotosError` for an error answer and `URLError` for a
     /// connection failure that was not (or no longer) retried.
     ///
-    /// A POST that is not idempotent by itself is sent with an `Idempotency-Key` (one per call,
-    /// kept across its retries): the server answers a resend from its record of the first
-    /// answer, so it too is retried after a lost connection.
+    /// Every POST is sent with an `Idempotency-Key` (one per call, kept across its retries): the
+    /// server answers a resend from its record of the first answer, so a POST that is not
+    /// idempotent by itself is retried after a lost connection too. (The mapping lookups, safe to
+    /// repeat as they are, are not recorded by the server.)
     func send(_ request: APIRequest) async throws -> (Data, HTTPURLResponse) {
         var urlRequest = try self.urlRequest(request)
         var idempotent = request.idempotent
-        if request.method == "POST", !request.idempotent {
+        if request.method == "POST" {
             urlRequest.setValue(Self.idempotencyKey ?? UUID().uuidString, forHTTPHeaderField: "Idempotency-Key")
             idempotent = true
         }

@@ -81,6 +81,28 @@ final class ScriptedServer: Sendable {
     let created = try await server.client().createAccount(name: "Person")
     #expect(created.accountID == "a1" && created.accountToken == "tok")
     #expect(server.responder.requests.count == 2)
+    // Both attempts carry one Idempotency-Key: had the first been applied, the second would replay it.
+    let keys = server.responder.requests.map { $0.headers[first: "Idempotency-Key"] }
+    #expect(keys[0] != nil && keys[0] == keys[1])
+}
+
+@Test func idempotencyKeyInUseIsWaitedForAndEveryPostCarriesAFreshKey() async throws {
+    let inUse = reply(409, #"{"error":{"name":"idempotencyKeyInUse","message":"Still running."}}"#, headers: [("Retry-After", "0")])
+    let server = try ScriptedServer([inUse, reply(201, #"{"journalID":"J","title":"T","version":"1"}"#),
+                                     reply(201, #"{"journalID":"K","title":"T","version":"1"}"#)])
+    let client = server.client()
+    #expect(try await client.createJournal(title: "T").journalID == "J")
+    #expect(try await client.createJournal(title: "T").journalID == "K")
+    let keys = server.responder.requests.map { $0.headers[first: "Idempotency-Key"] }
+    #expect(keys.count == 3 && keys[0] != nil && keys[0] == keys[1] && keys[2] != nil && keys[2] != keys[0])
+}
+
+@Test func anAnswerLostIsThrownNotRetried() async throws {
+    let lost = reply(409, #"{"error":{"name":"idempotencyKeyAnswerLost","message":"Applied; answer lost."}}"#)
+    let server = try ScriptedServer([lost, reply(201, #"{"journalID":"J","title":"T","version":"1"}"#)])
+    let error = await thrown(ConcordError.self) { _ = try await server.client().createJournal(title: "T") }
+    #expect(error?.status == 409 && error?.name == "idempotencyKeyAnswerLost")
+    #expect(server.responder.requests.count == 1)
 }
 
 @Test func retriesAreBoundedAndTheLast503IsThrown() async throws {
