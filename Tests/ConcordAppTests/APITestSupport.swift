@@ -69,6 +69,12 @@ final class APIServer: Sendable {
         return (try #require(r["deviceID"]?.stringValue), try #require(r["deviceToken"]?.stringValue))
     }
 
+    /// A new account with two devices, "Phone" and "Tablet".
+    func phoneAndTablet() throws -> (account: (id: String, token: String), phone: (id: String, token: String), tablet: (id: String, token: String)) {
+        let account = try self.account()
+        return (account, try self.device(account.token, "Phone"), try self.device(account.token, "Tablet"))
+    }
+
     /// Upserts assets `(localIdentifier, fingerprint)`; requires 200 and answers the body.
     @discardableResult
     func upsert(_ deviceToken: String, assets: [(String, String)]) throws -> APIResponse {

@@ -54,9 +54,7 @@ import Testing
     @Test(arguments: TestEngine.available)
     func theSameKeyOnADifferentRequestIsRefusedAndKeysArePerToken(_ engine: TestEngine) throws {
         let server = try APIServer(engine: engine)
-        let account = try server.account()
-        let phone = try server.device(account.token, "Phone")
-        let tablet = try server.device(account.token, "Tablet")
+        let (account, phone, tablet) = try server.phoneAndTablet()
         #expect(try Self.post(server.port, "/v1/journals", token: phone.token, key: "k", body: #"{"title":"One"}"#).status == 201)
         let reused = try Self.post(server.port, "/v1/journals", token: phone.token, key: "k", body: #"{"title":"Two"}"#)
         #expect(reused.status == 422)

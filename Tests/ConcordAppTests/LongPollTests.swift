@@ -51,9 +51,7 @@ import Testing
     @Test(arguments: TestEngine.available)
     func aHeldJournalPollAnswersWithinOneHundredMillisecondsOfAnotherDevicesCommit(_ engine: TestEngine) throws {
         let server = try APIServer(engine: engine)
-        let account = try server.account()
-        let phone = try server.device(account.token, "Phone")
-        let tablet = try server.device(account.token, "Tablet")
+        let (_, phone, tablet) = try server.phoneAndTablet()
         var delays: [Double] = []
         for round in 0..<5 {
             let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
@@ -79,9 +77,7 @@ import Testing
     @Test(arguments: TestEngine.available)
     func aHeldLibraryPollWakesOnTheDevicesOwnChangeFromAnotherConnection(_ engine: TestEngine) throws {
         let server = try APIServer(engine: engine)
-        let account = try server.account()
-        let phone = try server.device(account.token, "Phone")
-        let tablet = try server.device(account.token, "Tablet")
+        let (_, phone, tablet) = try server.phoneAndTablet()
         let since = try #require(try server.call("GET", "/v1/library/token", token: phone.token)["changeToken"]?.stringValue)
         let poll = Poll(port: server.port, token: phone.token, "/v1/library/changes?since=\(percentEncoded(since))&wait=4")
         try Self.waitUntilHeld(server, 1)
@@ -213,9 +209,7 @@ import Testing
     @Test(arguments: TestEngine.available)
     func noCommitIsMissedBetweenAPollsQueryAndItsWait(_ engine: TestEngine) throws {
         let server = try APIServer(engine: engine)
-        let account = try server.account()
-        let phone = try server.device(account.token, "Phone")
-        let tablet = try server.device(account.token, "Tablet")
+        let (_, phone, tablet) = try server.phoneAndTablet()
         for round in 0..<20 {
             let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
             let poll = Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4")

@@ -24,15 +24,7 @@ final class RestartableServer: Sendable {
     }
 
     func start() throws {
-        var c = Configuration()
-        c.server.host = "127.0.0.1"
-        c.server.port = self.boundPort.withLock { $0 }
-        c.server.eventLoops = 1
-        c.workers = 4
-        c.server.timeouts.shutdownGrace = 2
-        c.adminToken = adminToken
-        c.logLevel = .error
-        c.database = .sqlite(path: self.directory.appendingPathComponent("concord.sqlite").path)
+        let c = TestServer.configuration(directory: self.directory, port: self.boundPort.withLock { $0 })
         let app = try startApp(c, sink: LogSink(flushInterval: 0, output: { _ in }))
         self.boundPort.withLock { $0 = app.port }
         self.running.withLock { $0 = app }

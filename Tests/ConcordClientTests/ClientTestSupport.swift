@@ -16,17 +16,24 @@ final class TestServer: Sendable {
     init(_ configure: (inout Configuration) -> Void = { _ in }) throws {
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("concord-client-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        var c = Self.configuration(directory: self.directory, port: 0)
+        configure(&c)
+        self.app = try startApp(c, sink: LogSink(flushInterval: 0, output: { _ in }))
+    }
+
+    /// A test server's configuration: 127.0.0.1:`port`, one loop, the test admin token, quiet
+    /// logs, SQLite in `directory`.
+    static func configuration(directory: URL, port: Int) -> Configuration {
         var c = Configuration()
         c.server.host = "127.0.0.1"
-        c.server.port = 0
+        c.server.port = port
         c.server.eventLoops = 1
         c.workers = 4
         c.server.timeouts.shutdownGrace = 2
         c.adminToken = adminToken
         c.logLevel = .error
-        c.database = .sqlite(path: self.directory.appendingPathComponent("concord.sqlite").path)
-        configure(&c)
-        self.app = try startApp(c, sink: LogSink(flushInterval: 0, output: { _ in }))
+        c.database = .sqlite(path: directory.appendingPathComponent("concord.sqlite").path)
+        return c
     }
 
     deinit {
