@@ -129,15 +129,16 @@ final class LongPolls: Sendable {
 
     /// Registers a poll of `topic` before its query; nil when `maxWaiting` are held or shutting down.
     private func arm(_ topic: FeedTopic) -> UInt64? {
-        let id: UInt64? = self.state.withLock { state in
-            guard !state.closed, state.waiters.count < self.maxWaiting else { return nil }
+        let (id, full) = self.state.withLock { state -> (UInt64?, Bool) in
+            guard !state.closed else { return (nil, false) }
+            guard state.waiters.count < self.maxWaiting else { return (nil, true) }
             let id = state.nextID
             state.nextID += 1
             state.waiters[id] = Waiter(topic: topic)
             state.byTopic[topic, default: []].insert(id)
-            return id
+            return (id, false)
         }
-        if id == nil { self.immediateAnswers.increment() }
+        if full { self.immediateAnswers.increment() }
         return id
     }
 
