@@ -60,8 +60,9 @@ extension AppContext {
                     try self.service.idempotency.complete(owner: owner, key: key, answer: StoredAnswer.encode(response))
                 }
             } catch {
-                // The request itself is done: answer it. The key stays claimed; after
-                // `IdempotencyService.abandonedAfter` a resend runs again.
+                // The request itself is done: answer it. The key stays claimed: a resend is `409
+                // idempotencyKeyInUse` until `IdempotencyService.abandonedAfter`, then runs again if
+                // nothing was applied, else `409 idempotencyKeyAnswerLost`.
                 request.logger.warning("idempotency key not stored", metadata: ["error": .string(error.message)])
             }
             return response
