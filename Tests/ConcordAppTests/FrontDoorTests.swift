@@ -165,13 +165,7 @@ import Glibc
 
         // The first body sent and answered: its bytes are given back, and the next is admitted.
         sendAll(fd, body)
-        var received: [UInt8] = []
-        while true {
-            let m = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if m <= 0 { break }
-            received.append(contentsOf: chunk[0..<m])
-        }
-        #expect(try parseResponse(String(decoding: received, as: UTF8.self)).status == 200)
+        #expect(try parseResponse(receiveUntilClosed(fd)).status == 200)
         let (interim, all) = try Self.exchange(port: server.port, head: Self.head("POST", "/v1/library/cloud-identifiers", token: device.token, length: body.utf8.count), body: body)
         #expect(interim.hasPrefix("HTTP/1.1 100 Continue"))
         #expect(try parseResponse(String(all.dropFirst(interim.count))).status == 200)

@@ -189,14 +189,7 @@ import Testing
         try Self.waitUntilHeld(server, 1)
         let start = monotonicSeconds()
         shutdown(halfClosed, Int32(SHUT_WR))
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { recv(halfClosed, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            received += chunk[0..<n]
-        }
-        let answer = try parseResponse(String(decoding: received, as: UTF8.self))
+        let answer = try parseResponse(receiveUntilClosed(halfClosed))
         #expect(answer.status == 200)
         #expect(answer.body.contains(#""changes":[]"#))
         #expect(monotonicSeconds() - start < 1)

@@ -54,6 +54,11 @@ func rawExchange(port: Int, _ request: String) throws -> String {
     let fd = try connectLoopback(port: port, receiveTimeout: 5)
     defer { close(fd) }
     guard sendAll(fd, request) else { throw RawHTTPError.connect(errno) }
+    return receiveUntilClosed(fd)
+}
+
+/// Everything the server sends on `fd` until it closes (or the receive timeout passes).
+func receiveUntilClosed(_ fd: Int32) -> String {
     var received: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65536)
     while true {
