@@ -8,6 +8,12 @@ public struct CloudIdentifierAnswers: Sendable {
     /// The item error of an identifier not found (its `limitedLibrary` is the device's).
     public let notFound: ItemError
 
+    public init(answers: [LinkLookup], bytes: [UInt8], notFound: ItemError) {
+        self.answers = answers
+        self.bytes = bytes
+        self.notFound = notFound
+    }
+
     /// One answer, its cloud identifier as bytes valid inside `body`.
     public enum Result {
         case found(UnsafeBufferPointer<UInt8>)
@@ -58,8 +64,13 @@ public struct MappingService: ServiceArea {
     /// linked go through step 3 inside ONE write transaction, which re-reads them and reads the unlinked
     /// records before creating any: two devices racing for the same new content converge on one record.
     public func cloudIdentifierAnswers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> CloudIdentifierAnswers {
+        try self.cloudIdentifierAnswers(forLocalIdentifiers: IdentifierBatch(ids), device: device)
+    }
+
+    /// Local → cloud for identifiers given as one buffer of bytes (a request's, say).
+    public func cloudIdentifierAnswers(forLocalIdentifiers ids: IdentifierBatch, device: DeviceRef) throws(DomainError) -> CloudIdentifierAnswers {
         guard ids.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        for id in ids where !Identifiers.isValidLocalIdentifier(id) {
+        if ids.firstInvalidLocalIdentifier() != nil {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifiers")
         }
         // Duplicates go to storage as they are: cheaper than deduplicating a batch that rarely has any.
@@ -71,8 +82,9 @@ public struct MappingService: ServiceArea {
         var result = CloudIdentifierAnswers(answers: lookups.lookups, bytes: lookups.bytes, notFound: .identifierNotFound(limitedLibrary: limited))
         var pending: [String] = []
         var pendingSeen = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
-        for (id, s) in zip(ids, result.answers) where s == .unlinked && pendingSeen.insert(ByteKey(id)).inserted {
-            pending.append(id)   // in request order: "oldest record first" follows it
+        for (i, s) in result.answers.enumerated() where s == .unlinked {
+            let id = ids[i]
+            if pendingSeen.insert(ByteKey(id)).inserted { pending.append(id) }   // in request order: "oldest record first" follows it
         }
         guard !pending.isEmpty else { return result }
         let assigned = try self.run { try self.core.write(account: device.accountID) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }

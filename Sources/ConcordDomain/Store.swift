@@ -238,7 +238,7 @@ public struct RecordLookup: Sendable, Equatable {
 /// type, fingerprint and link only (all the rules read).
 public protocol MappingReads {
     /// One answer per local identifier, in input order.
-    func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> LinkLookups
+    func linkLookups(_ device: DeviceRef, localIdentifiers: IdentifierBatch) throws -> LinkLookups
     /// One answer per cloud identifier, in input order (records are the account's only).
     func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup]
     /// Objects of `device` whose (type, fingerprint) is one of `keys`, sorted by local identifier byte order.
@@ -246,9 +246,9 @@ public protocol MappingReads {
 }
 
 extension AccountReadTransaction {
-    public func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> LinkLookups {
+    public func linkLookups(_ device: DeviceRef, localIdentifiers: IdentifierBatch) throws -> LinkLookups {
         var result = LinkLookups()
-        result.lookups = try self.linkStates(device, localIdentifiers: localIdentifiers).map { state in
+        result.lookups = try self.linkStates(device, localIdentifiers: localIdentifiers.strings).map { state in
             guard let state else { return .missing }
             guard let link = state.link else { return .unlinked }
             let start = result.bytes.count

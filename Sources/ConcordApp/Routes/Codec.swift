@@ -85,6 +85,20 @@ enum Codec {
         return try self.requiredStringArray(body, key, path: key)
     }
 
+    /// The identifiers of a mapping batch, `{"<key>": [...]}`, read in place from the body when it
+    /// is of the plain form `PlainStringArrayScanner` takes (a device's usual batch); any other body
+    /// goes through `jsonBody` and `batch`, which decide what it means and word its errors.
+    static func identifierBatch(_ request: RequestContext, _ key: StaticString, maxBatch: Int, maxElements: Int) throws(APIError) -> IdentifierBatch {
+        let body = request.request.body
+        if let spans = PlainStringArrayScanner.scan(body, member: key, maxCount: maxBatch, span: { start, length in
+            IdentifierBatch.Span(start: UInt32(truncatingIfNeeded: start), length: UInt32(truncatingIfNeeded: length))
+        }), body.count <= Int(UInt32.max), let batch = IdentifierBatch(bytes: body, spans: spans) {
+            return batch
+        }
+        let object = try request.jsonBody(maxElements: maxElements)
+        return IdentifierBatch(try self.batch(object, key.description, maxBatch: maxBatch))
+    }
+
     // MARK: - Library objects (§4)
 
     /// One object of type `type` from `value`; `path` is where it sits (`assets.upsert`, `assets`).

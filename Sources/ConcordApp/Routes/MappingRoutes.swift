@@ -7,8 +7,7 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
     let metrics = app.appMetrics
     return [
         app.deviceRoute("POST", "/v1/library/cloud-identifiers", operation: "cloudIdentifiers") { request, device in
-            let body = try request.jsonBody(maxElements: app.batchElements)
-            let ids = try Codec.batch(body, "localIdentifiers", maxBatch: app.service.configuration.maxBatch)
+            let ids = try Codec.identifierBatch(request, "localIdentifiers", maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
             let answers = try app.service.mapping.cloudIdentifierAnswers(forLocalIdentifiers: ids, device: device)
             return localToCloudAnswer(ids, answers, metrics)
         },
@@ -35,31 +34,98 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
     ]
 }
 
-/// `{"mappings": [...]}` of local → cloud, the cloud identifiers copied from the answers' one
-/// buffer into the response (no string per item).
-private func localToCloudAnswer(_ ids: [String], _ answers: CloudIdentifierAnswers, _ metrics: AppMetrics) -> HTTPResponse {
+/// `{"mappings": [...]}` of local → cloud; counts each outcome for `/metrics`.
+private func localToCloudAnswer(_ ids: IdentifierBatch, _ answers: CloudIdentifierAnswers, _ metrics: AppMetrics) -> HTTPResponse {
     var found = 0
-    defer {
-        var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
-        tally[AppMetrics.Outcome.found.rawValue] = found
-        tally[AppMetrics.Outcome(.error(answers.notFound)).rawValue] += ids.count - found
-        metrics.recordMappings(.localToCloud, tally)
-    }
-    return Codec.json(capacity: 64 + 140 * ids.count) { w in
+    for answer in answers.answers { if case .linked = answer { found += 1 } }
+    var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
+    tally[AppMetrics.Outcome.found.rawValue] = found
+    tally[AppMetrics.Outcome(.error(answers.notFound)).rawValue] += ids.count - found
+    metrics.recordMappings(.localToCloud, tally)
+    let body = ids.isPlainASCII ? LocalToCloudBody.plain(ids, answers) : LocalToCloudBody.written(ids, answers)
+    return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json")]), body: body)
+}
+
+/// The body of a local → cloud answer, two ways with the same bytes (a table test holds them equal).
+enum LocalToCloudBody {
+    /// Through `JSONWriter`, escaping each identifier: for any batch.
+    static func written(_ ids: IdentifierBatch, _ answers: CloudIdentifierAnswers) -> [UInt8] {
+        var w = JSONWriter(capacity: 64 + 140 * ids.count)
         w.beginObject()
         w.key(plain: "mappings")
         w.beginArray()
         answers.forEach { i, result in
             w.beginObject()
-            w.key(plain: "localIdentifier"); w.string(ids[i])
+            w.key(plain: "localIdentifier")
+            ids.withIdentifier(i) { w.string(utf8: $0) }
             switch result {
-            case .found(let bytes): w.key(plain: "cloudIdentifier"); w.string(plainASCII: bytes); found += 1
+            case .found(let bytes): w.key(plain: "cloudIdentifier"); w.string(plainASCII: bytes)
             case .error(let error): w.key(plain: "error"); Codec.write(error, into: &w)
             }
             w.endObject()
         }
         w.endArray()
         w.endObject()
+        return w.bytes
+    }
+
+    /// For a plain-ASCII batch (the usual one): neither its identifiers nor cloud identifiers need
+    /// escaping, so the answer is copies of byte runs into a buffer of exactly its size, in one pass;
+    /// the not-found error is rendered once.
+    static func plain(_ ids: IdentifierBatch, _ answers: CloudIdentifierAnswers) -> [UInt8] {
+        precondition(ids.isPlainASCII, "a batch with identifiers to escape goes through written(_:_:)")
+        var errorWriter = JSONWriter()
+        errorWriter.key(plain: "error")
+        Codec.write(answers.notFound, into: &errorWriter)
+        let error = errorWriter.bytes
+        let open: StaticString = #"{"localIdentifier":""#, cloud: StaticString = #"","cloudIdentifier":""#
+        let close: StaticString = #""}"#, errorOpen: StaticString = #"","#
+        let head: StaticString = #"{"mappings":["#, tail: StaticString = "]}"
+        var total = head.utf8CodeUnitCount + tail.utf8CodeUnitCount + max(0, ids.count - 1)
+        for (i, answer) in answers.answers.enumerated() {
+            total += open.utf8CodeUnitCount + Int(ids.spans[i].length)
+            if case .linked(_, let count) = answer {
+                total += cloud.utf8CodeUnitCount + count + close.utf8CodeUnitCount
+            } else {
+                total += errorOpen.utf8CodeUnitCount + error.count + 1
+            }
+        }
+        return [UInt8](unsafeUninitializedCapacity: total) { out, written in
+            var at = out.baseAddress!
+            @inline(__always) func put(_ s: StaticString) {
+                at.update(from: s.utf8Start, count: s.utf8CodeUnitCount)
+                at += s.utf8CodeUnitCount
+            }
+            @inline(__always) func put(_ p: UnsafePointer<UInt8>, _ count: Int) {
+                at.update(from: p, count: count)
+                at += count
+            }
+            put(head)
+            ids.bytes.withUnsafeBufferPointer { idBytes in
+                answers.bytes.withUnsafeBufferPointer { cloudBytes in
+                    error.withUnsafeBufferPointer { error in
+                        for (i, answer) in answers.answers.enumerated() {
+                            if i > 0 { at.pointee = UInt8(ascii: ","); at += 1 }
+                            put(open)
+                            let span = ids.spans[i]
+                            if span.length > 0 { put(idBytes.baseAddress! + Int(span.start), Int(span.length)) }
+                            if case .linked(let start, let count) = answer {
+                                put(cloud)
+                                if count > 0 { put(cloudBytes.baseAddress! + start, count) }
+                                put(close)
+                            } else {
+                                put(errorOpen)
+                                put(error.baseAddress!, error.count)
+                                at.pointee = UInt8(ascii: "}"); at += 1
+                            }
+                        }
+                    }
+                }
+            }
+            put(tail)
+            written = at - out.baseAddress!
+            precondition(written == total, "the answer's size was counted before writing it")
+        }
     }
 }
 

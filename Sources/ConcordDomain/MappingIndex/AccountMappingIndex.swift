@@ -65,18 +65,37 @@ struct GUIDKey: Hashable, Sendable {
         self.low = low
     }
 
-    /// Writes the canonical 36 bytes.
+    /// Writes the canonical 36 bytes: upper-case hex 8-4-4-4-12.
     func write(into out: UnsafeMutablePointer<UInt8>) {
-        let hex: StaticString = "0123456789ABCDEF"
-        let digits = hex.utf8Start
-        var j = 0
-        for i in 0..<32 {
-            if i == 8 || i == 12 || i == 16 || i == 20 { out[j] = UInt8(ascii: "-"); j += 1 }
-            let word = i < 16 ? self.high : self.low
-            let shift = UInt64((15 - i % 16) * 4)
-            out[j] = digits[Int((word >> shift) & 0xF)]
-            j += 1
-        }
+        let a = Self.hex(UInt32(truncatingIfNeeded: self.high >> 32)), b = Self.hex(UInt32(truncatingIfNeeded: self.high))
+        let c = Self.hex(UInt32(truncatingIfNeeded: self.low >> 32)), d = Self.hex(UInt32(truncatingIfNeeded: self.low))
+        let raw = UnsafeMutableRawPointer(out)
+        let dash = UInt8(ascii: "-")
+        raw.storeBytes(of: a, toByteOffset: 0, as: UInt64.self)
+        out[8] = dash
+        raw.storeBytes(of: UInt32(truncatingIfNeeded: b), toByteOffset: 9, as: UInt32.self)
+        out[13] = dash
+        raw.storeBytes(of: UInt32(truncatingIfNeeded: b >> 32), toByteOffset: 14, as: UInt32.self)
+        out[18] = dash
+        raw.storeBytes(of: UInt32(truncatingIfNeeded: c), toByteOffset: 19, as: UInt32.self)
+        out[23] = dash
+        raw.storeBytes(of: UInt32(truncatingIfNeeded: c >> 32), toByteOffset: 24, as: UInt32.self)
+        raw.storeBytes(of: d, toByteOffset: 28, as: UInt64.self)
+    }
+
+    /// The 8 upper-case hex digits of `v` as 8 bytes in memory order (little-endian word), all
+    /// digits at once: each nibble is spread into its own byte, then mapped to `0`–`9` or `A`–`F`.
+    @inline(__always)
+    static func hex(_ v: UInt32) -> UInt64 {
+        var x = UInt64(v)
+        x = (x | x << 16) & 0x0000_FFFF_0000_FFFF
+        x = (x | x << 8) & 0x00FF_00FF_00FF_00FF
+        x = (x | x << 4) & 0x0F0F_0F0F_0F0F_0F0F
+        // Byte i now holds nibble i counted from the least significant; the first digit written
+        // is the most significant, so reverse the bytes.
+        x = x.byteSwapped
+        let aboveNine = ((x &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        return x &+ 0x3030_3030_3030_3030 &+ aboveNine &* 7
     }
 
     var string: String { String(unsafeUninitializedCapacity: 36) { self.write(into: $0.baseAddress!); return 36 } }
@@ -202,7 +221,7 @@ final class AccountMappingIndex {
     /// After `findAll`, two more prefetching passes (the fingerprint's slice, then its bytes) before
     /// the answers are written into one buffer sized exactly: each pass's loads are independent
     /// across the batch, so their cache misses overlap.
-    func linkLookups(_ deviceID: String, localIdentifiers: [String]) -> LinkLookups {
+    func linkLookups(_ deviceID: String, localIdentifiers: IdentifierBatch) -> LinkLookups {
         guard let device = self.devices[deviceID] else {
             return LinkLookups(lookups: [LinkLookup](repeating: .missing, count: localIdentifiers.count))
         }
@@ -406,7 +425,7 @@ extension ObjectType {
 struct IndexedMappingReads: MappingReads {
     let index: AccountMappingIndex
 
-    func linkLookups(_ device: DeviceRef, localIdentifiers: [String]) throws -> LinkLookups {
+    func linkLookups(_ device: DeviceRef, localIdentifiers: IdentifierBatch) throws -> LinkLookups {
         self.index.linkLookups(device.deviceID, localIdentifiers: localIdentifiers)
     }
 

@@ -83,11 +83,9 @@ final class DeviceTable {
         let arena: UnsafePointer<UInt8>?
 
         /// True when `slot` holds exactly these identifier bytes.
-        func matches(_ slot: Slot, _ id: String) -> Bool {
-            var s = id
-            return s.withUTF8 { b in
-                Int(slot.length) == b.count && (b.count == 0 || memcmp(self.arena! + Int(slot.offset), b.baseAddress!, b.count) == 0)
-            }
+        @inline(__always)
+        func matches(_ slot: Slot, _ id: UnsafeBufferPointer<UInt8>) -> Bool {
+            Int(slot.length) == id.count && (id.count == 0 || memcmp(self.arena! + Int(slot.offset), id.baseAddress!, id.count) == 0)
         }
 
         /// Prefetches slot `n` (a slot may straddle two cache lines).
@@ -98,7 +96,7 @@ final class DeviceTable {
         }
 
         /// The bucket and slot number of `id` (hash `hash`), probing from bucket `start`; nil when absent.
-        func locate(_ id: String, hash h: UInt32, from start: Int) -> (bucket: Int, slot: Int32)? {
+        func locate(_ id: UnsafeBufferPointer<UInt8>, hash h: UInt32, from start: Int) -> (bucket: Int, slot: Int32)? {
             let mask = self.buckets.count - 1
             var i = start
             while true {
@@ -112,8 +110,10 @@ final class DeviceTable {
         /// The bucket and slot number of `id`, nil when the device does not have it.
         func locate(_ id: String) -> (bucket: Int, slot: Int32)? {
             var s = id
-            let h = s.withUTF8 { DeviceTable.hash(UnsafeRawBufferPointer($0)) }
-            return self.locate(id, hash: h, from: Int(h) & (self.buckets.count - 1))
+            return s.withUTF8 { b in
+                let h = DeviceTable.hash(UnsafeRawBufferPointer(b))
+                return self.locate(b, hash: h, from: Int(h) & (self.buckets.count - 1))
+            }
         }
     }
 
@@ -123,42 +123,55 @@ final class DeviceTable {
     /// library is a chain of cache misses (bucket → slot → identifier bytes). Each pass asks the
     /// processor to prefetch what the next pass reads for every identifier, so the batch's misses
     /// are in flight together instead of being waited for one after another.
-    func findAll(_ ids: [String]) -> [Int32] {
+    func findAll(_ ids: IdentifierBatch) -> [Int32] {
         let n = ids.count
         var found = [Int32](repeating: -1, count: n)
         guard n > 0, self.live > 0 else { return found }
-        self.withLookup { lookup in
-            let mask = lookup.buckets.count - 1
-            var hashes = [UInt32](repeating: 0, count: n)
-            var positions = [Int](repeating: 0, count: n)
-            // Pass 1: hash each identifier; prefetch its first bucket.
-            for i in 0..<n {
-                var s = ids[i]
-                let h = s.withUTF8 { DeviceTable.hash(UnsafeRawBufferPointer($0)) }
-                hashes[i] = h
-                positions[i] = Int(h) & mask
-                concord_prefetch(lookup.buckets.baseAddress! + positions[i])
-            }
-            // Pass 2: read the bucket; prefetch its slot.
-            for i in 0..<n {
-                let slot = lookup.buckets[positions[i]]
-                found[i] = slot
-                if slot >= 0 { lookup.prefetchSlot(Int(slot)) }
-            }
-            // Pass 3: keep the candidates whose slot has the same hash; prefetch their bytes.
-            var confirmed = [Bool](repeating: false, count: n)
-            for i in 0..<n where found[i] >= 0 {
-                let slot = lookup.slots[Int(found[i])]
-                confirmed[i] = slot.hash == hashes[i]
-                if confirmed[i], let arena = lookup.arena { concord_prefetch(arena + Int(slot.offset)) }
-            }
-            // Pass 4: compare the bytes; anything else probes on from the first bucket.
-            for i in 0..<n where found[i] != -1 {
-                if confirmed[i], lookup.matches(lookup.slots[Int(found[i])], ids[i]) { continue }
-                found[i] = lookup.locate(ids[i], hash: hashes[i], from: (positions[i] + 1) & mask)?.slot ?? -1
+        ids.bytes.withUnsafeBufferPointer { bytes in
+            ids.spans.withUnsafeBufferPointer { spans in
+                found.withUnsafeMutableBufferPointer { found in
+                    self.withLookup { lookup in
+                        Self.findAll(bytes, spans, lookup, into: found)
+                    }
+                }
             }
         }
         return found
+    }
+
+    private static func findAll(_ bytes: UnsafeBufferPointer<UInt8>, _ spans: UnsafeBufferPointer<IdentifierBatch.Span>, _ lookup: Lookup,
+                                into found: UnsafeMutableBufferPointer<Int32>) {
+        let n = spans.count
+        let mask = lookup.buckets.count - 1
+        func id(_ i: Int) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(start: bytes.baseAddress.map { $0 + Int(spans[i].start) }, count: Int(spans[i].length))
+        }
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: n) { hashes in
+            // Pass 1: hash each identifier; prefetch its first bucket.
+            for i in 0..<n {
+                let h = DeviceTable.hash(UnsafeRawBufferPointer(id(i)))
+                hashes[i] = h
+                concord_prefetch(lookup.buckets.baseAddress! + (Int(h) & mask))
+            }
+            // Pass 2: read the bucket; prefetch its slot.
+            for i in 0..<n {
+                let slot = lookup.buckets[Int(hashes[i]) & mask]
+                found[i] = slot
+                if slot >= 0 { lookup.prefetchSlot(Int(slot)) }
+            }
+            // Pass 3: for candidates whose slot has the same hash, prefetch their bytes; mark the
+            // others (-3) to probe on.
+            for i in 0..<n where found[i] >= 0 {
+                let slot = lookup.slots[Int(found[i])]
+                if slot.hash == hashes[i], let arena = lookup.arena { concord_prefetch(arena + Int(slot.offset)) } else { found[i] = -3 }
+            }
+            // Pass 4: compare the bytes; anything else probes on from the next bucket.
+            for i in 0..<n where found[i] != -1 {
+                if found[i] >= 0, lookup.matches(lookup.slots[Int(found[i])], id(i)) { continue }
+                let h = hashes[i]
+                found[i] = lookup.locate(id(i), hash: h, from: (Int(h) + 1) & mask)?.slot ?? -1
+            }
+        }
     }
 
     func withLookup<T>(_ body: (Lookup) -> T) -> T {

@@ -1,0 +1,106 @@
+/// A batch of identifiers as UTF-8 bytes in one buffer, each a span of it: what a mapping request
+/// carries, without a `String` (an allocation, reference counting) per identifier. Identifier `i`
+/// is `bytes[spans[i].start ..< spans[i].start + spans[i].length]`.
+///
+/// A request body can be the buffer itself (`init?(bytes:spans:)`): the identifiers' bytes are then
+/// read where the request's JSON holds them.
+public struct IdentifierBatch: Sendable {
+    public struct Span: Sendable, Equatable {
+        public var start: UInt32
+        public var length: UInt32
+        public init(start: UInt32, length: UInt32) {
+            self.start = start
+            self.length = length
+        }
+    }
+
+    public let bytes: [UInt8]
+    public let spans: [Span]
+    /// Every identifier is printable ASCII other than `"` and `\`: its JSON string is its bytes
+    /// between quotes, and no byte of it is a control character.
+    public let isPlainASCII: Bool
+
+    public init(_ strings: [String]) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(strings.reduce(0) { $0 + $1.utf8.count })
+        var spans: [Span] = []
+        spans.reserveCapacity(strings.count)
+        for s in strings {
+            let start = bytes.count
+            bytes.append(contentsOf: s.utf8)
+            spans.append(Span(start: UInt32(start), length: UInt32(bytes.count - start)))
+        }
+        self.bytes = bytes
+        self.spans = spans
+        self.isPlainASCII = Self.allPlainASCII(bytes, spans)
+    }
+
+    /// Identifiers found in `bytes` (a request body, say); nil unless every span lies in `bytes`
+    /// and is plain ASCII (see `isPlainASCII`), which makes the bytes valid UTF-8 as they are.
+    public init?(bytes: [UInt8], spans: [Span]) {
+        for span in spans where UInt64(span.start) + UInt64(span.length) > UInt64(bytes.count) { return nil }
+        guard Self.allPlainASCII(bytes, spans) else { return nil }
+        self.bytes = bytes
+        self.spans = spans
+        self.isPlainASCII = true
+    }
+
+    public var count: Int { self.spans.count }
+
+    /// Identifier `i` as a string (for the paths that go to storage).
+    public subscript(i: Int) -> String {
+        self.withIdentifier(i) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    public var strings: [String] { (0..<self.count).map { self[$0] } }
+
+    /// Identifier `i`'s bytes, valid inside `body`.
+    public func withIdentifier<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        let span = self.spans[i]
+        return try self.bytes.withUnsafeBufferPointer { b in
+            try body(UnsafeBufferPointer(rebasing: b[Int(span.start)..<Int(span.start) + Int(span.length)]))
+        }
+    }
+
+    /// The first identifier that is not a valid local identifier (API.md §2), nil when all are.
+    public func firstInvalidLocalIdentifier() -> Int? {
+        if self.isPlainASCII {
+            // Printable ASCII holds no control character: only the length can be wrong.
+            return self.spans.firstIndex { $0.length == 0 || $0.length > 255 }
+        }
+        return (0..<self.count).first { !Identifiers.isValidLocalIdentifier(self[$0]) }
+    }
+
+    private static func allPlainASCII(_ bytes: [UInt8], _ spans: [Span]) -> Bool {
+        bytes.withUnsafeBufferPointer { b in
+            spans.allSatisfy { span in
+                Self.isPlainASCII(UnsafeBufferPointer(rebasing: b[Int(span.start)..<Int(span.start) + Int(span.length)]))
+            }
+        }
+    }
+
+    /// Whether every byte is in 0x20…0x7E and none is `"` or `\` (8 bytes at a time; see
+    /// `Identifiers.mayHoldControl` for the trick).
+    static func isPlainASCII(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        if let base = b.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while i + 8 <= b.count {
+                let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C), del = w ^ (ones &* 0x7F)
+                // Below 0x20, 0x80 and above (the high bit), a quote, a backslash or DEL.
+                let bad = (w &- ones &* 0x20) & ~w | w | (quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (del &- ones) & ~del
+                if bad & high != 0 { return false }
+                i += 8
+            }
+        }
+        while i < b.count {
+            let c = b[i]
+            if c < 0x20 || c > 0x7E || c == 0x22 || c == 0x5C { return false }
+            i += 1
+        }
+        return true
+    }
+}

@@ -1,0 +1,66 @@
+/// Finds the strings of a body shaped exactly `{"<member>": ["…", "…", …]}` in place, without
+/// building a value tree: the fast path of the mapping batches, whose bodies are a thousand
+/// identifiers and nothing else.
+///
+/// Only the simplest form is taken: one member with that name, an array of strings whose bytes are
+/// all printable ASCII other than `"` and `\` (so each string's value is its bytes as they stand,
+/// with no escapes to decode and no UTF-8 to validate), JSON whitespace anywhere between tokens.
+/// Anything else, well-formed or not, gives nil: the caller then parses the body with `JSONValue`,
+/// which decides what it means and words any error exactly as for every other body.
+public enum PlainStringArrayScanner {
+    /// Each string's position (`start`, `length` in bytes, quotes excluded) through `span`, in order;
+    /// nil when the body is not of the simple form above, or holds more than `maxCount` strings.
+    public static func scan<Span>(
+        _ body: [UInt8], member: StaticString, maxCount: Int, span: (_ start: Int, _ length: Int) -> Span
+    ) -> [Span]? {
+        body.withUnsafeBufferPointer { b -> [Span]? in
+            var i = 0
+            let n = b.count
+            @inline(__always) func skipSpace() {
+                while i < n, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }
+            }
+            @inline(__always) func take(_ c: UInt8) -> Bool {
+                skipSpace()
+                guard i < n, b[i] == c else { return false }
+                i += 1
+                return true
+            }
+            /// A plain string at `i` (after its opening quote): its start and length.
+            @inline(__always) func plainString() -> (Int, Int)? {
+                let start = i
+                while i < n {
+                    let c = b[i]
+                    if c == UInt8(ascii: "\"") {
+                        i += 1
+                        return (start, i - 1 - start)
+                    }
+                    if c < 0x20 || c > 0x7E || c == UInt8(ascii: "\\") { return nil }
+                    i += 1
+                }
+                return nil
+            }
+            guard take(UInt8(ascii: "{")), take(UInt8(ascii: "\"")), let (keyStart, keyLength) = plainString(),
+                  keyLength == member.utf8CodeUnitCount,
+                  keyLength == 0 || memcmpEqual(b.baseAddress! + keyStart, member.utf8Start, keyLength),
+                  take(UInt8(ascii: ":")), take(UInt8(ascii: "["))
+            else { return nil }
+            var spans: [Span] = []
+            spans.reserveCapacity(min(maxCount, n / 3))
+            if !take(UInt8(ascii: "]")) {
+                repeat {
+                    guard spans.count < maxCount, take(UInt8(ascii: "\"")), let (start, length) = plainString() else { return nil }
+                    spans.append(span(start, length))
+                } while take(UInt8(ascii: ","))
+                guard take(UInt8(ascii: "]")) else { return nil }
+            }
+            guard take(UInt8(ascii: "}")) else { return nil }
+            skipSpace()
+            return i == n ? spans : nil
+        }
+    }
+
+    private static func memcmpEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        for k in 0..<count where a[k] != b[k] { return false }
+        return true
+    }
+}
