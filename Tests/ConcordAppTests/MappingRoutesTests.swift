@@ -1,3 +1,4 @@
+import ConcordDomain
 import ConcordJSON
 import Foundation
 import Testing
@@ -167,5 +168,63 @@ import Testing
         #"concord_http_requests_total{route="/v1/library/cloud-identifiers",status="200"} 1"#,
     ] {
         #expect(metrics.contains(line + "\n"), "missing: \(line)")
+    }
+}
+
+/// A device's usual batch is read in place (`PlainStringArrayScanner`); every other spelling of the
+/// same batch goes through the JSON parser. Both must give the same answers, byte for byte.
+@Test func aBatchAnswersTheSameHoweverItsJSONIsSpelt() throws {
+    let server = try APIServer()
+    let account = try server.account()
+    let device = try server.device(account.token)
+    try server.upsert(device.token, assets: [("ABC/L0/001", fingerprint(1)), ("caf\u{E9}", fingerprint(2)), ("x\"y", fingerprint(3))])
+    let plain = try server.call("POST", "/v1/library/cloud-identifiers", token: device.token,
+                                body: #"{"localIdentifiers":["ABC/L0/001","nope","ABC/L0/001"]}"#)
+    #expect(plain.status == 200)
+    for body in [
+        "\n{ \"localIdentifiers\" :\t[ \"ABC/L0/001\" , \"nope\",\r\n\"ABC/L0/001\" ] }\n",   // whitespace: still the in-place path
+        #"{"localIdentifiers":["\u0041BC\/L0\/001","nope","ABC/L0/001"]}"#,                  // escapes
+        #"{"localIdentifiers":["ABC/L0/001","nope","ABC/L0/001"],"extra":true}"#,             // another member
+        #"{"extra":null,"localIdentifiers":["ABC/L0/001","nope","ABC/L0/001"]}"#,
+    ] {
+        let r = try server.call("POST", "/v1/library/cloud-identifiers", token: device.token, body: body)
+        #expect(r.status == 200 && r.raw.body == plain.raw.body, "\(body): \(r.raw.body)")
+    }
+    // Identifiers that need escaping (or are not ASCII) are answered escaped, as JSON requires.
+    let escaped = try server.call("POST", "/v1/library/cloud-identifiers", token: device.token, body: #"{"localIdentifiers":["x\"y","caf\u00e9"]}"#)
+    let mappings = try #require(escaped["mappings"]?.arrayValue)
+    #expect(mappings.map { $0["localIdentifier"]?.stringValue } == ["x\"y", "caf\u{E9}"])
+    #expect(mappings.allSatisfy { $0["cloudIdentifier"]?.stringValue != nil })
+    // Malformed in ways the scanner stops at: the parser's error, as for any body.
+    for body in [#"{"localIdentifiers":["a",]}"#, #"{"localIdentifiers":["a"]"#, #"{"localIdentifiers":["a"]} x"#] {
+        let r = try server.call("POST", "/v1/library/cloud-identifiers", token: device.token, body: body)
+        #expect(r.status == 400 && r.errorName == "badRequest", "\(body): \(r.raw.body)")
+    }
+}
+
+/// The one-pass answer of a plain batch is the `JSONWriter` answer, byte for byte.
+/// Each batch mixes the three outcomes and identifier lengths by its index (no randomness needed).
+@Test(arguments: [0, 1, 2, 7, 300]) func thePlainLocalToCloudAnswerIsTheWrittenOne(_ count: Int) throws {
+    var ids: [String] = []
+    var answers: [LinkLookup] = []
+    var bytes: [UInt8] = []
+    for i in 0..<count {
+        ids.append("ID-\(i)/L0/" + String(repeating: "x", count: i * 7 % 41))
+        switch i * 5 % 3 {
+        case 0: answers.append(.missing)
+        case 1: answers.append(.unlinked)   // not yet assigned: written as not found, like missing
+        default:
+            let cloud = Array("\(UUID().uuidString):001:fp\(i)".utf8)
+            answers.append(.linked(start: bytes.count, count: cloud.count))
+            bytes += cloud
+        }
+    }
+    let batch = IdentifierBatch(ids)
+    #expect(batch.isPlainASCII)
+    for notFound in [ItemError.identifierNotFound(limitedLibrary: false), .identifierNotFound(limitedLibrary: true)] {
+        let result = CloudIdentifierAnswers(answers: answers, bytes: bytes, notFound: notFound)
+        let plain = LocalToCloudBody.plain(batch, result)
+        #expect(plain == LocalToCloudBody.written(batch, result))
+        #expect((try? JSONValue.parse(plain)) != nil)
     }
 }

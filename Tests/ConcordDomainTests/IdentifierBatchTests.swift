@@ -1,0 +1,65 @@
+@testable import ConcordDomain
+import Foundation
+import Testing
+
+/// A mapping batch as one buffer of spans, and the GUID digits the index writes into answers.
+struct IdentifierBatchTests {
+    static let cases: [(ids: [String], plain: Bool, firstInvalid: Int?)] = [
+        ([], true, nil),
+        (["ABC/L0/001", "x"], true, nil),
+        ([" ~!#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}"], true, nil),
+        (["ok", ""], true, 1),
+        (["ok", String(repeating: "y", count: 255), String(repeating: "y", count: 256)], true, 2),
+        (["caf\u{E9}"], false, nil),                 // not ASCII: valid, but written escaped-or-not by JSONWriter
+        (["a\"b", "a\\b"], false, nil),
+        (["ok", "tab\there"], false, 1),             // control characters
+        (["del\u{7F}"], false, 0),
+        (["c1\u{85}"], false, 0),
+        (["twelve bytes", "then\u{1}"], false, 1),   // past the 8-byte words
+    ]
+
+    @Test(arguments: cases.indices) func spansPlainnessAndValidity(_ i: Int) {
+        let (ids, plain, firstInvalid) = Self.cases[i]
+        let batch = IdentifierBatch(ids)
+        #expect(batch.count == ids.count)
+        #expect(batch.strings == ids)
+        #expect(batch.isPlainASCII == plain)
+        #expect(batch.firstInvalidLocalIdentifier() == firstInvalid)
+        for (n, id) in ids.enumerated() {
+            #expect(batch.withIdentifier(n) { Array($0) } == Array(id.utf8))
+        }
+        // Read in place from someone else's bytes: only plain batches are taken.
+        #expect((IdentifierBatch(bytes: batch.bytes, spans: batch.spans) != nil) == plain)
+    }
+
+    @Test func spansOutsideTheBytesAreRefused() {
+        let bytes = Array("abcdef".utf8)
+        #expect(IdentifierBatch(bytes: bytes, spans: [.init(start: 2, length: 4)])?.strings == ["cdef"])
+        #expect(IdentifierBatch(bytes: bytes, spans: [.init(start: 2, length: 5)]) == nil)
+        #expect(IdentifierBatch(bytes: bytes, spans: [.init(start: UInt32.max, length: 2)]) == nil)
+    }
+
+    /// The index writes a GUID's 32 hex digits 8 at a time; a digit-by-digit spelling is the reference.
+    @Test func guidDigitsAreTheCanonicalSpelling() throws {
+        var keys = [GUIDKey(high: 0, low: 0), GUIDKey(high: .max, low: .max), GUIDKey(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)]
+        var state: UInt64 = 0x5EED
+        for _ in 0..<1000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let high = state
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            keys.append(GUIDKey(high: high, low: state))
+        }
+        for key in keys {
+            let digits = String(format: "%016llX%016llX", key.high, key.low)
+            var reference = ""
+            for (i, c) in digits.enumerated() {
+                if [8, 12, 16, 20].contains(i) { reference.append("-") }
+                reference.append(c)
+            }
+            #expect(key.string == reference)
+            #expect(GUIDKey(reference) == key)
+        }
+        let uuid = UUID().uuidString
+        #expect(try #require(GUIDKey(uuid)).string == uuid)
+    }
+}
