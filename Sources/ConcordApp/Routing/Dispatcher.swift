@@ -23,7 +23,9 @@ public final class Dispatcher: HTTPResponder {
     /// - Parameters:
     ///   - workerCount: threads for blocking handlers.
     ///   - maxPendingJobs: queued blocking requests beyond which the answer is `503 unavailable`.
-    init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000, rates: RequestRates? = nil) {
+    ///   - cores: how many handlers may run on the processor at once (`WorkerPool`).
+    init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000,
+         cores: Int = .max, rates: RequestRates? = nil) {
         self.rates = rates
         let table = HTTPMetrics(registry: metrics, patterns: routes.map(\.pattern))
         // Each route carries its metrics slot, so a request records without a lookup.
@@ -32,7 +34,7 @@ public final class Dispatcher: HTTPResponder {
             route.metricsIndex = table.index[route.pattern] ?? -1
             return route
         })
-        self.workers = WorkerPool(threadCount: workerCount, maxPending: maxPendingJobs)
+        self.workers = WorkerPool(threadCount: workerCount, maxPending: maxPendingJobs, cores: cores)
         self.metrics = table
         self.logger = logger
         let workers = self.workers

@@ -5,9 +5,16 @@ import Foundation
 /// Bounded twice: `threadCount` jobs run at once, and at most `maxPending` wait; past
 /// that `submit` refuses, and the caller answers `503 unavailable` instead of letting
 /// the queue grow without limit.
+///
+/// First come, first served on the processor too: at most `cores` jobs that started less than
+/// `stallAfter` ago run at once. More threads than cores exist for jobs that block (a commit's
+/// fsync, a network round trip to PostgreSQL), and a job running longer than `stallAfter` is
+/// presumed to be one: the next job then starts beside it. Without the bound the kernel would
+/// share a core among all busy threads, and a request could finish after several that arrived
+/// later (a mapping lookup is ~0.4 ms of pure CPU: the tail latency of a loaded core doubles).
 final class WorkerPool: @unchecked Sendable {
-    // @unchecked Sendable: `jobs`, `stopping` and `running` are only touched while
-    // holding `condition`'s lock; the threads array is written once in `init` and in
+    // @unchecked Sendable: `jobs`, `stopping`, `running` and `startedAt` are only touched
+    // while holding `condition`'s lock; the threads array is written once in `init` and in
     // `shutdown` (under the lock too).
     private let condition = NSCondition()
     private var jobs: [() -> Void] = []
@@ -15,10 +22,19 @@ final class WorkerPool: @unchecked Sendable {
     private var stopping = false
     private var running = 0
     private var threads: [Thread] = []
+    /// Per thread, when its current job started (uptime nanoseconds), 0 when idle.
+    private var startedAt: [UInt64]
+    /// A thread is in a timed wait for the youngest running job to pass `stallAfter`.
+    private var watching = false
     let maxPending: Int
+    let cores: Int
+    let stallAfterNanoseconds: UInt64
 
-    init(threadCount: Int, maxPending: Int = 10_000) {
+    init(threadCount: Int, maxPending: Int = 10_000, cores: Int = .max, stallAfter: Double = 0.002) {
         self.maxPending = maxPending
+        self.cores = max(1, cores)
+        self.stallAfterNanoseconds = UInt64(max(0, stallAfter) * 1e9)
+        self.startedAt = [UInt64](repeating: 0, count: max(1, threadCount))
         for i in 0..<max(1, threadCount) {
             // Strong on purpose: a thread keeps the pool alive until it has left `work()`,
             // so shutting down and releasing the pool can never race a waking thread.
@@ -26,7 +42,7 @@ final class WorkerPool: @unchecked Sendable {
             let thread = Thread {
                 // Named from inside: on Linux a name set before `start()` is not applied.
                 Thread.current.name = name
-                self.work()
+                self.work(slot: i)
             }
             thread.stackSize = 1 << 20
             self.threads.append(thread)
@@ -40,7 +56,9 @@ final class WorkerPool: @unchecked Sendable {
         defer { self.condition.unlock() }
         guard !self.stopping, self.jobs.count - self.head < self.maxPending else { return false }
         self.jobs.append(job)
-        self.condition.signal()
+        // A thread takes it now if a core is free; else a watcher is needed, unless there is one
+        // (a running job's thread takes it when done).
+        if !self.watching || self.waitForCore(now: DispatchTime.now().uptimeNanoseconds) == 0 { self.condition.signal() }
         return true
     }
 
@@ -74,10 +92,25 @@ final class WorkerPool: @unchecked Sendable {
         return unfinished
     }
 
-    private func work() {
+    private func work(slot: Int) {
         while true {
             self.condition.lock()
-            while self.head == self.jobs.count && !self.stopping { self.condition.wait() }
+            while !self.stopping {
+                if self.head < self.jobs.count {
+                    let wait = self.waitForCore(now: DispatchTime.now().uptimeNanoseconds)
+                    if wait == 0 { break }
+                    if self.watching {
+                        self.condition.wait()
+                    } else {
+                        // This thread watches for a running job to stall; the others sleep.
+                        self.watching = true
+                        _ = self.condition.wait(until: Date(timeIntervalSinceNow: Double(wait) / 1e9))
+                        self.watching = false
+                    }
+                } else {
+                    self.condition.wait()
+                }
+            }
             if self.head == self.jobs.count {
                 self.condition.broadcast()
                 self.condition.unlock()
@@ -91,12 +124,33 @@ final class WorkerPool: @unchecked Sendable {
                 self.head = 0
             }
             self.running += 1
+            self.startedAt[slot] = DispatchTime.now().uptimeNanoseconds
+            // Jobs still wait: someone must watch for this one (or another) to stall.
+            if self.head < self.jobs.count && !self.watching { self.condition.signal() }
             self.condition.unlock()
             job()
             self.condition.lock()
             self.running -= 1
+            self.startedAt[slot] = 0
+            // The core this job leaves goes to the next job on this same thread (the loop).
             if self.stopping { self.condition.broadcast() }
             self.condition.unlock()
         }
+    }
+
+    /// Nanoseconds until a job may start on a core (0: now): the earliest moment one of the
+    /// `cores` youngest running jobs has run for `stallAfter`. Holding the lock.
+    private func waitForCore(now: UInt64) -> UInt64 {
+        guard self.running >= self.cores else { return 0 }
+        var young = 0
+        var soonest = UInt64.max
+        for started in self.startedAt where started != 0 {
+            let age = now &- started
+            if age < self.stallAfterNanoseconds {
+                young += 1
+                soonest = min(soonest, self.stallAfterNanoseconds - age)
+            }
+        }
+        return young < self.cores ? 0 : soonest
     }
 }
