@@ -182,28 +182,28 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// Parses `s`; nil when it is not a well-formed cloud identifier. Works on the UTF-8 bytes
     /// (this runs for every item of a 10 000-item batch).
     public init?(parsing s: String) {
-        // GUID (36) + ":" + type (3) + ":" + fingerprint (0 or 22...86).
-        let n = s.utf8.count
-        guard n == 41 || (n >= 63 && n <= 127) else { return nil }
-        var parsed: CloudIdentifier?
         var copy = s
-        copy.withUTF8 { b in
-            guard b[36] == UInt8(ascii: ":"), b[40] == UInt8(ascii: ":"),
-                  let guid = Identifiers.normalizedUUID(bytes: UnsafeBufferPointer(rebasing: b[0..<36])) else { return }
-            let type: ObjectType
-            switch (b[37], b[38], b[39]) {
-            case (0x30, 0x30, 0x31): type = .asset
-            case (0x30, 0x34, 0x30): type = .assetCollection
-            case (0x30, 0x32, 0x30): type = .collectionList
-            default: return
-            }
-            let bytes = UnsafeBufferPointer(rebasing: b[41...])
-            guard bytes.isEmpty || Identifiers.isValidFingerprint(bytes: bytes) else { return }
-            let fingerprint = String(decoding: bytes, as: UTF8.self)
-            parsed = CloudIdentifier(guid: guid, type: type, fingerprint: fingerprint)
-        }
-        guard let parsed else { return nil }
+        guard let parsed = copy.withUTF8({ CloudIdentifier(parsing: $0) }) else { return nil }
         self = parsed
+    }
+
+    /// Parses UTF-8 bytes (a span of a request's batch, say); nil when they are not a well-formed
+    /// cloud identifier.
+    public init?(parsing b: UnsafeBufferPointer<UInt8>) {
+        // GUID (36) + ":" + type (3) + ":" + fingerprint (0 or 22...86).
+        let n = b.count
+        guard n == 41 || (n >= 63 && n <= 127), b[36] == UInt8(ascii: ":"), b[40] == UInt8(ascii: ":"),
+              let guid = Identifiers.normalizedUUID(bytes: UnsafeBufferPointer(rebasing: b[0..<36])) else { return nil }
+        let type: ObjectType
+        switch (b[37], b[38], b[39]) {
+        case (0x30, 0x30, 0x31): type = .asset
+        case (0x30, 0x34, 0x30): type = .assetCollection
+        case (0x30, 0x32, 0x30): type = .collectionList
+        default: return nil
+        }
+        let bytes = UnsafeBufferPointer(rebasing: b[41...])
+        guard bytes.isEmpty || Identifiers.isValidFingerprint(bytes: bytes) else { return nil }
+        self.init(guid: guid, type: type, fingerprint: String(decoding: bytes, as: UTF8.self))
     }
 
     /// The canonical string form (GUID upper case).

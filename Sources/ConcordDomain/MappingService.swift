@@ -157,8 +157,16 @@ public struct MappingService: ServiceArea {
 
     /// `POST /v1/library/local-identifiers`: cloud → local, one answer per item in request order.
     public func localIdentifiers(forCloudIdentifiers strings: [String], device: DeviceRef) throws(DomainError) -> [LocalIdentifierMapping] {
-        guard strings.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        let parsed = strings.map { CloudIdentifier(parsing: $0) }   // nil: step 1, invalidIdentifier
+        let results = try self.localIdentifierResults(forCloudIdentifiers: IdentifierBatch(strings), device: device)
+        return zip(strings, results).map { LocalIdentifierMapping(cloudIdentifier: $0, result: $1) }
+    }
+
+    /// Cloud → local as `localIdentifiers`, for identifiers given as one buffer of bytes (a
+    /// request's, say): one result per identifier, in order (the route echoes the identifiers
+    /// from the batch, with no string per item).
+    public func localIdentifierResults(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef) throws(DomainError) -> [MappingResult] {
+        guard batch.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
+        let parsed = (0..<batch.count).map { i in batch.withIdentifier(i) { CloudIdentifier(parsing: $0) } }   // nil: step 1, invalidIdentifier
         let identifiers = parsed.compactMap { $0 }
 
         var resolved = Resolution()
@@ -178,11 +186,11 @@ public struct MappingService: ServiceArea {
         // inside the loop would retain its array once per item.
         let answers = resolved.answers
         var answerIndex = 0
-        var out: [LocalIdentifierMapping] = []
-        out.reserveCapacity(strings.count)
-        for (s, c) in zip(strings, parsed) {
-            guard c != nil else { out.append(LocalIdentifierMapping(cloudIdentifier: s, result: .error(.invalidIdentifier))); continue }
-            out.append(LocalIdentifierMapping(cloudIdentifier: s, result: answers[answerIndex] ?? notFound))
+        var out: [MappingResult] = []
+        out.reserveCapacity(batch.count)
+        for c in parsed {
+            guard c != nil else { out.append(.error(.invalidIdentifier)); continue }
+            out.append(answers[answerIndex] ?? notFound)
             answerIndex += 1
         }
         return out

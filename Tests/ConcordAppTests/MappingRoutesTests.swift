@@ -195,6 +195,15 @@ import Testing
     let mappings = try #require(escaped["mappings"]?.arrayValue)
     #expect(mappings.map { $0["localIdentifier"]?.stringValue } == ["x\"y", "caf\u{E9}"])
     #expect(mappings.allSatisfy { $0["cloudIdentifier"]?.stringValue != nil })
+    // Cloud → local, the same: the cloud identifier echoed as asked, whichever way it was spelt.
+    let cloud = try #require(mappings[0]["cloudIdentifier"]?.stringValue)
+    let plainBack = try server.call("POST", "/v1/library/local-identifiers", token: device.token, body: #"{"cloudIdentifiers":["\#(cloud)","junk"]}"#)
+    #expect(plainBack.status == 200 && plainBack["mappings"]?[0]?["localIdentifier"]?.stringValue == "x\"y")
+    let escapedCloud = cloud.replacingOccurrences(of: ":", with: "\\u003a")
+    for body in [" {\"cloudIdentifiers\": [\"\(cloud)\", \"junk\"]} ", #"{"cloudIdentifiers":["\#(escapedCloud)","junk"]}"#] {
+        let r = try server.call("POST", "/v1/library/local-identifiers", token: device.token, body: body)
+        #expect(r.status == 200 && r.raw.body == plainBack.raw.body, "\(body): \(r.raw.body)")
+    }
     // Malformed in ways the scanner stops at: the parser's error, as for any body.
     for body in [#"{"localIdentifiers":["a",]}"#, #"{"localIdentifiers":["a"]"#, #"{"localIdentifiers":["a"]} x"#] {
         let r = try server.call("POST", "/v1/library/cloud-identifiers", token: device.token, body: body)

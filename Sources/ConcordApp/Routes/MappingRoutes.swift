@@ -12,12 +12,9 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
             return localToCloudAnswer(ids, answers, metrics)
         },
         app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers") { request, device in
-            let body = try request.jsonBody(maxElements: app.batchElements)
-            let ids = try Codec.batch(body, "cloudIdentifiers", maxBatch: app.service.configuration.maxBatch)
-            let mappings = try app.service.mapping.localIdentifiers(forCloudIdentifiers: ids, device: device)
-            return mappingAnswer(mappings, .cloudToLocal, metrics, asked: "cloudIdentifier", answered: "localIdentifier") {
-                ($0.cloudIdentifier, $0.result)
-            }
+            let ids = try Codec.identifierBatch(request, "cloudIdentifiers", maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
+            let results = try app.service.mapping.localIdentifierResults(forCloudIdentifiers: ids, device: device)
+            return cloudToLocalAnswer(ids, results, metrics)
         },
         app.deviceRoute("POST", "/v1/library/links", operation: "link") { request, device in
             let body = try request.jsonBody()
@@ -129,26 +126,24 @@ enum LocalToCloudBody {
     }
 }
 
-/// `{"mappings": [...]}`: per item the identifier asked for (`asked`), then the one it maps to
-/// (`answered`) or its `error`; counts each outcome for `/metrics`.
-private func mappingAnswer<Mapping>(
-    _ mappings: [Mapping], _ direction: AppMetrics.Direction, _ metrics: AppMetrics, asked: String, answered: String,
-    _ parts: (Mapping) -> (identifier: String, result: MappingResult)
-) -> HTTPResponse {
+/// `{"mappings": [...]}` of cloud → local: per item the cloud identifier asked for (copied from
+/// the batch, escaped only when it needs to be), then its `localIdentifier` or `error`; counts
+/// each outcome for `/metrics`.
+private func cloudToLocalAnswer(_ ids: IdentifierBatch, _ results: [MappingResult], _ metrics: AppMetrics) -> HTTPResponse {
     var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
-    defer { metrics.recordMappings(direction, tally) }
-    return Codec.json(capacity: 64 + 128 * mappings.count) { w in
+    defer { metrics.recordMappings(.cloudToLocal, tally) }
+    return Codec.json(capacity: 64 + 160 * results.count) { w in
         w.beginObject()
-        w.key("mappings")
+        w.key(plain: "mappings")
         w.beginArray()
-        for m in mappings {
-            let (identifier, result) = parts(m)
+        for (i, result) in results.enumerated() {
             tally[AppMetrics.Outcome(result).rawValue] += 1
             w.beginObject()
-            w.key(asked); w.string(identifier)
+            w.key(plain: "cloudIdentifier")
+            ids.withIdentifier(i) { ids.isPlainASCII ? w.string(plainASCII: $0) : w.string(utf8: $0) }
             switch result {
-            case .found(let other): w.key(answered); w.string(other)
-            case .error(let error): w.key("error"); Codec.write(error, into: &w)
+            case .found(let local): w.key(plain: "localIdentifier"); w.string(local)
+            case .error(let error): w.key(plain: "error"); Codec.write(error, into: &w)
             }
             w.endObject()
         }
