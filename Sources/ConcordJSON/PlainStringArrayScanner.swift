@@ -28,6 +28,17 @@ public enum PlainStringArrayScanner {
             /// A plain string at `i` (after its opening quote): its start and length.
             @inline(__always) func plainString() -> (Int, Int)? {
                 let start = i
+                // 8 bytes at a time while none is a quote, a backslash, a control character or
+                // outside ASCII (see `JSONWriter.needsEscape` for the trick); bytes one by one after.
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let raw = UnsafeRawPointer(b.baseAddress!)
+                while n - i >= 8 {
+                    let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C), del = w ^ (ones &* 0x7F)
+                    let stop = (w &- ones &* 0x20) & ~w | w | (quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (del &- ones) & ~del
+                    if stop & 0x8080_8080_8080_8080 != 0 { break }
+                    i += 8
+                }
                 while i < n {
                     let c = b[i]
                     if c == UInt8(ascii: "\"") {
