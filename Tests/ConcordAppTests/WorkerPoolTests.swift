@@ -4,8 +4,8 @@ import Testing
 
 @testable import ConcordApp
 
-/// `WorkerPool` runs at most `cores` young jobs at once, in arrival order, and starts the next
-/// job beside one that has run past `stallAfter` (presumed blocked).
+/// `WorkerPool` runs at most `cores` young jobs at once for jobs submitted `onCore`, in arrival
+/// order, and starts the next beside one that has run past `stallAfter` (presumed blocked).
 struct WorkerPoolTests {
     /// Busy work for about `seconds` of this thread's time (not sleeping: it holds its core).
     static func spin(_ seconds: Double) {
@@ -31,7 +31,7 @@ struct WorkerPoolTests {
         let done = DispatchGroup()
         for n in 0..<40 {
             done.enter()
-            #expect(pool.submit {
+            #expect(pool.submit(onCore: true) {
                 log.enter(n)
                 Self.spin(0.001)
                 log.leave()
@@ -49,10 +49,10 @@ struct WorkerPoolTests {
         let blocked = DispatchSemaphore(value: 0)
         let quickDone = DispatchGroup()
         let started = Date()
-        _ = pool.submit { blocked.wait() }   // a commit waiting on the disk, say
+        _ = pool.submit(onCore: true) { blocked.wait() }   // a lookup whose account must load, say
         for _ in 0..<3 {
             quickDone.enter()
-            _ = pool.submit { quickDone.leave() }
+            _ = pool.submit(onCore: true) { quickDone.leave() }
         }
         // They run beside the blocked job within moments, not after it.
         #expect(quickDone.wait(timeout: .now() + 2) == .success)
@@ -61,8 +61,9 @@ struct WorkerPoolTests {
         #expect(pool.shutdown(deadline: 2) == 0)
     }
 
-    @Test func withoutABoundEveryThreadRuns() {
-        let pool = WorkerPool(threadCount: 4)
+    /// Jobs not submitted `onCore` start whenever a thread is free, bound or not.
+    @Test(arguments: [Int.max, 1]) func otherJobsRunOnEveryThread(_ cores: Int) {
+        let pool = WorkerPool(threadCount: 4, cores: cores, stallAfter: 10)
         let log = Log()
         let together = DispatchGroup()
         let release = DispatchSemaphore(value: 0)

@@ -3,9 +3,10 @@ import ConcordHTTP
 import ConcordJSON
 
 /// API.md §5: mapping identifiers both ways, and links chosen by the person (device token).
+/// The two lookups are computation once the account's index is loaded: they queue for a core.
 func mappingRoutes(_ app: AppContext) -> [Route] {
     let metrics = app.appMetrics
-    return [
+    let lookups = [
         app.deviceRoute("POST", "/v1/library/cloud-identifiers", operation: "cloudIdentifiers") { request, device in
             let ids = try Codec.identifierBatch(request, "localIdentifiers", maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
             let answers = try app.service.mapping.cloudIdentifierAnswers(forLocalIdentifiers: ids, device: device)
@@ -16,6 +17,12 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
             let results = try app.service.mapping.localIdentifierResults(forCloudIdentifiers: ids, device: device)
             return cloudToLocalAnswer(ids, results, metrics)
         },
+    ].map { route in
+        var route = route
+        route.onCore = true
+        return route
+    }
+    return lookups + [
         app.deviceRoute("POST", "/v1/library/links", operation: "link") { request, device in
             let body = try request.jsonBody()
             let cloud = try Codec.requiredString(body, "cloudIdentifier", path: "cloudIdentifier")

@@ -133,7 +133,7 @@ public final class Dispatcher: HTTPResponder {
             } else if route.onLoop {
                 self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
             } else {
-                let accepted = self.workers.submit { [self] in
+                let accepted = self.workers.submit(onCore: route.onCore) { [self] in
                     let response = Self.run(route, context)
                     let large = request.body.count >= Self.trimAfterBodyBytes || response.body.count >= Self.trimAfterBodyBytes
                     self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: response, respond: respond)

@@ -30,6 +30,9 @@ public struct Route: Sendable {
     public let answering: Answering
     /// Its largest request body; nil: the server's (`server.limits.bodyBytes`).
     public var maxBodyBytes: Int?
+    /// Its handler is mostly computation (a lookup served from memory): it waits its turn for a
+    /// core on the worker pool, first come first served (`WorkerPool`).
+    public var onCore = false
     /// The check a head must pass before its body is read (the caller's token); what it returns
     /// comes back as the request's `admission`, so the handler need not check again.
     public var admit: (@Sendable (RequestContext) throws(APIError) -> (any Sendable)?)?

@@ -6,18 +6,19 @@ import Foundation
 /// that `submit` refuses, and the caller answers `503 unavailable` instead of letting
 /// the queue grow without limit.
 ///
-/// First come, first served on the processor too: at most `cores` jobs that started less than
-/// `stallAfter` ago run at once. More threads than cores exist for jobs that block (a commit's
-/// fsync, a network round trip to PostgreSQL), and a job running longer than `stallAfter` is
-/// presumed to be one: the next job then starts beside it. Without the bound the kernel would
-/// share a core among all busy threads, and a request could finish after several that arrived
-/// later (a mapping lookup is ~0.4 ms of pure CPU: the tail latency of a loaded core doubles).
+/// First come, first served on the processor for jobs submitted `onCore` (pure computation, such
+/// as a mapping lookup served from memory): such a job starts only while fewer than `cores` jobs
+/// that started less than `stallAfter` ago are running. A job running longer is presumed blocked
+/// (a commit's fsync, a PostgreSQL round trip), and the next starts beside it. Without the bound
+/// the kernel shares a core among all busy threads, and a lookup could finish after several that
+/// arrived later (~0.4 ms of CPU each: the tail latency of a loaded core doubled). Other jobs start
+/// as soon as a thread is free, as they always did: their time is mostly storage's.
 final class WorkerPool: @unchecked Sendable {
     // @unchecked Sendable: `jobs`, `stopping`, `running` and `startedAt` are only touched
     // while holding `condition`'s lock; the threads array is written once in `init` and in
     // `shutdown` (under the lock too).
     private let condition = NSCondition()
-    private var jobs: [() -> Void] = []
+    private var jobs: [(run: () -> Void, onCore: Bool)] = []
     private var head = 0
     private var stopping = false
     private var running = 0
@@ -51,14 +52,16 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     /// Queues `job`; false when the queue is full or the pool is shutting down.
-    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    func submit(onCore: Bool = false, _ job: @escaping @Sendable () -> Void) -> Bool {
         self.condition.lock()
         defer { self.condition.unlock() }
         guard !self.stopping, self.jobs.count - self.head < self.maxPending else { return false }
-        self.jobs.append(job)
-        // A thread takes it now if a core is free; else a watcher is needed, unless there is one
+        self.jobs.append((job, onCore))
+        // A thread takes it now if it may start; else a watcher is needed, unless there is one
         // (a running job's thread takes it when done).
-        if !self.watching || self.waitForCore(now: DispatchTime.now().uptimeNanoseconds) == 0 { self.condition.signal() }
+        if !self.watching || self.jobs[self.head].onCore == false || self.waitForCore(now: DispatchTime.now().uptimeNanoseconds) == 0 {
+            self.condition.signal()
+        }
         return true
     }
 
@@ -97,7 +100,7 @@ final class WorkerPool: @unchecked Sendable {
             self.condition.lock()
             while !self.stopping {
                 if self.head < self.jobs.count {
-                    let wait = self.waitForCore(now: DispatchTime.now().uptimeNanoseconds)
+                    let wait = self.jobs[self.head].onCore ? self.waitForCore(now: DispatchTime.now().uptimeNanoseconds) : 0
                     if wait == 0 { break }
                     if self.watching {
                         self.condition.wait()
@@ -128,7 +131,7 @@ final class WorkerPool: @unchecked Sendable {
             // Jobs still wait: someone must watch for this one (or another) to stall.
             if self.head < self.jobs.count && !self.watching { self.condition.signal() }
             self.condition.unlock()
-            job()
+            job.run()
             self.condition.lock()
             self.running -= 1
             self.startedAt[slot] = 0
