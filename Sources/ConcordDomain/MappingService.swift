@@ -46,7 +46,7 @@ public struct MappingService: ServiceArea {
 
     /// `POST /v1/library/cloud-identifiers`: local → cloud, one answer per item in request order.
     public func cloudIdentifiers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> [CloudIdentifierMapping] {
-        let answers = try self.cloudIdentifierAnswers(forLocalIdentifiers: ids, device: device)
+        let answers = try self.cloudIdentifierAnswers(forLocalIdentifiers: IdentifierBatch(ids), device: device)
         return answers.answers.indices.map { i in
             CloudIdentifierMapping(localIdentifier: ids[i], result: answers.withResult(i) { result in
                 switch result {
@@ -57,17 +57,13 @@ public struct MappingService: ServiceArea {
         }
     }
 
-    /// Local → cloud as `cloudIdentifiers`, with the found cloud identifiers as bytes of one buffer
-    /// rather than a string each (what the route writes into its answer).
+    /// Local → cloud as `cloudIdentifiers`, for identifiers given as one buffer of bytes (a
+    /// request's, say), with the found cloud identifiers as bytes of one buffer rather than a string
+    /// each (what the route writes into its answer).
     ///
     /// Common path (everything already linked) is one read transaction, no write lock. Objects not yet
     /// linked go through step 3 inside ONE write transaction, which re-reads them and reads the unlinked
     /// records before creating any: two devices racing for the same new content converge on one record.
-    public func cloudIdentifierAnswers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> CloudIdentifierAnswers {
-        try self.cloudIdentifierAnswers(forLocalIdentifiers: IdentifierBatch(ids), device: device)
-    }
-
-    /// Local → cloud for identifiers given as one buffer of bytes (a request's, say).
     public func cloudIdentifierAnswers(forLocalIdentifiers ids: IdentifierBatch, device: DeviceRef) throws(DomainError) -> CloudIdentifierAnswers {
         guard ids.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         if ids.firstInvalidLocalIdentifier() != nil {

@@ -23,7 +23,7 @@ public final class Dispatcher: HTTPResponder {
     /// - Parameters:
     ///   - workerCount: threads for blocking handlers.
     ///   - maxPendingJobs: queued blocking requests beyond which the answer is `503 unavailable`.
-    ///   - cores: how many handlers may run on the processor at once (`WorkerPool`).
+    ///   - cores: how many handlers of routes marked `onCore` may compute at once (`WorkerPool`).
     init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000,
          cores: Int = .max, rates: RequestRates? = nil) {
         self.rates = rates

@@ -11,8 +11,9 @@ import Foundation
 /// that started less than `stallAfter` ago are running. A job running longer is presumed blocked
 /// (a commit's fsync, a PostgreSQL round trip), and the next starts beside it. Without the bound
 /// the kernel shares a core among all busy threads, and a lookup could finish after several that
-/// arrived later (~0.4 ms of CPU each: the tail latency of a loaded core doubled). Other jobs start
-/// as soon as a thread is free, as they always did: their time is mostly storage's.
+/// arrived later (~0.4 ms of CPU each: the tail latency of a loaded core doubled). Other jobs need
+/// no core of their own (their time is mostly storage's): they start when a thread is free, but
+/// the queue is one line, so a job behind a lookup waiting for a core waits with it (≤ `stallAfter`).
 final class WorkerPool: @unchecked Sendable {
     // @unchecked Sendable: `jobs`, `stopping`, `running` and `startedAt` are only touched
     // while holding `condition`'s lock; the threads array is written once in `init` and in
