@@ -4,24 +4,9 @@ import Testing
 
 /// Runs Nicolas Seriot's JSONTestSuite (test_parsing/) against the parser:
 /// `y_` files must parse, `n_` files must be rejected, `i_` files may go either way but must not crash.
-@Suite struct JSONTestSuiteTests {
-    /// The suite lives in `shared/testdata/` beside the repository (not copied in). Worktrees sit
-    /// one level deeper than the main checkout, so walk up from this file until it appears.
-    static func testParsingDirectory(from filePath: String = #filePath) -> URL? {
-        var directory = URL(fileURLWithPath: filePath).deletingLastPathComponent()
-        while directory.path != "/" && !directory.path.isEmpty {
-            let candidate = directory.appendingPathComponent("shared/testdata/JSONTestSuite/test_parsing")
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), isDirectory.boolValue {
-                return candidate
-            }
-            directory = directory.deletingLastPathComponent()
-        }
-        return nil
-    }
-
+@Suite(.needsJSONTestSuite) struct JSONTestSuiteTests {
     @Test func everyJSONTestSuiteParsingCaseHasTheExpectedOutcome() throws {
-        let directory = try #require(Self.testParsingDirectory(), "shared/testdata/JSONTestSuite/test_parsing not found above \(#filePath)")
+        let directory = try JSONTestSuiteData.requireDirectory()
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             .filter { $0.hasSuffix(".json") }
             .sorted()
@@ -55,7 +40,7 @@ import Testing
     }
 
     @Test func jsonTestSuiteInputsParseIdenticallyFromEveryEntryPoint() throws {
-        let directory = try #require(Self.testParsingDirectory())
+        let directory = try JSONTestSuiteData.requireDirectory()
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }
         for name in names {
             let bytes = try [UInt8](Data(contentsOf: directory.appendingPathComponent(name)))
@@ -83,9 +68,9 @@ import Testing
 
 /// Crash resistance beyond the suite: every prefix and many single-byte mutations of each small
 /// suite document must parse or throw, never trap.
-@Suite struct JSONMutationTests {
+@Suite(.needsJSONTestSuite) struct JSONMutationTests {
     @Test func truncatedAndMutatedSuiteDocumentsNeverCrash() throws {
-        let directory = try #require(JSONTestSuiteTests.testParsingDirectory())
+        let directory = try JSONTestSuiteData.requireDirectory()
         var generator = SplitMix64(seed: 7)
         let interesting: [UInt8] = [0x00, 0x22, 0x5C, 0x5B, 0x5D, 0x7B, 0x7D, 0x2C, 0x3A, 0x2D, 0x30, 0x65, 0x75, 0x80, 0xBF, 0xC0, 0xED, 0xF0, 0xF4, 0xFF]
         var attempts = 0
