@@ -50,7 +50,7 @@ extension JournalService {
             if cancelled { return try Self.resolvedView(tx, device: device, entry, limited: limited) }
 
             let plan = try self.planSelection(tx, device: device, current: entry.photos, picked: picked, limited: limited)
-            if !plan.links.isEmpty { try MappingService.storeContentLinks(tx, device: device, plan.links) }
+            if !plan.links.isEmpty { try MappingService.storeFoundLinks(tx, device: device, plan.links) }
             if plan.photos != entry.photos {
                 let details = JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
                                                    entries: JournalChangeLists(updated: [journalID + "/" + entryID]))
@@ -114,14 +114,14 @@ extension JournalService {
         }
 
         // The person's choice among an ambiguous photo's candidates becomes its link when it can be
-        // stored without replacing any (storeContentLinks re-checks object, content and record).
+        // stored without replacing any (storeFoundLinks re-checks object, key or content, and record).
         if !chosen.isEmpty {
             var parsed: [String: CloudIdentifier] = [:]
             for (_, c) in chosen { parsed[c] = CloudIdentifier(parsing: c) }
             var records: [String: CloudRecord] = [:]
             for r in try tx.records(accountID: device.accountID, guids: Array(Set(parsed.values.map(\.guid)))) { records[r.guid] = r }
             for (local, c) in chosen {
-                guard let id = parsed[c] ?? nil, let r = records[id.guid], r.type == id.type, r.fingerprint == id.fingerprint else { continue }
+                guard let id = parsed[c] ?? nil, let r = records[id.guid], r.type == id.type else { continue }
                 links.append((local, r))
             }
         }

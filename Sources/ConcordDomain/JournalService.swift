@@ -77,7 +77,7 @@ public struct JournalService: ServiceArea {
             return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) }, hasMore: hasMore)
         }
         if !toLink.isEmpty {
-            try self.run { try self.core.write(account: device.accountID) { tx in try MappingService.storeContentLinks(tx, device: device, toLink) } }
+            try self.run { try self.core.write(account: device.accountID) { tx in try MappingService.storeFoundLinks(tx, device: device, toLink) } }
         }
         return detail
     }
@@ -338,7 +338,7 @@ public struct JournalService: ServiceArea {
     /// content are stored right there (§5 step 3).
     static func resolvedView(_ tx: any AccountWriteTransaction, device: DeviceRef, _ entry: StoredJournalEntry, limited: Bool) throws -> JournalEntryView {
         let resolved = try Self.resolvePhotos(tx, device: device, [entry.photos], limited: limited)
-        if !resolved.links.isEmpty { try MappingService.storeContentLinks(tx, device: device, resolved.links) }
+        if !resolved.links.isEmpty { try MappingService.storeFoundLinks(tx, device: device, resolved.links) }
         return Self.view(entry, resolved.answers)
     }
 

@@ -45,16 +45,19 @@ public struct LibraryService: ServiceArea {
             var puts: [StoredObject] = []
             var deleteIDs: [String] = []
             var unchanged = 0
-            for o in upserts {
-                if let old = existing[ByteKey(o.localIdentifier)] {
-                    guard old.object.type == o.type else { throw Self.typeChange(o.localIdentifier, from: old.object.type, to: o.type) }
+            var takes: [(object: LibraryObject, record: CloudRecord)] = []
+            for sent in upserts {
+                if let old = existing[ByteKey(sent.localIdentifier)] {
+                    guard old.object.type == sent.type else { throw Self.typeChange(sent.localIdentifier, from: old.object.type, to: sent.type) }
+                    let o = Self.merged(sent, keeping: old.object)
                     if old.object == o { unchanged += 1; continue }
-                    // A new fingerprint is new content: the link to the old content's record goes (§4).
-                    puts.append(StoredObject(object: o, link: old.object.fingerprint == o.fingerprint ? old.link : nil))
+                    let link = Self.keptLink(old, new: o, reset: false)
+                    puts.append(StoredObject(object: o, link: link))
+                    if let link, Self.givesRecordMore(old.object, o) { takes.append((o, link)) }
                     details[o.type].updated.append(o.localIdentifier)
                 } else {
-                    puts.append(StoredObject(object: o, link: nil))
-                    details[o.type].inserted.append(o.localIdentifier)
+                    puts.append(StoredObject(object: sent, link: nil))
+                    details[sent.type].inserted.append(sent.localIdentifier)
                 }
             }
             for (type, id) in deletes {
@@ -89,6 +92,7 @@ public struct LibraryService: ServiceArea {
                 try self.checkObjectQuota(state.objectCount + ins - del)
                 try tx.putObjects(device, puts)
                 try tx.deleteObjects(device, localIdentifiers: deleteIDs)
+                try MappingService.recordsTake(tx, takes)
                 seq = try HistoryService.appendChange(self.core, tx, state, details: details, now: now, objectCount: state.objectCount + ins - del)
             }
             return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(device)),
@@ -120,6 +124,7 @@ public struct LibraryService: ServiceArea {
             var puts: [StoredObject] = []
             var deleteIDs: [String] = []
             var unchanged = 0
+            var takes: [(object: LibraryObject, record: CloudRecord)] = []
             var storedIDs = Set<ByteKey>()
             storedIDs.reserveCapacity(stored.count)
             var retyped = Set<ByteKey>()
@@ -139,8 +144,11 @@ public struct LibraryService: ServiceArea {
                     retyped.insert(ByteKey(id))
                     continue
                 }
-                if new == old.object { unchanged += 1; continue }
-                puts.append(StoredObject(object: new, link: (!reset && old.object.fingerprint == new.fingerprint) ? old.link : nil))
+                let merged = Self.merged(new, keeping: old.object)
+                if merged == old.object { unchanged += 1; continue }
+                let link = Self.keptLink(old, new: merged, reset: reset)
+                puts.append(StoredObject(object: merged, link: link))
+                if let link, Self.givesRecordMore(old.object, merged) { takes.append((merged, link)) }
                 details[new.type].updated.append(id)
             }
             for o in snapshot.objects {
@@ -158,6 +166,7 @@ public struct LibraryService: ServiceArea {
                 try tx.deleteObjects(device, localIdentifiers: deleteIDs)
                 if reset { try tx.dropAllLinks(device) }
                 try tx.putObjects(device, puts)
+                try MappingService.recordsTake(tx, takes)
                 seq = try HistoryService.appendChange(self.core, tx, state, details: reset ? nil : details, now: now, objectCount: snapshot.objects.count)
             }
             return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(device)),
@@ -261,11 +270,37 @@ public struct LibraryService: ServiceArea {
     /// Page size of the container scan: one round trip for all but very large libraries of albums.
     static let containerScanPage = 10_000
 
+    /// What is stored after `sent` is applied over `stored` (§4): a fingerprint or
+    /// `photoKitCloudIdentifier` not sent (or `null`) keeps the stored one.
+    static func merged(_ sent: LibraryObject, keeping stored: LibraryObject) -> LibraryObject {
+        var o = sent
+        if o.fingerprint.isEmpty { o.fingerprint = stored.fingerprint }
+        if o.photoKitCloudIdentifier == nil { o.photoKitCloudIdentifier = stored.photoKitCloudIdentifier }
+        return o
+    }
+
+    /// The link an updated object keeps (§4): none after a reset or when its fingerprint changed
+    /// from one value to another (new content); a fingerprint appearing, or a new key, keeps it.
+    static func keptLink(_ old: StoredObject, new: LibraryObject, reset: Bool) -> CloudRecord? {
+        guard !reset, old.object.fingerprint.isEmpty || old.object.fingerprint == new.fingerprint else { return nil }
+        return old.link
+    }
+
+    /// Whether the linked record takes something from the update (§5): a key it may not carry yet,
+    /// or a fingerprint it may lack.
+    static func givesRecordMore(_ old: LibraryObject, _ new: LibraryObject) -> Bool {
+        (new.key != nil && new.key != old.key) || (!old.hasFingerprint && new.hasFingerprint)
+    }
+
     static func validate(_ o: LibraryObject, field: String) throws(DomainError) {
         guard Identifiers.isValidLocalIdentifier(o.localIdentifier) else {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: field + ".localIdentifier")
         }
-        guard Identifiers.isValidFingerprint(o.fingerprint) else {
+        if let pk = o.photoKitCloudIdentifier, PhotoKitCloudIdentifier.keyPart(pk, type: o.type) == nil {
+            throw DomainError.badRequest(message: "photoKitCloudIdentifier of \(o.localIdentifier) \(PhotoKitCloudIdentifier.rule).",
+                                         field: field + ".photoKitCloudIdentifier")
+        }
+        guard o.fingerprint.isEmpty || Identifiers.isValidFingerprint(o.fingerprint) else {
             throw DomainError.badRequest(message: "fingerprint of \(o.localIdentifier) must be base64url without padding of 16 to 64 bytes.", field: field + ".fingerprint")
         }
         for (value, name) in [(o.creationDate, "creationDate"), (o.modificationDate, "modificationDate")] {

@@ -94,60 +94,105 @@ public struct MappingService: ServiceArea {
         return result
     }
 
-    /// Stores links found by content (§5 cloud → local step 3, shared by mapping and journal reads), re-checked under the write lock: the object must still
-    /// be unlinked with the record's type and fingerprint, and the record unlinked on this device.
-    static func storeContentLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)]) throws {
+    /// Stores links found by cloud → local (§5 steps 3 and 4, shared by mapping and journal reads),
+    /// re-checked under the write lock: the object must still be unlinked and the record unlinked
+    /// on this device, and the object must still match it — by a key the record carries, or by the
+    /// record's own (non-empty) fingerprint.
+    static func storeFoundLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)]) throws {
         var byID: [ByteKey: StoredObject] = [:]
         for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[ByteKey(o.object.localIdentifier)] = o }
         let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
+        let current = Dictionary(try tx.records(accountID: device.accountID, guids: toLink.map(\.record.guid)).map { ($0.guid, $0) }) { a, _ in a }
+        let keys = try tx.recordKeys(guids: toLink.map(\.record.guid))
         var linkedObjects = Set<ByteKey>()
         var linkedRecords = Set<String>()
-        var links: [(localIdentifier: String, guid: String)] = []
-        for (id, record) in toLink {
-            guard let o = byID[ByteKey(id)], o.link == nil, o.object.type == record.type, o.object.fingerprint == record.fingerprint,
+        var links: [(object: LibraryObject, record: CloudRecord)] = []
+        for (id, found) in toLink {
+            guard let o = byID[ByteKey(id)], o.link == nil, let record = current[found.guid], o.object.type == record.type,
                   !taken.contains(record.guid), !linkedObjects.contains(ByteKey(id)), !linkedRecords.contains(record.guid) else { continue }
+            let byKey = o.object.key.map { (keys[record.guid] ?? []).contains($0) } ?? false
+            let byContent = !record.fingerprint.isEmpty && o.object.fingerprint == record.fingerprint
+            guard byKey || byContent else { continue }
             linkedObjects.insert(ByteKey(id))
             linkedRecords.insert(record.guid)
-            links.append((id, record.guid))
+            links.append((o.object, record))
         }
-        if !links.isEmpty { try tx.setLinks(device, links) }
+        try Self.storeLinks(tx, device: device, links)
     }
 
-    /// Step 3 for a batch, inside the write transaction: link each unlinked object to the oldest record
-    /// of its type and fingerprint with no link on this device, else create a record.
-    /// Keyed by the identifiers' bytes (API.md §2).
+    /// Stores links (each object and record free of other links on this device) and what a link
+    /// gives its record (§5): the object's key, and its fingerprint when the record has none.
+    static func storeLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ links: [(object: LibraryObject, record: CloudRecord)]) throws {
+        guard !links.isEmpty else { return }
+        try tx.setLinks(device, links.map { ($0.object.localIdentifier, $0.record.guid) })
+        try Self.recordsTake(tx, links)
+    }
+
+    /// What records linked to these objects take from them: their keys, and fingerprints for records without one.
+    static func recordsTake(_ tx: any AccountWriteTransaction, _ links: [(object: LibraryObject, record: CloudRecord)]) throws {
+        let keys = links.compactMap { l in l.object.key.map { (l.record.guid, $0) } }
+        if !keys.isEmpty { try tx.addRecordKeys(keys) }
+        let fills = links.compactMap { l in l.record.fingerprint.isEmpty && l.object.hasFingerprint ? (l.record.guid, l.object.fingerprint) : nil }
+        if !fills.isEmpty { try tx.fillRecordFingerprints(fills) }
+    }
+
+    /// Step 3 for a batch, inside the write transaction: link each unlinked object to (a) the
+    /// oldest record of its type carrying its key with no link on this device, else (b) the oldest
+    /// record of its type and fingerprint with no link on this device that carries no key an object
+    /// of this device carries, else (c) a new record. Keyed by the identifiers' bytes (API.md §2).
     static func assignRecords(_ tx: any AccountWriteTransaction, device: DeviceRef, localIdentifiers: [String], core: ServiceCore) throws -> [ByteKey: CloudRecord] {
         var result: [ByteKey: CloudRecord] = [:]
         var byID: [ByteKey: StoredObject] = [:]
         for s in try tx.objects(device, localIdentifiers: localIdentifiers) { byID[ByteKey(s.object.localIdentifier)] = s }
         var unlinked: [LibraryObject] = []
+        var pending = Set<ByteKey>()
         for id in localIdentifiers {
             guard let s = byID[ByteKey(id)] else { continue }   // deleted meanwhile: step 1
-            if let r = s.link { result[ByteKey(id)] = r } else { unlinked.append(s.object) }   // linked meanwhile: step 2
+            if let r = s.link { result[ByteKey(id)] = r; continue }   // linked meanwhile: step 2
+            if pending.insert(ByteKey(id)).inserted { unlinked.append(s.object) }
         }
         guard !unlinked.isEmpty else { return result }
-        let keys = Array(Set(unlinked.map { ContentKey(type: $0.type, fingerprint: $0.fingerprint) }))
-        var queues: [ContentKey: [CloudRecord]] = [:]
-        for r in try tx.unlinkedRecords(device, matching: keys) { queues[ContentKey(type: r.type, fingerprint: r.fingerprint), default: []].append(r) }
-        var heads: [ContentKey: Int] = [:]
-        var created: [CloudRecord] = []
-        var links: [(localIdentifier: String, guid: String)] = []
-        for o in unlinked {
-            let key = ContentKey(type: o.type, fingerprint: o.fingerprint)
-            let head = heads[key, default: 0]
-            let record: CloudRecord
-            if let queue = queues[key], head < queue.count {
-                record = queue[head]
-                heads[key] = head + 1
-            } else {
-                record = CloudRecord(guid: core.newID(), type: o.type, fingerprint: o.fingerprint)
-                created.append(record)
+        // (a) by key.
+        let objectKeys = Array(Set(unlinked.compactMap(\.key)))
+        var keyQueues: [ObjectKey: [CloudRecord]] = [:]
+        if !objectKeys.isEmpty {
+            for (r, key) in try tx.unlinkedRecords(device, carrying: objectKeys) where r.type == key.type { keyQueues[key, default: []].append(r) }
+        }
+        // (b) by content, records that are another object's by key excluded.
+        let contents = Array(Set(unlinked.filter(\.hasFingerprint).map { ContentKey(type: $0.type, fingerprint: $0.fingerprint) }))
+        var contentQueues: [ContentKey: [CloudRecord]] = [:]
+        if !contents.isEmpty {
+            let candidates = try tx.unlinkedRecords(device, matching: contents)
+            let keyed = try tx.recordsCarryingKeys(of: device, guids: candidates.map(\.guid))
+            for r in candidates where !keyed.contains(r.guid) { contentQueues[ContentKey(type: r.type, fingerprint: r.fingerprint), default: []].append(r) }
+        }
+        var taken = Set<String>()
+        func next<K: Hashable>(_ queues: inout [K: [CloudRecord]], _ key: K) -> CloudRecord? {
+            while var queue = queues[key], !queue.isEmpty {
+                let r = queue.removeFirst()
+                queues[key] = queue
+                if taken.insert(r.guid).inserted { return r }
             }
-            result[ByteKey(o.localIdentifier)] = record
-            links.append((o.localIdentifier, record.guid))
+            return nil
+        }
+        var created: [CloudRecord] = []
+        var links: [(object: LibraryObject, record: CloudRecord)] = []
+        for o in unlinked {
+            var record = o.key.flatMap { next(&keyQueues, $0) }
+            if record == nil, o.hasFingerprint { record = next(&contentQueues, ContentKey(type: o.type, fingerprint: o.fingerprint)) }
+            if record == nil {
+                let new = CloudRecord(guid: core.newID(), type: o.type, fingerprint: o.fingerprint)
+                created.append(new)
+                record = new
+            }
+            var linked = record!
+            // A record without a fingerprint takes this object's (§5): its identifier is spelled with it.
+            if linked.fingerprint.isEmpty && o.hasFingerprint { linked.fingerprint = o.fingerprint }
+            result[ByteKey(o.localIdentifier)] = linked
+            links.append((o, record!))
         }
         if !created.isEmpty { try tx.insertRecords(accountID: device.accountID, created, createdAt: core.clock()) }
-        try tx.setLinks(device, links)
+        try Self.storeLinks(tx, device: device, links)
         return result
     }
 
@@ -160,7 +205,8 @@ public struct MappingService: ServiceArea {
     /// Cloud → local as `localIdentifiers`, for identifiers given as one buffer of bytes (a
     /// request's, say): one result per identifier, in order (the route echoes the identifiers
     /// from the batch, with no string per item).
-    public func localIdentifierResults(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef) throws(DomainError) -> [MappingResult] {
+    /// `contentMatch` false: no step 4 (§5; PhotoKit's `localIdentifierMappings(forSynced:)`).
+    public func localIdentifierResults(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef, contentMatch: Bool = true) throws(DomainError) -> [MappingResult] {
         guard batch.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         let parsed = (0..<batch.count).map { i in batch.withIdentifier(i) { CloudIdentifier(parsing: $0) } }   // nil: step 1, invalidIdentifier
         let identifiers = parsed.compactMap { $0 }
@@ -168,14 +214,14 @@ public struct MappingService: ServiceArea {
         var resolved = Resolution()
         let limited = try self.mappingRead(device) { _, reads, state in
             let limited = state.authorization == .limited
-            resolved = try Self.resolve(reads, device: device, identifiers: identifiers, limited: limited)
+            resolved = try Self.resolve(reads, device: device, identifiers: identifiers, limited: limited, contentMatch: contentMatch)
             return limited
         }
         if !resolved.links.isEmpty {
             // Store the links found by content so the next lookup takes step 2. Re-checked under the write
             // lock: the object must still be unlinked with the record's content, the record unlinked here.
             let toLink = resolved.links
-            try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeContentLinks(tx, device: device, toLink) } }
+            try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeFoundLinks(tx, device: device, toLink) } }
         }
         let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
         // A local copy: `resolved` is captured by the closure above, and reading a captured variable
@@ -198,19 +244,34 @@ public struct MappingService: ServiceArea {
         var links: [(localIdentifier: String, record: CloudRecord)] = []
     }
 
-    /// Steps 2–4 for a batch in one read transaction: records by GUID (this account only), their links on
-    /// this device, then objects by content for the rest. Answers are in the order of `identifiers`.
-    static func resolve(_ tx: any MappingReads, device: DeviceRef, identifiers: [CloudIdentifier], limited: Bool) throws -> Resolution {
+    /// Steps 2–4 for a batch in one read transaction: records by GUID (this account only), their
+    /// links on this device and the objects carrying their keys, then objects by content for the
+    /// rest (unless `contentMatch` is false). Answers are in the order of `identifiers`.
+    static func resolve(_ tx: any MappingReads, device: DeviceRef, identifiers: [CloudIdentifier], limited: Bool,
+                        contentMatch: Bool = true) throws -> Resolution {
         var result = Resolution()
         result.answers = [MappingResult?](repeating: nil, count: identifiers.count)
         guard !identifiers.isEmpty else { return result }
-        // Steps 2 and 4 in one query: the account's records by GUID with their link on this device
-        // (a GUID of another account is simply not found here).
+        // Steps 2 and 3 in one read: the account's records by GUID with their link on this device and
+        // the device's objects carrying their keys (a GUID of another account is not found here).
         let found = try tx.recordLookups(device, identifiers: identifiers)
         var byContent: [Int] = []
         for (i, c) in identifiers.enumerated() {
             if let local = found[i].linkedLocalIdentifier { result.answers[i] = .found(local); continue }   // step 2
-            if c.fingerprint.isEmpty { continue }   // step 3: an empty fingerprint resolves through its record only
+            let matches = found[i].keyMatches
+            if matches.count == 1 {   // step 3: by key
+                let o = matches[0]
+                result.answers[i] = .found(o.object.localIdentifier)
+                if o.link == nil, let r = found[i].record { result.links.append((o.object.localIdentifier, r)) }
+                continue
+            }
+            if matches.count > 1 {
+                result.answers[i] = .error(.multipleIdentifiersFound(localIdentifiers: matches.map(\.object.localIdentifier)))
+                continue
+            }
+            // Step 4: an empty fingerprint resolves through its record only, and so does every
+            // identifier when the request asks for no content match.
+            if c.fingerprint.isEmpty || !contentMatch { continue }
             byContent.append(i)
         }
         guard !byContent.isEmpty else { return result }
@@ -224,7 +285,7 @@ public struct MappingService: ServiceArea {
                 let o = matches[0]
                 result.answers[i] = .found(o.object.localIdentifier)
                 // Link only when the record exists with exactly this content and the object is free.
-                if let r = found[i].sameContentRecord, o.link == nil {
+                if let r = found[i].record, r.fingerprint == c.fingerprint, o.link == nil {
                     result.links.append((o.object.localIdentifier, r))
                 }
             } else if matches.count > 1 {
@@ -252,12 +313,75 @@ public struct MappingService: ServiceArea {
             guard let object = try tx.objects(device, localIdentifiers: [localIdentifier]).first else {
                 throw DomainError.notFound(message: "No object with this local identifier.")
             }
-            guard object.object.type == record.type, object.object.fingerprint == record.fingerprint else {
+            // The fingerprints must agree only when both have one (§5).
+            guard object.object.type == record.type,
+                  record.fingerprint.isEmpty || !object.object.hasFingerprint || object.object.fingerprint == record.fingerprint else {
                 throw DomainError.fingerprintMismatch(message: "The object does not have the record's type and fingerprint.")
             }
-            if object.link?.guid == record.guid { return }
+            if object.link?.guid == record.guid {
+                try Self.recordsTake(tx, [(object.object, record)])
+                return
+            }
             try tx.dropLinks(device, guids: [record.guid])
-            try tx.setLinks(device, [(localIdentifier, record.guid)])
+            try Self.storeLinks(tx, device: device, [(object.object, record)])
         }
+    }
+
+    // MARK: - Fingerprints on demand (§5)
+
+    /// `GET /v1/library/wanted`: the device's objects worth hashing, in byte order after `after`.
+    public func wanted(device: DeviceRef, after: String?, limit: Int) throws(DomainError) -> WantedPage {
+        guard (1...10_000).contains(limit) else { throw DomainError.badRequest(message: "limit must be 1 to 10000.", field: "limit") }
+        return try self.mappingRead(device) { _, reads, _ in try reads.wantedPage(device, after: after, limit: limit) }
+    }
+
+    /// `GET /v1/library/status`: counts over the device's library.
+    public func status(device: DeviceRef) throws(DomainError) -> LibraryStatus {
+        try self.mappingRead(device) { _, reads, _ in try reads.libraryStatus(device) }
+    }
+}
+
+/// The wanted rule (§5), shared by both engines' storage answers and the index: given, per type, the
+/// candidate records' linked objects' creation seconds (and whether some candidate has no dated
+/// linked object), whether an unlinked, fingerprint-less object of that type is wanted.
+public struct WantedCandidates: Sendable {
+    /// Types with at least one candidate record.
+    public var types = Set<ObjectType>()
+    /// Types with a candidate none of whose linked objects has a creation date (matches any object).
+    public var undated = Set<ObjectType>()
+    /// Per type, the creation seconds of the candidates' linked objects.
+    public var seconds: [ObjectType: Set<Int64>] = [:]
+    public init() {}
+
+    /// Adds a candidate record of `type` whose linked objects have these creation seconds (nil: none).
+    public mutating func add(type: ObjectType, linkedSeconds: [Int64?]) {
+        self.types.insert(type)
+        let dated = linkedSeconds.compactMap { $0 }
+        if dated.isEmpty { self.undated.insert(type) } else { self.seconds[type, default: []].formUnion(dated) }
+    }
+
+    /// Whether an object of `type` with `creationSecond` (nil: no date) is wanted.
+    public func wants(type: ObjectType, creationSecond: Int64?) -> Bool {
+        guard self.types.contains(type) else { return false }
+        guard let second = creationSecond, !self.undated.contains(type) else { return true }
+        return self.seconds[type]?.contains(second) ?? false
+    }
+}
+
+extension WantedCandidates {
+    /// A page of the wanted objects among `objects` (a device's unlinked, fingerprint-less objects,
+    /// in any order): those after `after` in byte order, at most `limit`, and the count of all.
+    public func page(_ objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)], after: String?, limit: Int) -> WantedPage {
+        var total = 0
+        var chosen: [WantedObject] = []
+        for o in objects where self.wants(type: o.type, creationSecond: o.creationSecond) {
+            total += 1
+            if let after, !after.utf8Precedes(o.localIdentifier) { continue }
+            chosen.append(WantedObject(localIdentifier: o.localIdentifier, type: o.type))
+        }
+        chosen.sort { $0.localIdentifier.utf8Precedes($1.localIdentifier) }
+        let more = chosen.count > limit
+        if more { chosen.removeLast(chosen.count - limit) }
+        return WantedPage(objects: chosen, next: more ? chosen.last?.localIdentifier : nil, total: total)
     }
 }

@@ -15,7 +15,10 @@ public enum AuthorizationStatus: String, Sendable, Hashable, CaseIterable {
 public struct LibraryObject: Sendable, Equatable {
     public var localIdentifier: String
     public var type: ObjectType
+    /// The content hash; empty when unknown (§2: optional; never matched by content then).
     public var fingerprint: String
+    /// PhotoKit's `PHCloudIdentifier` string `A:C:H` (§2), nil when unknown; (A, C) is the `key`.
+    public var photoKitCloudIdentifier: String?
     // Assets.
     public var mediaType: MediaType
     public var creationDate: String?
@@ -32,11 +35,12 @@ public struct LibraryObject: Sendable, Equatable {
         localIdentifier: String, type: ObjectType, fingerprint: String,
         mediaType: MediaType = .image, creationDate: String? = nil, modificationDate: String? = nil,
         hasAdjustments: Bool = false, isFavorite: Bool = false,
-        title: String? = nil, members: [String] = [], appCreated: Bool = false
+        title: String? = nil, members: [String] = [], appCreated: Bool = false, photoKitCloudIdentifier: String? = nil
     ) {
         self.localIdentifier = localIdentifier
         self.type = type
         self.fingerprint = fingerprint
+        self.photoKitCloudIdentifier = photoKitCloudIdentifier
         self.mediaType = mediaType
         self.creationDate = creationDate
         self.modificationDate = modificationDate
@@ -50,24 +54,24 @@ public struct LibraryObject: Sendable, Equatable {
     /// An asset.
     public static func asset(_ localIdentifier: String, fingerprint: String, mediaType: MediaType = .image,
                              creationDate: String? = nil, modificationDate: String? = nil,
-                             hasAdjustments: Bool = false, isFavorite: Bool = false) -> LibraryObject {
+                             hasAdjustments: Bool = false, isFavorite: Bool = false, photoKitCloudIdentifier: String? = nil) -> LibraryObject {
         LibraryObject(localIdentifier: localIdentifier, type: .asset, fingerprint: fingerprint, mediaType: mediaType,
                       creationDate: creationDate, modificationDate: modificationDate,
-                      hasAdjustments: hasAdjustments, isFavorite: isFavorite)
+                      hasAdjustments: hasAdjustments, isFavorite: isFavorite, photoKitCloudIdentifier: photoKitCloudIdentifier)
     }
 
     /// An album listing `assets` in order.
     public static func assetCollection(_ localIdentifier: String, fingerprint: String, title: String? = nil,
-                                       assets: [String] = [], appCreated: Bool = false) -> LibraryObject {
+                                       assets: [String] = [], appCreated: Bool = false, photoKitCloudIdentifier: String? = nil) -> LibraryObject {
         LibraryObject(localIdentifier: localIdentifier, type: .assetCollection, fingerprint: fingerprint,
-                      title: title, members: assets, appCreated: appCreated)
+                      title: title, members: assets, appCreated: appCreated, photoKitCloudIdentifier: photoKitCloudIdentifier)
     }
 
     /// A folder listing `collections` in order.
     public static func collectionList(_ localIdentifier: String, fingerprint: String, title: String? = nil,
-                                      collections: [String] = []) -> LibraryObject {
+                                      collections: [String] = [], photoKitCloudIdentifier: String? = nil) -> LibraryObject {
         LibraryObject(localIdentifier: localIdentifier, type: .collectionList, fingerprint: fingerprint,
-                      title: title, members: collections)
+                      title: title, members: collections, photoKitCloudIdentifier: photoKitCloudIdentifier)
     }
 }
 

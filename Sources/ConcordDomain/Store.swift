@@ -31,23 +31,25 @@ public struct CloudRecord: Sendable, Hashable {
     }
 }
 
-/// The link state of one object: what local → cloud needs, and no more (the hot path).
-/// A link only ever joins an object and a record of the same type and fingerprint (every path that
-/// stores one checks it, and a fingerprint change drops it), so the linked record's cloud identifier
-/// is `linkedGUID:type:fingerprint` without reading the record.
+/// The link state of one object: what local → cloud needs, and no more (the hot path). The
+/// linked record's identifier is spelled with the record's fingerprint, which need not be the
+/// object's (a record found by key, or made without a fingerprint, §5).
 public struct ObjectLinkState: Sendable, Equatable {
     public var localIdentifier: String
     public var type: ObjectType
     public var fingerprint: String
     public var linkedGUID: String?
-    public init(localIdentifier: String, type: ObjectType, fingerprint: String, linkedGUID: String?) {
+    /// The linked record's fingerprint (empty: none).
+    public var linkedFingerprint: String
+    public init(localIdentifier: String, type: ObjectType, fingerprint: String, linkedGUID: String?, linkedFingerprint: String? = nil) {
         self.localIdentifier = localIdentifier
         self.type = type
         self.fingerprint = fingerprint
         self.linkedGUID = linkedGUID
+        self.linkedFingerprint = linkedFingerprint ?? fingerprint
     }
-    /// The linked record, rebuilt from the invariant above.
-    public var link: CloudRecord? { self.linkedGUID.map { CloudRecord(guid: $0, type: self.type, fingerprint: self.fingerprint) } }
+    /// The linked record.
+    public var link: CloudRecord? { self.linkedGUID.map { CloudRecord(guid: $0, type: self.type, fingerprint: self.linkedFingerprint) } }
 }
 
 /// Content key: objects and records are matched by type and fingerprint.
@@ -182,12 +184,19 @@ public struct MappingObjectRow: Sendable {
     public var type: ObjectType
     public var fingerprint: String
     public var linkedGUID: String?
-    public init(deviceID: String, localIdentifier: String, type: ObjectType, fingerprint: String, linkedGUID: String?) {
+    /// The key's A (§2), nil without a key.
+    public var keyA: String?
+    /// `creationDate` in whole seconds (the wanted rule), nil without one.
+    public var creationSecond: Int64?
+    public init(deviceID: String, localIdentifier: String, type: ObjectType, fingerprint: String, linkedGUID: String?,
+                keyA: String? = nil, creationSecond: Int64? = nil) {
         self.deviceID = deviceID
         self.localIdentifier = localIdentifier
         self.type = type
         self.fingerprint = fingerprint
         self.linkedGUID = linkedGUID
+        self.keyA = keyA
+        self.creationSecond = creationSecond
     }
 }
 
@@ -219,23 +228,64 @@ public struct LinkLookups: Sendable {
     }
 }
 
-/// What cloud → local needs of one cloud identifier's record.
+/// What cloud → local needs of one cloud identifier's record (§5 steps 2 and 3).
 public struct RecordLookup: Sendable, Equatable {
     /// The device's object linked to the record, when the record exists with the identifier's type.
     public var linkedLocalIdentifier: String?
-    /// The record, when it exists with exactly the identifier's type and fingerprint and no object
-    /// of the device is linked to it (a link found by content is stored to it).
-    public var sameContentRecord: CloudRecord?
-    public init(linkedLocalIdentifier: String? = nil, sameContentRecord: CloudRecord? = nil) {
+    /// The record, when it exists with the identifier's type (its own fingerprint, possibly empty).
+    public var record: CloudRecord?
+    /// When no object of the device links to the record: the device's objects carrying one of the
+    /// record's keys, sorted by local identifier byte order, each with its link (step 3).
+    public var keyMatches: [StoredObject]
+    public init(linkedLocalIdentifier: String? = nil, record: CloudRecord? = nil, keyMatches: [StoredObject] = []) {
         self.linkedLocalIdentifier = linkedLocalIdentifier
-        self.sameContentRecord = sameContentRecord
+        self.record = record
+        self.keyMatches = keyMatches
     }
 }
 
-/// The reads §5's lookups are made of (local → cloud, cloud → local, journal photos). A storage
-/// transaction answers them (from its batch queries, below), and so does the in-memory mapping index
-/// (`MappingIndex`), with the same results in the same order; objects from the index carry identity,
-/// type, fingerprint and link only (all the rules read).
+/// One object of `GET /v1/library/wanted`.
+public struct WantedObject: Sendable, Equatable {
+    public var localIdentifier: String
+    public var type: ObjectType
+    public init(localIdentifier: String, type: ObjectType) {
+        self.localIdentifier = localIdentifier
+        self.type = type
+    }
+}
+
+/// A page of `GET /v1/library/wanted`: objects after `after` in byte order, and the count of all.
+public struct WantedPage: Sendable, Equatable {
+    public var objects: [WantedObject]
+    public var next: String?
+    public var total: Int
+    public init(objects: [WantedObject], next: String?, total: Int) {
+        self.objects = objects
+        self.next = next
+        self.total = total
+    }
+}
+
+/// `GET /v1/library/status`: counts over one device's library.
+public struct LibraryStatus: Sendable, Equatable {
+    public var objects: Int
+    public var withFingerprint: Int
+    public var withKey: Int
+    public var linked: Int
+    public var wanted: Int
+    public init(objects: Int, withFingerprint: Int, withKey: Int, linked: Int, wanted: Int) {
+        self.objects = objects
+        self.withFingerprint = withFingerprint
+        self.withKey = withKey
+        self.linked = linked
+        self.wanted = wanted
+    }
+}
+
+/// The reads §5's lookups are made of (local → cloud, cloud → local, journal photos, wanted). A
+/// storage transaction answers them (from its batch queries, below), and so does the in-memory
+/// mapping index (`MappingIndex`), with the same results in the same order; objects from the index
+/// carry identity, type, fingerprint, key and link only (all the rules read).
 public protocol MappingReads {
     /// One answer per local identifier, in input order.
     func linkLookups(_ device: DeviceRef, localIdentifiers: IdentifierBatch) throws -> LinkLookups
@@ -243,6 +293,10 @@ public protocol MappingReads {
     func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup]
     /// Objects of `device` whose (type, fingerprint) is one of `keys`, sorted by local identifier byte order.
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject]
+    /// The device's wanted objects (§5 "Fingerprints on demand") strictly after `after`, at most `limit`.
+    func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage
+    /// Counts over the device's library.
+    func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus
 }
 
 extension AccountReadTransaction {
@@ -259,12 +313,19 @@ extension AccountReadTransaction {
     }
 
     public func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup] {
-        try self.recordLinks(device, guids: identifiers.map(\.guid)).enumerated().map { i, found in
-            let c = identifiers[i]
-            guard let found, found.record.type == c.type else { return RecordLookup() }
-            if let local = found.linkedLocalIdentifier { return RecordLookup(linkedLocalIdentifier: local) }
-            return RecordLookup(sameContentRecord: found.record.fingerprint == c.fingerprint ? found.record : nil)
+        var lookups = try self.recordLinks(device, guids: identifiers.map(\.guid)).enumerated().map { i, found -> RecordLookup in
+            guard let found, found.record.type == identifiers[i].type else { return RecordLookup() }
+            return RecordLookup(linkedLocalIdentifier: found.linkedLocalIdentifier, record: found.record)
         }
+        // Step 3: the objects carrying one of the keys of records with no link on the device.
+        let unlinked = lookups.compactMap { $0.linkedLocalIdentifier == nil ? $0.record?.guid : nil }
+        guard !unlinked.isEmpty else { return lookups }
+        let matches = try self.keyMatches(device, guids: unlinked)
+        for i in lookups.indices where lookups[i].linkedLocalIdentifier == nil {
+            guard let r = lookups[i].record, let found = matches[r.guid] else { continue }
+            lookups[i].keyMatches = found.filter { $0.object.type == r.type }
+        }
+        return lookups
     }
 }
 
@@ -285,6 +346,11 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
     /// Records of the account with these GUIDs (upper case).
     func records(accountID: String, guids: [String]) throws -> [CloudRecord]
+    /// For each of these records: the objects of `device` carrying one of its keys (§5 step 3),
+    /// sorted by local identifier byte order, each once, with its link. Records without any: omitted.
+    func keyMatches(_ device: DeviceRef, guids: [String]) throws -> [String: [StoredObject]]
+    /// The keys the record carries (§5), in no particular order.
+    func recordKeys(guids: [String]) throws -> [String: [ObjectKey]]
     func device(_ device: DeviceRef) throws -> DeviceState?
     /// The account's devices, oldest first.
     func devices(accountID: String) throws -> [DeviceState]
@@ -303,6 +369,7 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     /// with its creation order (in creation order), then every object's (device ID, local
     /// identifier, type, fingerprint, linked GUID).
     func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
+                             recordKeys: (String, ObjectKey) throws -> Void,
                              objects: (MappingObjectRow) throws -> Void) throws
     /// History entries with seq > `after`, ascending, at most `limit`.
     func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange]
@@ -330,6 +397,15 @@ public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWri
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws
     /// Records of the account matching `keys` that no object of `device` links to, oldest first.
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord]
+    /// Records of the account carrying one of `keys` that no object of `device` links to, oldest
+    /// first, each with the key it was found by (a record carrying two of them: once per key).
+    func unlinkedRecords(_ device: DeviceRef, carrying keys: [ObjectKey]) throws -> [(record: CloudRecord, key: ObjectKey)]
+    /// Those of `guids` whose record carries a key some object of `device` carries (§5 step 3b).
+    func recordsCarryingKeys(of device: DeviceRef, guids: [String]) throws -> Set<String>
+    /// The records take these keys (kept for good, §5); a key a record carries already is ignored.
+    func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws
+    /// Records without a fingerprint take these (§5: once; a record with one keeps it).
+    func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws
     /// Creates records; they are newer than every existing record, in array order.
     func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws
     /// Links each object to a record (replacing the object's link). The caller has dropped any

@@ -30,8 +30,46 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         """
 
     static let linkStatesSQL = """
-        SELECT j.key, o.type, o.fingerprint, o.record_guid FROM json_each(?3) j
+        SELECT j.key, o.type, o.fingerprint, o.record_guid, r.fingerprint FROM json_each(?3) j
         CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND o.local_id = j.value
+        LEFT JOIN records r ON r.account_key = ?1 AND r.guid = o.record_guid
+        """
+
+    static let keyMatchesSQL = """
+        SELECT DISTINCT k.guid, \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
+        CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = j.value
+        CROSS JOIN objects o INDEXED BY objects_by_key ON o.account_key = ?1 AND o.device_key = ?2 AND o.type = k.type AND o.key_a = k.key_a
+        \(SQLiteTransaction.linkJoin)
+        ORDER BY k.guid, o.local_id
+        """
+
+    static let unlinkedRecordsByKeySQL = """
+        SELECT r.guid, r.type, r.fingerprint, k.key_a FROM json_each(?3) j
+        CROSS JOIN record_keys k INDEXED BY record_keys_by_key ON k.account_key = ?1
+            AND k.type = json_extract(j.value, '$[0]') AND k.key_a = json_extract(j.value, '$[1]')
+        CROSS JOIN records r ON r.account_key = ?1 AND r.guid = k.guid
+        WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid)
+        ORDER BY r.created_order
+        """
+
+    static let recordsCarryingKeysSQL = """
+        SELECT DISTINCT k.guid FROM json_each(?3) j
+        CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = j.value
+        WHERE EXISTS (SELECT 1 FROM objects o INDEXED BY objects_by_key
+                      WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.type = k.type AND o.key_a = k.key_a)
+        """
+
+    /// §5's wanted candidates: records with a fingerprint, linked on another device, not on this
+    /// one, carrying no key this device's objects carry; each with its linked objects' seconds.
+    static let wantedCandidatesSQL = """
+        SELECT r.guid, r.type, x.creation_second FROM records r
+        CROSS JOIN objects x INDEXED BY objects_by_link ON x.account_key = ?1 AND x.record_guid = r.guid
+        WHERE r.account_key = ?1 AND r.fingerprint <> ''
+          AND EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_link WHERE y.account_key = ?1 AND y.record_guid = r.guid AND y.device_key <> ?2)
+          AND NOT EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_record WHERE y.account_key = ?1 AND y.device_key = ?2 AND y.record_guid = r.guid)
+          AND NOT EXISTS (SELECT 1 FROM record_keys k CROSS JOIN objects y INDEXED BY objects_by_key
+                          ON y.account_key = ?1 AND y.device_key = ?2 AND y.type = k.type AND y.key_a = k.key_a
+                          WHERE k.account_key = ?1 AND k.guid = r.guid)
         """
 
     static let recordLinksSQL = """
@@ -200,7 +238,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     /// Every table holding an account's rows, `accounts` last.
-    static let accountTables = ["idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects", "records",
+    static let accountTables = ["idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
+                                "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 
     func accountExists(_ accountID: String) throws -> Bool {
@@ -264,6 +303,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
+                             recordKeys: (String, ObjectKey) throws -> Void,
                              objects: (MappingObjectRow) throws -> Void) throws {
         guard let a = try self.accountKey(self.accountID) else { return }
         var deviceIDs: [Int64: String] = [:]
@@ -276,9 +316,15 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
             try records(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2)), s.int(3))
         }
 
-        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid FROM objects WHERE account_key = ?", [.int(a)]) { s in
+        try self.db.query("SELECT guid, type, key_a FROM record_keys WHERE account_key = ?", [.int(a)]) { s in
+            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            try recordKeys(s.text(0), ObjectKey(type: type, a: s.text(2)))
+        }
+        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid, key_a, creation_second FROM objects WHERE account_key = ?",
+                          [.int(a)]) { s in
             guard let device = deviceIDs[s.int(0)], let type = ObjectType(rawValue: Int(s.int(2))) else { return }
-            try objects(MappingObjectRow(deviceID: device, localIdentifier: s.text(1), type: type, fingerprint: s.text(3), linkedGUID: s.optionalText(4)))
+            try objects(MappingObjectRow(deviceID: device, localIdentifier: s.text(1), type: type, fingerprint: s.text(3), linkedGUID: s.optionalText(4),
+                                         keyA: s.optionalText(5), creationSecond: s.isNull(6) ? nil : s.int(6)))
         }
     }
 
@@ -328,7 +374,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.query(Self.linkStatesSQL, [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))]) { s in
             let i = Int(s.int(0))
             guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(s.int(1))) else { return }
-            result[i] = ObjectLinkState(localIdentifier: localIdentifiers[i], type: type, fingerprint: s.text(2), linkedGUID: s.optionalText(3))
+            result[i] = ObjectLinkState(localIdentifier: localIdentifiers[i], type: type, fingerprint: s.text(2), linkedGUID: s.optionalText(3),
+                                        linkedFingerprint: s.optionalText(4))
         }
         return result
     }
@@ -395,19 +442,23 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
             let o = s.object
             try self.db.run("""
                 INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
-                                     has_adjustments, is_favorite, title, members, app_created, record_guid)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                                     has_adjustments, is_favorite, title, members, app_created, record_guid,
+                                     pk_identifier, key_a, creation_second)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
                 ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET
                     type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
                     creation_date = excluded.creation_date, modification_date = excluded.modification_date,
                     has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
-                    members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid
+                    members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
+                    pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
                 """, [
                     .int(k.account), .int(k.device), .text(o.localIdentifier), .int(Int64(o.type.rawValue)),
                     .text(o.fingerprint), .text(o.mediaType.rawValue), o.creationDate.map { .text($0) } ?? .null,
                     o.modificationDate.map { .text($0) } ?? .null, .int(o.hasAdjustments ? 1 : 0), .int(o.isFavorite ? 1 : 0),
                     o.title.map { .text($0) } ?? .null, .text(o.members.joined(separator: "\n")), .int(o.appCreated ? 1 : 0),
                     s.link.map { .text($0.guid) } ?? .null,
+                    o.photoKitCloudIdentifier.map { .text($0) } ?? .null, o.key.map { .text($0.a) } ?? .null,
+                    o.creationSecond.map { .int($0) } ?? .null,
                 ])
         }
     }
@@ -448,6 +499,101 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
             if let type = ObjectType(rawValue: Int(s.int(1))) { result.append(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2))) }
         }
         return result
+    }
+
+    func keyMatches(_ device: DeviceRef, guids: [String]) throws -> [String: [StoredObject]] {
+        guard !guids.isEmpty, let k = try self.keys(device) else { return [:] }
+        var result: [String: [StoredObject]] = [:]
+        try self.db.query(Self.keyMatchesSQL, [.int(k.account), .int(k.device), .text(jsonArray(guids))]) { s in
+            result[s.text(0), default: []].append(StorageRows.storedObject(ShiftedRow(row: s, by: 1)))
+        }
+        return result
+    }
+
+    func recordKeys(guids: [String]) throws -> [String: [ObjectKey]] {
+        guard !guids.isEmpty, let a = try self.accountKey(self.accountID) else { return [:] }
+        var result: [String: [ObjectKey]] = [:]
+        try self.db.query("SELECT k.guid, k.type, k.key_a FROM json_each(?2) j CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = j.value",
+                          [.int(a), .text(jsonArray(guids))]) { s in
+            if let type = ObjectType(rawValue: Int(s.int(1))) { result[s.text(0), default: []].append(ObjectKey(type: type, a: s.text(2))) }
+        }
+        return result
+    }
+
+    /// `[[type, A], ...]` as JSON.
+    private static func objectKeysJSON(_ keys: [ObjectKey]) -> String {
+        var out = "["
+        for (i, k) in keys.enumerated() {
+            if i > 0 { out += "," }
+            out += "[\(k.type.rawValue)," + jsonArray([k.a]).dropFirst().dropLast() + "]"
+        }
+        return out + "]"
+    }
+
+    func unlinkedRecords(_ device: DeviceRef, carrying keys: [ObjectKey]) throws -> [(record: CloudRecord, key: ObjectKey)] {
+        guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
+        var result: [(record: CloudRecord, key: ObjectKey)] = []
+        try self.db.query(Self.unlinkedRecordsByKeySQL, [.int(k.account), .int(k.device), .text(Self.objectKeysJSON(keys))]) { s in
+            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            result.append((CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2)), ObjectKey(type: type, a: s.text(3))))
+        }
+        return result
+    }
+
+    func recordsCarryingKeys(of device: DeviceRef, guids: [String]) throws -> Set<String> {
+        guard !guids.isEmpty, let k = try self.keys(device) else { return [] }
+        var result = Set<String>()
+        try self.db.query(Self.recordsCarryingKeysSQL, [.int(k.account), .int(k.device), .text(jsonArray(guids))]) { s in result.insert(s.text(0)) }
+        return result
+    }
+
+    func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws {
+        guard !keys.isEmpty, let a = try self.accountKey(self.accountID) else { return }
+        for (guid, key) in keys {
+            try self.db.run("INSERT OR IGNORE INTO record_keys (account_key, guid, type, key_a) VALUES (?, ?, ?, ?)",
+                            [.int(a), .text(guid), .int(Int64(key.type.rawValue)), .text(key.a)])
+        }
+    }
+
+    func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
+        guard !fills.isEmpty, let a = try self.accountKey(self.accountID) else { return }
+        for (guid, fingerprint) in fills where !fingerprint.isEmpty {
+            try self.db.run("UPDATE records SET fingerprint = ? WHERE account_key = ? AND guid = ? AND fingerprint = ''",
+                            [.text(fingerprint), .int(a), .text(guid)])
+        }
+    }
+
+    func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
+        guard let k = try self.keys(device) else { return WantedPage(objects: [], next: nil, total: 0) }
+        var linked: [String: (type: ObjectType, seconds: [Int64?])] = [:]
+        try self.db.query(Self.wantedCandidatesSQL, [.int(k.account), .int(k.device)]) { s in
+            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            linked[s.text(0), default: (type, [])].seconds.append(s.isNull(2) ? nil : s.int(2))
+        }
+        var candidates = WantedCandidates()
+        for (type, seconds) in linked.values { candidates.add(type: type, linkedSeconds: seconds) }
+        guard !candidates.types.isEmpty else { return WantedPage(objects: [], next: nil, total: 0) }
+        var objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)] = []
+        try self.db.query("""
+            SELECT local_id, type, creation_second FROM objects
+            WHERE account_key = ? AND device_key = ? AND fingerprint = '' AND record_guid IS NULL
+            """, [.int(k.account), .int(k.device)]) { s in
+            if let type = ObjectType(rawValue: Int(s.int(1))) { objects.append((s.text(0), type, s.isNull(2) ? nil : s.int(2))) }
+        }
+        return candidates.page(objects, after: after, limit: limit)
+    }
+
+    func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus {
+        guard let k = try self.keys(device) else { return LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0) }
+        var status = LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0)
+        try self.db.query("""
+            SELECT count(*), coalesce(sum(fingerprint <> ''), 0), count(key_a), count(record_guid) FROM objects
+            WHERE account_key = ? AND device_key = ?
+            """, [.int(k.account), .int(k.device)]) { s in
+            status = LibraryStatus(objects: Int(s.int(0)), withFingerprint: Int(s.int(1)), withKey: Int(s.int(2)), linked: Int(s.int(3)), wanted: 0)
+        }
+        status.wanted = try self.wantedPage(device, after: nil, limit: 1).total
+        return status
     }
 
     func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {

@@ -64,10 +64,11 @@ enum StorageRows {
 
     // MARK: - Objects
 
-    /// Columns of an object row followed by its linked record's type and fingerprint (`LEFT JOIN records r`).
+    /// Columns of an object row, its linked record's type and fingerprint (`LEFT JOIN records r`),
+    /// then its photoKitCloudIdentifier.
     static let objectColumns = """
         o.local_id, o.type, o.fingerprint, o.media_type, o.creation_date, o.modification_date, o.has_adjustments, \
-        o.is_favorite, o.title, o.members, o.app_created, o.record_guid, r.type, r.fingerprint
+        o.is_favorite, o.title, o.members, o.app_created, o.record_guid, r.type, r.fingerprint, o.pk_identifier
         """
 
     static func libraryObject(_ r: some StorageRow) -> LibraryObject {
@@ -78,7 +79,7 @@ enum StorageRows {
             hasAdjustments: r.flag(6), isFavorite: r.flag(7), title: r.optionalText(8),
             // Local identifiers contain no control characters, so "\n" separates members unambiguously.
             members: members.isEmpty ? [] : members.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
-            appCreated: r.flag(10))
+            appCreated: r.flag(10), photoKitCloudIdentifier: r.optionalText(14))
     }
 
     static func storedObject(_ r: some StorageRow) -> StoredObject {
@@ -89,4 +90,23 @@ enum StorageRows {
         }
         return StoredObject(object: object, link: link)
     }
+}
+
+extension ObjectKey {
+    /// The keys' A parts, grouped with their types, as both engines bind them.
+    static func columns(_ keys: [ObjectKey]) -> (types: [Int64], a: [String]) {
+        (keys.map { Int64($0.type.rawValue) }, keys.map(\.a))
+    }
+}
+
+/// A row read from column `by` on: an object row selected after leading columns of its own.
+struct ShiftedRow<Row: StorageRow>: StorageRow {
+    let row: Row
+    let by: Int32
+    func isNull(_ column: Int32) -> Bool { self.row.isNull(column + self.by) }
+    func int(_ column: Int32) -> Int64 { self.row.int(column + self.by) }
+    func double(_ column: Int32) -> Double { self.row.double(column + self.by) }
+    func text(_ column: Int32) -> String { self.row.text(column + self.by) }
+    func optionalText(_ column: Int32) -> String? { self.row.optionalText(column + self.by) }
+    func flag(_ column: Int32) -> Bool { self.row.flag(column + self.by) }
 }

@@ -11,7 +11,7 @@ import Testing
         var table = RecordTable()
         for n in 0..<count {
             let key = GUIDKey(high: generator.next(), low: generator.next())
-            records.append(.init(guid: key, fingerprint: 0, type: .asset))
+            records.append(.init(guid: key, fingerprint: 0, type: .asset, key: AccountMappingIndex.noKey))
             table.insert(key, number: UInt32(n)) { records[Int($0)].guid }
         }
         #expect(table.count == count)
@@ -35,7 +35,7 @@ import Testing
         // Same high half and low halves that differ only above the bits the hash keeps: one bucket.
         for n in 0..<6 {
             let key = GUIDKey(high: 42, low: UInt64(n) << 60)
-            records.append(.init(guid: key, fingerprint: 0, type: .asset))
+            records.append(.init(guid: key, fingerprint: 0, type: .asset, key: AccountMappingIndex.noKey))
             table.insert(key, number: UInt32(n)) { records[Int($0)].guid }
         }
         let keys: [GUIDKey?] = records.map(\.guid).reversed()

@@ -135,8 +135,17 @@ final class AccountMappingIndex {
         var guid: GUIDKey
         var fingerprint: UInt32
         var type: ObjectType
+        /// The first key's A number (`noKey`: none); more keys in `moreRecordKeys`.
+        var key: UInt32
     }
     private var records: [Record] = []
+    /// Record number → its keys after the first (rare: a record whose objects' keys differed).
+    private var moreRecordKeys: [UInt32: [UInt32]] = [:]
+
+    // MARK: Keys, interned per account (A only: a key's type is its object's or record's)
+
+    static let noKey = UInt32.max
+    private var keyNumbers: [ByteKey: UInt32] = [:]
     private var recordTable = RecordTable()
 
     // MARK: Devices
@@ -150,6 +159,8 @@ final class AccountMappingIndex {
     /// doubling). Measured against the process's resident size in docs/benchmarks.md.
     var estimatedBytes: Int {
         var total = self.fingerprintBytes.capacity + self.fingerprintSlices.capacity * 8 + self.fingerprintNumbers.count * 2 * 24
+        // An interned key: its dictionary entry (twice its size) and the string's heap copy.
+        total += self.keyNumbers.count * (2 * 24 + 48) + self.moreRecordKeys.count * 2 * 48
         total += self.records.capacity * MemoryLayout<Record>.stride + self.recordTable.estimatedBytes
         for device in self.devices.values { total += device.estimatedBytes }
         return total
@@ -167,12 +178,15 @@ final class AccountMappingIndex {
             self.appendRecord(record)
             rows += 1
             if rows & 4095 == 0 { try index.checkBudget(self) }
+        }, recordKeys: { guid, key in
+            self.addRecordKey(guid: guid, key: key)
         }, objects: { row in
             guard let device = self.devices[row.deviceID] else { return }
             let record = row.linkedGUID.flatMap { self.recordNumber(for: $0) }
             if row.linkedGUID != nil, record == nil { self.isExact = self.isExact && GUIDKey(row.linkedGUID!) != nil }
             device.put(row.localIdentifier, type: row.type, fingerprint: self.intern(row.fingerprint), record: record.map(Int32.init) ?? -1,
-                       linkedGUID: row.linkedGUID.flatMap(GUIDKey.init))
+                       linkedGUID: row.linkedGUID.flatMap(GUIDKey.init), key: row.keyA.map(self.internKey) ?? Self.noKey,
+                       creationSecond: row.creationSecond)
             rows += 1
             if rows & 4095 == 0 { try index.checkBudget(self) }
         })
@@ -187,7 +201,7 @@ final class AccountMappingIndex {
     private func appendRecord(_ record: CloudRecord) {
         guard let key = GUIDKey(record.guid) else { self.isExact = false; return }
         let number = UInt32(self.records.count)
-        self.records.append(Record(guid: key, fingerprint: self.intern(record.fingerprint), type: record.type))
+        self.records.append(Record(guid: key, fingerprint: self.intern(record.fingerprint), type: record.type, key: Self.noKey))
         self.recordTable.insert(key, number: number) { self.records[Int($0)].guid }
         for device in self.devices.values { device.recordAdded(key, number: number) }
     }
@@ -202,6 +216,33 @@ final class AccountMappingIndex {
         self.fingerprintNumbers[key] = n
         return n
     }
+
+    private func internKey(_ a: String) -> UInt32 {
+        let key = ByteKey(a)
+        if let n = self.keyNumbers[key] { return n }
+        let n = UInt32(self.keyNumbers.count)
+        self.keyNumbers[key] = n
+        return n
+    }
+
+    /// The record's keys' A numbers.
+    private func keys(ofRecord n: Int) -> [UInt32] {
+        let first = self.records[n].key
+        guard first != Self.noKey else { return [] }
+        return [first] + (self.moreRecordKeys[UInt32(n)] ?? [])
+    }
+
+    /// The record takes the key (once).
+    private func addRecordKey(guid: String, key: ObjectKey) {
+        guard let n = self.recordNumber(for: guid) else { return }
+        let k = self.internKey(key.a)
+        if self.records[Int(n)].key == Self.noKey { self.records[Int(n)].key = k; return }
+        if self.keys(ofRecord: Int(n)).contains(k) { return }
+        self.moreRecordKeys[n, default: []].append(k)
+    }
+
+    /// Whether the fingerprint number is the empty fingerprint (none).
+    private func isEmpty(fingerprint n: UInt32) -> Bool { self.fingerprintSlices[Int(n)].length == 0 }
 
     private func recordNumber(for guid: String) -> UInt32? {
         GUIDKey(guid).flatMap { self.number(of: $0) }
@@ -229,14 +270,20 @@ final class AccountMappingIndex {
         var lookups = [LinkLookup](repeating: .missing, count: found.count)
         var bytes: [UInt8] = []
         device.objectSlots.withUnsafeBufferPointer { slots in
+          self.records.withUnsafeBufferPointer { records in
             self.fingerprintSlices.withUnsafeBufferPointer { slices in
                 self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
+                    // The identifier is spelled with the record's fingerprint (§5: not necessarily the object's).
+                    @inline(__always) func fingerprint(_ o: DeviceTable.Slot) -> UInt32 { o.record >= 0 ? records[Int(o.record)].fingerprint : o.fingerprint }
+                    for n in found where n >= 0 && slots[Int(n)].hasLink && slots[Int(n)].record >= 0 {
+                        concord_prefetch(records.baseAddress! + Int(slots[Int(n)].record))
+                    }
                     for n in found where n >= 0 && slots[Int(n)].hasLink {
-                        concord_prefetch(slices.baseAddress! + Int(slots[Int(n)].fingerprint))
+                        concord_prefetch(slices.baseAddress! + Int(fingerprint(slots[Int(n)])))
                     }
                     var total = 0
                     for n in found where n >= 0 && slots[Int(n)].hasLink {
-                        let slice = slices[Int(slots[Int(n)].fingerprint)]
+                        let slice = slices[Int(fingerprint(slots[Int(n)]))]
                         total += Self.cloudIdentifierPrefix + Int(slice.length)
                         concord_prefetch(fingerprints.baseAddress! + Int(slice.offset))
                         concord_prefetch(fingerprints.baseAddress! + Int(slice.offset) + Int(slice.length))
@@ -246,9 +293,7 @@ final class AccountMappingIndex {
                         for (i, n) in found.enumerated() where n >= 0 {
                             let o = slots[Int(n)]
                             guard o.hasLink else { lookups[i] = .unlinked; continue }
-                            // A link joins an object and a record of the same content (every path that stores one
-                            // checks it), so the answer is the record's GUID with the object's type and fingerprint.
-                            let count = Self.writeCloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: slices[Int(o.fingerprint)],
+                            let count = Self.writeCloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: slices[Int(fingerprint(o))],
                                                                   from: fingerprints, to: out.baseAddress! + at)
                             lookups[i] = .linked(start: at, count: count)
                             at += count
@@ -257,6 +302,7 @@ final class AccountMappingIndex {
                     }
                 }
             }
+          }
         }
         return LinkLookups(lookups: lookups, bytes: bytes)
     }
@@ -282,7 +328,6 @@ final class AccountMappingIndex {
                     return identifiers.indices.map { i -> RecordLookup in
                         let n = numbers[i]
                         guard n >= 0 else { return RecordLookup() }
-                        if let device, linked[i] >= 0 { return RecordLookup(linkedLocalIdentifier: device.identifier(ofSlot: linked[i])) }
                         let c = identifiers[i]
                         let r = records[Int(n)]
                         var wanted = c.fingerprint
@@ -290,11 +335,84 @@ final class AccountMappingIndex {
                         let same = wanted.withUTF8 { w in
                             w.count == Int(slice.length) && (w.count == 0 || memcmp(w.baseAddress!, fingerprints.baseAddress! + Int(slice.offset), w.count) == 0)
                         }
-                        return same ? RecordLookup(sameContentRecord: CloudRecord(guid: c.guid, type: r.type, fingerprint: c.fingerprint)) : RecordLookup()
+                        let record = CloudRecord(guid: c.guid, type: r.type, fingerprint: same ? c.fingerprint : self.fingerprint(r.fingerprint))
+                        if let device, linked[i] >= 0 { return RecordLookup(linkedLocalIdentifier: device.identifier(ofSlot: linked[i]), record: record) }
+                        guard let device, r.key != Self.noKey else { return RecordLookup(record: record) }
+                        // Step 3: the device's objects carrying one of the record's keys.
+                        var matches: [StoredObject] = []
+                        for key in self.keys(ofRecord: Int(n)) {
+                            for slot in device.slots(withKey: key, type: r.type) { matches.append(self.storedObject(device, slot: slot)) }
+                        }
+                        matches.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) }
+                        return RecordLookup(record: record, keyMatches: matches)
                     }
                 }
             }
         }
+    }
+
+    /// The object in `slot`: identity, type, fingerprint and link.
+    private func storedObject(_ device: DeviceTable, slot: Int32) -> StoredObject {
+        let o = device.objectSlots[Int(slot)]
+        var link: CloudRecord?
+        if o.hasLink {
+            if o.record >= 0 {
+                let r = self.records[Int(o.record)]
+                link = CloudRecord(guid: r.guid.string, type: r.type, fingerprint: self.fingerprint(r.fingerprint))
+            } else {
+                link = CloudRecord(guid: o.linkedGUID.string, type: o.type, fingerprint: self.fingerprint(o.fingerprint))
+            }
+        }
+        return StoredObject(object: LibraryObject(localIdentifier: device.identifier(of: o), type: o.type, fingerprint: self.fingerprint(o.fingerprint)),
+                            link: link)
+    }
+
+    // MARK: - Fingerprints on demand (§5)
+
+    /// The wanted candidates of a device, by one pass over the account's records in memory: a
+    /// record with a fingerprint, no link on the device, a link on another, and no key the device's
+    /// objects carry; with its linked objects' creation seconds.
+    private func wantedCandidates(_ device: DeviceTable) -> WantedCandidates {
+        var candidates = WantedCandidates()
+        let others = self.devices.values.filter { $0 !== device }
+        for (n, r) in self.records.enumerated() where !self.isEmpty(fingerprint: r.fingerprint) && device.linkedSlot(record: n) < 0 {
+            var seconds: [Int64?] = []
+            for other in others {
+                let slot = other.linkedSlot(record: n)
+                if slot >= 0 {
+                    let second = other.objectSlots[Int(slot)].creationSecond
+                    seconds.append(second == Int64.min ? nil : second)
+                }
+            }
+            guard !seconds.isEmpty, !self.keys(ofRecord: n).contains(where: { device.hasKey($0, type: r.type) }) else { continue }
+            candidates.add(type: r.type, linkedSeconds: seconds)
+        }
+        return candidates
+    }
+
+    func wantedPage(_ deviceID: String, after: String?, limit: Int) -> WantedPage {
+        guard let device = self.devices[deviceID] else { return WantedPage(objects: [], next: nil, total: 0) }
+        let candidates = self.wantedCandidates(device)
+        guard !candidates.types.isEmpty else { return WantedPage(objects: [], next: nil, total: 0) }
+        var objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)] = []
+        for o in device.objectSlots where o.live && !o.hasLink && self.isEmpty(fingerprint: o.fingerprint)
+            && candidates.wants(type: o.type, creationSecond: o.creationSecond == Int64.min ? nil : o.creationSecond) {
+            objects.append((device.identifier(of: o), o.type, o.creationSecond == Int64.min ? nil : o.creationSecond))
+        }
+        return candidates.page(objects, after: after, limit: limit)
+    }
+
+    func libraryStatus(_ deviceID: String) -> LibraryStatus {
+        var status = LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0)
+        guard let device = self.devices[deviceID] else { return status }
+        for o in device.objectSlots where o.live {
+            status.objects += 1
+            if !self.isEmpty(fingerprint: o.fingerprint) { status.withFingerprint += 1 }
+            if o.key != Self.noKey { status.withKey += 1 }
+            if o.hasLink { status.linked += 1 }
+        }
+        status.wanted = self.wantedPage(deviceID, after: nil, limit: 1).total
+        return status
     }
 
     /// Objects with one of these contents, sorted by local identifier byte order, each with its link.
@@ -387,7 +505,8 @@ final class AccountMappingIndex {
                 if key == nil { self.isExact = false; continue }
             }
             device.put(s.localIdentifier, type: s.type, fingerprint: self.intern(s.fingerprint),
-                       record: key.flatMap { self.number(of: $0) }.map(Int32.init) ?? -1, linkedGUID: key)
+                       record: key.flatMap { self.number(of: $0) }.map(Int32.init) ?? -1, linkedGUID: key,
+                       key: s.keyA.map(self.internKey) ?? Self.noKey, creationSecond: s.creationSecond)
         }
     }
 
@@ -406,6 +525,12 @@ final class AccountMappingIndex {
         case .dropAllLinks(let device): self.dropAllLinks(device)
         case .putObjects(let device, let objects): self.putObjects(device, objects)
         case .deleteObjects(let device, let ids): self.deleteObjects(device, localIdentifiers: ids)
+        case .addRecordKeys(let keys): for (guid, key) in keys { self.addRecordKey(guid: guid, key: key) }
+        case .fillRecordFingerprints(let fills):
+            for (guid, fingerprint) in fills where !fingerprint.isEmpty {
+                guard let n = self.recordNumber(for: guid), self.isEmpty(fingerprint: self.records[Int(n)].fingerprint) else { continue }
+                self.records[Int(n)].fingerprint = self.intern(fingerprint)
+            }
         }
     }
 }
@@ -435,5 +560,13 @@ struct IndexedMappingReads: MappingReads {
 
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         self.index.objects(device.deviceID, matching: keys)
+    }
+
+    func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
+        self.index.wantedPage(device.deviceID, after: after, limit: limit)
+    }
+
+    func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus {
+        self.index.libraryStatus(device.deviceID)
     }
 }

@@ -24,6 +24,13 @@ final class DeviceTable {
         /// Other slots with the same content, as a doubly linked list (-1 ends it).
         var nextSameContent: Int32
         var previousSameContent: Int32
+        /// The key's A number in the account (`AccountMappingIndex.noKey`: none), and the other slots
+        /// with the same key, as a doubly linked list (-1 ends it).
+        var key: UInt32
+        var nextSameKey: Int32
+        var previousSameKey: Int32
+        /// `creationDate` in whole seconds (`Int64.min`: none), for the wanted rule.
+        var creationSecond: Int64
     }
 
     private(set) var objectSlots: [Slot] = []
@@ -37,6 +44,8 @@ final class DeviceTable {
     private var tombstones = 0
     /// Content (type, fingerprint number) → first slot with it.
     private var contentHeads: [UInt64: Int32] = [:]
+    /// Key (type, A number) → first slot with it.
+    private var keyHeads: [UInt64: Int32] = [:]
     /// Record number → the slot linked to it, -1 when none (a record links to one object per device).
     private var linkOfRecord: [Int32]
     /// Links to GUIDs no record has (storage allows them; the service never makes them).
@@ -48,7 +57,7 @@ final class DeviceTable {
 
     var estimatedBytes: Int {
         self.arena.capacity + self.objectSlots.capacity * MemoryLayout<Slot>.stride + self.buckets.capacity * 4
-            + self.freeSlots.capacity * 4 + self.contentHeads.count * 2 * 16 + self.linkOfRecord.capacity * 4 + 256
+            + self.freeSlots.capacity * 4 + self.contentHeads.count * 2 * 16 + self.keyHeads.count * 2 * 16 + self.linkOfRecord.capacity * 4 + 256
     }
 
     // MARK: - Hashing and finding
@@ -236,6 +245,23 @@ final class DeviceTable {
         return result
     }
 
+    /// The slots carrying this key.
+    func slots(withKey key: UInt32, type: ObjectType) -> [Int32] {
+        var result: [Int32] = []
+        var n = self.keyHeads[Self.contentKey(type, key)] ?? -1
+        while n >= 0 {
+            result.append(n)
+            n = self.objectSlots[Int(n)].nextSameKey
+        }
+        return result
+    }
+
+    /// Whether some object carries this key.
+    func hasKey(_ key: UInt32, type: ObjectType) -> Bool { self.keyHeads[Self.contentKey(type, key)] != nil }
+
+    /// The slot linked to record `number`, -1 when none.
+    func linkedSlot(record number: Int) -> Int32 { number < self.linkOfRecord.count ? self.linkOfRecord[number] : -1 }
+
     private static func contentKey(_ type: ObjectType, _ fingerprint: UInt32) -> UInt64 {
         UInt64(type.rawValue) << 32 | UInt64(fingerprint)
     }
@@ -243,7 +269,8 @@ final class DeviceTable {
     // MARK: - Changes
 
     /// Inserts or replaces the object.
-    func put(_ id: String, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: GUIDKey?) {
+    func put(_ id: String, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: GUIDKey?,
+             key: UInt32 = AccountMappingIndex.noKey, creationSecond: Int64? = nil) {
         self.remove(id)
         if (self.live + self.tombstones + 1) * 2 >= self.buckets.count { self.rehash() }   // at most half full
         let bytes = Array(id.utf8)
@@ -252,7 +279,8 @@ final class DeviceTable {
         let h = bytes.withUnsafeBytes { Self.hash($0) }
         let slot = Slot(offset: offset, length: UInt16(bytes.count), type: type, live: true, hasLink: linkedGUID != nil, fingerprint: fingerprint,
                         record: linkedGUID == nil ? -1 : record, linkedGUID: linkedGUID ?? GUIDKey.zero, hash: h,
-                        nextSameContent: -1, previousSameContent: -1)
+                        nextSameContent: -1, previousSameContent: -1, key: key, nextSameKey: -1, previousSameKey: -1,
+                        creationSecond: creationSecond ?? Int64.min)
         let n: Int32
         if let free = self.freeSlots.popLast() {
             n = free
@@ -274,6 +302,14 @@ final class DeviceTable {
             self.objectSlots[Int(head)].previousSameContent = n
         }
         self.contentHeads[key] = n
+        if slot.key != AccountMappingIndex.noKey {
+            let k = Self.contentKey(type, slot.key)
+            if let head = self.keyHeads[k] {
+                self.objectSlots[Int(n)].nextSameKey = head
+                self.objectSlots[Int(head)].previousSameKey = n
+            }
+            self.keyHeads[k] = n
+        }
         if let guid = linkedGUID { self.attachLink(slot: n, guid: guid, record: record) }
     }
 
@@ -290,6 +326,15 @@ final class DeviceTable {
             if slot.nextSameContent >= 0 { self.contentHeads[key] = slot.nextSameContent } else { self.contentHeads[key] = nil }
         }
         if slot.nextSameContent >= 0 { self.objectSlots[Int(slot.nextSameContent)].previousSameContent = slot.previousSameContent }
+        if slot.key != AccountMappingIndex.noKey {
+            if slot.previousSameKey >= 0 {
+                self.objectSlots[Int(slot.previousSameKey)].nextSameKey = slot.nextSameKey
+            } else {
+                let k = Self.contentKey(slot.type, slot.key)
+                if slot.nextSameKey >= 0 { self.keyHeads[k] = slot.nextSameKey } else { self.keyHeads[k] = nil }
+            }
+            if slot.nextSameKey >= 0 { self.objectSlots[Int(slot.nextSameKey)].previousSameKey = slot.previousSameKey }
+        }
         self.buckets[bucket] = -2
         self.tombstones += 1
         self.live -= 1

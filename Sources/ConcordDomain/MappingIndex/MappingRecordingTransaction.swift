@@ -11,6 +11,8 @@ enum MappingMutation: Sendable {
     case dropAllLinks(device: String)
     case putObjects(device: String, [MappingObjectRow])
     case deleteObjects(device: String, localIdentifiers: [String])
+    case addRecordKeys([(guid: String, key: ObjectKey)])
+    case fillRecordFingerprints([(guid: String, fingerprint: String)])
 }
 
 /// An account write transaction that records every change it makes to the mapping tables, so the
@@ -79,8 +81,32 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
     func mappingVersion() throws -> Int64 { try self.base.mappingVersion() }
 
     func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
+                             recordKeys: (String, ObjectKey) throws -> Void,
                              objects: (MappingObjectRow) throws -> Void) throws {
-        try self.base.streamMappingTables(devices: devices, records: records, objects: objects)
+        try self.base.streamMappingTables(devices: devices, records: records, recordKeys: recordKeys, objects: objects)
+    }
+
+    func keyMatches(_ device: DeviceRef, guids: [String]) throws -> [String: [StoredObject]] { try self.base.keyMatches(device, guids: guids) }
+    func recordKeys(guids: [String]) throws -> [String: [ObjectKey]] { try self.base.recordKeys(guids: guids) }
+    func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage { try self.base.wantedPage(device, after: after, limit: limit) }
+    func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus { try self.base.libraryStatus(device) }
+
+    func unlinkedRecords(_ device: DeviceRef, carrying keys: [ObjectKey]) throws -> [(record: CloudRecord, key: ObjectKey)] {
+        try self.base.unlinkedRecords(device, carrying: keys)
+    }
+
+    func recordsCarryingKeys(of device: DeviceRef, guids: [String]) throws -> Set<String> {
+        try self.base.recordsCarryingKeys(of: device, guids: guids)
+    }
+
+    func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws {
+        try self.base.addRecordKeys(keys)
+        self.record(.addRecordKeys(keys))
+    }
+
+    func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
+        try self.base.fillRecordFingerprints(fills)
+        self.record(.fillRecordFingerprints(fills))
     }
 
     func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange] {
@@ -146,7 +172,8 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
         try self.base.putObjects(device, objects)
         self.record(.putObjects(device: device.deviceID, objects.map {
             MappingObjectRow(deviceID: device.deviceID, localIdentifier: $0.object.localIdentifier, type: $0.object.type,
-                             fingerprint: $0.object.fingerprint, linkedGUID: $0.link?.guid)
+                             fingerprint: $0.object.fingerprint, linkedGUID: $0.link?.guid,
+                             keyA: $0.object.key?.a, creationSecond: $0.object.creationSecond)
         }))
     }
 

@@ -118,6 +118,23 @@ enum PostgresMigrations {
         CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
         CREATE INDEX idempotency_keys_account ON idempotency_keys (account_id);
         """),
+        // Migration 6: keys and optional fingerprints (as SQLite's migration 6).
+        (6, """
+        ALTER TABLE objects ADD COLUMN pk_identifier text;
+        ALTER TABLE objects ADD COLUMN key_a text COLLATE "C";
+        ALTER TABLE objects ADD COLUMN creation_second bigint;
+        UPDATE objects SET creation_second = floor(extract(epoch FROM upper(creation_date)::timestamptz))::bigint WHERE creation_date IS NOT NULL;
+        CREATE INDEX objects_by_key ON objects (account_id, device_id, type, key_a) WHERE key_a IS NOT NULL;
+        CREATE INDEX objects_by_link ON objects (account_id, record_guid) WHERE record_guid IS NOT NULL;
+        CREATE TABLE record_keys (
+            account_id text COLLATE "C" NOT NULL,
+            guid text COLLATE "C" NOT NULL,
+            type bigint NOT NULL,
+            key_a text COLLATE "C" NOT NULL,
+            PRIMARY KEY (account_id, guid, key_a)
+        );
+        CREATE INDEX record_keys_by_key ON record_keys (account_id, type, key_a);
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

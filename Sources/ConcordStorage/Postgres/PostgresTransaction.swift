@@ -134,7 +134,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     /// Every table holding an account's rows, `accounts` last.
-    static let accountTables = ["idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects", "records",
+    static let accountTables = ["idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
+                                "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 
     func accountExists(_ accountID: String) throws -> Bool {
@@ -187,6 +188,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
+                             recordKeys: (String, ObjectKey) throws -> Void,
                              objects: (MappingObjectRow) throws -> Void) throws {
         try self.db.query("SELECT device_id FROM devices WHERE account_id = $1 ORDER BY device_id", [.text(self.accountID)]) { r in
             try devices(r.text(0))
@@ -196,9 +198,15 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
             try records(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2)), r.int(3))
         }
 
-        try self.db.query("SELECT device_id, local_id, type, fingerprint, record_guid FROM objects WHERE account_id = $1", [.text(self.accountID)]) { r in
+        try self.db.query("SELECT guid, type, key_a FROM record_keys WHERE account_id = $1", [.text(self.accountID)]) { r in
+            guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
+            try recordKeys(r.text(0), ObjectKey(type: type, a: r.text(2)))
+        }
+        try self.db.query("SELECT device_id, local_id, type, fingerprint, record_guid, key_a, creation_second FROM objects WHERE account_id = $1",
+                          [.text(self.accountID)]) { r in
             guard let type = ObjectType(rawValue: Int(r.int(2))) else { return }
-            try objects(MappingObjectRow(deviceID: r.text(0), localIdentifier: r.text(1), type: type, fingerprint: r.text(3), linkedGUID: r.optionalText(4)))
+            try objects(MappingObjectRow(deviceID: r.text(0), localIdentifier: r.text(1), type: type, fingerprint: r.text(3), linkedGUID: r.optionalText(4),
+                                         keyA: r.optionalText(5), creationSecond: r.isNull(6) ? nil : r.int(6)))
         }
     }
 
@@ -246,12 +254,14 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         guard !localIdentifiers.isEmpty else { return result }
         // WITH ORDINALITY numbers the inputs: each row lands at its input position (duplicates included).
         try self.db.query("""
-            SELECT u.ord - 1, o.type, o.fingerprint, o.record_guid FROM unnest($3::text[]) WITH ORDINALITY AS u(id, ord)
+            SELECT u.ord - 1, o.type, o.fingerprint, o.record_guid, r.fingerprint FROM unnest($3::text[]) WITH ORDINALITY AS u(id, ord)
             JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.local_id = u.id
+            LEFT JOIN records r ON r.account_id = $1 AND r.guid = o.record_guid
             """, [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)]) { r in
             let i = Int(r.int(0))
             guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(r.int(1))) else { return }
-            result[i] = ObjectLinkState(localIdentifier: localIdentifiers[i], type: type, fingerprint: r.text(2), linkedGUID: r.optionalText(3))
+            result[i] = ObjectLinkState(localIdentifier: localIdentifiers[i], type: type, fingerprint: r.text(2), linkedGUID: r.optionalText(3),
+                                        linkedFingerprint: r.optionalText(4))
         }
         return result
     }
@@ -318,14 +328,18 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         }
         try self.db.query("""
             INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, modification_date,
-                                 has_adjustments, is_favorite, title, members, app_created, record_guid)
-            SELECT $1, $2, u.* FROM unnest($3::text[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::text[],
-                                           $9::bool[], $10::bool[], $11::text[], $12::text[], $13::bool[], $14::text[]) AS u
+                                 has_adjustments, is_favorite, title, members, app_created, record_guid,
+                                 pk_identifier, key_a, creation_second)
+            SELECT $1, $2, u.l, u.t, u.f, u.m, u.cd, u.md, u.ha, u.fa, u.ti, u.me, u.ac, u.rg, u.pk, u.ka, u.cs::bigint
+            FROM unnest($3::text[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::text[],
+                        $9::bool[], $10::bool[], $11::text[], $12::text[], $13::bool[], $14::text[],
+                        $15::text[], $16::text[], $17::text[]) AS u(l, t, f, m, cd, md, ha, fa, ti, me, ac, rg, pk, ka, cs)
             ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET
                 type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
                 creation_date = excluded.creation_date, modification_date = excluded.modification_date,
                 has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
-                members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid
+                members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
+                pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
             """, [
                 .text(device.accountID), .text(device.deviceID),
                 .textArray(rows.map(\.object.localIdentifier)), .intArray(rows.map { Int64($0.object.type.rawValue) }),
@@ -334,6 +348,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
                 .boolArray(rows.map(\.object.hasAdjustments)), .boolArray(rows.map(\.object.isFavorite)),
                 .textArray(rows.map(\.object.title)), .textArray(rows.map { $0.object.members.joined(separator: "\n") }),
                 .boolArray(rows.map(\.object.appCreated)), .textArray(rows.map { $0.link?.guid }),
+                .textArray(rows.map(\.object.photoKitCloudIdentifier)), .textArray(rows.map { $0.object.key?.a }),
+                .textArray(rows.map { $0.object.creationSecond.map(String.init) }),
             ])
     }
 
@@ -376,6 +392,120 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
             if let type = ObjectType(rawValue: Int(r.int(1))) { result.append(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2))) }
         }
         return result
+    }
+
+    func keyMatches(_ device: DeviceRef, guids: [String]) throws -> [String: [StoredObject]] {
+        guard !guids.isEmpty else { return [:] }
+        var result: [String: [StoredObject]] = [:]
+        try self.db.query("""
+            SELECT DISTINCT k.guid, \(Self.objectColumns) FROM record_keys k
+            JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.type = k.type AND o.key_a = k.key_a
+            \(Self.linkJoin)
+            WHERE k.account_id = $1 AND k.guid = ANY($3)
+            ORDER BY k.guid, o.local_id
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(guids)]) { r in
+            result[r.text(0), default: []].append(StorageRows.storedObject(ShiftedRow(row: r, by: 1)))
+        }
+        return result
+    }
+
+    func recordKeys(guids: [String]) throws -> [String: [ObjectKey]] {
+        guard !guids.isEmpty else { return [:] }
+        var result: [String: [ObjectKey]] = [:]
+        try self.db.query("SELECT guid, type, key_a FROM record_keys WHERE account_id = $1 AND guid = ANY($2)",
+                          [.text(self.accountID), .textArray(guids)]) { r in
+            if let type = ObjectType(rawValue: Int(r.int(1))) { result[r.text(0), default: []].append(ObjectKey(type: type, a: r.text(2))) }
+        }
+        return result
+    }
+
+    func unlinkedRecords(_ device: DeviceRef, carrying keys: [ObjectKey]) throws -> [(record: CloudRecord, key: ObjectKey)] {
+        guard !keys.isEmpty else { return [] }
+        let columns = ObjectKey.columns(keys)
+        var result: [(record: CloudRecord, key: ObjectKey)] = []
+        try self.db.query("""
+            SELECT r.guid, r.type, r.fingerprint, k.key_a FROM unnest($3::int8[], $4::text[]) AS q(type, key_a)
+            JOIN record_keys k ON k.account_id = $1 AND k.type = q.type AND k.key_a = q.key_a
+            JOIN records r ON r.account_id = $1 AND r.guid = k.guid
+            WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.account_id = $1 AND o.device_id = $2 AND o.record_guid = r.guid)
+            ORDER BY r.created_order
+            """, [.text(device.accountID), .text(device.deviceID), .intArray(columns.types), .textArray(columns.a)]) { r in
+            guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
+            result.append((CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2)), ObjectKey(type: type, a: r.text(3))))
+        }
+        return result
+    }
+
+    func recordsCarryingKeys(of device: DeviceRef, guids: [String]) throws -> Set<String> {
+        guard !guids.isEmpty else { return [] }
+        var result = Set<String>()
+        try self.db.query("""
+            SELECT DISTINCT k.guid FROM record_keys k
+            WHERE k.account_id = $1 AND k.guid = ANY($3)
+              AND EXISTS (SELECT 1 FROM objects o WHERE o.account_id = $1 AND o.device_id = $2 AND o.type = k.type AND o.key_a = k.key_a)
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(guids)]) { r in result.insert(r.text(0)) }
+        return result
+    }
+
+    func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws {
+        guard !keys.isEmpty else { return }
+        let columns = ObjectKey.columns(keys.map(\.key))
+        try self.db.query("""
+            INSERT INTO record_keys (account_id, guid, type, key_a)
+            SELECT $1, u.guid, u.type, u.key_a FROM unnest($2::text[], $3::int8[], $4::text[]) AS u(guid, type, key_a)
+            ON CONFLICT DO NOTHING
+            """, [.text(self.accountID), .textArray(keys.map(\.guid)), .intArray(columns.types), .textArray(columns.a)])
+    }
+
+    func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
+        let fills = fills.filter { !$0.fingerprint.isEmpty }
+        guard !fills.isEmpty else { return }
+        // The first fill of a record wins, as row by row would.
+        var seen = Set<String>()
+        let first = fills.filter { seen.insert($0.guid).inserted }
+        try self.db.query("""
+            UPDATE records r SET fingerprint = u.fingerprint FROM unnest($2::text[], $3::text[]) AS u(guid, fingerprint)
+            WHERE r.account_id = $1 AND r.guid = u.guid AND r.fingerprint = ''
+            """, [.text(self.accountID), .textArray(first.map(\.guid)), .textArray(first.map(\.fingerprint))])
+    }
+
+    func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
+        var linked: [String: (type: ObjectType, seconds: [Int64?])] = [:]
+        try self.db.query("""
+            SELECT r.guid, r.type, x.creation_second FROM records r
+            JOIN objects x ON x.account_id = $1 AND x.record_guid = r.guid
+            WHERE r.account_id = $1 AND r.fingerprint <> ''
+              AND EXISTS (SELECT 1 FROM objects y WHERE y.account_id = $1 AND y.record_guid = r.guid AND y.device_id <> $2)
+              AND NOT EXISTS (SELECT 1 FROM objects y WHERE y.account_id = $1 AND y.device_id = $2 AND y.record_guid = r.guid)
+              AND NOT EXISTS (SELECT 1 FROM record_keys k JOIN objects y ON y.account_id = $1 AND y.device_id = $2 AND y.type = k.type AND y.key_a = k.key_a
+                              WHERE k.account_id = $1 AND k.guid = r.guid)
+            """, [.text(device.accountID), .text(device.deviceID)]) { r in
+            guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
+            linked[r.text(0), default: (type, [])].seconds.append(r.isNull(2) ? nil : r.int(2))
+        }
+        var candidates = WantedCandidates()
+        for (type, seconds) in linked.values { candidates.add(type: type, linkedSeconds: seconds) }
+        guard !candidates.types.isEmpty else { return WantedPage(objects: [], next: nil, total: 0) }
+        var objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)] = []
+        try self.db.query("""
+            SELECT local_id, type, creation_second FROM objects
+            WHERE account_id = $1 AND device_id = $2 AND fingerprint = '' AND record_guid IS NULL
+            """, [.text(device.accountID), .text(device.deviceID)]) { r in
+            if let type = ObjectType(rawValue: Int(r.int(1))) { objects.append((r.text(0), type, r.isNull(2) ? nil : r.int(2))) }
+        }
+        return candidates.page(objects, after: after, limit: limit)
+    }
+
+    func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus {
+        var status = LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0)
+        try self.db.query("""
+            SELECT count(*), count(*) FILTER (WHERE fingerprint <> ''), count(key_a), count(record_guid) FROM objects
+            WHERE account_id = $1 AND device_id = $2
+            """, [.text(device.accountID), .text(device.deviceID)]) { r in
+            status = LibraryStatus(objects: Int(r.int(0)), withFingerprint: Int(r.int(1)), withKey: Int(r.int(2)), linked: Int(r.int(3)), wanted: 0)
+        }
+        status.wanted = try self.wantedPage(device, after: nil, limit: 1).total
+        return status
     }
 
     func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {

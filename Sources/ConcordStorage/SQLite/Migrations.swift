@@ -124,6 +124,28 @@ enum SQLiteMigrations {
         CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
         CREATE INDEX idempotency_keys_account ON idempotency_keys (account_key);
         """),
+        // Migration 6: keys and optional fingerprints (issue 21, API.md §2, §5). An object keeps the
+        // photoKitCloudIdentifier it was sent and its key's A (key_a; the key is (type, key_a)); ''
+        // is the fingerprint of an object or record that has none (valid ones are 22 to 86
+        // characters). creation_second is creationDate in whole seconds, for the wanted rule. A
+        // record carries the keys of every object ever linked to it, in record_keys, kept when the
+        // object goes (its device's deletion included); they go with the account.
+        (6, """
+        ALTER TABLE objects ADD COLUMN pk_identifier TEXT;
+        ALTER TABLE objects ADD COLUMN key_a TEXT;
+        ALTER TABLE objects ADD COLUMN creation_second INTEGER;
+        UPDATE objects SET creation_second = CAST(strftime('%s', creation_date) AS INTEGER) WHERE creation_date IS NOT NULL;
+        CREATE INDEX objects_by_key ON objects (account_key, device_key, type, key_a) WHERE key_a IS NOT NULL;
+        CREATE INDEX objects_by_link ON objects (account_key, record_guid) WHERE record_guid IS NOT NULL;
+        CREATE TABLE record_keys (
+            account_key INTEGER NOT NULL,
+            guid TEXT NOT NULL,
+            type INTEGER NOT NULL,
+            key_a TEXT NOT NULL,
+            PRIMARY KEY (account_key, guid, key_a)
+        ) WITHOUT ROWID;
+        CREATE INDEX record_keys_by_key ON record_keys (account_key, type, key_a);
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }
