@@ -105,7 +105,18 @@ enum Codec {
     static func libraryObject(_ value: JSONValue, type: ObjectType, path: String) throws(APIError) -> LibraryObject {
         guard case .object(let o) = value else { throw APIError.wrongType(path, "an array of objects") }
         let localIdentifier = try self.requiredString(o, "localIdentifier", path: path + ".localIdentifier")
-        let fingerprint = try self.requiredString(o, "fingerprint", path: path + ".fingerprint")
+        // Optional (§2): absent or null keeps what is stored (the domain's empty fingerprint).
+        let fingerprint = try self.string(o, "fingerprint", path: path + ".fingerprint") ?? ""
+        if fingerprint.isEmpty, case .string? = o["fingerprint"] {
+            throw APIError.badRequest("fingerprint of \(localIdentifier) must be base64url without padding of 16 to 64 bytes.", field: path + ".fingerprint")
+        }
+        var object = try self.typedObject(o, type: type, localIdentifier: localIdentifier, fingerprint: fingerprint, path: path)
+        object.photoKitCloudIdentifier = try self.string(o, "photoKitCloudIdentifier", path: path + ".photoKitCloudIdentifier")
+        return object
+    }
+
+    private static func typedObject(_ o: JSONObject, type: ObjectType, localIdentifier: String, fingerprint: String,
+                                    path: String) throws(APIError) -> LibraryObject {
         switch type {
         case .asset:
             var mediaType = MediaType.image
@@ -247,7 +258,8 @@ enum Codec {
         w.beginObject()
         w.key("localIdentifier"); w.string(o.localIdentifier)
         w.key("type"); w.string(o.type.partName)
-        w.key("fingerprint"); w.string(o.fingerprint)
+        w.key("fingerprint"); self.optional(o.fingerprint.isEmpty ? nil : o.fingerprint, &w)
+        w.key("photoKitCloudIdentifier"); self.optional(o.photoKitCloudIdentifier, &w)
         switch o.type {
         case .asset:
             w.key("mediaType"); w.string(o.mediaType.rawValue)

@@ -13,8 +13,8 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
             return localToCloudAnswer(ids, answers, metrics)
         },
         app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers") { request, device in
-            let ids = try Codec.identifierBatch(request, "cloudIdentifiers", maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
-            let results = try app.service.mapping.localIdentifierResults(forCloudIdentifiers: ids, device: device)
+            let (ids, contentMatch) = try Codec.cloudIdentifierBatch(request, maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
+            let results = try app.service.mapping.localIdentifierResults(forCloudIdentifiers: ids, device: device, contentMatch: contentMatch)
             return cloudToLocalAnswer(ids, results, metrics)
         },
     ].map { route in
@@ -23,6 +23,16 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
         return route
     }
     return lookups + [
+        // §5 "Fingerprints on demand": which objects are worth hashing, and the library's counts.
+        app.deviceRoute("GET", "/v1/library/wanted", operation: "wanted") { request, device in
+            let after = request.query("after")
+            if after?.isEmpty == true { throw APIError.badRequest("The query parameter \"after\" must not be empty.", field: "after") }
+            let page = try app.service.mapping.wanted(device: device, after: after, limit: try Codec.intQuery(request, "limit") ?? 1000)
+            return Codec.wantedPage(page)
+        },
+        app.deviceRoute("GET", "/v1/library/status", operation: "libraryStatus") { _, device in
+            Codec.libraryStatus(try app.service.mapping.status(device: device))
+        },
         app.deviceRoute("POST", "/v1/library/links", operation: "link") { request, device in
             let body = try request.jsonBody()
             let cloud = try Codec.requiredString(body, "cloudIdentifier", path: "cloudIdentifier")
