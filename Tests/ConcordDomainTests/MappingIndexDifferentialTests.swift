@@ -8,7 +8,8 @@ import Testing
 /// operations — manifest uploads, changes, deletes, fingerprint changes, links, resets,
 /// authorization changes, journal writes and reads, device deletion and creation, over two
 /// accounts with two devices each, from small pools of identifiers and contents so duplicates and
-/// collisions are common — runs against four services, each on its own database: one answering
+/// collisions are common; objects with keys, without fingerprints, with creation dates in several
+/// time zones; the wanted list and status) — runs against four services, each on its own database: one answering
 /// from storage alone (index off), one with the index, one with an index budget so small that
 /// accounts are evicted all the time, and one whose budget no account fits (served from storage). Every operation's answer, and after every step a
 /// full sweep of both mapping directions on every device, must be identical across the four.
@@ -103,6 +104,17 @@ private final class Scenario {
 
     func fingerprint() -> String { fp(Int.random(in: 0..<9, using: &self.random)) }
 
+    /// An asset (or album) from the pools, with keys (issue 21): a third without fingerprint, most
+    /// with a key from a small pool (shared across devices, sometimes twice on one device), and a
+    /// creation date written in several time zones (two spellings of one instant).
+    func object(_ id: String, album: Bool = false) -> LibraryObject {
+        let fingerprint = self.chance(0.35) ? "" : self.fingerprint()
+        let key = self.chance(0.7) ? "K\(Int.random(in: 0..<14, using: &self.random)):\(album ? "040" : "001"):h\(Int.random(in: 0..<3, using: &self.random))" : nil
+        if album { return .assetCollection("ALBUM-" + id, fingerprint: fingerprint, photoKitCloudIdentifier: key) }
+        let date = self.pick([nil, "2024-01-01T10:00:00Z", "2024-01-01T12:00:00.7+02:00", "2024-01-02T00:00:00Z", "2024-01-01T10:00:01-00:00"])
+        return .asset(id, fingerprint: fingerprint, creationDate: date, photoKitCloudIdentifier: key)
+    }
+
     /// Runs `operation` on every side and requires the same answer (or the same error) from each.
     @discardableResult
     func same(_ what: String, _ operation: (Side) throws -> String) -> String {
@@ -158,7 +170,7 @@ private final class Scenario {
         #expect(tiny.evictions > 10 && tiny.hits > 0, "\(tiny)")
         #expect(none.tooLarge > 10, "\(none)")
         print("differential seed \(self.seed) \(self.engine): index \(full); tiny \(tiny); nothing fits \(none)")
-        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "linked"] {
+        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "linked", "wanted"] {
             #expect(self.outcomes[outcome, default: 0] > 0, "seed \(self.seed): the run met \(outcome) only \(self.outcomes[outcome, default: 0]) times: \(self.outcomes)")
         }
     }
@@ -167,6 +179,14 @@ private final class Scenario {
     func sweep() {
         let locals = (0..<22).map { "IMG-\($0)/L0/001" } + ["CAF\u{00C9}/L0/001", "CAFE\u{0301}/L0/001", "IMG-0/L0/001"]
         for d in 0..<4 {
+            // Before local → cloud links everything of the device.
+            // Fingerprints on demand: the wanted list (two pages) and the counts.
+            let wanted = self.same("sweep wanted, device \(d)") { side in
+                let first = try side.service.mapping.wanted(device: side.devices[d], after: nil, limit: 3)
+                let second = try first.next.map { try side.service.mapping.wanted(device: side.devices[d], after: $0, limit: 10_000) }
+                return "\(first) \(String(describing: second)) \(try side.service.mapping.status(device: side.devices[d]))"
+            }
+            if wanted.contains("total: ") && !wanted.contains("total: 0") { self.outcomes["wanted", default: 0] += 1 }
             let answer = self.same("sweep local → cloud, device \(d)") { side in
                 try side.service.mapping.cloudIdentifiers(forLocalIdentifiers: locals, device: side.devices[d]).map { "\($0.result)" }.joined(separator: "\n")
             }
@@ -216,7 +236,7 @@ private final class Scenario {
             var objects: [String: LibraryObject] = [:]
             for _ in 0..<Int.random(in: 0..<16, using: &self.random) {
                 let id = self.localID()
-                objects[id] = self.chance(0.1) ? .assetCollection("ALBUM-" + id, fingerprint: self.fingerprint()) : .asset(id, fingerprint: self.fingerprint())
+                objects[id] = self.object(id, album: self.chance(0.1))
             }
             let snapshot = LibrarySnapshot(objects: objects.values.sorted { $0.localIdentifier.utf8.lexicographicallyPrecedes($1.localIdentifier.utf8) })
             self.same("replaceLibrary reset=\(reset)") { side in
@@ -227,7 +247,7 @@ private final class Scenario {
             var upserts: [String: LibraryObject] = [:]
             for _ in 0..<Int.random(in: 0..<5, using: &self.random) {
                 let id = self.localID()
-                upserts[id] = .asset(id, fingerprint: self.fingerprint())
+                upserts[id] = self.object(id)
             }
             var deletes = Set<String>()
             for _ in 0..<Int.random(in: 0..<3, using: &self.random) {
@@ -245,10 +265,12 @@ private final class Scenario {
                 try side.service.mapping.cloudIdentifiers(forLocalIdentifiers: ids, device: side.devices[d]).map { "\($0.result)" }.joined(separator: "\n")
             }
             self.remember(answer)
-        case 45..<60:  // cloud → local
+        case 45..<60:  // cloud → local, now and then without content match
             let ids = self.cloudQuery(count: Int.random(in: 1..<12, using: &self.random))
-            self.same("localIdentifiers \(ids)") { side in
-                try side.service.mapping.localIdentifiers(forCloudIdentifiers: ids, device: side.devices[d]).map { "\($0.result)" }.joined(separator: "\n")
+            let contentMatch = !self.chance(0.25)
+            self.same("localIdentifiers \(ids) contentMatch=\(contentMatch)") { side in
+                try side.service.mapping.localIdentifierResults(forCloudIdentifiers: IdentifierBatch(ids), device: side.devices[d], contentMatch: contentMatch)
+                    .map { "\($0)" }.joined(separator: "\n")
             }
         case 60..<68:  // the person links a record to an object
             guard !self.seenCloud.isEmpty else { return }
@@ -256,7 +278,9 @@ private final class Scenario {
             let local = self.localID()
             if self.chance(0.7), let fingerprint = cloud.split(separator: ":").last, cloud.hasSuffix(":" + fingerprint) {
                 // Give the object the record's content first, so the link is allowed (and replaces links).
-                let request = LibraryChangeRequest(assets: LibraryChangePart(upsert: [.asset(local, fingerprint: String(fingerprint))]))
+                var object = self.object(local)
+                object.fingerprint = String(fingerprint)
+                let request = LibraryChangeRequest(assets: LibraryChangePart(upsert: [object]))
                 self.same("content for link \(local)") { side in
                     let r = try side.service.library.applyChanges(request, device: side.devices[d])
                     return "\(r.inserted) \(r.updated)"
@@ -301,9 +325,9 @@ private final class Scenario {
                 side.devices[d] = DeviceRef(accountID: old.accountID, deviceID: new.deviceID)
                 return "replaced"
             }
-        default:       // fingerprint changes of identifiers that are likely linked
+        default:       // fingerprint (or key) changes of identifiers that are likely linked: a fingerprint appearing keeps the link
             let id = self.localID()
-            let request = LibraryChangeRequest(assets: LibraryChangePart(upsert: [.asset(id, fingerprint: self.fingerprint())]))
+            let request = LibraryChangeRequest(assets: LibraryChangePart(upsert: [self.object(id)]))
             self.same("fingerprint change \(id)") { side in
                 let r = try side.service.library.applyChanges(request, device: side.devices[d])
                 return "\(r.inserted) \(r.updated)"
