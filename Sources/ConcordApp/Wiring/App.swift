@@ -92,7 +92,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         if let generatedTokenFile { started.add { unlink(generatedTokenFile) } }
         let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage)
 
-        let dispatcher = Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers, cores: cores, rates: context.rates)
+        let dispatcher = Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers, cores: cores,
+                                    rates: context.rates, bodyLimits: BodyLimits(configuration.server.limits), clock: context.clock)
         started.add { dispatcher.shutdown(deadline: 0.1) }
 
         let httpServer = HTTPServer(configuration: ServerConfiguration(configuration.server), responder: dispatcher,
