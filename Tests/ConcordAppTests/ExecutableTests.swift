@@ -84,13 +84,8 @@ func binaryServesAndExitsZeroOnSIGTERM() throws {
 
 @Test(.enabled(if: concordBinary != nil, "the concord executable is not built (swift build)"))
 func binaryExitsOneWhenPortIsTaken() throws {
-    let app = try startApp({
-        var c = Configuration()
-        c.server.host = "127.0.0.1"
-        c.server.port = 0
-        c.database = .sqlite(path: makeTemporaryDirectory().appendingPathComponent("a.sqlite").path)
-        return c
-    }(), sink: .init(flushInterval: 0, output: { _ in }))
+    let app = try startApp(testServerConfiguration(.sqlite(path: makeTemporaryDirectory().appendingPathComponent("a.sqlite").path), adminToken: nil,
+                                                   quiet: false), sink: .init(flushInterval: 0, output: { _ in }))
     defer { app.shutdown() }
     let directory = makeTemporaryDirectory()
     let (process, _, stderr) = try launch(["serve", "--host", "127.0.0.1", "--port", String(app.port), "--database", "x.sqlite"], in: directory)
