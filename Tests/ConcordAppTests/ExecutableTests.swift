@@ -3,17 +3,8 @@ import Testing
 
 @testable import ConcordApp
 
-/// The built `concord` executable: next to the test bundle (`swift test` builds every
-/// product into the same directory), else in `.build/debug`.
-private let concordBinary: URL? = {
-    let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("concord")
-    let candidates = [
-        besideTests,
-        besideTests.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("concord"),
-        repositoryRoot.appendingPathComponent(".build/debug/concord"),
-    ]
-    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-}()
+/// The built `concord` executable (`concordExecutable()`), nil when it is not built.
+private let concordBinary: URL? = concordExecutable()
 
 /// Runs `concord` with `arguments`; stdout and stderr go to files in `directory`.
 private func launch(_ arguments: [String], in directory: URL) throws -> (Process, stdout: URL, stderr: URL) {

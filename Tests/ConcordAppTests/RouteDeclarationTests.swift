@@ -54,17 +54,8 @@ import Testing
     /// Operations of docs/openapi.yaml that list the `IdempotencyKey` parameter.
     static func documentedIdempotent(yaml: String) -> Set<OpenAPIRouteAgreementTests.Operation> {
         var result = Set<OpenAPIRouteAgreementTests.Operation>()
-        var path: String?
-        var operation: OpenAPIRouteAgreementTests.Operation?
-        for raw in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = String(raw)
-            if !line.hasPrefix(" ") { path = nil; operation = nil; continue }
-            if line.hasPrefix("  /"), !line.hasPrefix("   ") { path = String(line.dropFirst(2).dropLast()); operation = nil; continue }
-            if line.hasPrefix("    "), !line.hasPrefix("     "), let path, line.hasSuffix(":") {
-                operation = OpenAPIRouteAgreementTests.Operation(method: String(line.dropFirst(4).dropLast()).uppercased(), path: path)
-                continue
-            }
-            if let operation, line.contains(##"$ref: "#/components/parameters/IdempotencyKey""##) { result.insert(operation) }
+        OpenAPIRouteAgreementTests.forEachOperationLine(yaml: yaml) { operation, line in
+            if line.contains(##"$ref: "#/components/parameters/IdempotencyKey""##) { result.insert(operation) }
         }
         return result
     }
