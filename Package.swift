@@ -1,9 +1,9 @@
 // swift-tools-version:6.1
 // Concord: one SwiftPM package, no package dependencies (see README.md).
 // Modules are layers; dependencies point one way:
-//   ConcordJSON, ConcordObservability  <-  ConcordHTTP  <-  ConcordTransport
-//   ConcordDomain  <-  ConcordStorage (CSQLite, CLibPQ)
-//   everything  <-  ConcordApp  <-  concord
+//   ConcordJSON  <-  ConcordHTTP  <-  ConcordTransport (CConcordSystem);  ConcordObservability
+//   ConcordDomain (CConcordSystem)  <-  ConcordStorage (CSQLite, CLibPQ)
+//   everything but the C libraries  <-  ConcordApp  <-  concord
 import PackageDescription
 
 let package = Package(
@@ -47,7 +47,7 @@ let package = Package(
             name: "ConcordApp",
             dependencies: [
                 "ConcordJSON", "ConcordHTTP", "ConcordTransport", "ConcordObservability",
-                "ConcordDomain", "ConcordStorage", "CSQLite", "CConcordSystem",
+                "ConcordDomain", "ConcordStorage", "CConcordSystem",
             ]
         ),
         .executableTarget(name: "concord", dependencies: ["ConcordApp"]),

@@ -1,4 +1,3 @@
-import Synchronization
 /// HTTP/1.1 message values shared by the parser, the writer, the transport and the app.
 /// Pure data: no I/O here.
 
@@ -81,14 +80,6 @@ public struct HTTPRequest: Sendable {
     public var version: HTTPVersion
     public var headers: HTTPHeaders
     public var body: [UInt8]
-    /// What the responder decided from the head before the body was read (`HTTPAdmission`),
-    /// handed back with the whole request; nil when no such decision was asked for.
-    public var admission: (any Sendable)? = nil
-    /// The client's IP address as the transport saw it (nil when unknown).
-    public var remoteAddress: String? = nil
-    /// Signalled by the transport when the client closes the connection, or its sending side,
-    /// before this request is answered (nil when the transport does not tell).
-    public var clientGone: ClientGoneSignal? = nil
 
     public init(method: String, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.method = method
@@ -140,35 +131,5 @@ public struct HTTPResponse: Sendable {
         self.status = status
         self.headers = headers
         self.body = body
-    }
-}
-
-/// Tells a responder holding a request (a long-poll) that its client closed the connection or
-/// its sending side before the answer came: it can answer at once instead of waiting out its
-/// time. A half-closed client still reads the answer; a gone one never will.
-public final class ClientGoneSignal: Sendable {
-    private let state = Mutex<(gone: Bool, handler: (@Sendable () -> Void)?)>((false, nil))
-
-    public init() {}
-
-    /// Runs `handler` once the client is gone (at once if it already is); replaces an earlier one.
-    public func onGone(_ handler: @escaping @Sendable () -> Void) {
-        let runNow = self.state.withLock { state -> Bool in
-            if state.gone { return true }
-            state.handler = handler
-            return false
-        }
-        if runNow { handler() }
-    }
-
-    /// The transport: the client went. Runs the handler, once.
-    public func signal() {
-        let handler = self.state.withLock { state -> (@Sendable () -> Void)? in
-            guard !state.gone else { return nil }
-            state.gone = true
-            defer { state.handler = nil }
-            return state.handler
-        }
-        handler?()
     }
 }

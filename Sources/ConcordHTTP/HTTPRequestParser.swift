@@ -746,8 +746,6 @@ public struct HTTPRequestHead: Sendable {
     public var contentLength: Int?
     /// The body is chunked; its length is known only at the end.
     public var isChunked: Bool
-    /// The client's IP address as the transport saw it (nil when unknown).
-    public var remoteAddress: String? = nil
 
     /// Creates a head (the parser builds these; public for tests of the layers above).
     public init(

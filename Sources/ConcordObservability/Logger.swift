@@ -164,13 +164,12 @@ public enum LogLine {
             nanos += 1_000_000_000
             seconds -= 1
         }
-        var days = Int(seconds / 86_400)
-        var secondsOfDay = Int(seconds % 86_400)
-        if secondsOfDay < 0 {
-            secondsOfDay += 86_400
-            days -= 1
-        }
-        let (year, month, day) = civilFromDays(days)
+        // The C library's proleptic Gregorian calendar in UTC; years kept to four digits.
+        var t = time_t(min(max(seconds, -62_167_219_200), 253_402_300_799))
+        var parts = tm()
+        _ = gmtime_r(&t, &parts)
+        let (year, month, day) = (Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday))
+        let secondsOfDay = Int(parts.tm_hour) * 3600 + Int(parts.tm_min) * 60 + Int(parts.tm_sec)
         appendDigits(year, 4, &out)
         out.append(UInt8(ascii: "-"))
         appendDigits(month, 2, &out)
@@ -185,21 +184,6 @@ public enum LogLine {
         out.append(UInt8(ascii: "."))
         appendDigits(Int(nanos / 1_000_000), 3, &out)
         out.append(UInt8(ascii: "Z"))
-    }
-
-    /// Days since 1970-01-01 → proleptic Gregorian (year, month 1...12, day 1...31).
-    /// Howard Hinnant's `civil_from_days` (as `HTTPDate` uses).
-    static func civilFromDays(_ z0: Int) -> (Int, Int, Int) {
-        let z = z0 + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let y = yoe + era * 400
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (m <= 2 ? y + 1 : y, m, d)
     }
 
     private static func appendDigits(_ value: Int, _ width: Int, _ out: inout [UInt8]) {

@@ -31,7 +31,7 @@ final class Connection {
     var reservedBodyBytes = 0
     /// The client's IP address, nil when unknown (given to the responder with each request).
     let remoteAddress: String?
-    /// The request with the responder, told when the client goes before its answer.
+    /// The request with the responder, told when the client goes before its answer (`ConnectionContext.clientGone`).
     var clientGone: ClientGoneSignal?
 
     init(fd: Int32, id: UInt64, machine: HTTPConnectionStateMachine, interest: UInt32, counted: Bool) {

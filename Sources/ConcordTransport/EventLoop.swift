@@ -454,18 +454,16 @@ final class EventLoop: @unchecked Sendable {
             let action = connection.actions[index]
             index += 1
             switch action {
-            case .dispatch(var request, let sequence):
-                request.remoteAddress = connection.remoteAddress
+            case .dispatch(let request, let admission, let sequence):
                 let gone = ClientGoneSignal()
-                request.clientGone = gone
                 connection.clientGone = gone
+                let context = ConnectionContext(remoteAddress: connection.remoteAddress, admission: admission, clientGone: gone)
                 let fd = connection.fd
                 let id = connection.id
-                self.shared.responder.handle(request) { [self] response in
+                self.shared.responder.handle(request, context: context) { [self] response in
                     self.deliver(fd: fd, id: id, sequence: sequence, answer: .response(response))
                 }
-            case .admit(var head, let sequence):
-                head.remoteAddress = connection.remoteAddress
+            case .admit(let head, let sequence):
                 let fd = connection.fd
                 let id = connection.id
                 // The budget of bodies in flight comes first: over it, the body is not read.
@@ -478,7 +476,7 @@ final class EventLoop: @unchecked Sendable {
                     }
                     connection.reservedBodyBytes = declared
                 }
-                self.shared.responder.admit(head) { [self] decision in
+                self.shared.responder.admit(head, context: ConnectionContext(remoteAddress: connection.remoteAddress)) { [self] decision in
                     self.deliver(fd: fd, id: id, sequence: sequence, answer: .admission(decision))
                 }
             case .writeResponse(let response, let keepAlive, let isHead, let version):

@@ -3,7 +3,7 @@ import ConcordHTTP
 /// A responder's decision on a request head before its body is read.
 public enum HTTPAdmission: Sendable {
     /// Read the body, at most `maxBodyBytes` (nil: the server's limit); `context` comes back
-    /// with the whole request (`HTTPRequest.admission`), so what the head check found (who is
+    /// with the whole request (`ConnectionContext.admission`), so what the head check found (who is
     /// calling) need not be looked up twice.
     case proceed(maxBodyBytes: Int?, context: (any Sendable)?)
     /// Answer this without reading the body, then close the connection.
@@ -39,7 +39,7 @@ struct HTTPConnectionStateMachine {
         /// its decision comes back through `admitted` with this sequence number.
         case admit(HTTPRequestHead, sequence: UInt64)
         /// Hand the request to the responder; its answer comes back with this sequence number.
-        case dispatch(HTTPRequest, sequence: UInt64)
+        case dispatch(HTTPRequest, admission: (any Sendable)?, sequence: UInt64)
         /// Serialise and queue a response.
         case writeResponse(HTTPResponse, keepAlive: Bool, isHead: Bool, version: HTTPVersion)
         /// Close once the queued output is written. `linger`: half-close and read until
@@ -215,14 +215,14 @@ struct HTTPConnectionStateMachine {
                     actions.append(.admit(head, sequence: self.sequence &+ 1))
                     return
                 }
-            case .request(var request, let keepAlive):
-                request.admission = self.admission
+            case .request(let request, let keepAlive):
+                let admission = self.admission
                 self.admission = nil
                 self.sequence &+= 1
                 self.bufferedWhileBusy = 0
                 self.state = .awaitingResponse(
                     sequence: self.sequence, isHead: request.method == "HEAD", keepAlive: keepAlive, version: request.version)
-                actions.append(.dispatch(request, sequence: self.sequence))
+                actions.append(.dispatch(request, admission: admission, sequence: self.sequence))
                 return
             }
         }

@@ -9,6 +9,23 @@ import Testing
 /// The admin token every API test server is configured with.
 let testAdminToken = "test-admin-token"
 
+/// A test server's configuration, the one place it is written: 127.0.0.1, port 0 (ephemeral),
+/// `eventLoops` loops and `workers` workers, `shutdownGrace` seconds to drain, the admin token
+/// given, logs below `error` dropped unless `quiet` is false.
+func testServerConfiguration(_ database: Configuration.Database, eventLoops: Int = 2, workers: Int = 4, shutdownGrace: Double = 2,
+                             adminToken: String? = testAdminToken, quiet: Bool = true) -> Configuration {
+    var c = Configuration()
+    c.server.host = "127.0.0.1"
+    c.server.port = 0
+    c.server.eventLoops = eventLoops
+    c.workers = workers
+    c.server.timeouts.shutdownGrace = shutdownGrace
+    c.adminToken = adminToken
+    if quiet { c.logLevel = .error }
+    c.database = database
+    return c
+}
+
 /// A real server on 127.0.0.1 port 0 over a fresh database of `engine` (SQLite file or
 /// PostgreSQL schema), for the API tests.
 final class APIServer: Sendable {
@@ -21,15 +38,7 @@ final class APIServer: Sendable {
     /// - Parameter configure: adjusts the configuration (retention, maxBatch) before start.
     init(engine: TestEngine = .sqlite, _ configure: (inout Configuration) -> Void = { _ in }) throws {
         self.directory = makeTemporaryDirectory()
-        var c = Configuration()
-        c.server.host = "127.0.0.1"
-        c.server.port = 0
-        c.server.eventLoops = 2
-        c.workers = 4
-        c.server.timeouts.shutdownGrace = 2
-        c.adminToken = testAdminToken
-        c.logLevel = .error
-        c.database = .sqlite(path: self.directory.appendingPathComponent("concord.sqlite").path)
+        var c = testServerConfiguration(.sqlite(path: self.directory.appendingPathComponent("concord.sqlite").path))
         if engine == .postgres {
             let database = try TestDatabase(.postgres, poolSize: 1)
             self.postgres = database

@@ -58,8 +58,9 @@ import Testing
     #expect(back == (0..<contents).map { "tablet-\($0)" })
 }
 
-/// The built `concord` executable: `swift test` builds every product next to the test bundle.
-private func concordExecutable() -> URL? {
+/// The built `concord` executable: next to the test bundle (`swift test` builds every
+/// product into the same directory), else in `.build/debug`.
+func concordExecutable() -> URL? {
     let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("concord")
     let candidates = [
         besideTests,

@@ -10,14 +10,8 @@ import Testing
 
 /// A configuration for one test: 127.0.0.1, port 0, a fresh SQLite file, no admin token.
 private func testConfiguration(directory: URL = makeTemporaryDirectory()) -> Configuration {
-    var c = Configuration()
-    c.server.host = "127.0.0.1"
-    c.server.port = 0
-    c.server.eventLoops = 1
-    c.workers = 2
-    c.server.timeouts.shutdownGrace = 2
-    c.database = .sqlite(path: directory.appendingPathComponent("data/concord.sqlite").path)
-    return c
+    testServerConfiguration(.sqlite(path: directory.appendingPathComponent("data/concord.sqlite").path), eventLoops: 1, workers: 2,
+                            adminToken: nil, quiet: false)
 }
 
 /// Collects log lines in memory.

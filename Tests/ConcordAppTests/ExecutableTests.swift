@@ -3,17 +3,8 @@ import Testing
 
 @testable import ConcordApp
 
-/// The built `concord` executable: next to the test bundle (`swift test` builds every
-/// product into the same directory), else in `.build/debug`.
-private let concordBinary: URL? = {
-    let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("concord")
-    let candidates = [
-        besideTests,
-        besideTests.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("concord"),
-        repositoryRoot.appendingPathComponent(".build/debug/concord"),
-    ]
-    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-}()
+/// The built `concord` executable (`concordExecutable()`), nil when it is not built.
+private let concordBinary: URL? = concordExecutable()
 
 /// Runs `concord` with `arguments`; stdout and stderr go to files in `directory`.
 private func launch(_ arguments: [String], in directory: URL) throws -> (Process, stdout: URL, stderr: URL) {
@@ -84,13 +75,8 @@ func binaryServesAndExitsZeroOnSIGTERM() throws {
 
 @Test(.enabled(if: concordBinary != nil, "the concord executable is not built (swift build)"))
 func binaryExitsOneWhenPortIsTaken() throws {
-    let app = try startApp({
-        var c = Configuration()
-        c.server.host = "127.0.0.1"
-        c.server.port = 0
-        c.database = .sqlite(path: makeTemporaryDirectory().appendingPathComponent("a.sqlite").path)
-        return c
-    }(), sink: .init(flushInterval: 0, output: { _ in }))
+    let app = try startApp(testServerConfiguration(.sqlite(path: makeTemporaryDirectory().appendingPathComponent("a.sqlite").path), adminToken: nil,
+                                                   quiet: false), sink: .init(flushInterval: 0, output: { _ in }))
     defer { app.shutdown() }
     let directory = makeTemporaryDirectory()
     let (process, _, stderr) = try launch(["serve", "--host", "127.0.0.1", "--port", String(app.port), "--database", "x.sqlite"], in: directory)

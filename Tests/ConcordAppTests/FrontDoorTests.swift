@@ -18,31 +18,20 @@ import Glibc
     static func exchange(port: Int, head: String, body: String? = nil) throws -> (beforeBody: String, all: String) {
         let fd = try connectLoopback(port: port, receiveTimeout: 2)
         defer { close(fd) }
-        func receive(untilClosed: Bool) -> String {
-            var received: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                received.append(contentsOf: chunk[0..<n])
-                // Before the body: one interim or final head is what we wait for.
-                if !untilClosed, String(decoding: received, as: UTF8.self).contains("\r\n\r\n") {
-                    let text = String(decoding: received, as: UTF8.self)
-                    if text.hasPrefix("HTTP/1.1 100 ") { break }
-                    if let split = text.range(of: "\r\n\r\n"), let length = text[..<split.lowerBound].components(separatedBy: "\r\n")
-                        .first(where: { $0.lowercased().hasPrefix("content-length:") })?.split(separator: ":").last
-                        .flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), text.utf8.count - text[..<split.upperBound].utf8.count >= length {
-                        break
-                    }
-                }
-            }
-            return String(decoding: received, as: UTF8.self)
+        // Before the body: one interim or final head is what we wait for.
+        func headArrived(_ text: String) -> Bool {
+            guard text.contains("\r\n\r\n") else { return false }
+            if text.hasPrefix("HTTP/1.1 100 ") { return true }
+            guard let split = text.range(of: "\r\n\r\n"), let length = text[..<split.lowerBound].components(separatedBy: "\r\n")
+                .first(where: { $0.lowercased().hasPrefix("content-length:") })?.split(separator: ":").last
+                .flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) else { return false }
+            return text.utf8.count - text[..<split.upperBound].utf8.count >= length
         }
         sendAll(fd, head)
-        let before = receive(untilClosed: false)
+        let before = receive(fd, until: headArrived)
         guard let body, before.hasPrefix("HTTP/1.1 100 ") else { return (before, before) }
         sendAll(fd, body)
-        return (before, before + receive(untilClosed: true))
+        return (before, before + receiveUntilClosed(fd))
     }
 
     static func head(_ method: String, _ path: String, token: String?, length: Int, expect: Bool = true) -> String {

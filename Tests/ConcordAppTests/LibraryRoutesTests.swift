@@ -45,8 +45,8 @@ private func fullChange(album: String = "A/L0/040", folder: String = "F/L0/020")
     let encoded = try server.call("GET", "/v1/library/objects/\(percentEncoded(assetID(2)))", token: device.token)
     #expect(raw.status == 200 && encoded.status == 200 && raw.raw.body == encoded.raw.body)
     #expect(raw.json == (try JSONValue.parse(Array("""
-        {"localIdentifier":"\(assetID(2))","type":"assets","fingerprint":"\(fingerprint(2))","mediaType":"image",
-         "creationDate":null,"modificationDate":null,"hasAdjustments":true,"isFavorite":false}
+        {"localIdentifier":"\(assetID(2))","type":"assets","fingerprint":"\(fingerprint(2))","photoKitCloudIdentifier":null,
+         "mediaType":"image","creationDate":null,"modificationDate":null,"hasAdjustments":true,"isFavorite":false}
         """.utf8))))
     let album = try server.call("GET", "/v1/library/objects/A/L0/040", token: device.token)
     #expect(album["type"]?.stringValue == "assetCollections" && album["title"]?.stringValue == "Trip")
@@ -113,7 +113,10 @@ private func fullChange(album: String = "A/L0/040", folder: String = "F/L0/020")
     let fp = fingerprint(5)
     let cases: [(body: String, field: String)] = [
         (#"{"assets":{"upsert":[{"fingerprint":"\#(fp)"}]}}"#, "assets.upsert.localIdentifier"),
-        (#"{"assets":{"upsert":[{"localIdentifier":"x"}]}}"#, "assets.upsert.fingerprint"),
+        // A fingerprint is optional (API.md §2, issue 21), but an empty one is not a fingerprint.
+        (#"{"assets":{"upsert":[{"localIdentifier":"x","fingerprint":""}]}}"#, "assets.upsert.fingerprint"),
+        (#"{"assets":{"upsert":[{"localIdentifier":"x","photoKitCloudIdentifier":"A:040:h"}]}}"#, "assets.upsert.photoKitCloudIdentifier"),
+        (#"{"assets":{"upsert":[{"localIdentifier":"x","photoKitCloudIdentifier":7}]}}"#, "assets.upsert.photoKitCloudIdentifier"),
         (#"{"assets":{"upsert":[{"localIdentifier":"x","fingerprint":12}]}}"#, "assets.upsert.fingerprint"),
         (#"{"assets":{"upsert":[{"localIdentifier":"x","fingerprint":"short"}]}}"#, "assets.upsert.fingerprint"),
         (#"{"assets":{"upsert":[{"localIdentifier":"","fingerprint":"\#(fp)"}]}}"#, "assets.upsert.localIdentifier"),
@@ -183,7 +186,8 @@ private func fullChange(album: String = "A/L0/040", folder: String = "F/L0/020")
     #expect(try server.cloudIDs(device.token, ["a"])[0]["cloudIdentifier"]?.stringValue == cloudA)
 
     #expect(try server.call("PUT", "/v1/library?reset=maybe", token: device.token, body: "{}").errorField == "reset")
-    #expect(try server.call("PUT", "/v1/library", token: device.token, body: #"{"assets":[{"localIdentifier":"a"}]}"#).errorField == "assets.fingerprint")
+    #expect(try server.call("PUT", "/v1/library", token: device.token, body: #"{"assets":[{"localIdentifier":"a","fingerprint":""}]}"#).errorField == "assets.fingerprint")
+    #expect(try server.call("PUT", "/v1/library", token: device.token, body: #"{"assets":[{"localIdentifier":"a","photoKitCloudIdentifier":"a:b"}]}"#).errorField == "assets.photoKitCloudIdentifier")
 
     // A reset: one change whose details are unavailable; a's link is dropped, so a
     // asking again links to the oldest unlinked record of its content: the same one.

@@ -64,6 +64,23 @@ import Testing
         return operations
     }
 
+    /// Calls `body` with each line inside an operation of docs/openapi.yaml (a two-space path key,
+    /// then a four-space method key) and the operation it belongs to.
+    static func forEachOperationLine(yaml: String, _ body: (Operation, String) -> Void) {
+        var path: String?
+        var operation: Operation?
+        for raw in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = String(raw)
+            if !line.hasPrefix(" ") { path = nil; operation = nil; continue }
+            if line.hasPrefix("  /"), !line.hasPrefix("   ") { path = String(line.dropFirst(2).dropLast()); operation = nil; continue }
+            if line.hasPrefix("    "), !line.hasPrefix("     "), let path, line.hasSuffix(":") {
+                operation = Operation(method: String(line.dropFirst(4).dropLast()).uppercased(), path: path)
+                continue
+            }
+            if let operation { body(operation, line) }
+        }
+    }
+
     struct ShapeError: Error, CustomStringConvertible {
         var line: String
         var description: String { "docs/openapi.yaml is not in the shape the test reads: \(self.line)" }

@@ -50,14 +50,8 @@ func healthcheckStatusLineParsing(_ index: Int) {
 }
 
 private func serverConfiguration(_ directory: URL) -> Configuration {
-    var c = Configuration()
-    c.server.host = "127.0.0.1"
-    c.server.port = 0
-    c.server.eventLoops = 1
-    c.workers = 2
-    c.server.timeouts.shutdownGrace = 1
-    c.database = .sqlite(path: directory.appendingPathComponent("data/concord.sqlite").path)
-    return c
+    testServerConfiguration(.sqlite(path: directory.appendingPathComponent("data/concord.sqlite").path), eventLoops: 1, workers: 2,
+                            shutdownGrace: 1, adminToken: nil, quiet: false)
 }
 
 @Test func healthcheckExitsZeroForAServingProcessAndOneOtherwise() throws {

@@ -177,16 +177,7 @@ struct PostgresFaultTests {
 
         let directory = makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        var c = Configuration()
-        c.server.host = "127.0.0.1"
-        c.server.port = 0
-        c.server.eventLoops = 2
-        c.workers = 4
-        c.server.timeouts.shutdownGrace = 2
-        c.adminToken = testAdminToken
-        c.logLevel = .error
-        c.database = .postgres(url: url)
-        let app = try startApp(c, sink: LogSink(flushInterval: 0, output: { _ in }))
+        let app = try startApp(testServerConfiguration(.postgres(url: url)), sink: LogSink(flushInterval: 0, output: { _ in }))
         defer { app.shutdown() }
         let port = app.port
 

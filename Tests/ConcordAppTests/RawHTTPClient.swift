@@ -59,12 +59,19 @@ func rawExchange(port: Int, _ request: String) throws -> String {
 
 /// Everything the server sends on `fd` until it closes (or the receive timeout passes).
 func receiveUntilClosed(_ fd: Int32) -> String {
+    receive(fd, until: { _ in false })
+}
+
+/// What the server sends on `fd` until `done` says the text so far is enough, it closes, or the
+/// receive timeout passes.
+func receive(_ fd: Int32, until done: (String) -> Bool) -> String {
     var received: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65536)
     while true {
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n <= 0 { break }
         received.append(contentsOf: chunk[0..<n])
+        if done(String(decoding: received, as: UTF8.self)) { break }
     }
     return String(decoding: received, as: UTF8.self)
 }

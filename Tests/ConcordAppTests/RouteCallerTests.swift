@@ -9,21 +9,11 @@ import Testing
     /// `security` of each operation in docs/openapi.yaml: `[]` is anyone, else the one scheme listed.
     static func documentedCallers(yaml: String) -> [OpenAPIRouteAgreementTests.Operation: RouteCaller] {
         var callers: [OpenAPIRouteAgreementTests.Operation: RouteCaller] = [:]
-        var path: String?
-        var operation: OpenAPIRouteAgreementTests.Operation?
         var inSecurity = false
         let schemes: [String: RouteCaller] = ["adminToken": .admin, "accountToken": .account, "deviceToken": .device]
-        for raw in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = String(raw)
-            if !line.hasPrefix(" ") { path = nil; operation = nil; continue }
-            if line.hasPrefix("  /"), !line.hasPrefix("   ") { path = String(line.dropFirst(2).dropLast()); operation = nil; continue }
-            if line.hasPrefix("    "), !line.hasPrefix("     "), let path, line.hasSuffix(":") {
-                operation = OpenAPIRouteAgreementTests.Operation(method: String(line.dropFirst(4).dropLast()).uppercased(), path: path)
-                continue
-            }
-            guard let current = operation else { continue }
-            if line == "      security: []" { callers[current] = .anyone; inSecurity = false; continue }
-            if line == "      security:" { inSecurity = true; continue }
+        OpenAPIRouteAgreementTests.forEachOperationLine(yaml: yaml) { current, line in
+            if line == "      security: []" { callers[current] = .anyone; inSecurity = false; return }
+            if line == "      security:" { inSecurity = true; return }
             if inSecurity {
                 let item = line.trimmingCharacters(in: .whitespaces)
                 if item.hasPrefix("- "), let scheme = item.dropFirst(2).split(separator: ":").first, let caller = schemes[String(scheme)] {

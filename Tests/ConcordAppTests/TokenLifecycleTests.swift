@@ -115,12 +115,7 @@ import Testing
     @Test func tokenEventsAndFailedAuthenticationsAreAuditedWithoutTheToken() throws {
         let lines = Mutex<[String]>([])
         let directory = makeTemporaryDirectory()
-        var c = Configuration()
-        c.server.host = "127.0.0.1"
-        c.server.port = 0
-        c.adminToken = testAdminToken
-        c.database = .sqlite(path: directory.appendingPathComponent("concord.sqlite").path)
-        let app = try startApp(c, sink: LogSink(flushInterval: 0, output: { bytes in
+        let app = try startApp(testServerConfiguration(.sqlite(path: directory.appendingPathComponent("concord.sqlite").path), quiet: false), sink: LogSink(flushInterval: 0, output: { bytes in
             lines.withLock { $0 += String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init) }
         }))
         defer { app.shutdown() }

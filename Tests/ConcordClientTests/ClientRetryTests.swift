@@ -17,7 +17,7 @@ final class ScriptedResponder: HTTPResponder {
 
     init(_ script: [HTTPResponse]) { self.script = script }
 
-    func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+    func handle(_ request: HTTPRequest, context: ConnectionContext, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         let n = self.seen.withLock { seen in
             seen.append(request)
             return seen.count

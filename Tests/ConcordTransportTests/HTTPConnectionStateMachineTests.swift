@@ -13,7 +13,7 @@ import Testing
             switch action {
             case .sendContinue: return "continue"
             case .admit(let head, let sequence): return "admit \(sequence) \(head.method) \(head.target)"
-            case .dispatch(let request, let sequence): return "dispatch \(sequence) \(request.method) \(request.target) \(request.body.count)"
+            case .dispatch(let request, _, let sequence): return "dispatch \(sequence) \(request.method) \(request.target) \(request.body.count)"
             case .writeResponse(let response, let keepAlive, let isHead, _): return "write \(response.status)\(keepAlive ? "" : " close")\(isHead ? " head" : "")"
             case .closeWhenFlushed(let linger): return linger ? "linger" : "close"
             case .protocolError(let status, let name): return "error \(status) \(name)"
@@ -167,8 +167,8 @@ import Testing
         var actions: [Machine.Action] = []
         machine.admitted(.proceed(maxBodyBytes: 2, context: "caller"), sequence: 1, now: 0, into: &actions)
         Array("ok".utf8).withUnsafeBytes { machine.received($0, now: 0, into: &actions) }
-        let dispatched = actions.compactMap { action -> HTTPRequest? in
-            if case .dispatch(let request, _) = action { return request }
+        let dispatched = actions.compactMap { action -> (request: HTTPRequest, admission: (any Sendable)?)? in
+            if case .dispatch(let request, let admission, _) = action { return (request, admission) }
             return nil
         }
         #expect(dispatched.count == 1)

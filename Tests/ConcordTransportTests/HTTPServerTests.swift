@@ -412,12 +412,12 @@ import Testing
     func aHeldRequestIsToldWhenItsClientGoes(_ halfClose: Bool) throws {
         let signals = Mutex<[ClientGoneSignal]>([])
         let told = Atomic<Int>(0)
-        let responder = ClosureResponder { request, respond in
-            guard let gone = request.clientGone else { return }
+        let responder = ClosureResponder(withContext: { request, context, respond in
+            guard let gone = context.clientGone else { return }
             if request.path == "/answered" { respond(HTTPResponse(status: 204)) }
             gone.onGone { told.add(1, ordering: .sequentiallyConsistent) }
             signals.withLock { $0.append(gone) }
-        }
+        })
         var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.eventLoopCount = 1
         let server = HTTPServer(configuration: configuration, responder: responder)

@@ -6,10 +6,12 @@ import Glibc
 
 /// A responder built from a closure, for tests.
 struct ClosureResponder: HTTPResponder {
-    let body: @Sendable (HTTPRequest, @escaping @Sendable (HTTPResponse) -> Void) -> Void
-    init(_ body: @escaping @Sendable (HTTPRequest, @escaping @Sendable (HTTPResponse) -> Void) -> Void) { self.body = body }
-    func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
-        self.body(request, respond)
+    let body: @Sendable (HTTPRequest, ConnectionContext, @escaping @Sendable (HTTPResponse) -> Void) -> Void
+    init(_ body: @escaping @Sendable (HTTPRequest, @escaping @Sendable (HTTPResponse) -> Void) -> Void) { self.body = { request, _, respond in body(request, respond) } }
+    /// A responder that also reads what the transport knows of the connection.
+    init(withContext body: @escaping @Sendable (HTTPRequest, ConnectionContext, @escaping @Sendable (HTTPResponse) -> Void) -> Void) { self.body = body }
+    func handle(_ request: HTTPRequest, context: ConnectionContext, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        self.body(request, context, respond)
     }
 }
 

@@ -6,7 +6,7 @@ import Foundation
 /// API.md §3: accounts (admin token) and devices (account token).
 func accountRoutes(_ app: AppContext) -> [Route] {
     [
-        app.adminRoute("POST", "/v1/accounts", operation: "createAccount") { request, _ in
+        app.adminRoute("POST", "/v1/accounts", operation: "createAccount", idempotent: true) { request, _ in
             let body = try request.jsonBody()
             let name = try Codec.requiredString(body, "name", path: "name")
             let created = try app.service.accounts.createAccount(name: name)
@@ -18,7 +18,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                 w.endObject()
             }
         },
-        app.accountRoute("POST", "/v1/devices", operation: "createDevice") { request, accountID in
+        app.accountRoute("POST", "/v1/devices", operation: "createDevice", idempotent: true) { request, accountID in
             let body = try request.jsonBody()
             let name = try Codec.requiredString(body, "name", path: "name")
             let platform = try Codec.string(body, "platform", path: "platform")
@@ -62,7 +62,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             return .noContent
         },
         // Token lifecycle (issue 12; docs/api-notes.md): rotate, revoke, delete the account.
-        app.accountRoute("POST", "/v1/account/token", operation: "rotateAccountToken") { request, accountID in
+        app.accountRoute("POST", "/v1/account/token", operation: "rotateAccountToken", idempotent: true) { request, accountID in
             let token = try app.service.accounts.rotateAccountToken(accountID: accountID)
             app.audit("token rotated", request, ["kind": "account", "accountID": .string(accountID)])
             return Codec.json { w in
@@ -71,7 +71,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                 w.endObject()
             }
         },
-        app.accountRoute("POST", "/v1/devices/{deviceID}/token", operation: "rotateDeviceToken") { request, accountID in
+        app.accountRoute("POST", "/v1/devices/{deviceID}/token", operation: "rotateDeviceToken", idempotent: true) { request, accountID in
             let deviceID = try request.pathParameter("deviceID")
             let created = try app.service.accounts.rotateDeviceToken(accountID: accountID, deviceID: deviceID)
             app.audit("token rotated", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(deviceID)])

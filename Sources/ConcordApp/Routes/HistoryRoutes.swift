@@ -14,7 +14,7 @@ func historyRoutes(_ app: AppContext) -> [Route] {
             guard let since = request.query("since") else { throw APIError.missingField("since") }
             let limit = try Codec.intQuery(request, "limit")
             let wait = try app.waitQuery(request)
-            try app.longPolls.serve(topic: .library(device), wait: wait, clientGone: request.request.clientGone, answer: answer) {
+            try app.longPolls.serve(topic: .library(device), wait: wait, request: request, answer: answer) {
                 let page = try app.service.history.changes(since: since, limit: limit, device: device)
                 let response = Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
                     Codec.write(change, into: &w)

@@ -8,7 +8,7 @@ import Foundation
 /// device does"); an account token is `403`.
 func journalRoutes(_ app: AppContext) -> [Route] {
     [
-        app.deviceRoute("POST", "/v1/journals", operation: "createJournal") { request, device in
+        app.deviceRoute("POST", "/v1/journals", operation: "createJournal", idempotent: true) { request, device in
             let title = try Codec.requiredString(try request.jsonBody(), "title", path: "title")
             let journal = try app.service.journals.createJournal(title: title, device: device)
             var response = Codec.json(status: 201) { w in Codec.write(journal, entries: nil, into: &w) }
@@ -38,7 +38,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             guard let since = request.query("since") else { throw APIError.missingField("since") }
             let limit = try Codec.intQuery(request, "limit")
             let wait = try app.waitQuery(request)
-            try app.longPolls.serve(topic: .journals(accountID: device.accountID), wait: wait, clientGone: request.request.clientGone, answer: answer) {
+            try app.longPolls.serve(topic: .journals(accountID: device.accountID), wait: wait, request: request, answer: answer) {
                 let page = try app.service.journals.journalChanges(since: since, limit: limit, device: device)
                 let response = Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
                     Codec.write(change, into: &w)
@@ -72,7 +72,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             try app.service.journals.deleteJournal(journalID, ifMatch: ifMatch, device: device)
             return .noContent
         },
-        app.deviceRoute("PUT", "/v1/journals/{journalID}/entries/{entryID}", operation: "putEntry") { request, device in
+        app.deviceRoute("PUT", "/v1/journals/{journalID}/entries/{entryID}", operation: "putEntry", body: .batch) { request, device in
             let journalID = try request.pathParameter("journalID")
             let entryID = try request.pathParameter("entryID")
             let ifMatch = try Codec.ifMatch(request)
@@ -94,7 +94,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             try app.service.journals.deleteEntry(journalID: journalID, entryID: entryID, ifMatch: ifMatch, device: device)
             return .noContent
         },
-        app.deviceRoute("POST", "/v1/journals/{journalID}/entries/{entryID}/selection", operation: "selection") { request, device in
+        app.deviceRoute("POST", "/v1/journals/{journalID}/entries/{entryID}/selection", operation: "selection", body: .batch, idempotent: true) { request, device in
             let journalID = try request.pathParameter("journalID")
             let entryID = try request.pathParameter("entryID")
             let ifMatch = try Codec.ifMatch(request)

@@ -5,17 +5,17 @@ import ConcordJSON
 /// API.md §4: a device's library (device token).
 func libraryRoutes(_ app: AppContext) -> [Route] {
     [
-        app.deviceRoute("POST", "/v1/library/changes", operation: "applyChanges") { request, device in
+        app.deviceRoute("POST", "/v1/library/changes", operation: "applyChanges", body: .manifest, idempotent: true) { request, device in
             let changes = try Codec.changeRequest(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
             let result = try app.service.library.applyChanges(changes, device: device)
             return Codec.json { Codec.write(result, into: &$0) }
         },
-        app.deviceRoute("PUT", "/v1/library", operation: "replaceLibrary") { request, device in
+        app.deviceRoute("PUT", "/v1/library", operation: "replaceLibrary", body: .manifest) { request, device in
             let reset = try Codec.boolQuery(request, "reset") ?? false
             let snapshot = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
             let items = app.configuration.server.limits.libraryItems
             guard snapshot.objects.count <= items else {
-                throw APIError(status: 413, name: "payloadTooLarge", message: "A library manifest may list at most \(items) objects.")
+                throw APIError.payloadTooLarge("A library manifest may list at most \(items) objects.")
             }
             let result = try app.service.library.replaceLibrary(snapshot, reset: reset, device: device)
             return Codec.json { Codec.write(result, into: &$0) }

@@ -6,23 +6,17 @@ import ConcordJSON
 /// The two lookups are computation once the account's index is loaded: they queue for a core.
 func mappingRoutes(_ app: AppContext) -> [Route] {
     let metrics = app.appMetrics
-    let lookups = [
-        app.deviceRoute("POST", "/v1/library/cloud-identifiers", operation: "cloudIdentifiers") { request, device in
+    return [
+        app.deviceRoute("POST", "/v1/library/cloud-identifiers", operation: "cloudIdentifiers", body: .batch, scheduling: .perCoreLookup) { request, device in
             let ids = try Codec.identifierBatch(request, "localIdentifiers", maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
             let answers = try app.service.mapping.cloudIdentifierAnswers(forLocalIdentifiers: ids, device: device)
             return localToCloudAnswer(ids, answers, metrics)
         },
-        app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers") { request, device in
+        app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers", body: .batch, scheduling: .perCoreLookup) { request, device in
             let (ids, contentMatch) = try Codec.cloudIdentifierBatch(request, maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
             let results = try app.service.mapping.localIdentifierResults(forCloudIdentifiers: ids, device: device, contentMatch: contentMatch)
             return cloudToLocalAnswer(ids, results, metrics)
         },
-    ].map { route in
-        var route = route
-        route.onCore = true
-        return route
-    }
-    return lookups + [
         // §5 "Fingerprints on demand": which objects are worth hashing, and the library's counts.
         app.deviceRoute("GET", "/v1/library/wanted", operation: "wanted") { request, device in
             let after = request.query("after")
@@ -33,7 +27,7 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
         app.deviceRoute("GET", "/v1/library/status", operation: "libraryStatus") { _, device in
             Codec.libraryStatus(try app.service.mapping.status(device: device))
         },
-        app.deviceRoute("POST", "/v1/library/links", operation: "link") { request, device in
+        app.deviceRoute("POST", "/v1/library/links", operation: "link", idempotent: true) { request, device in
             let body = try request.jsonBody()
             let cloud = try Codec.requiredString(body, "cloudIdentifier", path: "cloudIdentifier")
             let local = try Codec.requiredString(body, "localIdentifier", path: "localIdentifier")

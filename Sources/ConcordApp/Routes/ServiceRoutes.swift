@@ -9,13 +9,13 @@ func serviceRoutes(_ app: AppContext) -> [Route] {
     let metrics = app.metrics
     let storage = app.storage
     return [
-        Route("GET", "/health", caller: .anyone, onLoop: true) { _ throws(APIError) in ok },
+        Route("GET", "/health", caller: .anyone, scheduling: .eventLoop) { _ throws(APIError) in ok },
         // Not on the loop: asking storage may block.
         Route("GET", "/ready", caller: .anyone) { _ throws(APIError) in
             guard storage.store.ping() else { throw APIError.unavailable(retryAfterSeconds: 1) }
             return ready
         },
-        Route("GET", "/metrics", caller: .anyone, onLoop: true) { _ throws(APIError) in
+        Route("GET", "/metrics", caller: .anyone, scheduling: .eventLoop) { _ throws(APIError) in
             .text(metrics.exposition(), contentType: MetricsRegistry.contentType)
         },
     ]

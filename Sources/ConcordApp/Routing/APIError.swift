@@ -23,33 +23,37 @@ public struct APIError: Error, Sendable {
     }
 
     public static func badRequest(_ message: String, field: String? = nil) -> APIError {
-        var e = APIError(status: 400, name: "badRequest", message: message)
+        var e = APIError(.badRequest, message)
         if let field { e.details.append(("field", jsonString(field))) }
         return e
     }
     /// The body is over the route's limit (the transport's own limit answers the same way).
     public static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(status: 413, name: "payloadTooLarge", message: "body larger than \(limit) bytes")
+        .payloadTooLarge("body larger than \(limit) bytes")
     }
-    public static let unauthorized = APIError(status: 401, name: "unauthorized", message: "A valid bearer token is required.")
-    public static let forbidden = APIError(status: 403, name: "forbidden", message: "This token may not use this endpoint.")
-    public static let notFound = APIError(status: 404, name: "notFound", message: "Not found.")
+    /// The body holds more than the route takes (elements, objects).
+    public static func payloadTooLarge(_ message: String) -> APIError {
+        APIError(.payloadTooLarge, message)
+    }
+    public static let unauthorized = APIError(.unauthorized, "A valid bearer token is required.")
+    public static let forbidden = APIError(.forbidden, "This token may not use this endpoint.")
+    public static let notFound = APIError(.notFound, "Not found.")
     public static func methodNotAllowed(allow: [String]) -> APIError {
-        APIError(status: 405, name: "methodNotAllowed", message: "Method not allowed.", headers: [("Allow", allow.joined(separator: ", "))])
+        APIError(.methodNotAllowed, "Method not allowed.", headers: [("Allow", allow.joined(separator: ", "))])
     }
     /// `501`: a method the server does not implement on any resource (RFC 9110 §15.6.2).
-    public static let notImplemented = APIError(status: 501, name: "notImplemented", message: "This method is not implemented.")
+    public static let notImplemented = APIError(.notImplemented, "This method is not implemented.")
     public static func internalError() -> APIError {
-        APIError(status: 500, name: "internalError", message: "Internal server error.")
+        APIError(.internalError, "Internal server error.")
     }
     public static func unavailable(retryAfterSeconds: Int = 1, message: String = "Storage is unavailable; retry later.") -> APIError {
-        APIError(status: 503, name: "unavailable", message: message, headers: [("Retry-After", String(retryAfterSeconds))])
+        APIError(.unavailable, message, headers: [("Retry-After", String(retryAfterSeconds))])
     }
 
     /// `429`: over a rate limit; `Retry-After` in whole seconds, at least 1.
     public static func tooManyRequests(retryAfter seconds: Double) -> APIError {
         let wait = max(1, Int(seconds.rounded(.up)))
-        return APIError(status: 429, name: "tooManyRequests", message: "Too many requests; retry after \(wait) s.", headers: [("Retry-After", String(wait))])
+        return APIError(.tooManyRequests, "Too many requests; retry after \(wait) s.", headers: [("Retry-After", String(wait))])
     }
 
     /// The JSON response for this error.

@@ -9,29 +9,36 @@ import ConcordObservability
 import ConcordTransport
 import Synchronization
 
-/// The app's `HTTPResponder`: routes each request, runs the handler on the loop or on
-/// the worker pool, turns errors into the contract's JSON, counts and logs it.
+/// The app's `HTTPResponder`: routes each request, runs its first stage (`AddressRateStage`),
+/// then the route — on the loop or on the worker pool, as the route is declared — and counts and
+/// logs the answer in one place (`finish`).
 public final class Dispatcher: HTTPResponder {
     let router: Router
     let workers: WorkerPool
     let metrics: HTTPMetrics
     let logger: Logger
-    /// Rate limits per address and caller (nil: none, as in the transport's own tests).
-    let rates: RequestRates?
+    /// Stage 1 of every request: the client address's rate.
+    let addressRate: AddressRateStage
+    let clock: AppClock
     private let nextRequestID = Atomic<Int>(1)
 
     /// - Parameters:
     ///   - workerCount: threads for blocking handlers.
     ///   - maxPendingJobs: queued blocking requests beyond which the answer is `503 unavailable`.
-    ///   - cores: how many handlers of routes marked `onCore` may compute at once (`WorkerPool`).
+    ///   - cores: how many handlers of routes scheduled `perCoreLookup` may compute at once (`WorkerPool`).
+    ///   - rates: rate limits per address and caller (nil: none, as in the transport's own tests).
+    ///   - bodyLimits: each body class's limit (`Route.body`).
     init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000,
-         cores: Int = .max, rates: RequestRates? = nil) {
-        self.rates = rates
+         cores: Int = .max, rates: RequestRates? = nil, bodyLimits: BodyLimits = .serverOnly, clock: AppClock = .monotonic) {
+        self.addressRate = AddressRateStage(rates: rates)
+        self.clock = clock
         let table = HTTPMetrics(registry: metrics, patterns: routes.map(\.pattern))
-        // Each route carries its metrics slot, so a request records without a lookup.
+        // The per-route tables, derived from each declaration: its metrics slot (a request records
+        // without a lookup) and its body limit.
         self.router = Router(routes: routes.map { route in
             var route = route
             route.metricsIndex = table.index[route.pattern] ?? -1
+            route.maxBodyBytes = bodyLimits.limit(route.body)
             return route
         })
         self.workers = WorkerPool(threadCount: workerCount, maxPending: maxPendingJobs, cores: cores)
@@ -44,37 +51,28 @@ public final class Dispatcher: HTTPResponder {
     }
 
     /// Before a body is read (see `HTTPResponder.admit`): a request no route takes is answered as
-    /// `handle` would; a route's token is checked on the worker pool (it is a storage read), and a
-    /// `Content-Length` over the route's limit is refused — all without reading the body.
-    public func admit(_ head: HTTPRequestHead, decide: @escaping @Sendable (HTTPAdmission) -> Void) {
-        let probe = {
-            var request = HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers)
-            request.remoteAddress = head.remoteAddress
-            return request
-        }()
+    /// `handle` would; the address's rate is checked, then the route's `admit` stages (the token: a
+    /// storage read) on the worker pool, and a `Content-Length` over the route's limit is refused
+    /// — all without reading the body.
+    public func admit(_ head: HTTPRequestHead, context connection: ConnectionContext, decide: @escaping @Sendable (HTTPAdmission) -> Void) {
+        let probe = HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers)
         guard case .found(let route, let parameters) = self.router.match(method: head.method, path: probe.path) else {
-            self.handle(probe) { response in decide(.reject(response)) }
+            self.handle(probe, context: connection) { response in decide(.reject(response)) }
             return
         }
         guard let check = route.admit else {
             decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: nil))
             return
         }
-        let start = MonotonicClock.nanoseconds()
+        let start = self.clock.nanoseconds()
         let requestID = self.nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
-        if let refusal = self.rates?.checkAddress(head.remoteAddress) {
-            self.finish(probe, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: refusal.response) {
-                decide(.reject($0))
-            }
-            return
-        }
-        var logger = self.logger
-        logger[metadataKey: "request"] = .int(requestID)
-        let context = RequestContext(request: probe, pathParameters: parameters, routePattern: route.pattern, logger: logger)
         let slot = self.metrics.slot(route.metricsIndex)
         let refuse: @Sendable (HTTPResponse) -> Void = { [self] response in
             self.finish(probe, route: slot, start: start, requestID: requestID, response: response) { decide(.reject($0)) }
         }
+        if let refusal = self.addressRate.refusal(route, connection) { return refuse(refusal.response) }
+        let context = RequestContext(request: probe, connection: connection, pathParameters: parameters, routePattern: route.pattern,
+                                     logger: self.logger(requestID))
         let accepted = self.workers.submit {
             do throws(APIError) {
                 let who = try check(context)
@@ -86,80 +84,95 @@ public final class Dispatcher: HTTPResponder {
         if !accepted { refuse(Self.overloaded.response) }
     }
 
-    public func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
-        let start = MonotonicClock.nanoseconds()
+    public func handle(_ request: HTTPRequest, context connection: ConnectionContext, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        let start = self.clock.nanoseconds()
         let requestID = self.nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let (slot, next) = self.prepare(request, connection, requestID: requestID)
+        let answer: @Sendable (HTTPResponse) -> Void = { [self] response in
+            self.finish(request, route: slot, start: start, requestID: requestID, response: response, respond: respond)
+        }
+        switch next {
+        case .answer(let response): answer(response)
+        case .run(let route, let context): self.run(route, context, answer)
+        }
+    }
+
+    /// What happens to a request once routed: answered now, or its route runs.
+    private enum Next {
+        case answer(HTTPResponse)
+        case run(Route, RequestContext)
+    }
+
+    /// Routes `request` and runs what comes before its route: the address's rate, the route's
+    /// body limit, the query's decoding. Also the metrics slot it is counted in.
+    private func prepare(_ request: HTTPRequest, _ connection: ConnectionContext, requestID: Int) -> (HTTPMetrics.PerRoute, Next) {
+        let unmatched = self.metrics.unmatchedSlot
         switch self.router.match(method: request.method, path: request.path) {
         case .found(let route, let parameters):
-            // Counted per address unless the head was (admitted requests) or it is a service endpoint.
-            if route.caller != .anyone, request.admission == nil, let refusal = self.rates?.checkAddress(request.remoteAddress) {
-                self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
-                            response: refusal.response, respond: respond)
-                return
-            }
+            let slot = self.metrics.slot(route.metricsIndex)
+            if let refusal = self.addressRate.refusal(route, connection) { return (slot, .answer(refusal.response)) }
             if let limit = route.maxBodyBytes, request.body.count > limit {
                 // A body small enough to be read before the head was checked: the route's limit still holds.
-                self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
-                            response: APIError.payloadTooLarge(limit: limit).response, respond: respond)
-                return
+                return (slot, .answer(APIError.payloadTooLarge(limit: limit).response))
             }
             var queryItems: [(name: String, value: String)] = []
             if let query = request.query {
                 guard let items = PercentDecoding.parseQuery(query) else {
-                    self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
-                                response: APIError.badRequest("The query string has invalid percent-encoding.").response, respond: respond)
-                    return
+                    return (slot, .answer(APIError.badRequest("The query string has invalid percent-encoding.").response))
                 }
                 queryItems = items
             }
-            var logger = self.logger
-            logger[metadataKey: "request"] = .int(requestID)
-            let context = RequestContext(request: request, pathParameters: parameters, routePattern: route.pattern, queryItems: queryItems, logger: logger)
-            if case .deferred(let handler) = route.answering {
-                let slot = self.metrics.slot(route.metricsIndex)
-                let answer: @Sendable (HTTPResponse) -> Void = { [self] response in
-                    self.finish(request, route: slot, start: start, requestID: requestID, response: response, respond: respond)
-                }
-                let workers = self.workers
-                let deferred = DeferredAnswer(respond: answer, onWorker: { job in workers.submit(job) })
-                let accepted = self.workers.submit {
-                    do throws(APIError) {
-                        try handler(context, deferred)
-                    } catch {
-                        answer(error.response)
-                    }
-                }
-                if !accepted { answer(Self.overloaded.response) }
-            } else if route.onLoop {
-                self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: Self.run(route, context), respond: respond)
-            } else {
-                let accepted = self.workers.submit(onCore: route.onCore) { [self] in
-                    let response = Self.run(route, context)
-                    let large = request.body.count >= Self.trimAfterBodyBytes || response.body.count >= Self.trimAfterBodyBytes
-                    self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID, response: response, respond: respond)
-                    if large { Self.returnFreedMemory() }
-                }
-                if !accepted {
-                    self.finish(request, route: self.metrics.slot(route.metricsIndex), start: start, requestID: requestID,
-                                response: Self.overloaded.response, respond: respond)
-                }
-            }
+            let context = RequestContext(request: request, connection: connection, pathParameters: parameters, routePattern: route.pattern,
+                                         queryItems: queryItems, logger: self.logger(requestID))
+            return (slot, .run(route, context))
         case .notFound:
-            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID, response: APIError.notFound.response, respond: respond)
+            return (unmatched, .answer(APIError.notFound.response))
         case .methodNotAllowed(let allow):
-            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID,
-                        response: APIError.methodNotAllowed(allow: allow).response, respond: respond)
+            return (unmatched, .answer(APIError.methodNotAllowed(allow: allow).response))
         case .badRequest(let error):
-            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID, response: error.response, respond: respond)
+            return (unmatched, .answer(error.response))
         case .notImplemented:
-            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID,
-                        response: APIError.notImplemented.response, respond: respond)
+            return (unmatched, .answer(APIError.notImplemented.response))
         case .options(let allow):
             // 200 with an empty body: RFC 9110 §9.3.7 wants `Content-Length: 0`, which a 204 cannot carry.
             var response = HTTPResponse(status: 200)
             response.headers.add(name: "Allow", value: allow.joined(separator: ", "))
-            self.finish(request, route: self.metrics.unmatchedSlot, start: start, requestID: requestID, response: response, respond: respond)
+            return (unmatched, .answer(response))
         }
+    }
+
+    /// Runs the route where it is declared to run; `answer` is called once.
+    private func run(_ route: Route, _ context: RequestContext, _ answer: @escaping @Sendable (HTTPResponse) -> Void) {
+        switch (route.answering, route.scheduling) {
+        case (.deferred(let handler), _):
+            let workers = self.workers
+            let deferred = DeferredAnswer(respond: answer, onWorker: { job in workers.submit(job) })
+            let accepted = self.workers.submit {
+                do throws(APIError) {
+                    try handler(context, deferred)
+                } catch {
+                    answer(error.response)
+                }
+            }
+            if !accepted { answer(Self.overloaded.response) }
+        case (.immediately, .eventLoop):
+            answer(Self.run(route, context))
+        case (.immediately, .perCoreLookup), (.immediately, .blockingPool):
+            let accepted = self.workers.submit(onCore: route.onCore) {
+                let response = Self.run(route, context)
+                let large = context.request.body.count >= Self.trimAfterBodyBytes || response.body.count >= Self.trimAfterBodyBytes
+                answer(response)
+                if large { Self.returnFreedMemory() }
+            }
+            if !accepted { answer(Self.overloaded.response) }
+        }
+    }
+
+    /// The logger of request `requestID` (its id in every line).
+    private func logger(_ requestID: Int) -> Logger {
+        var logger = self.logger
+        logger[metadataKey: "request"] = .int(requestID)
+        return logger
     }
 
     /// A request or answer body at least this large (a library manifest, a change of a whole
@@ -195,7 +208,7 @@ public final class Dispatcher: HTTPResponder {
         _ request: HTTPRequest, route: HTTPMetrics.PerRoute, start: Int64, requestID: Int, response: HTTPResponse,
         respond: @Sendable (HTTPResponse) -> Void
     ) {
-        let elapsed = MonotonicClock.nanoseconds() - start
+        let elapsed = self.clock.nanoseconds() - start
         route.record(status: response.status, nanoseconds: elapsed)
         self.logger.info("request", metadata: LogMetadata(uniquePairs: [
             ("request", .int(requestID)),
@@ -317,14 +330,5 @@ final class HTTPMetrics: Sendable {
     @inline(__always)
     func slot(_ index: Int) -> PerRoute {
         index >= 0 && index < self.routes.count ? self.routes[index] : self.unmatchedSlot
-    }
-}
-
-/// Monotonic time for durations (never jumps with the wall clock).
-enum MonotonicClock {
-    static func nanoseconds() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 }

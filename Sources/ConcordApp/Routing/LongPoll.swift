@@ -1,6 +1,7 @@
 import ConcordDomain
 import ConcordHTTP
 import ConcordObservability
+import ConcordTransport
 import Foundation
 import Synchronization
 
@@ -42,8 +43,11 @@ final class LongPolls: Sendable {
     nonisolated(unsafe) private var timerStopped = false
     private let answers: [Wake: Counter]
     private let immediateAnswers: Counter
+    /// Deadlines are read from it (monotonic seconds).
+    private let clock: AppClock
 
-    init(maxWaiting: Int, metrics: MetricsRegistry) {
+    init(maxWaiting: Int, metrics: MetricsRegistry, clock: AppClock = .monotonic) {
+        self.clock = clock
         self.maxWaiting = maxWaiting
         let help = "Held long-poll requests answered, by what ended the wait."
         self.answers = [
@@ -69,18 +73,18 @@ final class LongPolls: Sendable {
 
     /// Answers a long-poll. `query` reads the feed (on this worker) and says whether the page has
     /// changes; without any, and with time left, the poll waits for a signal on `topic` and queries
-    /// again. A timeout, shutdown or the client going (`clientGone`) answers the last empty page
+    /// again. A timeout, shutdown or the client going (`request.connection.clientGone`) answers the last empty page
     /// (the same token, API.md §7) at once.
-    func serve(topic: FeedTopic, wait: Double, clientGone: ClientGoneSignal?, answer: DeferredAnswer,
+    func serve(topic: FeedTopic, wait: Double, request: RequestContext, answer: DeferredAnswer,
                query: @escaping @Sendable () throws -> (response: HTTPResponse, hasChanges: Bool)) throws {
-        let deadline = Self.now() + wait
-        try self.attempt(topic: topic, deadline: deadline, clientGone: clientGone, answer: answer, query: query)
+        let deadline = self.clock.seconds + wait
+        try self.attempt(topic: topic, deadline: deadline, request: request, answer: answer, query: query)
     }
 
-    private func attempt(topic: FeedTopic, deadline: Double, clientGone: ClientGoneSignal?, answer: DeferredAnswer,
+    private func attempt(topic: FeedTopic, deadline: Double, request: RequestContext, answer: DeferredAnswer,
                          query: @escaping @Sendable () throws -> (response: HTTPResponse, hasChanges: Bool)) throws {
         while true {
-            let id = Self.now() < deadline ? self.arm(topic) : nil
+            let id = self.clock.seconds < deadline ? self.arm(topic) : nil
             let page: (response: HTTPResponse, hasChanges: Bool)
             do {
                 page = try query()
@@ -99,13 +103,9 @@ final class LongPolls: Sendable {
                 guard wake == .changed else { return answer.respond(empty) }
                 let queued = answer.onWorker { [self] in
                     do {
-                        try self.attempt(topic: topic, deadline: deadline, clientGone: clientGone, answer: answer, query: query)
-                    } catch let error as APIError {
-                        answer.respond(error.response)
-                    } catch let error as DomainError {
-                        answer.respond(APIError(error).response)
+                        try self.attempt(topic: topic, deadline: deadline, request: request, answer: answer, query: query)
                     } catch {
-                        answer.respond(APIError.internalError().response)
+                        answer.respond(ErrorMapper.apiError(error, request, operation: "longPoll").response)
                     }
                 }
                 // The pool is full or stopping: the empty page is a correct answer (the client polls again).
@@ -113,7 +113,7 @@ final class LongPolls: Sendable {
             }
             if parked {
                 // A client that leaves frees its place now, not when its wait ends.
-                clientGone?.onGone { [self] in self.clientLeft(id) }
+                request.connection.clientGone?.onGone { [self] in self.clientLeft(id) }
                 return
             }
             // A signal came while the query ran (or the server began to shut down): look again,
@@ -227,7 +227,7 @@ final class LongPolls: Sendable {
     /// One thread sleeps until the nearest deadline and answers the polls whose wait is over.
     private func runTimer() {
         while true {
-            let now = Self.now()
+            let now = self.clock.seconds
             let (expired, next) = self.state.withLock { state -> ([@Sendable (Wake) -> Void], Double?) in
                 var expired: [@Sendable (Wake) -> Void] = []
                 while let (deadline, id) = state.deadlines.popIfDue(now) {
@@ -247,7 +247,7 @@ final class LongPolls: Sendable {
                 return
             }
             if let next {
-                _ = self.timer.wait(until: Date(timeIntervalSinceNow: max(0, next - Self.now())))
+                _ = self.timer.wait(until: Date(timeIntervalSinceNow: max(0, next - self.clock.seconds)))
             } else {
                 self.timer.wait()
             }
@@ -256,9 +256,6 @@ final class LongPolls: Sendable {
             if stop { return }
         }
     }
-
-    /// Monotonic seconds.
-    static func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
 }
 
 /// A binary min-heap of (deadline, poll ID). Entries of polls answered early stay until their

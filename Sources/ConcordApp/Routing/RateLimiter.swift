@@ -8,8 +8,10 @@ struct RequestRates: Sendable {
     let failedAuthCost: Double
     let limitedByAddress: Counter
     let limitedByCaller: Counter
+    let clock: AppClock
 
-    init(_ limits: Configuration.RateLimits, metrics: MetricsRegistry) {
+    init(_ limits: Configuration.RateLimits, metrics: MetricsRegistry, clock: AppClock = .monotonic) {
+        self.clock = clock
         self.address = RateLimiter(rate: limits.perAddress, burst: limits.perAddress * limits.burstSeconds)
         self.caller = RateLimiter(rate: limits.perCaller, burst: limits.perCaller * limits.burstSeconds)
         self.failedAuthCost = limits.failedAuthCost
@@ -18,11 +20,9 @@ struct RequestRates: Sendable {
         self.limitedByCaller = metrics.counter("concord_rate_limited_total", help: help, labels: [("scope", "caller")])
     }
 
-    static var now: Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
-
     /// `429` when the request's address is over its rate (nil: go on).
     func checkAddress(_ address: String?) -> APIError? {
-        guard let address, let wait = self.address.take(address, now: Self.now) else { return nil }
+        guard let address, let wait = self.address.take(address, now: self.clock.seconds) else { return nil }
         self.limitedByAddress.increment()
         return .tooManyRequests(retryAfter: wait)
     }
@@ -30,12 +30,12 @@ struct RequestRates: Sendable {
     /// A `401` costs its address more than a request.
     func failedAuthentication(_ address: String?) {
         guard let address, self.failedAuthCost > 1 else { return }
-        self.address.charge(address, cost: self.failedAuthCost - 1, now: Self.now)
+        self.address.charge(address, cost: self.failedAuthCost - 1, now: self.clock.seconds)
     }
 
     /// `429` when the caller (`"device:ID"`, `"account:ID"`, `"admin"`) is over its rate.
     func checkCaller(_ key: String) -> APIError? {
-        guard let wait = self.caller.take(key, now: Self.now) else { return nil }
+        guard let wait = self.caller.take(key, now: self.clock.seconds) else { return nil }
         self.limitedByCaller.increment()
         return .tooManyRequests(retryAfter: wait)
     }

@@ -1,10 +1,13 @@
 import ConcordHTTP
 import ConcordJSON
 import ConcordObservability
+import ConcordTransport
 
 /// Everything a handler gets for one request.
 public struct RequestContext: Sendable {
     public let request: HTTPRequest
+    /// What the transport knows of the connection: peer address, the head's admission, the client going.
+    public let connection: ConnectionContext
     /// Path captures of the matched pattern, percent-decoded.
     public let pathParameters: [String: String]
     /// The matched route's pattern, e.g. `/v1/devices/{deviceID}`.
@@ -15,10 +18,11 @@ public struct RequestContext: Sendable {
     public let logger: Logger
 
     public init(
-        request: HTTPRequest, pathParameters: [String: String] = [:], routePattern: String = "",
-        queryItems: [(name: String, value: String)] = [], logger: Logger
+        request: HTTPRequest, connection: ConnectionContext = ConnectionContext(), pathParameters: [String: String] = [:],
+        routePattern: String = "", queryItems: [(name: String, value: String)] = [], logger: Logger
     ) {
         self.request = request
+        self.connection = connection
         self.pathParameters = pathParameters
         self.routePattern = routePattern
         self.queryItems = queryItems
@@ -61,7 +65,7 @@ public struct RequestContext: Sendable {
             value = try JSONValue.parse(self.request.body, maxElements: maxElements)
         } catch {
             if error.tooManyElements {
-                throw APIError(status: 413, name: "payloadTooLarge", message: "The body has more than \(maxElements) JSON elements.")
+                throw APIError.payloadTooLarge("The body has more than \(maxElements) JSON elements.")
             }
             throw APIError.badRequest("The body is malformed JSON at byte \(error.offset): \(error.message)")
         }

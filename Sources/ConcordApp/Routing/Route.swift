@@ -1,19 +1,25 @@
 import ConcordHTTP
 
-/// One endpoint: a method, a path pattern, and the handler that answers it.
+/// One endpoint, declared with its whole policy: method, path pattern, who may call it, how large
+/// a body it takes, whether it honours `Idempotency-Key`, where its handler runs, and the handler.
+/// Every per-route table — body limit, idempotency, the per-core turn, the metrics slot — is
+/// derived from these fields (`Dispatcher`), nowhere else.
 ///
 /// Patterns are `/`-separated segments; a segment `{name}` captures exactly one
 /// segment, and a final `{name...}` captures the rest of the path (at least one
 /// character, `/` included), e.g. `/v1/library/objects/{localIdentifier...}`.
-/// The pattern string doubles as the route's metric label. Every route says who may call it
-/// (`caller`); API routes are declared through `AppContext.deviceRoute`, `accountRoute` and
-/// `adminRoute`, which check exactly that before the handler runs.
+/// The pattern string doubles as the route's metric label. API routes are declared through
+/// `AppContext.deviceRoute`, `accountRoute` and `adminRoute`, whose pipeline (`RoutePipeline`)
+/// checks the caller before the handler runs.
 public struct Route: Sendable {
-    /// The handler type: synchronous, may block when `onLoop` is false.
+    /// The handler type: synchronous, may block unless it runs on the event loop.
     public typealias Handler = @Sendable (RequestContext) throws(APIError) -> HTTPResponse
     /// A handler that answers through `DeferredAnswer`, now or later (a long-poll holds its request
     /// without a thread, issue 13). Runs on the worker pool; answers exactly once unless it throws.
     public typealias DeferredHandler = @Sendable (RequestContext, DeferredAnswer) throws(APIError) -> Void
+    /// The check of a head before its body is read (`RoutePipeline.admit`): the caller it finds
+    /// comes back as the connection's `admission`, so the handler need not look again.
+    public typealias Admit = @Sendable (RequestContext) throws(APIError) -> AuthenticatedCaller
 
     /// How the route answers.
     public enum Answering: Sendable {
@@ -21,42 +27,78 @@ public struct Route: Sendable {
         case deferred(DeferredHandler)
     }
 
+    /// How large a request body the route takes (the byte limits: `BodyLimits`).
+    public enum BodyClass: String, Sendable, CaseIterable {
+        /// A few fields (`smallBodyBytes`).
+        case small
+        /// Up to `maxBatch` identifiers or photos.
+        case batch
+        /// A whole library manifest or change batch: the server's own limit (`bodyBytes`).
+        case manifest
+    }
+
+    /// Where the handler runs.
+    public enum Scheduling: String, Sendable, CaseIterable {
+        /// Inline on the event loop: only handlers that never block.
+        case eventLoop
+        /// On the worker pool, waiting its turn for a core (`WorkerPool`): a lookup that is
+        /// computation once the account's index is loaded.
+        case perCoreLookup
+        /// On the worker pool, starting when a thread is free (storage may block it).
+        case blockingPool
+    }
+
     public let method: String
     public let pattern: String
     /// Who may call it (API.md §1).
     public let caller: RouteCaller
-    /// True only for handlers that never block: they run on the event loop.
-    public let onLoop: Bool
+    /// How large a body it takes.
+    public let body: BodyClass
+    /// It honours `Idempotency-Key` (issue 13).
+    public let idempotent: Bool
+    public let scheduling: Scheduling
     public let answering: Answering
-    /// Its largest request body; nil: the server's (`server.limits.bodyBytes`).
-    public var maxBodyBytes: Int?
-    /// Its handler is mostly computation (a lookup served from memory): it waits its turn for a
-    /// core on the worker pool, first come first served (`WorkerPool`).
-    public var onCore = false
-    /// The check a head must pass before its body is read (the caller's token); what it returns
-    /// comes back as the request's `admission`, so the handler need not check again.
-    public var admit: (@Sendable (RequestContext) throws(APIError) -> (any Sendable)?)?
+    /// The head's check before its body is read; nil: every body is read.
+    public let admit: Admit?
     let segments: [PatternSegment]
-    /// Index of this route's pattern in the dispatcher's metrics table (set by `Dispatcher`,
-    /// so recording a request needs no lookup keyed by the pattern string).
+    /// Derived by `Dispatcher` from `body` and the server's limits: its largest request body
+    /// (nil: the server's, `server.limits.bodyBytes`).
+    var maxBodyBytes: Int?
+    /// Derived by `Dispatcher`: the index of this route's pattern in the metrics table, so
+    /// recording a request needs no lookup keyed by the pattern string.
     var metricsIndex = -1
 
-    public init(_ method: String, _ pattern: String, caller: RouteCaller, onLoop: Bool = false, handler: @escaping Handler) {
-        self.method = method
-        self.pattern = pattern
-        self.caller = caller
-        self.onLoop = onLoop
-        self.answering = .immediately(handler)
-        self.segments = PatternSegment.parse(pattern)
+    /// True only for handlers that never block: they run on the event loop.
+    public var onLoop: Bool { self.scheduling == .eventLoop }
+    /// It waits its turn for a core on the worker pool, first come first served (`WorkerPool`).
+    public var onCore: Bool { self.scheduling == .perCoreLookup }
+
+    public init(_ method: String, _ pattern: String, caller: RouteCaller, body: BodyClass = .small, idempotent: Bool = false,
+                scheduling: Scheduling = .blockingPool, admit: Admit? = nil, handler: @escaping Handler) {
+        self.init(method, pattern, caller, body, idempotent, scheduling, admit, .immediately(handler))
+    }
+
+    /// A route answered on the event loop (`onLoop`) or the worker pool.
+    public init(_ method: String, _ pattern: String, caller: RouteCaller, onLoop: Bool, handler: @escaping Handler) {
+        self.init(method, pattern, caller, .small, false, onLoop ? .eventLoop : .blockingPool, nil, .immediately(handler))
     }
 
     /// A route whose handler may hold its request (on the worker pool, never on the loop).
-    public init(_ method: String, _ pattern: String, caller: RouteCaller, deferred: @escaping DeferredHandler) {
+    public init(_ method: String, _ pattern: String, caller: RouteCaller, body: BodyClass = .small, admit: Admit? = nil,
+                deferred: @escaping DeferredHandler) {
+        self.init(method, pattern, caller, body, false, .blockingPool, admit, .deferred(deferred))
+    }
+
+    private init(_ method: String, _ pattern: String, _ caller: RouteCaller, _ body: BodyClass, _ idempotent: Bool,
+                 _ scheduling: Scheduling, _ admit: Admit?, _ answering: Answering) {
         self.method = method
         self.pattern = pattern
         self.caller = caller
-        self.onLoop = false
-        self.answering = .deferred(deferred)
+        self.body = body
+        self.idempotent = idempotent
+        self.scheduling = scheduling
+        self.admit = admit
+        self.answering = answering
         self.segments = PatternSegment.parse(pattern)
     }
 }

@@ -20,48 +20,32 @@ public final class RunningApp: Sendable {
     let server: HTTPServer
     let dispatcher: Dispatcher
     let sink: LogSink
-    private let stopped = Mutex(false)
+    /// What started, in order; stopped in reverse by `shutdown()`.
+    let lifecycle: Lifecycle
 
-    init(port: Int, context: AppContext, server: HTTPServer, dispatcher: Dispatcher, sink: LogSink) {
+    init(port: Int, context: AppContext, server: HTTPServer, dispatcher: Dispatcher, sink: LogSink, lifecycle: Lifecycle) {
         self.port = port
         self.context = context
         self.server = server
         self.dispatcher = dispatcher
         self.sink = sink
+        self.lifecycle = lifecycle
     }
 
-    /// Graceful shutdown, in reverse order of start: stop accepting and let requests in
-    /// flight finish within `shutdownGrace` (API.md §8), stop the workers, close storage
-    /// (unless a request still runs after the grace: the time stays bounded), flush the logs.
-    /// Later calls return at once.
+    /// Graceful shutdown: every component `startApp` registered, stopped in reverse order of
+    /// start — held long-polls answered, the listener closed and requests in flight finished
+    /// within `shutdownGrace` (API.md §8), the workers stopped, storage closed (unless a request
+    /// still runs after the grace: the time stays bounded), the logs flushed. Later calls return at once.
     public func shutdown() {
-        let already = self.stopped.withLock { stopped in
-            defer { stopped = true }
-            return stopped
-        }
-        guard !already else { return }
-        let grace = self.context.configuration.server.timeouts.shutdownGrace
-        let start = MonotonicClock.nanoseconds()
-        // Held long-polls are answered first (their empty page), so the drain below does not wait for them.
-        self.context.longPolls.shutdown()
-        self.server.shutdown(gracePeriod: grace)
-        let spent = Double(MonotonicClock.nanoseconds() - start) / 1e9
-        let unfinished = self.dispatcher.shutdown(deadline: max(0.1, grace - spent))
-        if unfinished == 0 {
-            self.context.storage.close()
-        } else {
-            // Closing storage would wait for those requests (a write holds the writer), past the
-            // bounded grace. They were never answered, so nothing they wrote was acknowledged:
-            // once the process exits, SQLite's WAL and PostgreSQL drop their open transactions.
-            self.context.logger.warning("shutdown grace over; exiting with requests unfinished", metadata: ["unfinished": .int(unfinished)])
-        }
-        self.context.logger.notice("stopped")
-        self.sink.shutdown()
+        self.lifecycle.stop(.shutdown)
     }
 }
 
 /// Starts a server for `configuration`: logger, storage, admin token, routes, listener.
 /// Throws a one-line reason when it cannot start (port taken, database unusable).
+///
+/// Each component is registered with `Lifecycle` as it starts; a failed start stops those
+/// already started in reverse order, as `RunningApp.shutdown()` does.
 ///
 /// - Parameter sink: where log lines go; stdout when nil.
 /// - Parameter extraRoutes: routes served besides the API's (tests use it for slow handlers).
@@ -69,62 +53,84 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
     let sink = sink ?? LogSink()
     let logger = Logger(level: configuration.logLevel, sink: sink)
     let metrics = MetricsRegistry()
-    // What has started so far, undone in reverse order when a later step fails.
-    var started = StartedComponents()
+    let lifecycle = Lifecycle()
+    let clock = AppClock.monotonic
+    /// When the shutdown began, and how many requests were still unfinished after the workers' deadline.
+    let shutdown = ShutdownProgress()
+    lifecycle.register("logs") { reason in
+        if reason == .shutdown { logger.notice("stopped") }
+        sink.shutdown()
+    }
     do throws(StartupError) {
         let cores = ServerConfiguration.coreCount
         let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
-        // Each worker holds at most one connection at a time: more would sit idle.
-        let poolSize = configuration.databasePoolSize > 0 ? configuration.databasePoolSize : workers
-        let storage = try StorageHook.open(
-            configuration.database, history: configuration.history, maxBatch: configuration.server.limits.maxBatch,
-            sqliteSynchronous: configuration.sqliteSynchronous, poolSize: poolSize,
-            sqliteMemory: SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20),
-            mappingIndexMegabytes: configuration.mappingIndexMegabytes, quotas: configuration.quotas)
-        started.add { storage.close() }
-        // Long-polls hear other instances' commits through PostgreSQL (issue 13).
-        (storage.store as? PostgresStore)?.listenForOtherInstances()
+        let storage = try lifecycle.start("storage", { () throws(StartupError) in try StorageHook.open(StorageOptions(configuration, workers: workers)) }) { storage, reason in
+            let unfinished = shutdown.unfinished.load(ordering: .relaxed)
+            guard reason == .startFailed || unfinished == 0 else {
+                // Closing storage would wait for those requests (a write holds the writer), past the
+                // bounded grace. They were never answered, so nothing they wrote was acknowledged:
+                // once the process exits, SQLite's WAL and PostgreSQL drop their open transactions.
+                logger.warning("shutdown grace over; exiting with requests unfinished", metadata: ["unfinished": .int(unfinished)])
+                return
+            }
+            storage.close()
+        }
+        // Long-polls hear other instances' commits through PostgreSQL (issue 13); stopped by `close()`.
+        storage.listenForOtherInstances()
         if let index = storage.service.mappingIndex { registerMappingIndexMetrics(metrics, index) }
 
         let (adminToken, generatedTokenFile) = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
         // A token nobody could use (the server never listened) must not be the one the next
-        // start reads back: the operator never saw it served.
-        if let generatedTokenFile { started.add { unlink(generatedTokenFile) } }
-        let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage)
+        // start reads back: the operator never saw it served. A served one is kept.
+        if let generatedTokenFile {
+            lifecycle.register("generated admin token") { reason in if reason == .startFailed { unlink(generatedTokenFile) } }
+        }
+        let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage, clock: clock)
 
-        let dispatcher = Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers, cores: cores, rates: context.rates)
-        started.add { dispatcher.shutdown(deadline: 0.1) }
+        let dispatcher = try lifecycle.start("workers", { () throws(StartupError) in
+            Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers, cores: cores,
+                       rates: context.rates, bodyLimits: BodyLimits(configuration.server.limits), clock: clock)
+        }) { dispatcher, reason in
+            let grace = configuration.server.timeouts.shutdownGrace
+            let deadline = reason == .startFailed ? 0.1 : max(0.1, grace - shutdown.secondsSinceStart(clock))
+            shutdown.unfinished.store(dispatcher.shutdown(deadline: deadline), ordering: .relaxed)
+        }
 
         let httpServer = HTTPServer(configuration: ServerConfiguration(configuration.server), responder: dispatcher,
                                     onEvent: transportEventHandler(logger: logger, metrics: metrics))
         registerProcessMetrics(metrics, server: httpServer)
-        let port: Int
-        do {
-            port = try httpServer.start()
-        } catch {
-            throw StartupError(error.message)
+        let port = try lifecycle.start("listener", { () throws(StartupError) -> Int in
+            do throws(TransportError) {
+                return try httpServer.start()
+            } catch {
+                throw StartupError(error.message)
+            }
+        }) { (_: Int, _: Lifecycle.Reason) in httpServer.shutdown(gracePeriod: configuration.server.timeouts.shutdownGrace) }
+        // Held long-polls are answered first (their empty page), so the listener's drain does not wait for them.
+        lifecycle.register("long-polls") { _ in
+            shutdown.began.store(clock.nanoseconds(), ordering: .relaxed)
+            context.longPolls.shutdown()
         }
         logger.notice("listening", metadata: [
             "host": .string(configuration.server.host), "port": .int(port),
             "database": .string(configuration.database.description), "workers": .int(workers),
         ])
-        return RunningApp(port: port, context: context, server: httpServer, dispatcher: dispatcher, sink: sink)
+        return RunningApp(port: port, context: context, server: httpServer, dispatcher: dispatcher, sink: sink, lifecycle: lifecycle)
     } catch {
-        started.unwind()
-        sink.shutdown()
+        lifecycle.stop(.startFailed)
         throw error
     }
 }
 
-/// Components a start has brought up, each with how to stop it: a failed start stops them in
-/// reverse order, so nothing it opened outlives it.
-struct StartedComponents {
-    private var stops: [() -> Void] = []
+/// How far a shutdown has come: when it began (the workers' deadline is what is left of the grace),
+/// and the requests still unfinished after it (storage is then not closed under them).
+final class ShutdownProgress: Sendable {
+    let began = Atomic<Int64>(0)
+    let unfinished = Atomic<Int>(0)
 
-    mutating func add(_ stop: @escaping () -> Void) { self.stops.append(stop) }
-
-    func unwind() {
-        for stop in self.stops.reversed() { stop() }
+    func secondsSinceStart(_ clock: AppClock) -> Double {
+        let began = self.began.load(ordering: .relaxed)
+        return began == 0 ? 0 : Double(clock.nanoseconds() - began) / 1e9
     }
 }
 

@@ -18,19 +18,23 @@ public final class AppContext: Sendable {
     let rates: RequestRates
     /// Held long-polls of the change feeds, woken by the store's feed signals.
     let longPolls: LongPolls
+    /// The one clock of rate limits, long-polls, the pipeline's timing and the dispatcher.
+    let clock: AppClock
 
     /// The one domain service every route calls (on the worker pool, never on a loop).
     public var service: ConcordService { self.storage.service }
 
-    public init(configuration: Configuration, logger: Logger, metrics: MetricsRegistry, adminToken: String, storage: StorageHook) {
+    public init(configuration: Configuration, logger: Logger, metrics: MetricsRegistry, adminToken: String, storage: StorageHook,
+                clock: AppClock = .monotonic) {
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
         self.adminToken = adminToken
         self.storage = storage
         self.appMetrics = AppMetrics(registry: metrics)
-        self.rates = RequestRates(configuration.rateLimits, metrics: metrics)
-        let longPolls = LongPolls(maxWaiting: configuration.longPoll.maxWaiting, metrics: metrics)
+        self.clock = clock
+        self.rates = RequestRates(configuration.rateLimits, metrics: metrics, clock: clock)
+        let longPolls = LongPolls(maxWaiting: configuration.longPoll.maxWaiting, metrics: metrics, clock: clock)
         storage.store.feedSignals.observe { signal in longPolls.signal(signal) }
         self.longPolls = longPolls
     }
@@ -57,7 +61,7 @@ public final class AppContext: Sendable {
         var metadata = fields
         metadata["audit"] = .bool(true)
         metadata["route"] = .string(request.routePattern)
-        if let address = request.request.remoteAddress { metadata["remoteAddress"] = .string(address) }
+        if let address = request.connection.remoteAddress { metadata["remoteAddress"] = .string(address) }
         request.logger.notice(event, metadata: metadata)
     }
 

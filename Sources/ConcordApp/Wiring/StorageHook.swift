@@ -7,61 +7,107 @@ import ConcordDomain
 import ConcordStorage
 import Foundation
 
+/// Everything opening storage takes, in one value (read from the configuration by `init(_:workers:)`).
+public struct StorageOptions: Sendable {
+    public var database: Configuration.Database
+    /// History retention (changes kept, their age).
+    public var history = Configuration.History()
+    public var maxBatch = Configuration.Limits().maxBatch
+    public var sqliteSynchronous: SQLiteSynchronous = .normal
+    /// PostgreSQL connections kept at most.
+    public var poolSize = 8
+    public var sqliteMemory = SQLiteMemory()
+    public var mappingIndexMegabytes = DomainConfiguration().mappingIndexBytes >> 20
+    public var quotas = Quotas()
+
+    public init(database: Configuration.Database) { self.database = database }
+
+    /// The configuration's storage settings; `workers` sizes the PostgreSQL pool unless
+    /// `databasePoolSize` does (each worker holds at most one connection at a time: more would sit idle).
+    public init(_ configuration: Configuration, workers: Int) {
+        self.database = configuration.database
+        self.history = configuration.history
+        self.maxBatch = configuration.server.limits.maxBatch
+        self.sqliteSynchronous = configuration.sqliteSynchronous
+        self.poolSize = configuration.databasePoolSize > 0 ? configuration.databasePoolSize : workers
+        self.sqliteMemory = SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20)
+        self.mappingIndexMegabytes = configuration.mappingIndexMegabytes
+        self.quotas = configuration.quotas
+    }
+
+    /// The domain's settings among them.
+    var domain: DomainConfiguration {
+        var domain = DomainConfiguration()
+        domain.quotas = self.quotas
+        domain.mappingIndexBytes = self.mappingIndexMegabytes << 20
+        domain.maxBatch = self.maxBatch
+        domain.historyMaxChanges = self.history.maxChanges
+        domain.historyMaxAge = Double(self.history.maxAgeDays) * 24 * 3600
+        return domain
+    }
+}
+
 /// The app's handle on storage: the opened store (readiness, shutdown) and the one
 /// `ConcordService` every route calls. `StorageHook.open` is the one place that builds it.
 public struct StorageHook: Sendable {
     public let store: any ConcordStore
     /// The domain service over the store (accounts, libraries, mapping, history, journals).
     public let service: ConcordService
+    /// Starts hearing other instances' feed commits (PostgreSQL; nothing for SQLite, whose one
+    /// process is the only writer). Decided where the engine's concrete type is known.
+    private let listen: @Sendable () -> Void
 
     public init(store: any ConcordStore, service: ConcordService) {
+        self.init(store: store, service: service, listen: {})
+    }
+
+    init(store: any ConcordStore, service: ConcordService, listen: @escaping @Sendable () -> Void) {
         self.store = store
         self.service = service
+        self.listen = listen
     }
 
     /// Closes storage; called once at shutdown after the last request finished.
     public func close() { self.store.close() }
 
+    /// Long-polls hear other instances' commits (issue 13); `close()` stops it.
+    func listenForOtherInstances() { self.listen() }
+
+    /// Opens `database` with every other option at its default.
+    static func open(_ database: Configuration.Database) throws(StartupError) -> StorageHook {
+        try Self.open(StorageOptions(database: database))
+    }
+
     /// Opens the configured database (creating its directory), migrates it, and builds the
     /// service with the configured history retention and `maxBatch`. Throws a one-line
     /// reason when it cannot (unreadable file, unreachable server, newer schema).
-    /// `poolSize`: PostgreSQL connections kept at most.
-    static func open(
-        _ database: Configuration.Database, history: Configuration.History = Configuration.History(),
-        maxBatch: Int = Configuration.Limits().maxBatch, sqliteSynchronous: SQLiteSynchronous = .normal, poolSize: Int = 8,
-        sqliteMemory: SQLiteMemory = SQLiteMemory(), mappingIndexMegabytes: Int = DomainConfiguration().mappingIndexBytes >> 20,
-        quotas: Quotas = Quotas()
-    ) throws(StartupError) -> StorageHook {
-        var domain = DomainConfiguration()
-        domain.quotas = quotas
-        domain.mappingIndexBytes = mappingIndexMegabytes << 20
-        domain.maxBatch = maxBatch
-        domain.historyMaxChanges = history.maxChanges
-        domain.historyMaxAge = Double(history.maxAgeDays) * 24 * 3600
-        let store = try Self.openStore(database, sqliteSynchronous: sqliteSynchronous, poolSize: poolSize, sqliteMemory: sqliteMemory)
+    static func open(_ options: StorageOptions) throws(StartupError) -> StorageHook {
+        let (store, listen) = try Self.openStore(options)
         do {
-            return StorageHook(store: store, service: try ConcordService(store: store, configuration: domain))
+            return StorageHook(store: store, service: try ConcordService(store: store, configuration: options.domain), listen: listen)
         } catch {
             store.close()
-            let name = if case .sqlite(let path) = database { path } else { database.description }
+            let name = if case .sqlite(let path) = options.database { path } else { options.database.description }
             throw StartupError("cannot use database \(name): \(Self.oneLine(error.message))")
         }
     }
 
-    /// The engine the configuration names, opened and migrated.
-    private static func openStore(_ database: Configuration.Database, sqliteSynchronous: SQLiteSynchronous, poolSize: Int,
-                                  sqliteMemory: SQLiteMemory) throws(StartupError) -> any ConcordStore {
+    /// The engine the options name, opened and migrated, and how it starts listening to other instances.
+    private static func openStore(_ options: StorageOptions) throws(StartupError) -> (any ConcordStore, @Sendable () -> Void) {
+        let database = options.database
         switch database {
         case .postgres(let url):
             do {
-                return try PostgresStore(configuration: try PostgresConfiguration(url: url, poolSize: max(1, poolSize)))
+                let store = try PostgresStore(configuration: try PostgresConfiguration(url: url, poolSize: max(1, options.poolSize)))
+                return (store, { store.listenForOtherInstances() })
             } catch {
                 throw StartupError("cannot use database \(database): \(Self.oneLine(error.message))")
             }
         case .sqlite(let path):
             try DataDirectory.create(forDatabaseAt: path)
             do {
-                return try SQLiteStore(path: path, synchronous: sqliteSynchronous == .full ? .full : .normal, memory: sqliteMemory)
+                let store = try SQLiteStore(path: path, synchronous: options.sqliteSynchronous == .full ? .full : .normal, memory: options.sqliteMemory)
+                return (store, {})
             } catch {
                 // SQLiteStoreError already names the file: keep only its reason.
                 var reason = String(describing: error)

@@ -2,23 +2,28 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordObservability
 
-/// `Idempotency-Key` on POST requests (issue 13): the first answer to a key is stored per token
-/// for 24 h (in the database, so any instance replays it) and sent again, with
-/// `Idempotent-Replayed: true`, for a resend of the same request; the same key on a different
+/// Keys claimed, completed and released (`IdempotencyService` in ConcordDomain; a test double in tests).
+protocol IdempotencyKeys: Sendable {
+    func claim(owner: [UInt8], accountID: String?, key: String, fingerprint: [UInt8]) throws(DomainError) -> IdempotencyClaim
+    func complete(owner: [UInt8], key: String, answer: [UInt8]) throws(DomainError)
+    func release(owner: [UInt8], key: String) throws(DomainError)
+}
+
+extension IdempotencyService: IdempotencyKeys {}
+
+/// Stage 4: `Idempotency-Key` on the routes declared `idempotent` (issue 13): the first answer to a
+/// key is stored per token for 24 h (in the database, so any instance replays it) and sent again,
+/// with `Idempotent-Replayed: true`, for a resend of the same request; the same key on a different
 /// request is `422 idempotencyKeyReused`; while the first request still runs, `409
 /// idempotencyKeyInUse` with `Retry-After`; when its write committed but the server failed before
-/// its answer was kept, `409 idempotencyKeyAnswerLost`. An answer that did not settle anything —
-/// a 5xx or a 429 — is not kept: a resend runs again.
-extension AppContext {
-    /// Whether a route honours the header: every POST but the two batch lookups, which are safe to
-    /// repeat as they are and whose large answers are not worth keeping for a day.
-    static func honoursIdempotencyKey(_ method: String, _ pattern: String) -> Bool {
-        method == "POST" && pattern != "/v1/library/cloud-identifiers" && pattern != "/v1/library/local-identifiers"
-    }
+/// its answer was kept, `409 idempotencyKeyAnswerLost` (those answers: `ErrorMapper`). An answer
+/// that did not settle anything — a 5xx or a 429 — is not kept: a resend runs again.
+struct IdempotencyStage: Sendable {
+    let keys: any IdempotencyKeys
 
-    /// Runs `run` once per key: replays, refuses or runs and stores, as above.
-    func idempotently(_ request: RequestContext, key: String, accountID: String?,
-                      _ run: () throws(APIError) -> HTTPResponse) throws(APIError) -> HTTPResponse {
+    /// Runs `next` once per key: replays, refuses or runs and stores, as above. Without the header, just runs it.
+    func handle(_ request: RequestContext, accountID: String?, next: () throws(APIError) -> HTTPResponse) throws(APIError) -> HTTPResponse {
+        guard let key = request.request.headers[first: "Idempotency-Key"] else { return try next() }
         guard StoredAnswer.isValidKey(key) else {
             throw APIError.badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
         }
@@ -26,9 +31,9 @@ extension AppContext {
         let fingerprint = StoredAnswer.fingerprint(request.request)
         let claim: IdempotencyClaim
         do {
-            claim = try self.service.idempotency.claim(owner: owner, accountID: accountID, key: key, fingerprint: fingerprint)
+            claim = try self.keys.claim(owner: owner, accountID: accountID, key: key, fingerprint: fingerprint)
         } catch {
-            throw APIError(error)
+            throw ErrorMapper.apiError(error, request, operation: "idempotency")
         }
         switch claim {
         case .replay(let stored):
@@ -36,28 +41,25 @@ extension AppContext {
             response.headers.add(name: "Idempotent-Replayed", value: "true")
             return response
         case .reused:
-            throw APIError(status: 422, name: "idempotencyKeyReused",
-                           message: "This Idempotency-Key was first used for a different request.", details: [("field", jsonString("Idempotency-Key"))])
+            throw ErrorMapper.apiError(IdempotencyRefusal.reused)
         case .inProgress:
-            throw APIError(status: 409, name: "idempotencyKeyInUse", message: "A request with this Idempotency-Key is still running; retry later.",
-                           headers: [("Retry-After", "1")])
+            throw ErrorMapper.apiError(IdempotencyRefusal.inProgress)
         case .answerLost:
-            throw APIError(status: 409, name: "idempotencyKeyAnswerLost",
-                           message: "The request with this Idempotency-Key was applied, but the server failed before its answer was kept; read the current state instead of sending it again.")
+            throw ErrorMapper.apiError(IdempotencyRefusal.answerLost)
         case .claimed:
             // Its writes mark the key applied in their own transactions (IdempotencyScope).
             let response = IdempotencyScope.$current.withValue(IdempotencyScope(owner: owner, key: key)) {
                 do throws(APIError) {
-                    return try run()
+                    return try next()
                 } catch {
                     return error.response
                 }
             }
             do {
                 if response.status >= 500 || response.status == 429 {
-                    try self.service.idempotency.release(owner: owner, key: key)
+                    try self.keys.release(owner: owner, key: key)
                 } else {
-                    try self.service.idempotency.complete(owner: owner, key: key, answer: StoredAnswer.encode(response))
+                    try self.keys.complete(owner: owner, key: key, answer: StoredAnswer.encode(response))
                 }
             } catch {
                 // The request itself is done: answer it. The key stays claimed: a resend is `409
@@ -66,15 +68,6 @@ extension AppContext {
                 request.logger.warning("idempotency key not stored", metadata: ["error": .string(error.message)])
             }
             return response
-        }
-    }
-
-    /// The account an idempotency key belongs to (deleted with it); nil for the admin.
-    static func accountID<Caller>(of caller: Caller) -> String? {
-        switch caller {
-        case let device as DeviceRef: return device.accountID
-        case let account as String: return account
-        default: return nil
         }
     }
 }

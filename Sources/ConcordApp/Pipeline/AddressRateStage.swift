@@ -1,0 +1,15 @@
+import ConcordTransport
+
+/// Stage 1 of a request: its client address's rate (`rateLimits.perAddress`), before anything is
+/// looked up. Service endpoints (`anyone`) are not counted, nor a request whose head was already
+/// counted when the transport asked before reading its body (it carries an admission).
+struct AddressRateStage: Sendable {
+    /// Nil: no limits (the transport's own tests).
+    let rates: RequestRates?
+
+    /// `429` when the address is over its rate; nil: go on.
+    func refusal(_ route: Route, _ connection: ConnectionContext) -> APIError? {
+        guard route.caller != .anyone, connection.admission == nil else { return nil }
+        return self.rates?.checkAddress(connection.remoteAddress)
+    }
+}
