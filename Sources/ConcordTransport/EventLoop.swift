@@ -388,17 +388,21 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// A read or send failed: the connection closes. ECONNRESET, EPIPE and ETIMEDOUT mean the client
+    /// is gone (nothing to answer, nothing to report); anything else is reported.
+    private func failed(_ connection: Connection, _ error: SystemError) {
+        if error.errno != ECONNRESET && error.errno != EPIPE && error.errno != ETIMEDOUT {
+            self.shared.onEvent(.connectionError(error.description))
+        }
+        self.close(connection)
+    }
+
     private func readable(_ connection: Connection) {
         let result: IOResult<Int>
         do {
             result = try syscall("read") { Glibc.read(connection.fd, self.readBuffer.baseAddress, EventLoop.readBufferSize) }
         } catch {
-            // ECONNRESET and friends: the client is gone; nothing to answer.
-            if error.errno != ECONNRESET && error.errno != ETIMEDOUT && error.errno != EPIPE {
-                self.shared.onEvent(.connectionError(error.description))
-            }
-            self.close(connection)
-            return
+            return self.failed(connection, error)
         }
         guard case .processed(let count) = result else { return }
         if connection.lingerDeadline != nil {
@@ -516,11 +520,7 @@ final class EventLoop: @unchecked Sendable {
                     }
                 }
             } catch {
-                if error.errno != ECONNRESET && error.errno != EPIPE && error.errno != ETIMEDOUT {
-                    self.shared.onEvent(.connectionError(error.description))
-                }
-                self.close(connection)
-                return
+                return self.failed(connection, error)
             }
             guard case .processed(let written) = result else { break }
             connection.outputOffset += written
