@@ -8,6 +8,10 @@ import Synchronization
 /// transaction to the caller's account and check the device inside it, so an operation and the
 /// device check it depends on see one snapshot (or hold one account lock).
 public final class ConcordService: Sendable {
+    /// Writes the token last-use notes queued so far (shutdown: before storage closes, so a
+    /// token's last use is not lost with the process).
+    public func flushPendingWrites() { self.core.lastUse.flush() }
+
     /// Accounts and devices (§3).
     public let accounts: AccountService
     /// A device's library (§4).

@@ -73,6 +73,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
                 logger.warning("shutdown grace over; exiting with requests unfinished", metadata: ["unfinished": .int(unfinished)])
                 return
             }
+            storage.service.flushPendingWrites()
             storage.close()
         }
         // Long-polls hear other instances' commits through PostgreSQL (issue 13); stopped by `close()`.
