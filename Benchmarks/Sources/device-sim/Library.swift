@@ -109,8 +109,20 @@ struct DeviceLibrary {
         }
     }
 
+    /// What a device knows of its photos (issue 21): content hashes (the classic upload), only
+    /// PhotoKit's keys (an iPhone with Optimize Storage on one iCloud library), or neither (a
+    /// computer that has not hashed yet: the wanted list's case).
+    enum Knowledge { case fingerprints, keys, nothing }
+
+    /// PhotoKit's `A` of photo `p`: the same on every device of the iCloud library.
+    static func photoKey(_ p: Int) -> String {
+        let hex = String(UInt64(p) &* 0x9E37_79B9_7F4A_7C15, radix: 16, uppercase: true)
+        let padded = String(repeating: "0", count: max(0, 16 - hex.count)) + hex
+        return "\(padded.prefix(8))-\(padded.dropFirst(8).prefix(4))-4\(padded.dropFirst(12).prefix(3))-8000-\(String(p, radix: 16, uppercase: true).leftPadded(12))"
+    }
+
     /// `PUT /v1/library` body: every asset and album (API.md §4).
-    func manifest(_ photos: PhotoSet) -> [UInt8] {
+    func manifest(_ photos: PhotoSet, knowledge: Knowledge = .fingerprints) -> [UInt8] {
         var w = JSONWriter(capacity: 170 * self.localIdentifiers.count + 4096)
         w.beginObject()
         w.key("assets")
@@ -119,7 +131,11 @@ struct DeviceLibrary {
             let p = self.photoIndex[i]
             w.beginObject()
             w.key("localIdentifier"); w.string(local)
-            w.key("fingerprint"); w.string(photos.fingerprints[p])
+            switch knowledge {
+            case .fingerprints: w.key("fingerprint"); w.string(photos.fingerprints[p])
+            case .keys: w.key("photoKitCloudIdentifier"); w.string(Self.photoKey(p) + ":001:h")
+            case .nothing: break
+            }
             w.key("mediaType"); w.string(p % 20 == 0 ? "video" : "image")
             w.key("creationDate"); w.string(photos.dates[p])
             w.key("isFavorite"); w.bool(p % 37 == 0)
@@ -156,4 +172,8 @@ func identifiersBody(_ key: String, _ ids: ArraySlice<String>) -> [UInt8] {
     w.endArray()
     w.endObject()
     return w.bytes
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - self.count)) + self }
 }

@@ -47,9 +47,10 @@ struct UploadResult {
 }
 
 /// `PUT /v1/library` with the whole manifest, timed (wall clock and server CPU).
-func upload(_ s: Settings, token: String, library: DeviceLibrary, photos: PhotoSet) throws -> UploadResult {
+func upload(_ s: Settings, token: String, library: DeviceLibrary, photos: PhotoSet,
+            knowledge: DeviceLibrary.Knowledge = .fingerprints) throws -> UploadResult {
     let empty = try stringField(parseObject(call(s.port, RawRequest("GET", "/v1/library/token", token: token))), "changeToken")
-    let body = library.manifest(photos)
+    let body = library.manifest(photos, knowledge: knowledge)
     let request = RawRequest("PUT", "/v1/library", token: token, body: body)
     let connection = try HTTPConnection(port: s.port)
     let cpu0 = s.server?.cpuSeconds() ?? 0
@@ -105,10 +106,15 @@ func mappingScenario(_ s: Settings) throws {
     log("generated \(s.devices) libraries of \(s.assets) assets (\(photos.fingerprints.count) shared photos) in \(f(now() - t0))s")
     let account = try SimAccount(s, devices: s.devices)
 
+    // Keyed (`--keyed`): every device sends PhotoKit's keys and no fingerprint (one iCloud library).
+    // Otherwise fingerprints, except that the last of three or more devices has hashed nothing yet:
+    // the wanted list's device.
+    let wantedDevice = !s.keyed && s.devices >= 3 ? s.devices - 1 : nil
+    func knowledge(_ d: Int) -> DeviceLibrary.Knowledge { s.keyed ? .keys : (d == wantedDevice ? .nothing : .fingerprints) }
     var uploads: [UploadResult] = []
     for (d, library) in libraries.enumerated() {
         log("PUT /v1/library device \(d + 1)/\(s.devices)…")
-        let u = try upload(s, token: account.deviceTokens[d], library: library, photos: photos)
+        let u = try upload(s, token: account.deviceTokens[d], library: library, photos: photos, knowledge: knowledge(d))
         log("  \(f(u.seconds))s wall, \(f(u.serverCPU))s server CPU, inserted \(u.inserted)")
         uploads.append(u)
     }
@@ -179,7 +185,7 @@ func mappingScenario(_ s: Settings) throws {
             let p = libraries[feedDevice].photoIndex[i]
             w.beginObject()
             w.key("localIdentifier"); w.string(libraries[feedDevice].localIdentifiers[i])
-            w.key("fingerprint"); w.string(photos.fingerprints[p])
+            if knowledge(feedDevice) == .fingerprints { w.key("fingerprint"); w.string(photos.fingerprints[p]) }   // else kept as stored
             w.key("mediaType"); w.string(p % 20 == 0 ? "video" : "image")
             w.key("creationDate"); w.string(photos.dates[p])
             w.key("isFavorite"); w.bool(p % 37 != 0)   // flipped: an update
@@ -214,11 +220,25 @@ func mappingScenario(_ s: Settings) throws {
         bigBytes = r.bodies.first?.count ?? 0
         big.merge(r)
     }
+    // Fingerprints on demand: the first page of the hash-nothing device's wanted list, and its
+    // status, against the account whose records devices 1 and 2 linked.
+    var wanted = LoadResult(), status = LoadResult()
+    var wantedTotal = 0
+    if let w = wantedDevice {
+        let token = account.deviceTokens[w]
+        let first = try parseObject(call(s.port, RawRequest("GET", "/v1/library/wanted?limit=1000", token: token)))
+        if case .number(let n)? = first["total"] { wantedTotal = Int(n) }
+        log("wanted: first page of device \(w + 1) (total \(wantedTotal)), \(f(s.seconds, 0))s")
+        wanted = try runLoad(port: s.port, clients: 1, requests: [RawRequest("GET", "/v1/library/wanted?limit=1000", token: token)],
+                             duration: s.seconds, server: s.server)
+        status = try runLoad(port: s.port, clients: 1, requests: [RawRequest("GET", "/v1/library/status", token: token)],
+                             duration: s.seconds, server: s.server)
+    }
     let peakRSS = s.server?.memoryMiB("VmHWM") ?? 0
     let endRSS = s.server?.memoryMiB("VmRSS") ?? 0
 
     // MARK: report
-    print(markdown: "", "## Mapping — \(s.devices) devices × \(s.assets) assets, batches of \(s.batch), \(s.clients) concurrent keep-alive connections", "")
+    print(markdown: "", "## Mapping\(s.keyed ? ", keyed (PhotoKit keys, no fingerprints)" : "") — \(s.devices) devices × \(s.assets) assets, batches of \(s.batch), \(s.clients) concurrent keep-alive connections", "")
     print("Synthetic libraries: a shared set of \(photos.fingerprints.count) photos (fingerprint = SHA-256 of synthetic content, base64url); each device holds a random ~90% subset plus \(libraries[0].duplicates) duplicates (2%: the same fingerprint twice), and \(libraries[0].albums.count) albums of 50–200 assets.")
     print(markdown: "", "| `PUT /v1/library` (whole manifest) | assets + albums | body MB | wall s | server CPU s | inserted |", "|---|---:|---:|---:|---:|---:|")
     for (d, u) in uploads.enumerated() {
@@ -228,10 +248,14 @@ func mappingScenario(_ s: Settings) throws {
     print(phaseRow("local→cloud, cold (device 1, creates records)", cold, idsPerRequest: s.batch))
     print(phaseRow("local→cloud, warm (device 1, linked)", warm, idsPerRequest: s.batch))
     if s.peerPort != nil { print(phaseRow("Hummingbird peer: echo of the same batches", echo, idsPerRequest: s.batch)) }
-    print(phaseRow("cloud→local, cold (device 2, resolves by content, links)", coldBack, idsPerRequest: s.batch))
+    print(phaseRow("cloud→local, cold (device 2, resolves by \(s.keyed ? "key" : "content"), links)", coldBack, idsPerRequest: s.batch))
     print(phaseRow("cloud→local, warm (device 2)", warmBack, idsPerRequest: s.batch))
     print(phaseRow("`POST /v1/library/changes`, 10 assets each, 1 client", smallWrites, idsPerRequest: 10))
     print(phaseRow("`GET /v1/library/changes` pages of \(pageLimit) small changes", feed, idsPerRequest: pageLimit))
+    if let w = wantedDevice {
+        print(phaseRow("`GET /v1/library/wanted?limit=1000`, device \(w + 1) without fingerprints (total \(wantedTotal)), 1 client", wanted, idsPerRequest: 1000))
+        print(phaseRow("`GET /v1/library/status`, device \(w + 1), 1 client", status, idsPerRequest: 1))
+    }
     print(phaseRow("`GET /v1/library/changes` the upload's change (\(s.assets) ids, \(f(Double(bigBytes) / 1e6, 1)) MB), 1 client", big, idsPerRequest: 1))
     func outcomes(_ o: [String: Int]) -> String { o.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") }
     print(markdown: "", "Answers of the cold passes — local→cloud: \(outcomes(coldOutcomes)); cloud→local on device 2: \(outcomes(backOutcomes)).")

@@ -4,7 +4,7 @@
 //
 //   device-sim mapping|journal|livesync --port P --admin-token T [--pid PID]
 //              [--peer-port Q --peer-pid QPID] [--assets 100000] [--devices 5] [--clients 16]
-//              [--batch 1000] [--seconds 5] [--rounds 2] [--waiters 10000]
+//              [--batch 1000] [--seconds 5] [--rounds 2] [--waiters 10000] [--keyed]
 //
 // Run by `Benchmarks/run mapping` / `Benchmarks/run journal` (see docs/benchmarks.md).
 import ConcordJSON
@@ -37,6 +37,8 @@ struct Settings {
     var rounds: Int
     /// livesync: long-polls to hold.
     var waiters: Int
+    /// mapping: devices send PhotoKit keys and no fingerprints (issue 21).
+    var keyed: Bool
 }
 
 let arguments = CommandLine.arguments
@@ -56,7 +58,8 @@ let settings = Settings(
     batch: max(1, intOption("--batch", 1000)),
     seconds: Double(option("--seconds") ?? "5") ?? 5,
     rounds: max(1, intOption("--rounds", 2)),
-    waiters: intOption("--waiters", 10_000)
+    waiters: intOption("--waiters", 10_000),
+    keyed: CommandLine.arguments.contains("--keyed")
 )
 
 do {
