@@ -161,6 +161,7 @@ final class AccountMappingIndex {
         var total = self.fingerprintBytes.capacity + self.fingerprintSlices.capacity * 8 + self.fingerprintNumbers.count * 2 * 24
         // An interned key: its dictionary entry (twice its size) and the string's heap copy.
         total += self.keyNumbers.count * (2 * 24 + 48) + self.moreRecordKeys.count * 2 * 48
+        for answers in self.deviceAnswers.values { total += answers.wanted.capacity * 4 + 96 }
         total += self.records.capacity * MemoryLayout<Record>.stride + self.recordTable.estimatedBytes
         for device in self.devices.values { total += device.estimatedBytes }
         return total
@@ -390,29 +391,68 @@ final class AccountMappingIndex {
         return candidates
     }
 
+    /// A device's wanted list and counts as of one mapping version: computed by the first read
+    /// after a mapping write of the account, so paging through the list and polling the counts
+    /// cost a binary search each, not a pass over the account (docs/api-notes.md).
+    struct DeviceAnswers {
+        var version: Int64
+        /// The wanted objects' slots, in local identifier byte order.
+        var wanted: [Int32]
+        var status: LibraryStatus
+    }
+    private var deviceAnswers: [String: DeviceAnswers] = [:]
+
+    /// The device's answers at this index's version (computed now when the version moved on).
+    private func answers(_ deviceID: String, _ device: DeviceTable) -> DeviceAnswers {
+        if let cached = self.deviceAnswers[deviceID], cached.version == self.version { return cached }
+        var status = LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0)
+        var unknown: [Int32] = []   // no fingerprint, no link: what could be wanted
+        for (n, o) in device.objectSlots.enumerated() where o.live {
+            status.objects += 1
+            let hasFingerprint = !self.isEmpty(fingerprint: o.fingerprint)
+            if hasFingerprint { status.withFingerprint += 1 }
+            if o.key != Self.noKey { status.withKey += 1 }
+            if o.hasLink { status.linked += 1 } else if !hasFingerprint { unknown.append(Int32(n)) }
+        }
+        var wanted: [(id: String, slot: Int32)] = []
+        if !unknown.isEmpty {
+            let candidates = self.wantedCandidates(device)
+            for n in unknown {
+                let o = device.objectSlots[Int(n)]
+                if candidates.wants(type: o.type, creationSecond: o.creationSecond == Int64.min ? nil : o.creationSecond) {
+                    wanted.append((device.identifier(of: o), n))
+                }
+            }
+            wanted.sort { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
+        }
+        status.wanted = wanted.count
+        let answers = DeviceAnswers(version: self.version, wanted: wanted.map(\.slot), status: status)
+        self.deviceAnswers[deviceID] = answers
+        return answers
+    }
+
     func wantedPage(_ deviceID: String, after: String?, limit: Int) -> WantedPage {
         guard let device = self.devices[deviceID] else { return WantedPage(objects: [], next: nil, total: 0) }
-        let candidates = self.wantedCandidates(device)
-        guard !candidates.types.isEmpty else { return WantedPage(objects: [], next: nil, total: 0) }
-        var objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)] = []
-        for o in device.objectSlots where o.live && !o.hasLink && self.isEmpty(fingerprint: o.fingerprint)
-            && candidates.wants(type: o.type, creationSecond: o.creationSecond == Int64.min ? nil : o.creationSecond) {
-            objects.append((device.identifier(of: o), o.type, o.creationSecond == Int64.min ? nil : o.creationSecond))
+        let answers = self.answers(deviceID, device)
+        let list = answers.wanted
+        // The first wanted object strictly after `after`, by binary search over the sorted slots.
+        var low = 0, high = list.count
+        if let after {
+            while low < high {
+                let mid = (low + high) / 2
+                if after.utf8.lexicographicallyPrecedes(device.identifier(ofSlot: list[mid]).utf8) { high = mid } else { low = mid + 1 }
+            }
         }
-        return candidates.page(objects, after: after, limit: limit)
+        let end = min(list.count, low + limit)
+        let objects = list[low..<end].map { n in
+            WantedObject(localIdentifier: device.identifier(ofSlot: n), type: device.objectSlots[Int(n)].type)
+        }
+        return WantedPage(objects: objects, next: end < list.count ? objects.last?.localIdentifier : nil, total: list.count)
     }
 
     func libraryStatus(_ deviceID: String) -> LibraryStatus {
-        var status = LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0)
-        guard let device = self.devices[deviceID] else { return status }
-        for o in device.objectSlots where o.live {
-            status.objects += 1
-            if !self.isEmpty(fingerprint: o.fingerprint) { status.withFingerprint += 1 }
-            if o.key != Self.noKey { status.withKey += 1 }
-            if o.hasLink { status.linked += 1 }
-        }
-        status.wanted = self.wantedPage(deviceID, after: nil, limit: 1).total
-        return status
+        guard let device = self.devices[deviceID] else { return LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0) }
+        return self.answers(deviceID, device).status
     }
 
     /// Objects with one of these contents, sorted by local identifier byte order, each with its link.
@@ -466,6 +506,7 @@ final class AccountMappingIndex {
     /// The device with its objects and links.
     func deleteDevice(_ deviceID: String) {
         self.devices[deviceID] = nil
+        self.deviceAnswers[deviceID] = nil
     }
 
     /// New records, newer than every existing one, in array order.
