@@ -1,34 +1,23 @@
 import Foundation
 
 /// An object of this device worth hashing (API.md §5 "Fingerprints on demand").
-public struct WantedObject: Sendable, Hashable, Codable {
+public struct WantedObject: Sendable, Hashable, Decodable {
     public var localIdentifier: String
     public var type: PersistentObjectType
-
-    public init(localIdentifier: String, type: PersistentObjectType) {
-        self.localIdentifier = localIdentifier
-        self.type = type
-    }
 }
 
 /// One page of `GET /v1/library/wanted`.
-public struct WantedPage: Sendable, Hashable, Codable {
+public struct WantedPage: Sendable, Hashable, Decodable {
     /// The page's objects, in local-identifier byte order.
     public var objects: [WantedObject]
     /// Pass as `after` for the next page; nil on the last.
     public var next: String?
     /// Every wanted object of the device, on every page (for a progress display).
     public var total: Int
-
-    public init(objects: [WantedObject], next: String?, total: Int) {
-        self.objects = objects
-        self.next = next
-        self.total = total
-    }
 }
 
 /// Counts over this device's library (`GET /v1/library/status`), for an app's progress display.
-public struct LibraryStatus: Sendable, Hashable, Codable {
+public struct LibraryStatus: Sendable, Hashable, Decodable {
     /// Objects of every type.
     public var objects: Int
     /// Those with a fingerprint.
@@ -39,14 +28,6 @@ public struct LibraryStatus: Sendable, Hashable, Codable {
     public var linked: Int
     /// Those worth hashing: `WantedPage.total`.
     public var wanted: Int
-
-    public init(objects: Int, withFingerprint: Int, withKey: Int, linked: Int, wanted: Int) {
-        self.objects = objects
-        self.withFingerprint = withFingerprint
-        self.withKey = withKey
-        self.linked = linked
-        self.wanted = wanted
-    }
 }
 
 /// The pages of `GET /v1/library/wanted`, fetched as they are consumed: each iteration starts

@@ -14,22 +14,16 @@ import Foundation
 ///
 /// ```swift
 /// let mapped = PHPhotoLibrary.shared().cloudIdentifierMappings(forLocalIdentifiers: ids)
-/// let strings = mapped.compactMapValues { try? $0.get().stringValue }
+/// let strings = mapped.compactMapValues { $0.cloudIdentifier?.stringValue }
 /// let (keyed, rejected) = PhotoKitCloudIdentifier.keyed(assets, stringValues: strings)
 /// ```
 public struct PhotoKitCloudIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// What a key-matching server compares: the record part A and the type code C.
     public struct Key: Sendable, Hashable, CustomStringConvertible {
         /// A, compared byte for byte.
-        public var recordName: String
+        public let recordName: String
         /// C.
-        public var objectType: CloudObjectType
-
-        public init(recordName: String, objectType: CloudObjectType) {
-            self.recordName = recordName
-            self.objectType = objectType
-        }
-
+        public let objectType: CloudObjectType
         public var description: String { "\(self.recordName):\(self.objectType.rawValue)" }
     }
 

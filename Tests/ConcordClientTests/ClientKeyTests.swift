@@ -11,6 +11,9 @@ private func photoKitID(_ n: Int, _ type: CloudObjectType = .asset) -> String {
     "ICLOUD-RECORD-\(n):\(type.rawValue):AbPhotoKitHash\(n)"
 }
 
+/// A status's counts in their order: objects, withFingerprint, withKey, linked, wanted.
+private func counts(_ s: LibraryStatus) -> [Int] { [s.objects, s.withFingerprint, s.withKey, s.linked, s.wanted] }
+
 /// An asset with a key and no fingerprint, as an iPhone with Optimize Storage sends it.
 private func keyedAsset(_ device: String, _ n: Int, created: Date? = nil) -> Asset {
     Asset(localIdentifier: assetID(n, device: device), photoKitCloudIdentifier: photoKitID(n), creationDate: created)
@@ -65,7 +68,7 @@ private func keyedAsset(_ device: String, _ n: Int, created: Date? = nil) -> Ass
     #expect(try await pad.orderedLocalIdentifierMappings(for: [spelled]).map(\.localIdentifier) == [assetID(1, device: "T")])
 
     let status = try await pad.status()
-    #expect(status == LibraryStatus(objects: 4, withFingerprint: 0, withKey: 4, linked: 4, wanted: 0))
+    #expect(counts(status) == [4, 0, 4, 4, 0])
 }
 
 @Test func severalObjectsWithOneKeyAreAmbiguousUnderPhotoKitsUserInfoKey() async throws {
@@ -170,14 +173,14 @@ private func keyedAsset(_ device: String, _ n: Int, created: Date? = nil) -> Ass
     try await phone.replaceLibrary(LibrarySnapshot(assets: phoneAssets))
     let wantedIDs = (1...5).map { assetID($0, device: "P") }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
 
-    #expect(try await phone.status() == LibraryStatus(objects: 7, withFingerprint: 1, withKey: 0, linked: 0, wanted: 5))
+    #expect(counts(try await phone.status()) == [7, 1, 0, 0, 5])
 
     // Pages of 2: three of them, `total` on each, following `next` to the end; again from the start.
     for _ in 1...2 {
         var pages: [WantedPage] = []
         for try await page in phone.wanted(limit: 2) { pages.append(page) }
         #expect(pages.map(\.objects.count) == [2, 2, 1] && pages.allSatisfy { $0.total == 5 })
-        #expect(pages.flatMap(\.objects) == wantedIDs.map { WantedObject(localIdentifier: $0, type: .asset) })
+        #expect(pages.flatMap(\.objects).map(\.localIdentifier) == wantedIDs && pages.flatMap(\.objects).allSatisfy { $0.type == .asset })
         #expect(pages.map(\.next) == [wantedIDs[1], wantedIDs[3], nil])
     }
     let rest = try await phone.wantedPage(after: wantedIDs[2], limit: 10_000)
@@ -207,7 +210,7 @@ private func keyedAsset(_ device: String, _ n: Int, created: Date? = nil) -> Ass
     // Now the Mac's identifiers find the phone's copies by content.
     let found = try await phone.orderedLocalIdentifierMappings(for: Array(clouds[0..<5]))
     #expect(found.map(\.localIdentifier) == (1...5).map { assetID($0, device: "P") })
-    #expect(try await phone.status() == LibraryStatus(objects: 7, withFingerprint: 6, withKey: 0, linked: 5, wanted: 0))
+    #expect(counts(try await phone.status()) == [7, 6, 0, 5, 0])
 }
 
 private let longPart = String(repeating: "a", count: 128)
@@ -243,7 +246,7 @@ func photoKitCloudIdentifierIsCheckedByTheContractsRule(_ text: String, _ type: 
         let id = try PhotoKitCloudIdentifier(text, objectType: type)
         let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         #expect(id.stringValue == text && id.contentHash == parts[2])
-        #expect(id.key == PhotoKitCloudIdentifier.Key(recordName: parts[0], objectType: type))
+        #expect(id.key.recordName == parts[0] && id.key.objectType == type && id.key.description == "\(parts[0]):\(parts[1])")
         #expect(try PhotoKitCloudIdentifier.key(text, objectType: type) == id.key)
     }
 }
@@ -294,11 +297,11 @@ func photoKitCloudIdentifierIsCheckedByTheContractsRule(_ text: String, _ type: 
         try album.setPhotoKitCloudIdentifier(photoKitID(1))
     }
     #expect(album.photoKitCloudIdentifier == nil)
-    #expect(try album.setPhotoKitCloudIdentifier(photoKitID(1, .assetCollection)) == PhotoKitCloudIdentifier.Key(recordName: "ICLOUD-RECORD-1", objectType: .assetCollection))
+    #expect(try album.setPhotoKitCloudIdentifier(photoKitID(1, .assetCollection)).description == "ICLOUD-RECORD-1:040")
 
     // And the whole upload goes through.
     let server = try TestServer()
     let phone = try await server.account(devices: ["iPhone"]).devices[0]
     #expect(try await phone.replaceLibrary(LibrarySnapshot(assets: keyed, assetCollections: [album])).inserted == 5)
-    #expect(try await phone.status() == LibraryStatus(objects: 5, withFingerprint: 0, withKey: 3, linked: 0, wanted: 0))
+    #expect(counts(try await phone.status()) == [5, 0, 3, 0, 0])
 }
