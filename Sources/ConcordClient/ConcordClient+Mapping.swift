@@ -87,16 +87,27 @@ extension ConcordClient {
 
     /// Cloud → local for this device, keyed by cloud identifier as PhotoKit's
     /// `localIdentifierMappings(for:)` answers.
-    public func localIdentifierMappings(for cloudIdentifiers: [CloudIdentifier]) async throws -> [CloudIdentifier: LocalIdentifierMapping] {
-        let ordered = try await self.orderedLocalIdentifierMappings(for: cloudIdentifiers)
+    ///
+    /// The server looks for the object by the record's link, then by the keys the record carries
+    /// (PhotoKit's cloud identifiers), then by content. `contentMatch: false` skips content
+    /// (an identifier not found by link or key is `identifierNotFound`), for an app that will not
+    /// hash anything now; by default it is not sent, so the server takes its usual path.
+    public func localIdentifierMappings(for cloudIdentifiers: [CloudIdentifier], contentMatch: Bool = true) async throws -> [CloudIdentifier: LocalIdentifierMapping] {
+        let ordered = try await self.orderedLocalIdentifierMappings(for: cloudIdentifiers, contentMatch: contentMatch)
         return Dictionary(ordered.map { ($0.cloudIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// Cloud → local, one mapping per item in the request's order.
-    public func orderedLocalIdentifierMappings(for cloudIdentifiers: [CloudIdentifier]) async throws -> [LocalIdentifierMapping] {
+    /// Cloud → local, one mapping per item in the request's order (`contentMatch` as in
+    /// `localIdentifierMappings(for:contentMatch:)`).
+    public func orderedLocalIdentifierMappings(for cloudIdentifiers: [CloudIdentifier], contentMatch: Bool = true) async throws -> [LocalIdentifierMapping] {
         try await self.batched(cloudIdentifiers) { chunk in
-            struct Body: Encodable { var cloudIdentifiers: [CloudIdentifier] }
-            let request = try self.request("POST", "/v1/library/local-identifiers", body: Body(cloudIdentifiers: chunk), idempotent: true)
+            struct Body: Encodable {
+                var cloudIdentifiers: [CloudIdentifier]
+                /// Nil (not sent) for the default, true: the body stays the one the server reads fastest.
+                var contentMatch: Bool?
+            }
+            let body = Body(cloudIdentifiers: chunk, contentMatch: contentMatch ? nil : false)
+            let request = try self.request("POST", "/v1/library/local-identifiers", body: body, idempotent: true)
             let answer = try await self.call(request, as: LocalMappingsBody.self)
             try Self.expectCount(answer.mappings.count, chunk.count)
             return zip(chunk, answer.mappings).map { id, item in

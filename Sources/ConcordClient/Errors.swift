@@ -31,6 +31,13 @@ public struct ConcordPhotosError: Error, Sendable, Hashable, CustomStringConvert
 
     /// PhotoKit's error domain.
     public static let domain = "PHPhotosErrorDomain"
+    /// The `NSError` userInfo key of `multipleIdentifiersFound`'s candidates, PhotoKit's
+    /// `PHLocalIdentifiersErrorKey` (its value, so no Photos import is needed).
+    public static let localIdentifiersErrorKey = "PHLocalIdentifiersErrorKey"
+    /// The key the client used for the candidates before it used PhotoKit's; still set, for
+    /// code that reads it.
+    @available(*, deprecated, renamed: "localIdentifiersErrorKey")
+    public static let legacyLocalIdentifiersKey = "localIdentifiers"
 
     /// The PhotoKit code (`invalid` for errors PhotoKit does not define).
     public var code: Code
@@ -62,7 +69,10 @@ extension ConcordPhotosError: CustomNSError {
     public var errorCode: Int { self.code.rawValue }
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: self.message]
-        if let ids = self.localIdentifiers { info["localIdentifiers"] = ids }
+        if let ids = self.localIdentifiers {
+            info[Self.localIdentifiersErrorKey] = ids
+            info["localIdentifiers"] = ids   // the earlier key (legacyLocalIdentifiersKey)
+        }
         if self.limitedLibrary { info["limitedLibrary"] = true }
         return info
     }

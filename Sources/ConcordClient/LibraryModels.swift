@@ -8,18 +8,26 @@ public struct Asset: Sendable, Hashable, Codable {
     }
 
     public var localIdentifier: String
-    /// Base64url of the original resource's content hash (see `Fingerprint`).
-    public var fingerprint: String
+    /// Base64url of the original resource's content hash (see `Fingerprint`). Nil: unknown
+    /// (an original not on the device yet): omitted when sent, so the server keeps what it has;
+    /// read back as nil while the server has none. Such an asset is matched by its key only.
+    public var fingerprint: String?
+    /// PhotoKit's `PHCloudIdentifier.stringValue` for the asset (`A:001:H`, API.md §2); its key
+    /// matches the asset on every device of the same iCloud library with no hashing. Nil:
+    /// omitted, the server keeps what it has. `PhotoKitCloudIdentifier` checks one before upload.
+    public var photoKitCloudIdentifier: String?
     /// Nil: the server's default, `image`.
     public var mediaType: MediaType?
+    /// Send it: `GET /v1/library/wanted` compares creation dates to the second.
     public var creationDate: Date?
     public var modificationDate: Date?
     public var hasAdjustments: Bool?
     public var isFavorite: Bool?
 
-    public init(localIdentifier: String, fingerprint: String, mediaType: MediaType? = nil, creationDate: Date? = nil, modificationDate: Date? = nil, hasAdjustments: Bool? = nil, isFavorite: Bool? = nil) {
+    public init(localIdentifier: String, fingerprint: String? = nil, photoKitCloudIdentifier: String? = nil, mediaType: MediaType? = nil, creationDate: Date? = nil, modificationDate: Date? = nil, hasAdjustments: Bool? = nil, isFavorite: Bool? = nil) {
         self.localIdentifier = localIdentifier
         self.fingerprint = fingerprint
+        self.photoKitCloudIdentifier = photoKitCloudIdentifier
         self.mediaType = mediaType
         self.creationDate = creationDate
         self.modificationDate = modificationDate
@@ -31,16 +39,19 @@ public struct Asset: Sendable, Hashable, Codable {
 /// An album (API.md §4 `assetCollections`), like `PHAssetCollection`.
 public struct AssetCollection: Sendable, Hashable, Codable {
     public var localIdentifier: String
-    /// A stable hash the app chooses (of the title, say).
-    public var fingerprint: String
+    /// A stable hash the app chooses (of the title, say). Nil: unknown, omitted when sent.
+    public var fingerprint: String?
+    /// PhotoKit's `PHCloudIdentifier.stringValue` for the album (`A:040:H`); nil: omitted.
+    public var photoKitCloudIdentifier: String?
     public var title: String?
     /// The album's assets, by local identifier, in order.
     public var assets: [String]?
     public var appCreated: Bool?
 
-    public init(localIdentifier: String, fingerprint: String, title: String? = nil, assets: [String]? = nil, appCreated: Bool? = nil) {
+    public init(localIdentifier: String, fingerprint: String? = nil, photoKitCloudIdentifier: String? = nil, title: String? = nil, assets: [String]? = nil, appCreated: Bool? = nil) {
         self.localIdentifier = localIdentifier
         self.fingerprint = fingerprint
+        self.photoKitCloudIdentifier = photoKitCloudIdentifier
         self.title = title
         self.assets = assets
         self.appCreated = appCreated
@@ -50,14 +61,18 @@ public struct AssetCollection: Sendable, Hashable, Codable {
 /// A folder (API.md §4 `collectionLists`), like `PHCollectionList`.
 public struct CollectionList: Sendable, Hashable, Codable {
     public var localIdentifier: String
-    public var fingerprint: String
+    /// A stable hash the app chooses. Nil: unknown, omitted when sent.
+    public var fingerprint: String?
+    /// PhotoKit's `PHCloudIdentifier.stringValue` for the folder (`A:020:H`); nil: omitted.
+    public var photoKitCloudIdentifier: String?
     public var title: String?
     /// The folder's albums and folders, by local identifier.
     public var collections: [String]?
 
-    public init(localIdentifier: String, fingerprint: String, title: String? = nil, collections: [String]? = nil) {
+    public init(localIdentifier: String, fingerprint: String? = nil, photoKitCloudIdentifier: String? = nil, title: String? = nil, collections: [String]? = nil) {
         self.localIdentifier = localIdentifier
         self.fingerprint = fingerprint
+        self.photoKitCloudIdentifier = photoKitCloudIdentifier
         self.title = title
         self.collections = collections
     }
@@ -131,6 +146,24 @@ public enum LibraryObject: Sendable, Hashable, Decodable {
         }
     }
 
+    /// Its fingerprint; nil while the server has none.
+    public var fingerprint: String? {
+        switch self {
+        case .asset(let o): o.fingerprint
+        case .assetCollection(let o): o.fingerprint
+        case .collectionList(let o): o.fingerprint
+        }
+    }
+
+    /// Its PhotoKit cloud identifier string; nil while the server has none.
+    public var photoKitCloudIdentifier: String? {
+        switch self {
+        case .asset(let o): o.photoKitCloudIdentifier
+        case .assetCollection(let o): o.photoKitCloudIdentifier
+        case .collectionList(let o): o.photoKitCloudIdentifier
+        }
+    }
+
     private enum Keys: String, CodingKey { case type }
 
     public init(from decoder: any Decoder) throws {
@@ -158,4 +191,13 @@ public enum PersistentObjectType: String, Sendable, Hashable, CaseIterable, Coda
     case asset = "assets"
     case assetCollection = "assetCollections"
     case collectionList = "collectionLists"
+
+    /// The type's code in identifiers (`001`, `040`, `020`).
+    public var cloudObjectType: CloudObjectType {
+        switch self {
+        case .asset: .asset
+        case .assetCollection: .assetCollection
+        case .collectionList: .collectionList
+        }
+    }
 }
