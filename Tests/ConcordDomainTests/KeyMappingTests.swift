@@ -152,6 +152,25 @@ import Testing
         #expect(try env.service.mapping.status(device: d).withKey == 1)
     }
 
+    @Test(arguments: TestEngine.available) func aJournalEntryWrittenOnOneIPhoneOpensOnAnotherByKey(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
+        let phone = try env.device("phone"), ipad = try env.device("ipad")
+        try Self.upsert(env, phone, [Self.asset("P-BEACH", key: "BEACH"), Self.asset("P-DOG", key: "DOG")])
+        try Self.upsert(env, ipad, [Self.asset("I-DOG", key: "DOG"), Self.asset("I-BEACH", key: "BEACH")])
+        let journal = try env.service.journals.createJournal(title: "Trip", device: phone)
+        let written = try env.service.journals.putEntry(journalID: journal.journalID, entryID: "e1", text: "sea",
+                                                        photos: [.localIdentifier("P-BEACH"), .localIdentifier("P-DOG")], ifMatch: nil, device: phone)
+        // No fingerprint anywhere: the iPad resolves both photos by key, in order.
+        let read = try env.service.journals.journal(journal.journalID, device: ipad)
+        #expect(read.entries.first?.photos.map(\.result) == [.found("I-BEACH"), .found("I-DOG")])
+        #expect(read.entries.first?.photos.map(\.cloudIdentifier) == written.photos.map(\.cloudIdentifier))
+        // The picker on the iPad: the person keeps the dog and adds nothing; the dog keeps its cloud
+        // identifier, the beach (preselected, not picked) is dropped.
+        let picked = try env.service.journals.applySelection(journalID: journal.journalID, entryID: "e1", cancelled: false,
+                                                             localIdentifiers: ["I-DOG"], ifMatch: nil, device: ipad)
+        #expect(picked.photos.map(\.cloudIdentifier) == [written.photos[1].cloudIdentifier])
+    }
+
     /// The invariant under races: two devices whose objects carry one key get one record, whichever
     /// asks first, through one service and through two instances sharing the database.
     @Test(arguments: TestEngine.available) func devicesRacingWithOneKeyGetOneRecord(_ engine: TestEngine) throws {

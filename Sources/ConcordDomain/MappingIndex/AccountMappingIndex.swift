@@ -142,10 +142,10 @@ final class AccountMappingIndex {
     /// Record number → its keys after the first (rare: a record whose objects' keys differed).
     private var moreRecordKeys: [UInt32: [UInt32]] = [:]
 
-    // MARK: Keys, interned per account (A only: a key's type is its object's or record's)
+    // MARK: Keys, numbered per account
 
     static let noKey = UInt32.max
-    private var keyNumbers: [ByteKey: UInt32] = [:]
+    private var keyTable = KeyTable()
     private var recordTable = RecordTable()
 
     // MARK: Devices
@@ -160,7 +160,7 @@ final class AccountMappingIndex {
     var estimatedBytes: Int {
         var total = self.fingerprintBytes.capacity + self.fingerprintSlices.capacity * 8 + self.fingerprintNumbers.count * 2 * 24
         // An interned key: its dictionary entry (twice its size) and the string's heap copy.
-        total += self.keyNumbers.count * (2 * 24 + 48) + self.moreRecordKeys.count * 2 * 48
+        total += self.keyTable.estimatedBytes + self.moreRecordKeys.count * 2 * 48
         for answers in self.deviceAnswers.values { total += answers.wanted.capacity * 4 + 96 }
         total += self.records.capacity * MemoryLayout<Record>.stride + self.recordTable.estimatedBytes
         for device in self.devices.values { total += device.estimatedBytes }
@@ -186,7 +186,7 @@ final class AccountMappingIndex {
             let record = row.linkedGUID.flatMap { self.recordNumber(for: $0) }
             if row.linkedGUID != nil, record == nil { self.isExact = self.isExact && GUIDKey(row.linkedGUID!) != nil }
             device.put(row.localIdentifier, type: row.type, fingerprint: self.intern(row.fingerprint), record: record.map(Int32.init) ?? -1,
-                       linkedGUID: row.linkedGUID.flatMap(GUIDKey.init), key: row.keyA.map(self.internKey) ?? Self.noKey,
+                       linkedGUID: row.linkedGUID.flatMap(GUIDKey.init), key: row.keyA.map { self.keyTable.intern(type: row.type, a: $0) } ?? Self.noKey,
                        creationSecond: row.creationSecond)
             rows += 1
             if rows & 4095 == 0 { try index.checkBudget(self) }
@@ -218,15 +218,7 @@ final class AccountMappingIndex {
         return n
     }
 
-    private func internKey(_ a: String) -> UInt32 {
-        let key = ByteKey(a)
-        if let n = self.keyNumbers[key] { return n }
-        let n = UInt32(self.keyNumbers.count)
-        self.keyNumbers[key] = n
-        return n
-    }
-
-    /// The record's keys' A numbers.
+    /// The record's key numbers.
     private func keys(ofRecord n: Int) -> [UInt32] {
         let first = self.records[n].key
         guard first != Self.noKey else { return [] }
@@ -236,7 +228,7 @@ final class AccountMappingIndex {
     /// The record takes the key (once).
     private func addRecordKey(guid: String, key: ObjectKey) {
         guard let n = self.recordNumber(for: guid) else { return }
-        let k = self.internKey(key.a)
+        let k = self.keyTable.intern(type: key.type, a: key.a)
         if self.records[Int(n)].key == Self.noKey { self.records[Int(n)].key = k; return }
         if self.keys(ofRecord: Int(n)).contains(k) { return }
         self.moreRecordKeys[n, default: []].append(k)
@@ -342,7 +334,7 @@ final class AccountMappingIndex {
                         // Step 3: the device's objects carrying one of the record's keys.
                         var matches: [StoredObject] = []
                         for key in self.keys(ofRecord: Int(n)) {
-                            for slot in device.slots(withKey: key, type: r.type) { matches.append(self.storedObject(device, slot: slot)) }
+                            for slot in device.slots(withKey: key) { matches.append(self.storedObject(device, slot: slot)) }
                         }
                         matches.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) }
                         return RecordLookup(record: record, keyMatches: matches)
@@ -385,7 +377,7 @@ final class AccountMappingIndex {
                     seconds.append(second == Int64.min ? nil : second)
                 }
             }
-            guard !seconds.isEmpty, !self.keys(ofRecord: n).contains(where: { device.hasKey($0, type: r.type) }) else { continue }
+            guard !seconds.isEmpty, !self.keys(ofRecord: n).contains(where: { device.hasKey($0) }) else { continue }
             candidates.add(type: r.type, linkedSeconds: seconds)
         }
         return candidates
@@ -547,7 +539,7 @@ final class AccountMappingIndex {
             }
             device.put(s.localIdentifier, type: s.type, fingerprint: self.intern(s.fingerprint),
                        record: key.flatMap { self.number(of: $0) }.map(Int32.init) ?? -1, linkedGUID: key,
-                       key: s.keyA.map(self.internKey) ?? Self.noKey, creationSecond: s.creationSecond)
+                       key: s.keyA.map { self.keyTable.intern(type: s.type, a: $0) } ?? Self.noKey, creationSecond: s.creationSecond)
         }
     }
 

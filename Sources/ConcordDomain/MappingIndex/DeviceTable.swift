@@ -9,28 +9,28 @@ import Darwin
 /// over an array of plain slots, with the local identifiers' bytes in one arena. Identifiers are
 /// hashed and compared as bytes. Not thread-safe (the account's lock guards it).
 final class DeviceTable {
+    /// Fields ordered widest first: 64 bytes a slot.
     struct Slot {
+        var linkedGUID: GUIDKey
+        /// `creationDate` in whole seconds (`Int64.min`: none), for the wanted rule.
+        var creationSecond: Int64
         /// The identifier's bytes in `arena`.
         var offset: UInt32
-        var length: UInt16
-        var type: ObjectType
-        var live: Bool
-        var hasLink: Bool
         var fingerprint: UInt32
         /// The linked record's number in the account, -1 when unlinked or when no record has the GUID.
         var record: Int32
-        var linkedGUID: GUIDKey
         var hash: UInt32
         /// Other slots with the same content, as a doubly linked list (-1 ends it).
         var nextSameContent: Int32
         var previousSameContent: Int32
-        /// The key's A number in the account (`AccountMappingIndex.noKey`: none), and the other slots
-        /// with the same key, as a doubly linked list (-1 ends it).
+        /// The key's number in the account (`AccountMappingIndex.noKey`: none), and the next slot
+        /// with the same key (-1 ends it; several objects of a device rarely share one).
         var key: UInt32
         var nextSameKey: Int32
-        var previousSameKey: Int32
-        /// `creationDate` in whole seconds (`Int64.min`: none), for the wanted rule.
-        var creationSecond: Int64
+        var length: UInt16
+        var type: ObjectType
+        var live: Bool
+        var hasLink: Bool
     }
 
     private(set) var objectSlots: [Slot] = []
@@ -44,8 +44,8 @@ final class DeviceTable {
     private var tombstones = 0
     /// Content (type, fingerprint number) → first slot with it.
     private var contentHeads: [UInt64: Int32] = [:]
-    /// Key (type, A number) → first slot with it.
-    private var keyHeads: [UInt64: Int32] = [:]
+    /// Key number → first slot carrying it, -1 when none (grown to the account's key count).
+    private var keyHeads: [Int32] = []
     /// Record number → the slot linked to it, -1 when none (a record links to one object per device).
     private var linkOfRecord: [Int32]
     /// Links to GUIDs no record has (storage allows them; the service never makes them).
@@ -57,7 +57,7 @@ final class DeviceTable {
 
     var estimatedBytes: Int {
         self.arena.capacity + self.objectSlots.capacity * MemoryLayout<Slot>.stride + self.buckets.capacity * 4
-            + self.freeSlots.capacity * 4 + self.contentHeads.count * 2 * 16 + self.keyHeads.count * 2 * 16 + self.linkOfRecord.capacity * 4 + 256
+            + self.freeSlots.capacity * 4 + self.contentHeads.count * 2 * 16 + self.keyHeads.capacity * 4 + self.linkOfRecord.capacity * 4 + 256
     }
 
     // MARK: - Hashing and finding
@@ -246,9 +246,9 @@ final class DeviceTable {
     }
 
     /// The slots carrying this key.
-    func slots(withKey key: UInt32, type: ObjectType) -> [Int32] {
+    func slots(withKey key: UInt32) -> [Int32] {
         var result: [Int32] = []
-        var n = self.keyHeads[Self.contentKey(type, key)] ?? -1
+        var n = Int(key) < self.keyHeads.count ? self.keyHeads[Int(key)] : -1
         while n >= 0 {
             result.append(n)
             n = self.objectSlots[Int(n)].nextSameKey
@@ -257,7 +257,7 @@ final class DeviceTable {
     }
 
     /// Whether some object carries this key.
-    func hasKey(_ key: UInt32, type: ObjectType) -> Bool { self.keyHeads[Self.contentKey(type, key)] != nil }
+    func hasKey(_ key: UInt32) -> Bool { Int(key) < self.keyHeads.count && self.keyHeads[Int(key)] >= 0 }
 
     /// The slot linked to record `number`, -1 when none.
     func linkedSlot(record number: Int) -> Int32 { number < self.linkOfRecord.count ? self.linkOfRecord[number] : -1 }
@@ -277,10 +277,10 @@ final class DeviceTable {
         let offset = UInt32(self.arena.count)
         self.arena.append(contentsOf: bytes)
         let h = bytes.withUnsafeBytes { Self.hash($0) }
-        let slot = Slot(offset: offset, length: UInt16(bytes.count), type: type, live: true, hasLink: linkedGUID != nil, fingerprint: fingerprint,
-                        record: linkedGUID == nil ? -1 : record, linkedGUID: linkedGUID ?? GUIDKey.zero, hash: h,
-                        nextSameContent: -1, previousSameContent: -1, key: key, nextSameKey: -1, previousSameKey: -1,
-                        creationSecond: creationSecond ?? Int64.min)
+        let slot = Slot(linkedGUID: linkedGUID ?? GUIDKey.zero, creationSecond: creationSecond ?? Int64.min, offset: offset,
+                        fingerprint: fingerprint, record: linkedGUID == nil ? -1 : record, hash: h,
+                        nextSameContent: -1, previousSameContent: -1, key: key, nextSameKey: -1,
+                        length: UInt16(bytes.count), type: type, live: true, hasLink: linkedGUID != nil)
         let n: Int32
         if let free = self.freeSlots.popLast() {
             n = free
@@ -303,11 +303,9 @@ final class DeviceTable {
         }
         self.contentHeads[key] = n
         if slot.key != AccountMappingIndex.noKey {
-            let k = Self.contentKey(type, slot.key)
-            if let head = self.keyHeads[k] {
-                self.objectSlots[Int(n)].nextSameKey = head
-                self.objectSlots[Int(head)].previousSameKey = n
-            }
+            let k = Int(slot.key)
+            if k >= self.keyHeads.count { self.keyHeads.append(contentsOf: repeatElement(-1, count: k + 1 - self.keyHeads.count)) }
+            self.objectSlots[Int(n)].nextSameKey = self.keyHeads[k]
             self.keyHeads[k] = n
         }
         if let guid = linkedGUID { self.attachLink(slot: n, guid: guid, record: record) }
@@ -327,13 +325,18 @@ final class DeviceTable {
         }
         if slot.nextSameContent >= 0 { self.objectSlots[Int(slot.nextSameContent)].previousSameContent = slot.previousSameContent }
         if slot.key != AccountMappingIndex.noKey {
-            if slot.previousSameKey >= 0 {
-                self.objectSlots[Int(slot.previousSameKey)].nextSameKey = slot.nextSameKey
+            // Unlink from its key's list (singly linked: walk from the head, usually this slot).
+            let k = Int(slot.key)
+            if self.keyHeads[k] == n {
+                self.keyHeads[k] = slot.nextSameKey
             } else {
-                let k = Self.contentKey(slot.type, slot.key)
-                if slot.nextSameKey >= 0 { self.keyHeads[k] = slot.nextSameKey } else { self.keyHeads[k] = nil }
+                var m = self.keyHeads[k]
+                while m >= 0 {
+                    let next = self.objectSlots[Int(m)].nextSameKey
+                    if next == n { self.objectSlots[Int(m)].nextSameKey = slot.nextSameKey; break }
+                    m = next
+                }
             }
-            if slot.nextSameKey >= 0 { self.objectSlots[Int(slot.nextSameKey)].previousSameKey = slot.previousSameKey }
         }
         self.buckets[bucket] = -2
         self.tombstones += 1
