@@ -112,7 +112,7 @@ struct DeviceLibrary {
     /// What a device knows of its photos (issue 21): content hashes (the classic upload), only
     /// PhotoKit's keys (an iPhone with Optimize Storage on one iCloud library), or neither (a
     /// computer that has not hashed yet: the wanted list's case).
-    enum Knowledge { case fingerprints, keys, nothing }
+    enum Knowledge { case fingerprints, keys, keysAndFingerprints, nothing }
 
     /// PhotoKit's `A` of photo `p`: the same on every device of the iCloud library.
     static func photoKey(_ p: Int) -> String {
@@ -134,6 +134,9 @@ struct DeviceLibrary {
             switch knowledge {
             case .fingerprints: w.key("fingerprint"); w.string(photos.fingerprints[p])
             case .keys: w.key("photoKitCloudIdentifier"); w.string(Self.photoKey(p) + ":001:h")
+            case .keysAndFingerprints:
+                w.key("fingerprint"); w.string(photos.fingerprints[p])
+                w.key("photoKitCloudIdentifier"); w.string(Self.photoKey(p) + ":001:h")
             case .nothing: break
             }
             w.key("mediaType"); w.string(p % 20 == 0 ? "video" : "image")

@@ -4,7 +4,7 @@
 //
 //   device-sim mapping|journal|livesync --port P --admin-token T [--pid PID]
 //              [--peer-port Q --peer-pid QPID] [--assets 100000] [--devices 5] [--clients 16]
-//              [--batch 1000] [--seconds 5] [--rounds 2] [--waiters 10000] [--keyed]
+//              [--batch 1000] [--seconds 5] [--rounds 2] [--waiters 10000] [--keyed | --keyed-hashed]
 //
 // Run by `Benchmarks/run mapping` / `Benchmarks/run journal` (see docs/benchmarks.md).
 import ConcordJSON
@@ -39,6 +39,8 @@ struct Settings {
     var waiters: Int
     /// mapping: devices send PhotoKit keys and no fingerprints (issue 21).
     var keyed: Bool
+    /// mapping: devices send PhotoKit keys and fingerprints.
+    var keyedHashed: Bool
 }
 
 let arguments = CommandLine.arguments
@@ -59,7 +61,8 @@ let settings = Settings(
     seconds: Double(option("--seconds") ?? "5") ?? 5,
     rounds: max(1, intOption("--rounds", 2)),
     waiters: intOption("--waiters", 10_000),
-    keyed: CommandLine.arguments.contains("--keyed")
+    keyed: CommandLine.arguments.contains("--keyed"),
+    keyedHashed: CommandLine.arguments.contains("--keyed-hashed")
 )
 
 do {
