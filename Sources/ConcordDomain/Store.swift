@@ -315,7 +315,8 @@ extension AccountReadTransaction {
     public func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup] {
         var lookups = try self.recordLinks(device, guids: identifiers.map(\.guid)).enumerated().map { i, found -> RecordLookup in
             guard let found, found.record.type == identifiers[i].type else { return RecordLookup() }
-            return RecordLookup(linkedLocalIdentifier: found.linkedLocalIdentifier, record: found.record)
+            if let local = found.linkedLocalIdentifier { return RecordLookup(linkedLocalIdentifier: local) }
+            return RecordLookup(record: found.record)
         }
         // Step 3: the objects carrying one of the keys of records with no link on the device.
         let unlinked = lookups.compactMap { $0.linkedLocalIdentifier == nil ? $0.record?.guid : nil }

@@ -23,6 +23,49 @@ import Testing
     }
 }
 
+/// The invariant under races (issue 21): two devices whose objects carry the same keys, asking at
+/// the same moment through two instances sharing the database, get one record per key — with the
+/// index on both instances, on neither, and on one only; and afterwards every side answers alike.
+@Suite struct MappingIndexKeyRaceTests {
+    @Test(arguments: TestEngine.available) func twoDevicesRacingWithOneKeyGetOneRecord(_ engine: TestEngine) throws {
+        for budgets in [(256 << 20, 256 << 20), (0, 0), (256 << 20, 0)] {
+            let database = try TestDatabase(engine)
+            let clock = ManualClock()
+            func service(_ store: any ConcordStore, _ bytes: Int) throws -> ConcordService {
+                var configuration = DomainConfiguration()
+                configuration.mappingIndexBytes = bytes
+                return try ConcordService(store: store, configuration: configuration, clock: { clock.now })
+            }
+            let services = [try service(database.store, budgets.0), try service(try database.openAnotherStore(), budgets.1)]
+            let account = try services[0].accounts.createAccount(name: "race")
+            let devices = try (0..<2).map { i in
+                DeviceRef(accountID: account.accountID, deviceID: try services[0].accounts.createDevice(accountID: account.accountID, name: "d\(i)", platform: nil).deviceID)
+            }
+            let keys = (0..<60).map { "KEY-\($0)" }
+            for (i, d) in devices.enumerated() {
+                // Device 0 has fingerprints for half of them; device 1 none: keys decide.
+                let objects = keys.enumerated().map { k, key in
+                    LibraryObject.asset("\(i)-\(key)", fingerprint: i == 0 && k % 2 == 0 ? fp(k) : "", photoKitCloudIdentifier: "\(key):001:")
+                }
+                try services[i].library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: objects)), device: d)
+            }
+            let answers = Mutex2<[Int: [String]]>([:])
+            DispatchQueue.concurrentPerform(iterations: 2) { i in
+                let result = try? services[i].mapping.cloudIdentifiers(forLocalIdentifiers: keys.map { "\(i)-\($0)" }, device: devices[i])
+                answers.set(i, result?.map { if case .found(let c) = $0.result { return CloudIdentifier(parsing: c)?.guid ?? "" } else { return "" } } ?? [])
+            }
+            #expect(answers.get(0).count == 60 && answers.get(0) == answers.get(1), "budgets \(budgets)")
+            #expect(Set(answers.get(0)).count == 60)
+            // Both instances, both directions, agree afterwards.
+            for i in 0..<2 {
+                let mine = try services[i].mapping.cloudIdentifiers(forLocalIdentifiers: keys.map { "\(i)-\($0)" }, device: devices[i]).map(\.result)
+                let other = try services[1 - i].mapping.cloudIdentifiers(forLocalIdentifiers: keys.map { "\(i)-\($0)" }, device: devices[i]).map(\.result)
+                #expect(mine == other)
+            }
+        }
+    }
+}
+
 /// SplitMix64: small, fast, and the same on every platform.
 struct SeededGenerator: RandomNumberGenerator {
     var state: UInt64

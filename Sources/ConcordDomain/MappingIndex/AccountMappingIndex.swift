@@ -321,6 +321,8 @@ final class AccountMappingIndex {
                     return identifiers.indices.map { i -> RecordLookup in
                         let n = numbers[i]
                         guard n >= 0 else { return RecordLookup() }
+                        // Step 2, the warm path: the linked object is the whole answer.
+                        if let device, linked[i] >= 0 { return RecordLookup(linkedLocalIdentifier: device.identifier(ofSlot: linked[i])) }
                         let c = identifiers[i]
                         let r = records[Int(n)]
                         var wanted = c.fingerprint
@@ -329,7 +331,6 @@ final class AccountMappingIndex {
                             w.count == Int(slice.length) && (w.count == 0 || memcmp(w.baseAddress!, fingerprints.baseAddress! + Int(slice.offset), w.count) == 0)
                         }
                         let record = CloudRecord(guid: c.guid, type: r.type, fingerprint: same ? c.fingerprint : self.fingerprint(r.fingerprint))
-                        if let device, linked[i] >= 0 { return RecordLookup(linkedLocalIdentifier: device.identifier(ofSlot: linked[i]), record: record) }
                         guard let device, r.key != Self.noKey else { return RecordLookup(record: record) }
                         // Step 3: the device's objects carrying one of the record's keys.
                         var matches: [StoredObject] = []
@@ -366,19 +367,35 @@ final class AccountMappingIndex {
     /// record with a fingerprint, no link on the device, a link on another, and no key the device's
     /// objects carry; with its linked objects' creation seconds.
     private func wantedCandidates(_ device: DeviceTable) -> WantedCandidates {
-        var candidates = WantedCandidates()
-        let others = self.devices.values.filter { $0 !== device }
-        for (n, r) in self.records.enumerated() where !self.isEmpty(fingerprint: r.fingerprint) && device.linkedSlot(record: n) < 0 {
-            var seconds: [Int64?] = []
-            for other in others {
-                let slot = other.linkedSlot(record: n)
-                if slot >= 0 {
-                    let second = other.objectSlots[Int(slot)].creationSecond
-                    seconds.append(second == Int64.min ? nil : second)
-                }
+        // Local copies (copy-on-write references): plain array reads in the loop, no class access each.
+        let records = self.records, slices = self.fingerprintSlices
+        let mine = device.linksByRecord
+        let others = self.devices.values.filter { $0 !== device }.map { (links: $0.linksByRecord, slots: $0.objectSlots) }
+        var undated = [false, false, false], any = [false, false, false]
+        var seconds: [[Int64]] = [[], [], []]
+        for n in records.indices {
+            let r = records[n]
+            guard slices[Int(r.fingerprint)].length > 0, n >= mine.count || mine[n] < 0 else { continue }
+            var linkedElsewhere = false
+            for other in others where n < other.links.count && other.links[n] >= 0 { linkedElsewhere = true; break }
+            guard linkedElsewhere else { continue }
+            if r.key != Self.noKey {
+                if device.hasKey(r.key) { continue }
+                if let more = self.moreRecordKeys[UInt32(n)], more.contains(where: { device.hasKey($0) }) { continue }
             }
-            guard !seconds.isEmpty, !self.keys(ofRecord: n).contains(where: { device.hasKey($0) }) else { continue }
-            candidates.add(type: r.type, linkedSeconds: seconds)
+            let t = r.type.partOrder
+            any[t] = true
+            var dated = false
+            for other in others where n < other.links.count && other.links[n] >= 0 {
+                let second = other.slots[Int(other.links[n])].creationSecond
+                if second != Int64.min { seconds[t].append(second); dated = true }
+            }
+            if !dated { undated[t] = true }
+        }
+        var candidates = WantedCandidates()
+        for type in ObjectType.allCases where any[type.partOrder] {
+            candidates.types.insert(type)
+            if undated[type.partOrder] { candidates.undated.insert(type) } else { candidates.seconds[type] = Set(seconds[type.partOrder]) }
         }
         return candidates
     }
@@ -406,19 +423,18 @@ final class AccountMappingIndex {
             if o.key != Self.noKey { status.withKey += 1 }
             if o.hasLink { status.linked += 1 } else if !hasFingerprint { unknown.append(Int32(n)) }
         }
-        var wanted: [(id: String, slot: Int32)] = []
+        var wanted: [Int32] = []
         if !unknown.isEmpty {
             let candidates = self.wantedCandidates(device)
+            let slots = device.objectSlots
             for n in unknown {
-                let o = device.objectSlots[Int(n)]
-                if candidates.wants(type: o.type, creationSecond: o.creationSecond == Int64.min ? nil : o.creationSecond) {
-                    wanted.append((device.identifier(of: o), n))
-                }
+                let o = slots[Int(n)]
+                if candidates.wants(type: o.type, creationSecond: o.creationSecond == Int64.min ? nil : o.creationSecond) { wanted.append(n) }
             }
-            wanted.sort { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
+            device.sortByIdentifier(&wanted)
         }
         status.wanted = wanted.count
-        let answers = DeviceAnswers(version: self.version, wanted: wanted.map(\.slot), status: status)
+        let answers = DeviceAnswers(version: self.version, wanted: wanted, status: status)
         self.deviceAnswers[deviceID] = answers
         return answers
     }

@@ -259,6 +259,23 @@ final class DeviceTable {
     /// Whether some object carries this key.
     func hasKey(_ key: UInt32) -> Bool { Int(key) < self.keyHeads.count && self.keyHeads[Int(key)] >= 0 }
 
+    /// Record number → the slot linked to it (-1: none); shorter than the record count when the
+    /// newest records came after this table's last growth (those have no link here).
+    var linksByRecord: [Int32] { self.linkOfRecord }
+
+    /// Sorts slot numbers by their identifiers' bytes (memcmp over the arena, no string each).
+    func sortByIdentifier(_ numbers: inout [Int32]) {
+        self.withLookup { l in
+            guard let arena = l.arena else { return }
+            numbers.sort { a, b in
+                let x = l.slots[Int(a)], y = l.slots[Int(b)]
+                let shorter = min(Int(x.length), Int(y.length))
+                let c = shorter == 0 ? 0 : memcmp(arena + Int(x.offset), arena + Int(y.offset), shorter)
+                return c != 0 ? c < 0 : x.length < y.length
+            }
+        }
+    }
+
     /// The slot linked to record `number`, -1 when none.
     func linkedSlot(record number: Int) -> Int32 { number < self.linkOfRecord.count ? self.linkOfRecord[number] : -1 }
 
