@@ -49,7 +49,7 @@ extension ConcordClient {
             let data: Data
             let response: URLResponse
             do {
-                (data, response) = try await self.configuration.session.data(for: urlRequest)
+                (data, response) = try await Self.data(self.configuration.session, for: urlRequest)
             } catch let error as URLError {
                 guard policy.retries(error, idempotent: idempotent),
                     let wait = policy.delay(beforeRetry: attempt, retryAfter: nil, random: Double.random(in: 0..<1))
@@ -175,3 +175,75 @@ enum RFC3339 {
         return formatter.date(from: text)
     }
 }
+
+extension ConcordClient {
+    /// `session.data(for:)`, except on Linux: there, swift-corelibs-foundation's
+    /// `URLSessionTask.cancel()` can trap when it races the task's own completion ("Trying to access
+    /// a behaviour for a task that in not in the registry"; seen in about 1 of 7 runs of the
+    /// live-sync tests, whose streams are cancelled while a long-poll is held). So a cancelled call
+    /// returns at once with `CancellationError` and its request is never cancelled: it finishes by
+    /// itself (a held long-poll at the end of its wait) and its answer is dropped.
+    static func data(_ session: URLSession, for request: URLRequest) async throws -> (Data, URLResponse) {
+        #if canImport(FoundationNetworking)
+        let answer = AnswerOnce()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+                guard answer.wait(continuation) else { return }   // cancelled before it started
+                session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        answer.finish(.failure(error))
+                    } else if let response {
+                        answer.finish(.success((data ?? Data(), response)))
+                    } else {
+                        answer.finish(.failure(URLError(.badServerResponse)))
+                    }
+                }.resume()
+            }
+        } onCancel: {
+            answer.finish(.failure(CancellationError()))
+        }
+        #else
+        return try await session.data(for: request)
+        #endif
+    }
+}
+
+#if canImport(FoundationNetworking)
+/// Resumes a continuation once: with the request's answer or with the caller's cancellation,
+/// whichever comes first (the other is dropped).
+private final class AnswerOnce: @unchecked Sendable {
+    // @unchecked Sendable: every var is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<(Data, URLResponse), any Error>?
+    private var early: Result<(Data, URLResponse), any Error>?
+    private var done = false
+
+    /// Keeps the continuation; false (and resumed) when the answer came first (a cancellation).
+    func wait(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) -> Bool {
+        self.lock.lock()
+        if let early = self.early {
+            self.done = true
+            self.lock.unlock()
+            continuation.resume(with: early)
+            return false
+        }
+        self.continuation = continuation
+        self.lock.unlock()
+        return true
+    }
+
+    func finish(_ result: Result<(Data, URLResponse), any Error>) {
+        self.lock.lock()
+        guard !self.done else { self.lock.unlock(); return }
+        guard let continuation = self.continuation else {
+            if self.early == nil { self.early = result }
+            self.lock.unlock()
+            return
+        }
+        self.done = true
+        self.continuation = nil
+        self.lock.unlock()
+        continuation.resume(with: result)
+    }
+}
+#endif
