@@ -39,8 +39,7 @@ extension JournalService {
             }
         }
         let now = self.now
-        return try self.write(device) { tx, state in
-            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+        return try self.writeAllowed(device) { tx, state in
             let limited = state.authorization == .limited
             guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
             guard var entry = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {

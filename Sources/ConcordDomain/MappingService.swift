@@ -305,8 +305,7 @@ public struct MappingService: ServiceArea {
         guard Identifiers.isValidLocalIdentifier(localIdentifier) else {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifier")
         }
-        try self.write(device) { tx, state in
-            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+        try self.writeAllowed(device) { tx, state in
             guard let record = try tx.records(accountID: device.accountID, guids: [c.guid]).first, record.type == c.type else {
                 throw DomainError.notFound(message: "No such cloud record.")
             }

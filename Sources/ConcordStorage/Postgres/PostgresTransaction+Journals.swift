@@ -3,11 +3,12 @@ import Foundation
 
 /// Journals (API.md §6) on PostgreSQL, with the SQLite engine's semantics: every call is one statement.
 ///
-/// Every call first takes the account's advisory lock (`lock(_:)`), like the library operations: the
-/// domain reads the journal feed's last sequence number, decides and appends the next one, so two
-/// writers of one account — on this instance or another — run one after the other. Journal change
-/// tokens are therefore handed out in commit order, and an If-Match compared with a journal's version
-/// sees every version committed before it.
+/// No call here takes a lock: `PostgresStore.write(account:)` takes the account's advisory lock as
+/// the transaction's first statement (`PostgresTransaction.lockAccount()`), for journals as for the
+/// library. The domain reads the journal feed's last sequence number, decides and appends the next
+/// one, so two writers of one account — on this instance or another — run one after the other.
+/// Journal change tokens are therefore handed out in commit order, and an If-Match compared with a
+/// journal's version sees every version committed before it.
 extension PostgresTransaction {
     private static let journalColumns = "journal_id, title, version, entry_count, created_seq, created_at, updated_at"
     private static let entryColumns = "journal_id, entry_id, text, photos, version, created_seq"
