@@ -43,12 +43,12 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
     func bumpMappingVersion() throws -> Int64 { try self.base.bumpMappingVersion() }
     func markIdempotencyApplied(owner: [UInt8], key: String) throws { try self.base.markIdempotencyApplied(owner: owner, key: key) }
 
-    func accountExists(_ accountID: String) throws -> Bool { try self.base.accountExists(accountID) }
+    func accountExists() throws -> Bool { try self.base.accountExists() }
 
     func device(_ device: DeviceRef) throws -> DeviceState? { try self.base.device(device) }
 
-    func devices(accountID: String) throws -> [DeviceState] { try self.base.devices(accountID: accountID) }
-    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] { try self.base.deviceTokenTimes(accountID: accountID) }
+    func devices() throws -> [DeviceState] { try self.base.devices() }
+    func deviceTokenTimes() throws -> [String: TokenTimes] { try self.base.deviceTokenTimes() }
 
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         try self.base.objects(device, localIdentifiers: localIdentifiers)
@@ -72,7 +72,7 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
         try self.base.objects(device, matching: keys)
     }
 
-    func records(accountID: String, guids: [String]) throws -> [CloudRecord] { try self.base.records(accountID: accountID, guids: guids) }
+    func records(guids: [String]) throws -> [CloudRecord] { try self.base.records(guids: guids) }
 
     func linkedObjects(_ device: DeviceRef, guids: [String]) throws -> [(guid: String, localIdentifier: String)] {
         try self.base.linkedObjects(device, guids: guids)
@@ -124,16 +124,16 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
 
     // Tokens are not mapping data; a deleted account's index is forgotten after the commit
     // (`AccountService.deleteAccount`), since no version of it remains to catch up to.
-    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
-        try self.base.replaceAccountToken(accountID: accountID, tokenHash: tokenHash, createdAt: createdAt)
+    func replaceAccountToken(tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        try self.base.replaceAccountToken(tokenHash: tokenHash, createdAt: createdAt)
     }
 
     func replaceDeviceToken(_ device: DeviceRef, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
         try self.base.replaceDeviceToken(device, tokenHash: tokenHash, createdAt: createdAt)
     }
 
-    func deleteAccount(_ accountID: String) throws -> Bool {
-        try self.base.deleteAccount(accountID)
+    func deleteAccount() throws -> Bool {
+        try self.base.deleteAccount()
     }
 
     func deleteDevice(_ device: DeviceRef) throws -> Bool {
@@ -148,8 +148,8 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
         try self.base.unlinkedRecords(device, matching: keys)
     }
 
-    func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
-        try self.base.insertRecords(accountID: accountID, records, createdAt: createdAt)
+    func insertRecords(_ records: [CloudRecord], createdAt: Date) throws {
+        try self.base.insertRecords(records, createdAt: createdAt)
         self.record(.insertRecords(records))
     }
 
@@ -192,43 +192,43 @@ final class MappingRecordingTransaction: AccountWriteTransaction {
 
     func pruneChanges(_ device: DeviceRef, throughSeq: Int64) throws { try self.base.pruneChanges(device, throughSeq: throughSeq) }
 
-    func journalFeed(accountID: String) throws -> JournalFeedState { try self.base.journalFeed(accountID: accountID) }
+    func journalFeed() throws -> JournalFeedState { try self.base.journalFeed() }
 
-    func journals(accountID: String) throws -> [StoredJournal] { try self.base.journals(accountID: accountID) }
+    func journals() throws -> [StoredJournal] { try self.base.journals() }
 
-    func journal(accountID: String, journalID: String) throws -> StoredJournal? { try self.base.journal(accountID: accountID, journalID: journalID) }
+    func journal(journalID: String) throws -> StoredJournal? { try self.base.journal(journalID: journalID) }
 
-    func journalEntries(accountID: String, journalID: String) throws -> [StoredJournalEntry] {
-        try self.base.journalEntries(accountID: accountID, journalID: journalID)
+    func journalEntries(journalID: String) throws -> [StoredJournalEntry] {
+        try self.base.journalEntries(journalID: journalID)
     }
 
-    func journalEntry(accountID: String, journalID: String, entryID: String) throws -> StoredJournalEntry? {
-        try self.base.journalEntry(accountID: accountID, journalID: journalID, entryID: entryID)
+    func journalEntry(journalID: String, entryID: String) throws -> StoredJournalEntry? {
+        try self.base.journalEntry(journalID: journalID, entryID: entryID)
     }
 
-    func journalEntryIDs(accountID: String, journalID: String) throws -> [String] { try self.base.journalEntryIDs(accountID: accountID, journalID: journalID) }
+    func journalEntryIDs(journalID: String) throws -> [String] { try self.base.journalEntryIDs(journalID: journalID) }
 
-    func journalChanges(accountID: String, after seq: Int64, limit: Int) throws -> [StoredJournalChange] {
-        try self.base.journalChanges(accountID: accountID, after: seq, limit: limit)
+    func journalChanges(after seq: Int64, limit: Int) throws -> [StoredJournalChange] {
+        try self.base.journalChanges(after: seq, limit: limit)
     }
 
-    func latestJournalChangeSeq(accountID: String, createdAtOrBefore time: Double) throws -> Int64? {
-        try self.base.latestJournalChangeSeq(accountID: accountID, createdAtOrBefore: time)
+    func latestJournalChangeSeq(createdAtOrBefore time: Double) throws -> Int64? {
+        try self.base.latestJournalChangeSeq(createdAtOrBefore: time)
     }
 
-    func putJournal(accountID: String, _ journal: StoredJournal) throws { try self.base.putJournal(accountID: accountID, journal) }
+    func putJournal(_ journal: StoredJournal) throws { try self.base.putJournal(journal) }
 
-    func deleteJournal(accountID: String, journalID: String) throws { try self.base.deleteJournal(accountID: accountID, journalID: journalID) }
+    func deleteJournal(journalID: String) throws { try self.base.deleteJournal(journalID: journalID) }
 
-    func putJournalEntry(accountID: String, _ entry: StoredJournalEntry) throws { try self.base.putJournalEntry(accountID: accountID, entry) }
+    func putJournalEntry(_ entry: StoredJournalEntry) throws { try self.base.putJournalEntry(entry) }
 
-    func deleteJournalEntry(accountID: String, journalID: String, entryID: String) throws {
-        try self.base.deleteJournalEntry(accountID: accountID, journalID: journalID, entryID: entryID)
+    func deleteJournalEntry(journalID: String, entryID: String) throws {
+        try self.base.deleteJournalEntry(journalID: journalID, entryID: entryID)
     }
 
-    func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
-        try self.base.appendJournalChange(accountID: accountID, seq: seq, createdAt: createdAt, details: details)
+    func appendJournalChange(seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
+        try self.base.appendJournalChange(seq: seq, createdAt: createdAt, details: details)
     }
 
-    func pruneJournalChanges(accountID: String, throughSeq: Int64) throws { try self.base.pruneJournalChanges(accountID: accountID, throughSeq: throughSeq) }
+    func pruneJournalChanges(throughSeq: Int64) throws { try self.base.pruneJournalChanges(throughSeq: throughSeq) }
 }

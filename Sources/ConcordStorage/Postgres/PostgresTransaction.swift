@@ -97,21 +97,21 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         try self.db.query("DELETE FROM idempotency_keys WHERE created_at < $1", [.double(time)])
     }
 
-    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] {
+    func deviceTokenTimes() throws -> [String: TokenTimes] {
         var result: [String: TokenTimes] = [:]
         try self.db.query("SELECT device_id, created_at, last_used_at FROM tokens WHERE account_id = $1 AND kind = $2",
-                          [.text(accountID), .int(TokenKind.device.rawValue)]) { r in
+                          [.text(self.accountID), .int(TokenKind.device.rawValue)]) { r in
             result[r.text(0)] = TokenTimes(createdAt: r.isNull(1) ? nil : r.double(1), lastUsedAt: r.isNull(2) ? nil : r.double(2))
         }
         return result
     }
 
-    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
-        guard try self.accountExists(accountID) else { return false }
+    func replaceAccountToken(tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        guard try self.accountExists() else { return false }
         try self.db.query("""
             WITH old AS (DELETE FROM tokens WHERE account_id = $1 AND kind = $2)
             INSERT INTO tokens (token_hash, kind, account_id, device_id, created_at) VALUES ($3, $2, $1, NULL, $4)
-            """, [.text(accountID), .int(TokenKind.account.rawValue), .bytes(tokenHash), .double(createdAt.timeIntervalSince1970)])
+            """, [.text(self.accountID), .int(TokenKind.account.rawValue), .bytes(tokenHash), .double(createdAt.timeIntervalSince1970)])
         return true
     }
 
@@ -125,10 +125,10 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         return true
     }
 
-    func deleteAccount(_ accountID: String) throws -> Bool {
-        guard try self.accountExists(accountID) else { return false }
+    func deleteAccount() throws -> Bool {
+        guard try self.accountExists() else { return false }
         for table in Self.accountTables {
-            try self.db.query("DELETE FROM \(table) WHERE account_id = $1", [.text(accountID)])
+            try self.db.query("DELETE FROM \(table) WHERE account_id = $1", [.text(self.accountID)])
         }
         return true
     }
@@ -138,8 +138,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
                                 "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 
-    func accountExists(_ accountID: String) throws -> Bool {
-        return try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(accountID)]) != nil
+    func accountExists() throws -> Bool {
+        return try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(self.accountID)]) != nil
     }
 
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws {
@@ -158,10 +158,10 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         return result
     }
 
-    func devices(accountID: String) throws -> [DeviceState] {
+    func devices() throws -> [DeviceState] {
         var result: [DeviceState] = []
         try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = $1 ORDER BY created_at, device_id",
-                          [.text(accountID)]) { r in result.append(StorageRows.deviceState(r, accountID: accountID)) }
+                          [.text(self.accountID)]) { r in result.append(StorageRows.deviceState(r, accountID: self.accountID)) }
         return result
     }
 
@@ -361,11 +361,11 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
 
     // MARK: - Records and links
 
-    func records(accountID: String, guids: [String]) throws -> [CloudRecord] {
+    func records(guids: [String]) throws -> [CloudRecord] {
         guard !guids.isEmpty else { return [] }
         var result: [CloudRecord] = []
         try self.db.query("SELECT guid, type, fingerprint FROM records WHERE account_id = $1 AND guid = ANY($2)",
-                          [.text(accountID), .textArray(guids)]) { r in
+                          [.text(self.accountID), .textArray(guids)]) { r in
             if let type = ObjectType(rawValue: Int(r.int(1))) { result.append(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2))) }
         }
         return result
@@ -508,7 +508,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         return status
     }
 
-    func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
+    func insertRecords(_ records: [CloudRecord], createdAt: Date) throws {
         guard !records.isEmpty else { return }
         // Reserve a block of creation orders on the account row and insert the batch: one statement.
         let n = try self.db.query("""
@@ -519,7 +519,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
             INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at)
             SELECT $1, u.guid, u.type, u.fingerprint, a.first + u.ord - 1, $6
             FROM a, unnest($2::text[], $3::int8[], $4::text[]) WITH ORDINALITY AS u(guid, type, fingerprint, ord)
-            """, [.text(accountID), .textArray(records.map(\.guid)), .intArray(records.map { Int64($0.type.rawValue) }),
+            """, [.text(self.accountID), .textArray(records.map(\.guid)), .intArray(records.map { Int64($0.type.rawValue) }),
                   .textArray(records.map(\.fingerprint)), .int(Int64(records.count)), .double(createdAt.timeIntervalSince1970)])
         guard n == records.count else { throw DomainError.notFound(message: "No such account.") }
     }

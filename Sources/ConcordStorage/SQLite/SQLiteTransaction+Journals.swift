@@ -5,8 +5,8 @@ import Foundation
 /// statement in creation order (`journal_entries_by_creation`).
 extension SQLiteTransaction {
     /// The account's storage key for a journal write; the account must exist.
-    private func existingAccountKey(_ accountID: String) throws -> Int64 {
-        guard let a = try self.accountKey(accountID) else { throw DomainError.notFound(message: "No such account.") }
+    private func existingAccountKey() throws -> Int64 {
+        guard let a = try self.accountKey(self.accountID) else { throw DomainError.notFound(message: "No such account.") }
         return a
     }
 
@@ -28,8 +28,8 @@ extension SQLiteTransaction {
                                   version: s.int(4), createdSeq: s.int(5))
     }
 
-    func journalFeed(accountID: String) throws -> JournalFeedState {
-        guard let a = try self.accountKey(accountID) else { return JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0) }
+    func journalFeed() throws -> JournalFeedState {
+        guard let a = try self.accountKey(self.accountID) else { return JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0) }
         var state = JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0)
         try self.db.query("SELECT last_change_seq, pruned_through_seq FROM journal_feeds WHERE account_key = ?", [.int(a)]) { s in
             state = JournalFeedState(lastChangeSeq: s.int(0), prunedThroughSeq: s.int(1))
@@ -37,24 +37,24 @@ extension SQLiteTransaction {
         return state
     }
 
-    func journals(accountID: String) throws -> [StoredJournal] {
-        guard let a = try self.accountKey(accountID) else { return [] }
+    func journals() throws -> [StoredJournal] {
+        guard let a = try self.accountKey(self.accountID) else { return [] }
         var result: [StoredJournal] = []
         try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_key = ? ORDER BY created_seq",
                           [.int(a)]) { s in result.append(Self.storedJournal(s)) }
         return result
     }
 
-    func journal(accountID: String, journalID: String) throws -> StoredJournal? {
-        guard let a = try self.accountKey(accountID) else { return nil }
+    func journal(journalID: String) throws -> StoredJournal? {
+        guard let a = try self.accountKey(self.accountID) else { return nil }
         var result: StoredJournal?
         try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_key = ? AND journal_id = ?",
                           [.int(a), .text(journalID)]) { s in result = Self.storedJournal(s) }
         return result
     }
 
-    func journalEntries(accountID: String, journalID: String) throws -> [StoredJournalEntry] {
-        guard let a = try self.accountKey(accountID) else { return [] }
+    func journalEntries(journalID: String) throws -> [StoredJournalEntry] {
+        guard let a = try self.accountKey(self.accountID) else { return [] }
         var result: [StoredJournalEntry] = []
         try self.db.query("""
             SELECT \(Self.entryColumns) FROM journal_entries INDEXED BY journal_entries_by_creation
@@ -63,24 +63,24 @@ extension SQLiteTransaction {
         return result
     }
 
-    func journalEntry(accountID: String, journalID: String, entryID: String) throws -> StoredJournalEntry? {
-        guard let a = try self.accountKey(accountID) else { return nil }
+    func journalEntry(journalID: String, entryID: String) throws -> StoredJournalEntry? {
+        guard let a = try self.accountKey(self.accountID) else { return nil }
         var result: StoredJournalEntry?
         try self.db.query("SELECT \(Self.entryColumns) FROM journal_entries WHERE account_key = ? AND journal_id = ? AND entry_id = ?",
                           [.int(a), .text(journalID), .text(entryID)]) { s in result = Self.storedEntry(s) }
         return result
     }
 
-    func journalEntryIDs(accountID: String, journalID: String) throws -> [String] {
-        guard let a = try self.accountKey(accountID) else { return [] }
+    func journalEntryIDs(journalID: String) throws -> [String] {
+        guard let a = try self.accountKey(self.accountID) else { return [] }
         var result: [String] = []
         try self.db.query("SELECT entry_id FROM journal_entries WHERE account_key = ? AND journal_id = ? ORDER BY created_seq",
                           [.int(a), .text(journalID)]) { s in result.append(s.text(0)) }
         return result
     }
 
-    func journalChanges(accountID: String, after seq: Int64, limit: Int) throws -> [StoredJournalChange] {
-        guard let a = try self.accountKey(accountID) else { return [] }
+    func journalChanges(after seq: Int64, limit: Int) throws -> [StoredJournalChange] {
+        guard let a = try self.accountKey(self.accountID) else { return [] }
         var result: [StoredJournalChange] = []
         try self.db.query("SELECT seq, created_at, details FROM journal_changes WHERE account_key = ? AND seq > ? ORDER BY seq LIMIT ?",
                           [.int(a), .int(seq), .int(Int64(limit))]) { s in
@@ -89,14 +89,14 @@ extension SQLiteTransaction {
         return result
     }
 
-    func latestJournalChangeSeq(accountID: String, createdAtOrBefore time: Double) throws -> Int64? {
-        guard let a = try self.accountKey(accountID) else { return nil }
+    func latestJournalChangeSeq(createdAtOrBefore time: Double) throws -> Int64? {
+        guard let a = try self.accountKey(self.accountID) else { return nil }
         return try self.db.scalarInt("SELECT max(seq) FROM journal_changes WHERE account_key = ? AND created_at <= ?",
                               [.int(a), .double(time)])
     }
 
-    func putJournal(accountID: String, _ j: StoredJournal) throws {
-        let a = try self.existingAccountKey(accountID)
+    func putJournal(_ j: StoredJournal) throws {
+        let a = try self.existingAccountKey()
         try self.db.run("""
             INSERT INTO journals (account_key, journal_id, title, version, entry_count, created_seq, created_at, updated_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
@@ -107,14 +107,14 @@ extension SQLiteTransaction {
                   .double(j.createdAt), .double(j.updatedAt)])
     }
 
-    func deleteJournal(accountID: String, journalID: String) throws {
-        let a = try self.existingAccountKey(accountID)
+    func deleteJournal(journalID: String) throws {
+        let a = try self.existingAccountKey()
         try self.db.run("DELETE FROM journal_entries WHERE account_key = ? AND journal_id = ?", [.int(a), .text(journalID)])
         try self.db.run("DELETE FROM journals WHERE account_key = ? AND journal_id = ?", [.int(a), .text(journalID)])
     }
 
-    func putJournalEntry(accountID: String, _ e: StoredJournalEntry) throws {
-        let a = try self.existingAccountKey(accountID)
+    func putJournalEntry(_ e: StoredJournalEntry) throws {
+        let a = try self.existingAccountKey()
         try self.db.run("""
             INSERT INTO journal_entries (account_key, journal_id, entry_id, text, photos, version, created_seq)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -124,15 +124,15 @@ extension SQLiteTransaction {
                   .int(e.version), .int(e.createdSeq)])
     }
 
-    func deleteJournalEntry(accountID: String, journalID: String, entryID: String) throws {
-        let a = try self.existingAccountKey(accountID)
+    func deleteJournalEntry(journalID: String, entryID: String) throws {
+        let a = try self.existingAccountKey()
         try self.db.run("DELETE FROM journal_entries WHERE account_key = ? AND journal_id = ? AND entry_id = ?",
                         [.int(a), .text(journalID), .text(entryID)])
     }
 
-    func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
-        let a = try self.existingAccountKey(accountID)
-        self.touchedFeeds.append(.journals(accountID: accountID))
+    func appendJournalChange(seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
+        let a = try self.existingAccountKey()
+        self.touchedFeeds.append(.journals(accountID: self.accountID))
         try self.db.run("INSERT INTO journal_changes (account_key, seq, created_at, details) VALUES (?, ?, ?, ?)",
                         [.int(a), .int(seq), .double(createdAt), .text(JournalChangeDetailsCodec.encode(details))])
         try self.db.run("""
@@ -141,8 +141,8 @@ extension SQLiteTransaction {
             """, [.int(a), .int(seq)])
     }
 
-    func pruneJournalChanges(accountID: String, throughSeq: Int64) throws {
-        let a = try self.existingAccountKey(accountID)
+    func pruneJournalChanges(throughSeq: Int64) throws {
+        let a = try self.existingAccountKey()
         try self.db.run("DELETE FROM journal_changes WHERE account_key = ? AND seq <= ?", [.int(a), .int(throughSeq)])
         try self.db.run("UPDATE journal_feeds SET pruned_through_seq = max(pruned_through_seq, ?) WHERE account_key = ?",
                         [.int(throughSeq), .int(a)])

@@ -198,8 +198,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("DELETE FROM idempotency_keys WHERE created_at < ?", [.double(time)])
     }
 
-    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] {
-        guard let a = try self.accountKey(accountID) else { return [:] }
+    func deviceTokenTimes() throws -> [String: TokenTimes] {
+        guard let a = try self.accountKey(self.accountID) else { return [:] }
         var result: [String: TokenTimes] = [:]
         try self.db.query("""
             SELECT d.device_id, t.created_at, t.last_used_at FROM tokens t
@@ -211,8 +211,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return result
     }
 
-    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
-        guard let a = try self.accountKey(accountID) else { return false }
+    func replaceAccountToken(tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        guard let a = try self.accountKey(self.accountID) else { return false }
         try self.db.run("DELETE FROM tokens WHERE account_key = ? AND kind = ?", [.int(a), .int(TokenKind.account.rawValue)])
         try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key, created_at) VALUES (?, ?, ?, NULL, ?)",
                         [.blob(tokenHash), .int(TokenKind.account.rawValue), .int(a), .double(createdAt.timeIntervalSince1970)])
@@ -227,13 +227,13 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return true
     }
 
-    func deleteAccount(_ accountID: String) throws -> Bool {
-        guard let a = try self.accountKey(accountID) else { return false }
+    func deleteAccount() throws -> Bool {
+        guard let a = try self.accountKey(self.accountID) else { return false }
         for table in Self.accountTables {
             try self.db.run("DELETE FROM \(table) WHERE account_key = ?", [.int(a)])
         }
-        self.accountKeys[accountID] = nil
-        self.deviceKeys = self.deviceKeys.filter { $0.key.accountID != accountID }
+        self.accountKeys[self.accountID] = nil
+        self.deviceKeys = self.deviceKeys.filter { $0.key.accountID != self.accountID }
         return true
     }
 
@@ -242,8 +242,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
                                 "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 
-    func accountExists(_ accountID: String) throws -> Bool {
-        try self.accountKey(accountID) != nil
+    func accountExists() throws -> Bool {
+        try self.accountKey(self.accountID) != nil
     }
 
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws {
@@ -268,11 +268,11 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return result
     }
 
-    func devices(accountID: String) throws -> [DeviceState] {
-        guard let a = try self.accountKey(accountID) else { return [] }
+    func devices() throws -> [DeviceState] {
+        guard let a = try self.accountKey(self.accountID) else { return [] }
         var result: [DeviceState] = []
         try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_key = ? ORDER BY created_at, device_id",
-                          [.int(a)]) { s in result.append(StorageRows.deviceState(s, accountID: accountID)) }
+                          [.int(a)]) { s in result.append(StorageRows.deviceState(s, accountID: self.accountID)) }
         return result
     }
 
@@ -472,8 +472,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     // MARK: - Records and links
 
-    func records(accountID: String, guids: [String]) throws -> [CloudRecord] {
-        guard !guids.isEmpty, let a = try self.accountKey(accountID) else { return [] }
+    func records(guids: [String]) throws -> [CloudRecord] {
+        guard !guids.isEmpty, let a = try self.accountKey(self.accountID) else { return [] }
         var result: [CloudRecord] = []
         result.reserveCapacity(guids.count)
         try self.db.query(Self.recordsByGUIDSQL, [.int(a), .text(jsonArray(guids))]) { s in
@@ -596,10 +596,10 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return status
     }
 
-    func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
+    func insertRecords(_ records: [CloudRecord], createdAt: Date) throws {
         guard !records.isEmpty else { return }
         // Writes are serialised, so reading and bumping the account's counter cannot interleave.
-        guard let a = try self.accountKey(accountID),
+        guard let a = try self.accountKey(self.accountID),
               var order = try self.db.scalarInt("SELECT next_record_order FROM accounts WHERE account_key = ?", [.int(a)]) else {
             throw DomainError.notFound(message: "No such account.")
         }
