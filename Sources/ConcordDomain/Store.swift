@@ -379,6 +379,8 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
 
 /// Batch writes of one account, inside its one write transaction.
 public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWriteTransaction {
+    /// Adds an observer told of every mapping change and feed append this transaction makes from now on.
+    func add(observer: any TransactionObserver)
     /// Adds one to the account's mapping version and answers the new value.
     func bumpMappingVersion() throws -> Int64
     /// Marks an idempotency key's request as applied, inside the write that applies it (issue 13):

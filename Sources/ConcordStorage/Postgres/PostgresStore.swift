@@ -160,9 +160,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         let result = try self.writeHealth.tracking {
             try self.transaction(begin: "BEGIN", retries: 5) { c in
                 let tx = PostgresTransaction(c, accountID: accountID)
+                let feeds = FeedRecorder()
+                tx.add(observer: feeds)
                 try tx.lockAccount()
                 let result = try body(tx)
-                touched = Array(Set(tx.touchedFeeds))
+                touched = Array(Set(feeds.feeds))
                 for topic in touched {
                     try c.query("SELECT pg_notify($1, $2)", [.text(PostgresFeedListener.channel), .text(self.listener.payload(topic))])
                 }

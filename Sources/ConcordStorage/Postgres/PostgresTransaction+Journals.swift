@@ -131,7 +131,7 @@ extension PostgresTransaction {
     }
 
     func appendJournalChange(seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
-        self.touchedFeeds.append(.journals(accountID: self.accountID))
+        self.observers.didAppend(to: .journals(accountID: self.accountID))
         // The change and the feed's new last seq in one statement.
         let n = try self.db.query("""
             WITH c AS (

@@ -91,14 +91,13 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     /// SQLite has one writer for the whole file, so an account's writes are serialised by it.
     /// Feeds it appended to are announced once it has committed (a rollback announces nothing).
     public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
-        var touched: [FeedTopic] = []
+        let touched = FeedRecorder()
         let result = try self.withWriter { connection in
             let tx = SQLiteTransaction(connection, accountID: accountID)
-            let result = try body(tx)
-            touched = tx.touchedFeeds
-            return result
+            tx.add(observer: touched)
+            return try body(tx)
         }
-        self.feedSignals.publish(.committed(touched))
+        self.feedSignals.publish(.committed(touched.feeds))
         return result
     }
 

@@ -132,7 +132,7 @@ extension SQLiteTransaction {
 
     func appendJournalChange(seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
         let a = try self.existingAccountKey()
-        self.touchedFeeds.append(.journals(accountID: self.accountID))
+        self.observers.didAppend(to: .journals(accountID: self.accountID))
         try self.db.run("INSERT INTO journal_changes (account_key, seq, created_at, details) VALUES (?, ?, ?, ?)",
                         [.int(a), .int(seq), .double(createdAt), .text(JournalChangeDetailsCodec.encode(details))])
         try self.db.run("""
