@@ -10,23 +10,6 @@ import Foundation
 /// Journal change tokens are therefore handed out in commit order, and an If-Match compared with a
 /// journal's version sees every version committed before it.
 extension PostgresTransaction {
-    private static let journalColumns = "journal_id, title, version, entry_count, created_seq, created_at, updated_at"
-    private static let entryColumns = "journal_id, entry_id, text, photos, version, created_seq"
-
-    private static func storedJournal(_ r: PGRow) -> StoredJournal {
-        StoredJournal(journalID: r.text(0), title: r.text(1), version: r.int(2), entryCount: Int(r.int(3)), createdSeq: r.int(4),
-                      createdAt: r.double(5), updatedAt: r.double(6))
-    }
-
-    private static func storedEntry(_ r: PGRow) -> StoredJournalEntry {
-        let photos = r.text(3)
-        // Cloud identifiers hold no control characters, so "\n" separates them unambiguously (as on SQLite).
-        return StoredJournalEntry(journalID: r.text(0), entryID: r.text(1), text: r.text(2),
-                                  photos: photos.isEmpty ? [] : photos.utf8.split(separator: 10, omittingEmptySubsequences: false)
-                                      .map { String(decoding: $0, as: UTF8.self) },
-                                  version: r.int(4), createdSeq: r.int(5))
-    }
-
     /// Writes on a missing account fail like SQLite's (`notFound`): checked only when a write touched
     /// no row, so the common case costs no extra round trip.
     private func requireAccount() throws {
@@ -45,30 +28,30 @@ extension PostgresTransaction {
 
     func journals() throws -> [StoredJournal] {
         var result: [StoredJournal] = []
-        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_id = $1 ORDER BY created_seq",
-                          [.text(self.accountID)]) { r in result.append(Self.storedJournal(r)) }
+        try self.db.query("SELECT \(StorageRows.journalColumns) FROM journals WHERE account_id = $1 ORDER BY created_seq",
+                          [.text(self.accountID)]) { r in result.append(StorageRows.storedJournal(r)) }
         return result
     }
 
     func journal(journalID: String) throws -> StoredJournal? {
         var result: StoredJournal?
-        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_id = $1 AND journal_id = $2",
-                          [.text(self.accountID), .text(journalID)]) { r in result = Self.storedJournal(r) }
+        try self.db.query("SELECT \(StorageRows.journalColumns) FROM journals WHERE account_id = $1 AND journal_id = $2",
+                          [.text(self.accountID), .text(journalID)]) { r in result = StorageRows.storedJournal(r) }
         return result
     }
 
     func journalEntries(journalID: String) throws -> [StoredJournalEntry] {
         var result: [StoredJournalEntry] = []
         try self.db.query("""
-            SELECT \(Self.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 ORDER BY created_seq
-            """, [.text(self.accountID), .text(journalID)]) { r in result.append(Self.storedEntry(r)) }
+            SELECT \(StorageRows.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 ORDER BY created_seq
+            """, [.text(self.accountID), .text(journalID)]) { r in result.append(StorageRows.storedEntry(r)) }
         return result
     }
 
     func journalEntry(journalID: String, entryID: String) throws -> StoredJournalEntry? {
         var result: StoredJournalEntry?
-        try self.db.query("SELECT \(Self.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3",
-                          [.text(self.accountID), .text(journalID), .text(entryID)]) { r in result = Self.storedEntry(r) }
+        try self.db.query("SELECT \(StorageRows.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3",
+                          [.text(self.accountID), .text(journalID), .text(entryID)]) { r in result = StorageRows.storedEntry(r) }
         return result
     }
 

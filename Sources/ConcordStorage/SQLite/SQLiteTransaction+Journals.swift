@@ -10,24 +10,6 @@ extension SQLiteTransaction {
         return a
     }
 
-    private static let journalColumns = "journal_id, title, version, entry_count, created_seq, created_at, updated_at"
-    private static let entryColumns = "journal_id, entry_id, text, photos, version, created_seq"
-
-    private static func storedJournal(_ s: Statement) -> StoredJournal {
-        StoredJournal(journalID: s.text(0), title: s.text(1), version: s.int(2), entryCount: Int(s.int(3)), createdSeq: s.int(4),
-                      createdAt: s.double(5), updatedAt: s.double(6))
-    }
-
-    private static func storedEntry(_ s: Statement) -> StoredJournalEntry {
-        let photos = s.text(3)
-        // Cloud identifiers hold no control characters, so "\n" separates them unambiguously. Split on
-        // bytes: splitting the String would walk grapheme clusters.
-        return StoredJournalEntry(journalID: s.text(0), entryID: s.text(1), text: s.text(2),
-                                  photos: photos.isEmpty ? [] : photos.utf8.split(separator: 10, omittingEmptySubsequences: false)
-                                      .map { String(decoding: $0, as: UTF8.self) },
-                                  version: s.int(4), createdSeq: s.int(5))
-    }
-
     func journalFeed() throws -> JournalFeedState {
         guard let a = try self.accountKey(self.accountID) else { return JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0) }
         var state = JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0)
@@ -40,16 +22,16 @@ extension SQLiteTransaction {
     func journals() throws -> [StoredJournal] {
         guard let a = try self.accountKey(self.accountID) else { return [] }
         var result: [StoredJournal] = []
-        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_key = ? ORDER BY created_seq",
-                          [.int(a)]) { s in result.append(Self.storedJournal(s)) }
+        try self.db.query("SELECT \(StorageRows.journalColumns) FROM journals WHERE account_key = ? ORDER BY created_seq",
+                          [.int(a)]) { s in result.append(StorageRows.storedJournal(s)) }
         return result
     }
 
     func journal(journalID: String) throws -> StoredJournal? {
         guard let a = try self.accountKey(self.accountID) else { return nil }
         var result: StoredJournal?
-        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_key = ? AND journal_id = ?",
-                          [.int(a), .text(journalID)]) { s in result = Self.storedJournal(s) }
+        try self.db.query("SELECT \(StorageRows.journalColumns) FROM journals WHERE account_key = ? AND journal_id = ?",
+                          [.int(a), .text(journalID)]) { s in result = StorageRows.storedJournal(s) }
         return result
     }
 
@@ -57,17 +39,17 @@ extension SQLiteTransaction {
         guard let a = try self.accountKey(self.accountID) else { return [] }
         var result: [StoredJournalEntry] = []
         try self.db.query("""
-            SELECT \(Self.entryColumns) FROM journal_entries INDEXED BY journal_entries_by_creation
+            SELECT \(StorageRows.entryColumns) FROM journal_entries INDEXED BY journal_entries_by_creation
             WHERE account_key = ? AND journal_id = ? ORDER BY created_seq
-            """, [.int(a), .text(journalID)]) { s in result.append(Self.storedEntry(s)) }
+            """, [.int(a), .text(journalID)]) { s in result.append(StorageRows.storedEntry(s)) }
         return result
     }
 
     func journalEntry(journalID: String, entryID: String) throws -> StoredJournalEntry? {
         guard let a = try self.accountKey(self.accountID) else { return nil }
         var result: StoredJournalEntry?
-        try self.db.query("SELECT \(Self.entryColumns) FROM journal_entries WHERE account_key = ? AND journal_id = ? AND entry_id = ?",
-                          [.int(a), .text(journalID), .text(entryID)]) { s in result = Self.storedEntry(s) }
+        try self.db.query("SELECT \(StorageRows.entryColumns) FROM journal_entries WHERE account_key = ? AND journal_id = ? AND entry_id = ?",
+                          [.int(a), .text(journalID), .text(entryID)]) { s in result = StorageRows.storedEntry(s) }
         return result
     }
 

@@ -420,12 +420,12 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return result
     }
 
-    /// `[[type, fingerprint], ...]` as JSON.
-    private static func contentKeysJSON(_ keys: [ContentKey]) -> String {
+    /// `[[type, text], ...]` as JSON: (type, fingerprint) content keys, (type, A) object keys.
+    private static func typedPairsJSON(_ pairs: [(type: ObjectType, text: String)]) -> String {
         var out = "["
-        for (i, k) in keys.enumerated() {
+        for (i, p) in pairs.enumerated() {
             if i > 0 { out += "," }
-            out += "[\(k.type.rawValue)," + jsonArray([k.fingerprint]).dropFirst().dropLast() + "]"
+            out += "[\(p.type.rawValue)," + jsonArray([p.text]).dropFirst().dropLast() + "]"
         }
         return out + "]"
     }
@@ -433,7 +433,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
-        try self.db.query(Self.objectsByContentSQL, [.int(k.account), .int(k.device), .text(Self.contentKeysJSON(keys))]) { s in
+        try self.db.query(Self.objectsByContentSQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(keys.map { ($0.type, $0.fingerprint) }))]) { s in
             result.append(StorageRows.storedObject(s))
         }
         return result
@@ -503,7 +503,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord] {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [CloudRecord] = []
-        try self.db.query(Self.unlinkedRecordsSQL, [.int(k.account), .int(k.device), .text(Self.contentKeysJSON(keys))]) { s in
+        try self.db.query(Self.unlinkedRecordsSQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(keys.map { ($0.type, $0.fingerprint) }))]) { s in
             if let type = ObjectType(rawValue: Int(s.int(1))) { result.append(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2))) }
         }
         return result
@@ -528,20 +528,10 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return result
     }
 
-    /// `[[type, A], ...]` as JSON.
-    private static func objectKeysJSON(_ keys: [ObjectKey]) -> String {
-        var out = "["
-        for (i, k) in keys.enumerated() {
-            if i > 0 { out += "," }
-            out += "[\(k.type.rawValue)," + jsonArray([k.a]).dropFirst().dropLast() + "]"
-        }
-        return out + "]"
-    }
-
     func unlinkedRecords(_ device: DeviceRef, carrying keys: [ObjectKey]) throws -> [(record: CloudRecord, key: ObjectKey)] {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [(record: CloudRecord, key: ObjectKey)] = []
-        try self.db.query(Self.unlinkedRecordsByKeySQL, [.int(k.account), .int(k.device), .text(Self.objectKeysJSON(keys))]) { s in
+        try self.db.query(Self.unlinkedRecordsByKeySQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(keys.map { ($0.type, $0.a) }))]) { s in
             guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
             result.append((CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2)), ObjectKey(type: type, a: s.text(3))))
         }
