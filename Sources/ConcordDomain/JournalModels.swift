@@ -77,17 +77,9 @@ public enum IfMatch: Sendable, Equatable {
     case versions([String])
 }
 
-/// Journal IDs and `"<journalID>/<entryID>"` keys inserted, updated, deleted by one change.
-public struct JournalChangeLists: Sendable, Equatable {
-    public var inserted: [String]
-    public var updated: [String]
-    public var deleted: [String]
-    public init(inserted: [String] = [], updated: [String] = [], deleted: [String] = []) {
-        self.inserted = inserted
-        self.updated = updated
-        self.deleted = deleted
-    }
-}
+/// Journal IDs and `"<journalID>/<entryID>"` keys inserted, updated, deleted by one change: the
+/// same three lists as a library change's.
+public typealias JournalChangeLists = ChangeLists
 
 /// What one change to the account's journals did: `"journals"` and `"entries"` parts.
 public struct JournalChangeDetails: Sendable, Equatable {

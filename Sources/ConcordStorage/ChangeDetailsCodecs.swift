@@ -75,7 +75,6 @@ enum JournalChangeDetailsCodec {
             default: break
             }
         }
-        return JournalChangeDetails(journals: JournalChangeLists(inserted: journals.inserted, updated: journals.updated, deleted: journals.deleted),
-                                    entries: JournalChangeLists(inserted: entries.inserted, updated: entries.updated, deleted: entries.deleted))
+        return JournalChangeDetails(journals: journals, entries: entries)
     }
 }
