@@ -3,11 +3,11 @@
 /// `ServiceCore.write` observes the mapping changes (the mapping index applies them once the
 /// transaction has committed); the stores observe the feeds appended to (announced once it has
 /// committed). Added with `AccountWriteTransaction.add(observer:)`, an observer hears of the
-/// transaction's changes from then until it ends; a rolled-back transaction's reports are the
-/// observer's to drop.
+/// transaction's changes from then until it ends; nothing it learned counts unless the transaction
+/// commits (a failed statement throws, and the transaction rolls back).
 ///
-/// A new mapping-changing storage method reports its `MappingMutation` in both engines, after the
-/// change was made (also when a batch was empty and nothing was written).
+/// A new mapping-changing storage method reports its `MappingMutation` in both engines, whenever it
+/// is called (also with an empty batch).
 public protocol TransactionObserver: AnyObject {
     /// The transaction changed the account's mapping tables. The mutation is built only if the
     /// observer asks for it (building one may copy a whole batch).

@@ -2,18 +2,14 @@ import ConcordDomain
 
 /// The observers of one engine transaction (`AccountWriteTransaction.add(observer:)`), and the one
 /// way both engines' transactions report to them: each mapping-changing method reports its
-/// `MappingMutation` once the change is made, each feed append its `FeedTopic`.
+/// `MappingMutation` as it is called — before its statements, also for an empty batch (the domain
+/// has always counted every such call as a change) — and each feed append its `FeedTopic`. A
+/// statement that fails throws out of the transaction, which rolls back: what the observers
+/// learned is dropped with it (they act only after a commit).
 final class TransactionObservers {
     private var observers: [any TransactionObserver] = []
 
     func add(_ observer: any TransactionObserver) { self.observers.append(observer) }
-
-    /// Runs `change`, then reports `mutation` — also when `change` returned early on an empty batch
-    /// (the observers hear of every call that succeeded, as the domain has always counted them).
-    func changing(_ mutation: @autoclosure () -> MappingMutation, _ change: () throws -> Void) rethrows {
-        try change()
-        self.didChange(mutation())
-    }
 
     func didChange(_ mutation: @autoclosure () -> MappingMutation) {
         for observer in self.observers { observer.transactionDidChange(mutation()) }

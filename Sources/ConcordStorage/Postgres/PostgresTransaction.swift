@@ -9,7 +9,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     let db: PGConnection
     /// The account this transaction is scoped to ("" for a server-wide one).
     let accountID: String
-    /// Told of each mapping change and feed append, after it is made.
+    /// Told of each mapping change and feed append (`TransactionObservers`).
     let observers = TransactionObservers()
 
     init(_ db: PGConnection, accountID: String) {
@@ -319,51 +319,49 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
-        try self.observers.changing(.putting(objects, on: device)) {
-            guard !objects.isEmpty else { return }
-            // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
-            // Duplicates by bytes (API.md §2): Swift's String == would merge an NFC and an NFD spelling.
-            var index: [[UInt8]: Int] = [:]
-            var rows: [StoredObject] = []
-            rows.reserveCapacity(objects.count)
-            for s in objects {
-                let key = Array(s.object.localIdentifier.utf8)
-                if let i = index[key] { rows[i] = s } else { index[key] = rows.count; rows.append(s) }
-            }
-            try self.db.query("""
-                INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, modification_date,
-                                     has_adjustments, is_favorite, title, members, app_created, record_guid,
-                                     pk_identifier, key_a, creation_second)
-                SELECT $1, $2, u.l, u.t, u.f, u.m, u.cd, u.md, u.ha, u.fa, u.ti, u.me, u.ac, u.rg, u.pk, u.ka, u.cs::bigint
-                FROM unnest($3::text[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::text[],
-                            $9::bool[], $10::bool[], $11::text[], $12::text[], $13::bool[], $14::text[],
-                            $15::text[], $16::text[], $17::text[]) AS u(l, t, f, m, cd, md, ha, fa, ti, me, ac, rg, pk, ka, cs)
-                ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET
-                    type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
-                    creation_date = excluded.creation_date, modification_date = excluded.modification_date,
-                    has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
-                    members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
-                    pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
-                """, [
-                    .text(device.accountID), .text(device.deviceID),
-                    .textArray(rows.map(\.object.localIdentifier)), .intArray(rows.map { Int64($0.object.type.rawValue) }),
-                    .textArray(rows.map(\.object.fingerprint)), .textArray(rows.map(\.object.mediaType.rawValue)),
-                    .textArray(rows.map(\.object.creationDate)), .textArray(rows.map(\.object.modificationDate)),
-                    .boolArray(rows.map(\.object.hasAdjustments)), .boolArray(rows.map(\.object.isFavorite)),
-                    .textArray(rows.map(\.object.title)), .textArray(rows.map { $0.object.members.joined(separator: "\n") }),
-                    .boolArray(rows.map(\.object.appCreated)), .textArray(rows.map { $0.link?.guid }),
-                    .textArray(rows.map(\.object.photoKitCloudIdentifier)), .textArray(rows.map { $0.object.key?.a }),
-                    .textArray(rows.map { $0.object.creationSecond.map(String.init) }),
-                ])
+        self.observers.didChange(.putting(objects, on: device))
+        guard !objects.isEmpty else { return }
+        // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
+        // Duplicates by bytes (API.md §2): Swift's String == would merge an NFC and an NFD spelling.
+        var index: [[UInt8]: Int] = [:]
+        var rows: [StoredObject] = []
+        rows.reserveCapacity(objects.count)
+        for s in objects {
+            let key = Array(s.object.localIdentifier.utf8)
+            if let i = index[key] { rows[i] = s } else { index[key] = rows.count; rows.append(s) }
         }
+        try self.db.query("""
+            INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, modification_date,
+                                 has_adjustments, is_favorite, title, members, app_created, record_guid,
+                                 pk_identifier, key_a, creation_second)
+            SELECT $1, $2, u.l, u.t, u.f, u.m, u.cd, u.md, u.ha, u.fa, u.ti, u.me, u.ac, u.rg, u.pk, u.ka, u.cs::bigint
+            FROM unnest($3::text[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::text[],
+                        $9::bool[], $10::bool[], $11::text[], $12::text[], $13::bool[], $14::text[],
+                        $15::text[], $16::text[], $17::text[]) AS u(l, t, f, m, cd, md, ha, fa, ti, me, ac, rg, pk, ka, cs)
+            ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET
+                type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
+                creation_date = excluded.creation_date, modification_date = excluded.modification_date,
+                has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
+                members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
+                pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
+            """, [
+                .text(device.accountID), .text(device.deviceID),
+                .textArray(rows.map(\.object.localIdentifier)), .intArray(rows.map { Int64($0.object.type.rawValue) }),
+                .textArray(rows.map(\.object.fingerprint)), .textArray(rows.map(\.object.mediaType.rawValue)),
+                .textArray(rows.map(\.object.creationDate)), .textArray(rows.map(\.object.modificationDate)),
+                .boolArray(rows.map(\.object.hasAdjustments)), .boolArray(rows.map(\.object.isFavorite)),
+                .textArray(rows.map(\.object.title)), .textArray(rows.map { $0.object.members.joined(separator: "\n") }),
+                .boolArray(rows.map(\.object.appCreated)), .textArray(rows.map { $0.link?.guid }),
+                .textArray(rows.map(\.object.photoKitCloudIdentifier)), .textArray(rows.map { $0.object.key?.a }),
+                .textArray(rows.map { $0.object.creationSecond.map(String.init) }),
+            ])
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
-        try self.observers.changing(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers)) {
-            guard !localIdentifiers.isEmpty else { return }
-            try self.db.query("DELETE FROM objects WHERE account_id = $1 AND device_id = $2 AND local_id = ANY($3)",
-                              [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)])
-        }
+        self.observers.didChange(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
+        guard !localIdentifiers.isEmpty else { return }
+        try self.db.query("DELETE FROM objects WHERE account_id = $1 AND device_id = $2 AND local_id = ANY($3)",
+                          [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)])
     }
 
     // MARK: - Records and links
@@ -455,29 +453,27 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws {
-        try self.observers.changing(.addRecordKeys(keys)) {
-            guard !keys.isEmpty else { return }
-            let columns = ObjectKey.columns(keys.map(\.key))
-            try self.db.query("""
-                INSERT INTO record_keys (account_id, guid, type, key_a)
-                SELECT $1, u.guid, u.type, u.key_a FROM unnest($2::text[], $3::int8[], $4::text[]) AS u(guid, type, key_a)
-                ON CONFLICT DO NOTHING
-                """, [.text(self.accountID), .textArray(keys.map(\.guid)), .intArray(columns.types), .textArray(columns.a)])
-        }
+        self.observers.didChange(.addRecordKeys(keys))
+        guard !keys.isEmpty else { return }
+        let columns = ObjectKey.columns(keys.map(\.key))
+        try self.db.query("""
+            INSERT INTO record_keys (account_id, guid, type, key_a)
+            SELECT $1, u.guid, u.type, u.key_a FROM unnest($2::text[], $3::int8[], $4::text[]) AS u(guid, type, key_a)
+            ON CONFLICT DO NOTHING
+            """, [.text(self.accountID), .textArray(keys.map(\.guid)), .intArray(columns.types), .textArray(columns.a)])
     }
 
     func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
-        try self.observers.changing(.fillRecordFingerprints(fills)) {
-            let fills = fills.filter { !$0.fingerprint.isEmpty }
-            guard !fills.isEmpty else { return }
-            // The first fill of a record wins, as row by row would.
-            var seen = Set<String>()
-            let first = fills.filter { seen.insert($0.guid).inserted }
-            try self.db.query("""
-                UPDATE records r SET fingerprint = u.fingerprint FROM unnest($2::text[], $3::text[]) AS u(guid, fingerprint)
-                WHERE r.account_id = $1 AND r.guid = u.guid AND r.fingerprint = ''
-                """, [.text(self.accountID), .textArray(first.map(\.guid)), .textArray(first.map(\.fingerprint))])
-        }
+        self.observers.didChange(.fillRecordFingerprints(fills))
+        let fills = fills.filter { !$0.fingerprint.isEmpty }
+        guard !fills.isEmpty else { return }
+        // The first fill of a record wins, as row by row would.
+        var seen = Set<String>()
+        let first = fills.filter { seen.insert($0.guid).inserted }
+        try self.db.query("""
+            UPDATE records r SET fingerprint = u.fingerprint FROM unnest($2::text[], $3::text[]) AS u(guid, fingerprint)
+            WHERE r.account_id = $1 AND r.guid = u.guid AND r.fingerprint = ''
+            """, [.text(self.accountID), .textArray(first.map(\.guid)), .textArray(first.map(\.fingerprint))])
     }
 
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
@@ -520,47 +516,43 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func insertRecords(_ records: [CloudRecord], createdAt: Date) throws {
-        try self.observers.changing(.insertRecords(records)) {
-            guard !records.isEmpty else { return }
-            // Reserve a block of creation orders on the account row and insert the batch: one statement.
-            let n = try self.db.query("""
-                WITH a AS (
-                    UPDATE accounts SET next_record_order = next_record_order + $5 WHERE account_id = $1
-                    RETURNING next_record_order - $5 AS first
-                )
-                INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at)
-                SELECT $1, u.guid, u.type, u.fingerprint, a.first + u.ord - 1, $6
-                FROM a, unnest($2::text[], $3::int8[], $4::text[]) WITH ORDINALITY AS u(guid, type, fingerprint, ord)
-                """, [.text(self.accountID), .textArray(records.map(\.guid)), .intArray(records.map { Int64($0.type.rawValue) }),
-                      .textArray(records.map(\.fingerprint)), .int(Int64(records.count)), .double(createdAt.timeIntervalSince1970)])
-            guard n == records.count else { throw DomainError.notFound(message: "No such account.") }
-        }
+        self.observers.didChange(.insertRecords(records))
+        guard !records.isEmpty else { return }
+        // Reserve a block of creation orders on the account row and insert the batch: one statement.
+        let n = try self.db.query("""
+            WITH a AS (
+                UPDATE accounts SET next_record_order = next_record_order + $5 WHERE account_id = $1
+                RETURNING next_record_order - $5 AS first
+            )
+            INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at)
+            SELECT $1, u.guid, u.type, u.fingerprint, a.first + u.ord - 1, $6
+            FROM a, unnest($2::text[], $3::int8[], $4::text[]) WITH ORDINALITY AS u(guid, type, fingerprint, ord)
+            """, [.text(self.accountID), .textArray(records.map(\.guid)), .intArray(records.map { Int64($0.type.rawValue) }),
+                  .textArray(records.map(\.fingerprint)), .int(Int64(records.count)), .double(createdAt.timeIntervalSince1970)])
+        guard n == records.count else { throw DomainError.notFound(message: "No such account.") }
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
-        try self.observers.changing(.setLinks(device: device.deviceID, links)) {
-            guard !links.isEmpty else { return }
-            try self.db.query("""
-                UPDATE objects o SET record_guid = l.guid
-                FROM unnest($3::text[], $4::text[]) AS l(local_id, guid)
-                WHERE o.account_id = $1 AND o.device_id = $2 AND o.local_id = l.local_id
-                """, [.text(device.accountID), .text(device.deviceID), .textArray(links.map(\.localIdentifier)), .textArray(links.map(\.guid))])
-        }
+        self.observers.didChange(.setLinks(device: device.deviceID, links))
+        guard !links.isEmpty else { return }
+        try self.db.query("""
+            UPDATE objects o SET record_guid = l.guid
+            FROM unnest($3::text[], $4::text[]) AS l(local_id, guid)
+            WHERE o.account_id = $1 AND o.device_id = $2 AND o.local_id = l.local_id
+            """, [.text(device.accountID), .text(device.deviceID), .textArray(links.map(\.localIdentifier)), .textArray(links.map(\.guid))])
     }
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {
-        try self.observers.changing(.dropLinks(device: device.deviceID, guids: guids)) {
-            guard !guids.isEmpty else { return }
-            try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid = ANY($3)",
-                              [.text(device.accountID), .text(device.deviceID), .textArray(guids)])
-        }
+        self.observers.didChange(.dropLinks(device: device.deviceID, guids: guids))
+        guard !guids.isEmpty else { return }
+        try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid = ANY($3)",
+                          [.text(device.accountID), .text(device.deviceID), .textArray(guids)])
     }
 
     func dropAllLinks(_ device: DeviceRef) throws {
-        try self.observers.changing(.dropAllLinks(device: device.deviceID)) {
-            try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid IS NOT NULL",
-                              [.text(device.accountID), .text(device.deviceID)])
-        }
+        self.observers.didChange(.dropAllLinks(device: device.deviceID))
+        try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid IS NOT NULL",
+                          [.text(device.accountID), .text(device.deviceID)])
     }
 
     // MARK: - History

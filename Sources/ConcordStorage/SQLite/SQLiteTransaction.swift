@@ -10,7 +10,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     let accountID: String
     private var accountKeys: [String: Int64] = [:]
     private var deviceKeys: [DeviceRef: Int64] = [:]
-    /// Told of each mapping change and feed append, after it is made.
+    /// Told of each mapping change and feed append (`TransactionObservers`).
     let observers = TransactionObservers()
 
     init(_ db: Connection, accountID: String) {
@@ -440,42 +440,40 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
-        try self.observers.changing(.putting(objects, on: device)) {
-            guard !objects.isEmpty else { return }
-            let k = try self.requireKeys(device)
-            for s in objects {
-                let o = s.object
-                try self.db.run("""
-                    INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
-                                         has_adjustments, is_favorite, title, members, app_created, record_guid,
-                                         pk_identifier, key_a, creation_second)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
-                    ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET
-                        type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
-                        creation_date = excluded.creation_date, modification_date = excluded.modification_date,
-                        has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
-                        members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
-                        pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
-                    """, [
-                        .int(k.account), .int(k.device), .text(o.localIdentifier), .int(Int64(o.type.rawValue)),
-                        .text(o.fingerprint), .text(o.mediaType.rawValue), o.creationDate.map { .text($0) } ?? .null,
-                        o.modificationDate.map { .text($0) } ?? .null, .int(o.hasAdjustments ? 1 : 0), .int(o.isFavorite ? 1 : 0),
-                        o.title.map { .text($0) } ?? .null, .text(o.members.joined(separator: "\n")), .int(o.appCreated ? 1 : 0),
-                        s.link.map { .text($0.guid) } ?? .null,
-                        o.photoKitCloudIdentifier.map { .text($0) } ?? .null, o.key.map { .text($0.a) } ?? .null,
-                        o.creationSecond.map { .int($0) } ?? .null,
-                    ])
-            }
+        self.observers.didChange(.putting(objects, on: device))
+        guard !objects.isEmpty else { return }
+        let k = try self.requireKeys(device)
+        for s in objects {
+            let o = s.object
+            try self.db.run("""
+                INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
+                                     has_adjustments, is_favorite, title, members, app_created, record_guid,
+                                     pk_identifier, key_a, creation_second)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+                ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET
+                    type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
+                    creation_date = excluded.creation_date, modification_date = excluded.modification_date,
+                    has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
+                    members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
+                    pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
+                """, [
+                    .int(k.account), .int(k.device), .text(o.localIdentifier), .int(Int64(o.type.rawValue)),
+                    .text(o.fingerprint), .text(o.mediaType.rawValue), o.creationDate.map { .text($0) } ?? .null,
+                    o.modificationDate.map { .text($0) } ?? .null, .int(o.hasAdjustments ? 1 : 0), .int(o.isFavorite ? 1 : 0),
+                    o.title.map { .text($0) } ?? .null, .text(o.members.joined(separator: "\n")), .int(o.appCreated ? 1 : 0),
+                    s.link.map { .text($0.guid) } ?? .null,
+                    o.photoKitCloudIdentifier.map { .text($0) } ?? .null, o.key.map { .text($0.a) } ?? .null,
+                    o.creationSecond.map { .int($0) } ?? .null,
+                ])
         }
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
-        try self.observers.changing(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers)) {
-            guard !localIdentifiers.isEmpty else { return }
-            let k = try self.requireKeys(device)
-            try self.db.run("DELETE FROM objects WHERE account_key = ?1 AND device_key = ?2 AND local_id IN (SELECT value FROM json_each(?3))",
-                            [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))])
-        }
+        self.observers.didChange(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
+        guard !localIdentifiers.isEmpty else { return }
+        let k = try self.requireKeys(device)
+        try self.db.run("DELETE FROM objects WHERE account_key = ?1 AND device_key = ?2 AND local_id IN (SELECT value FROM json_each(?3))",
+                        [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))])
     }
 
     // MARK: - Records and links
@@ -546,22 +544,20 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws {
-        try self.observers.changing(.addRecordKeys(keys)) {
-            guard !keys.isEmpty, let a = try self.accountKey(self.accountID) else { return }
-            for (guid, key) in keys {
-                try self.db.run("INSERT OR IGNORE INTO record_keys (account_key, guid, type, key_a) VALUES (?, ?, ?, ?)",
-                                [.int(a), .text(guid), .int(Int64(key.type.rawValue)), .text(key.a)])
-            }
+        self.observers.didChange(.addRecordKeys(keys))
+        guard !keys.isEmpty, let a = try self.accountKey(self.accountID) else { return }
+        for (guid, key) in keys {
+            try self.db.run("INSERT OR IGNORE INTO record_keys (account_key, guid, type, key_a) VALUES (?, ?, ?, ?)",
+                            [.int(a), .text(guid), .int(Int64(key.type.rawValue)), .text(key.a)])
         }
     }
 
     func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
-        try self.observers.changing(.fillRecordFingerprints(fills)) {
-            guard !fills.isEmpty, let a = try self.accountKey(self.accountID) else { return }
-            for (guid, fingerprint) in fills where !fingerprint.isEmpty {
-                try self.db.run("UPDATE records SET fingerprint = ? WHERE account_key = ? AND guid = ? AND fingerprint = ''",
-                                [.text(fingerprint), .int(a), .text(guid)])
-            }
+        self.observers.didChange(.fillRecordFingerprints(fills))
+        guard !fills.isEmpty, let a = try self.accountKey(self.accountID) else { return }
+        for (guid, fingerprint) in fills where !fingerprint.isEmpty {
+            try self.db.run("UPDATE records SET fingerprint = ? WHERE account_key = ? AND guid = ? AND fingerprint = ''",
+                            [.text(fingerprint), .int(a), .text(guid)])
         }
     }
 
@@ -599,51 +595,47 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func insertRecords(_ records: [CloudRecord], createdAt: Date) throws {
-        try self.observers.changing(.insertRecords(records)) {
-            guard !records.isEmpty else { return }
-            // Writes are serialised, so reading and bumping the account's counter cannot interleave.
-            guard let a = try self.accountKey(self.accountID),
-                  var order = try self.db.scalarInt("SELECT next_record_order FROM accounts WHERE account_key = ?", [.int(a)]) else {
-                throw DomainError.notFound(message: "No such account.")
-            }
-            for r in records {
-                try self.db.run("INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                                [.int(a), .text(r.guid), .int(Int64(r.type.rawValue)), .text(r.fingerprint), .int(order),
-                                 .double(createdAt.timeIntervalSince1970)])
-                order += 1
-            }
-            try self.db.run("UPDATE accounts SET next_record_order = ? WHERE account_key = ?", [.int(order), .int(a)])
+        self.observers.didChange(.insertRecords(records))
+        guard !records.isEmpty else { return }
+        // Writes are serialised, so reading and bumping the account's counter cannot interleave.
+        guard let a = try self.accountKey(self.accountID),
+              var order = try self.db.scalarInt("SELECT next_record_order FROM accounts WHERE account_key = ?", [.int(a)]) else {
+            throw DomainError.notFound(message: "No such account.")
         }
+        for r in records {
+            try self.db.run("INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                            [.int(a), .text(r.guid), .int(Int64(r.type.rawValue)), .text(r.fingerprint), .int(order),
+                             .double(createdAt.timeIntervalSince1970)])
+            order += 1
+        }
+        try self.db.run("UPDATE accounts SET next_record_order = ? WHERE account_key = ?", [.int(order), .int(a)])
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
-        try self.observers.changing(.setLinks(device: device.deviceID, links)) {
-            guard !links.isEmpty else { return }
-            let k = try self.requireKeys(device)
-            for (local, guid) in links {
-                try self.db.run("UPDATE objects SET record_guid = ? WHERE account_key = ? AND device_key = ? AND local_id = ?",
-                                [.text(guid), .int(k.account), .int(k.device), .text(local)])
-            }
+        self.observers.didChange(.setLinks(device: device.deviceID, links))
+        guard !links.isEmpty else { return }
+        let k = try self.requireKeys(device)
+        for (local, guid) in links {
+            try self.db.run("UPDATE objects SET record_guid = ? WHERE account_key = ? AND device_key = ? AND local_id = ?",
+                            [.text(guid), .int(k.account), .int(k.device), .text(local)])
         }
     }
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {
-        try self.observers.changing(.dropLinks(device: device.deviceID, guids: guids)) {
-            guard !guids.isEmpty else { return }
-            let k = try self.requireKeys(device)
-            try self.db.run("""
-                UPDATE objects SET record_guid = NULL
-                WHERE account_key = ?1 AND device_key = ?2 AND record_guid IN (SELECT value FROM json_each(?3))
-                """, [.int(k.account), .int(k.device), .text(jsonArray(guids))])
-        }
+        self.observers.didChange(.dropLinks(device: device.deviceID, guids: guids))
+        guard !guids.isEmpty else { return }
+        let k = try self.requireKeys(device)
+        try self.db.run("""
+            UPDATE objects SET record_guid = NULL
+            WHERE account_key = ?1 AND device_key = ?2 AND record_guid IN (SELECT value FROM json_each(?3))
+            """, [.int(k.account), .int(k.device), .text(jsonArray(guids))])
     }
 
     func dropAllLinks(_ device: DeviceRef) throws {
-        try self.observers.changing(.dropAllLinks(device: device.deviceID)) {
-            let k = try self.requireKeys(device)
-            try self.db.run("UPDATE objects SET record_guid = NULL WHERE account_key = ? AND device_key = ? AND record_guid IS NOT NULL",
-                            [.int(k.account), .int(k.device)])
-        }
+        self.observers.didChange(.dropAllLinks(device: device.deviceID))
+        let k = try self.requireKeys(device)
+        try self.db.run("UPDATE objects SET record_guid = NULL WHERE account_key = ? AND device_key = ? AND record_guid IS NOT NULL",
+                        [.int(k.account), .int(k.device)])
     }
 
     // MARK: - History
