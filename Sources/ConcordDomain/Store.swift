@@ -330,8 +330,9 @@ extension AccountReadTransaction {
 }
 
 /// Batch reads of one account (`accountID`), its libraries, mapping table and journals. Every list
-/// argument is answered in one round trip; missing things are omitted. Arguments naming an account
-/// or device name this transaction's account.
+/// argument is answered in one round trip; missing things are omitted. No method takes an account:
+/// each reads and writes this transaction's own (`accountID`); a `DeviceRef` argument names a
+/// device of it.
 public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransaction {
     /// The account this transaction is scoped to.
     var accountID: String { get }
