@@ -25,7 +25,7 @@ public struct AccountService: ServiceArea {
         let token = Secrets.newToken(prefix: "cat_")
         let hash = Secrets.tokenHash(token)
         let now = self.now
-        let replaced = try self.run { try self.core.write(account: accountID) { tx in try tx.replaceAccountToken(accountID: accountID, tokenHash: hash, createdAt: now) } }
+        let replaced = try self.run { try self.core.write(account: accountID) { tx in try tx.replaceAccountToken(tokenHash: hash, createdAt: now) } }
         guard replaced else { throw DomainError.notFound(message: "No such account.") }
         return token
     }
@@ -45,7 +45,7 @@ public struct AccountService: ServiceArea {
     /// Deletes the account and every row it owns, on this database; its tokens stop at once and
     /// this process's mapping index forgets it. `notFound` when there is no such account.
     public func deleteAccount(accountID: String) throws(DomainError) {
-        let existed = try self.run { try self.core.write(account: accountID) { tx in try tx.deleteAccount(accountID) } }
+        let existed = try self.run { try self.core.write(account: accountID) { tx in try tx.deleteAccount() } }
         self.core.index?.forget(account: accountID)
         guard existed else { throw DomainError.notFound(message: "No such account.") }
     }
@@ -71,9 +71,9 @@ public struct AccountService: ServiceArea {
         let now = self.now
         try self.run {
             try self.core.write(account: accountID) { tx in
-                guard try tx.accountExists(accountID) else { throw DomainError.notFound(message: "No such account.") }
+                guard try tx.accountExists() else { throw DomainError.notFound(message: "No such account.") }
                 let quota = self.configuration.quotas.devicesPerAccount
-                if try tx.devices(accountID: accountID).count >= quota { throw DomainError.quotaExceeded(quota: "devicesPerAccount", limit: quota) }
+                if try tx.devices().count >= quota { throw DomainError.quotaExceeded(quota: "devicesPerAccount", limit: quota) }
                 try tx.insertDevice(DeviceRef(accountID: accountID, deviceID: id), name: name, platform: platform, tokenHash: hash, createdAt: now)
             }
         }
@@ -90,7 +90,7 @@ public struct AccountService: ServiceArea {
 
     public func listDevices(accountID: String) throws(DomainError) -> [DeviceSummary] {
         let (states, times) = try self.run {
-            try self.store.read(account: accountID) { tx in (try tx.devices(accountID: accountID), try tx.deviceTokenTimes(accountID: accountID)) }
+            try self.store.read(account: accountID) { tx in (try tx.devices(), try tx.deviceTokenTimes()) }
         }
         return states.map { s in
             let time = times[s.ref.deviceID]

@@ -84,7 +84,8 @@ public final class ServiceCore: Sendable {
     }
 
     /// The one way the service writes an account: the store's write transaction of that account.
-    /// With the mapping index on, the transaction records its mapping changes; one that made any
+    /// With the mapping index on, a `MappingChangeRecorder` observes the transaction's mapping
+    /// changes (the engine reports each as it makes it); one that made any
     /// bumps the account's mapping version, and after it commits the index applies exactly those
     /// changes (never before: storage is the source of truth).
     func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
@@ -106,8 +107,9 @@ public final class ServiceCore: Sendable {
         }
         let result = try self.store.write(account: accountID) { tx in
             last = nil
-            let recorder = MappingRecordingTransaction(tx, keepsChanges: index.isLoaded(account: accountID))
-            let result = try body(recorder)
+            let recorder = MappingChangeRecorder(keepsChanges: index.isLoaded(account: accountID))
+            tx.add(observer: recorder)
+            let result = try body(tx)
             try Self.markApplied(tx)
             if recorder.changed {
                 let version = try tx.bumpMappingVersion()

@@ -27,22 +27,14 @@ public enum ObjectType: Int, Sendable, Hashable, CaseIterable, Comparable {
 
     /// Parses a three-digit type code (`001`, `040`, `020`).
     public init?(code: some StringProtocol) {
-        switch code {
-        case "001": self = .asset
-        case "040": self = .assetCollection
-        case "020": self = .collectionList
-        default: return nil
-        }
+        guard let type = Self.allCases.first(where: { $0.code == code }) else { return nil }
+        self = type
     }
 
     /// Parses a part name (`assets`, `assetCollections`, `collectionLists`).
     public init?(partName: some StringProtocol) {
-        switch partName {
-        case "assets": self = .asset
-        case "assetCollections": self = .assetCollection
-        case "collectionLists": self = .collectionList
-        default: return nil
-        }
+        guard let type = Self.allCases.first(where: { $0.partName == partName }) else { return nil }
+        self = type
     }
 
     /// Order of the parts in answers: assets, assetCollections, collectionLists.

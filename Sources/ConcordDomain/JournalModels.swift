@@ -77,17 +77,9 @@ public enum IfMatch: Sendable, Equatable {
     case versions([String])
 }
 
-/// Journal IDs and `"<journalID>/<entryID>"` keys inserted, updated, deleted by one change.
-public struct JournalChangeLists: Sendable, Equatable {
-    public var inserted: [String]
-    public var updated: [String]
-    public var deleted: [String]
-    public init(inserted: [String] = [], updated: [String] = [], deleted: [String] = []) {
-        self.inserted = inserted
-        self.updated = updated
-        self.deleted = deleted
-    }
-}
+/// Journal IDs and `"<journalID>/<entryID>"` keys inserted, updated, deleted by one change: the
+/// same three lists as a library change's.
+public typealias JournalChangeLists = ChangeLists
 
 /// What one change to the account's journals did: `"journals"` and `"entries"` parts.
 public struct JournalChangeDetails: Sendable, Equatable {
@@ -190,34 +182,34 @@ public struct StoredJournalChange: Sendable, Equatable {
 /// Journal reads: part of every account transaction (`AccountReadTransaction` refines this).
 public protocol JournalStoreReadTransaction: AnyObject {
     /// The account's journal feed counters; zeros when it has none yet.
-    func journalFeed(accountID: String) throws -> JournalFeedState
+    func journalFeed() throws -> JournalFeedState
     /// The account's journals in creation order.
-    func journals(accountID: String) throws -> [StoredJournal]
-    func journal(accountID: String, journalID: String) throws -> StoredJournal?
+    func journals() throws -> [StoredJournal]
+    func journal(journalID: String) throws -> StoredJournal?
     /// The journal's entries in creation order.
-    func journalEntries(accountID: String, journalID: String) throws -> [StoredJournalEntry]
-    func journalEntry(accountID: String, journalID: String, entryID: String) throws -> StoredJournalEntry?
+    func journalEntries(journalID: String) throws -> [StoredJournalEntry]
+    func journalEntry(journalID: String, entryID: String) throws -> StoredJournalEntry?
     /// The journal's entry IDs in creation order.
-    func journalEntryIDs(accountID: String, journalID: String) throws -> [String]
+    func journalEntryIDs(journalID: String) throws -> [String]
     /// Journal changes with seq > `after`, ascending, at most `limit`.
-    func journalChanges(accountID: String, after seq: Int64, limit: Int) throws -> [StoredJournalChange]
+    func journalChanges(after seq: Int64, limit: Int) throws -> [StoredJournalChange]
     /// The highest seq of a journal change created at or before `time`, nil if none.
-    func latestJournalChangeSeq(accountID: String, createdAtOrBefore time: Double) throws -> Int64?
+    func latestJournalChangeSeq(createdAtOrBefore time: Double) throws -> Int64?
 }
 
 /// Journal writes, inside the one write transaction.
 public protocol JournalStoreWriteTransaction: JournalStoreReadTransaction {
     /// Inserts or replaces the journal row.
-    func putJournal(accountID: String, _ journal: StoredJournal) throws
+    func putJournal(_ journal: StoredJournal) throws
     /// Deletes the journal and every entry of it.
-    func deleteJournal(accountID: String, journalID: String) throws
+    func deleteJournal(journalID: String) throws
     /// Inserts or replaces the entry row.
-    func putJournalEntry(accountID: String, _ entry: StoredJournalEntry) throws
-    func deleteJournalEntry(accountID: String, journalID: String, entryID: String) throws
+    func putJournalEntry(_ entry: StoredJournalEntry) throws
+    func deleteJournalEntry(journalID: String, entryID: String) throws
     /// Appends one change and makes `seq` the feed's last.
-    func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws
+    func appendJournalChange(seq: Int64, createdAt: Double, details: JournalChangeDetails) throws
     /// Deletes changes with seq ≤ `throughSeq` and remembers it as the pruning point.
-    func pruneJournalChanges(accountID: String, throughSeq: Int64) throws
+    func pruneJournalChanges(throughSeq: Int64) throws
 }
 
 extension ItemError {

@@ -39,11 +39,10 @@ extension JournalService {
             }
         }
         let now = self.now
-        return try self.write(device) { tx, state in
-            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+        return try self.writeAllowed(device) { tx, state in
             let limited = state.authorization == .limited
-            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
-            guard var entry = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
+            guard var journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
+            guard var entry = try tx.journalEntry(journalID: journalID, entryID: entryID) else {
                 throw Self.noSuchEntry
             }
             try Self.checkPrecondition(ifMatch, current: entry.version)
@@ -57,7 +56,7 @@ extension JournalService {
                 entry.photos = plan.photos
                 try self.commitJournalChange(tx, now: now, details) { seq in
                     entry.version = seq
-                    try tx.putJournalEntry(accountID: device.accountID, entry)
+                    try tx.putJournalEntry(entry)
                     try Self.touch(tx, &journal, seq: seq, now: now)
                 }
             }
@@ -119,7 +118,7 @@ extension JournalService {
             var parsed: [String: CloudIdentifier] = [:]
             for (_, c) in chosen { parsed[c] = CloudIdentifier(parsing: c) }
             var records: [String: CloudRecord] = [:]
-            for r in try tx.records(accountID: device.accountID, guids: Array(Set(parsed.values.map(\.guid)))) { records[r.guid] = r }
+            for r in try tx.records(guids: Array(Set(parsed.values.map(\.guid)))) { records[r.guid] = r }
             for (local, c) in chosen {
                 guard let id = parsed[c] ?? nil, let r = records[id.guid], r.type == id.type else { continue }
                 links.append((local, r))

@@ -24,11 +24,11 @@ public struct JournalService: ServiceArea {
         let id = self.core.newID()
         return try self.write(device) { tx, _ in
             let quota = self.configuration.quotas.journalsPerAccount
-            if try tx.journals(accountID: device.accountID).count >= quota { throw DomainError.quotaExceeded(quota: "journalsPerAccount", limit: quota) }
+            if try tx.journals().count >= quota { throw DomainError.quotaExceeded(quota: "journalsPerAccount", limit: quota) }
             let journal = try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(inserted: [id]))) { seq in
                 let journal = StoredJournal(journalID: id, title: title, version: seq, entryCount: 0, createdSeq: seq,
                                             createdAt: now.timeIntervalSince1970, updatedAt: now.timeIntervalSince1970)
-                try tx.putJournal(accountID: device.accountID, journal)
+                try tx.putJournal(journal)
                 return journal
             }
             return Self.summary(journal)
@@ -37,7 +37,7 @@ public struct JournalService: ServiceArea {
 
     /// `GET /v1/journals`: the account's journals in creation order.
     public func listJournals(device: DeviceRef) throws(DomainError) -> [JournalSummary] {
-        try self.read(device) { tx, _ in try tx.journals(accountID: device.accountID).map(Self.summary) }
+        try self.read(device) { tx, _ in try tx.journals().map(Self.summary) }
     }
 
     /// A page of the journals (the whole list when `page` is nil).
@@ -67,8 +67,8 @@ public struct JournalService: ServiceArea {
     private func journal(_ journalID: String, device: DeviceRef, page: PageRequest?, entryID: String?) throws(DomainError) -> JournalDetail {
         var toLink: [(localIdentifier: String, record: CloudRecord)] = []
         let detail = try self.mappingRead(device) { tx, reads, state in
-            guard let journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
-            var entries = try tx.journalEntries(accountID: device.accountID, journalID: journalID)
+            guard let journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
+            var entries = try tx.journalEntries(journalID: journalID)
             var hasMore = false
             if let entryID { entries = entries.filter { $0.entryID == entryID } }
             if let page { (entries, hasMore) = try page.apply(entries, id: \.entryID) }
@@ -87,7 +87,7 @@ public struct JournalService: ServiceArea {
         try Self.validateTitle(title)
         let now = self.now
         return try self.write(device) { tx, _ in
-            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
+            guard var journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
             try Self.checkPrecondition(ifMatch, current: journal.version)
             guard journal.title != title else { return Self.summary(journal) }
             journal.title = title
@@ -103,12 +103,12 @@ public struct JournalService: ServiceArea {
     public func deleteJournal(_ journalID: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) {
         let now = self.now
         try self.write(device) { tx, _ in
-            guard let journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
+            guard let journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
             try Self.checkPrecondition(ifMatch, current: journal.version)
-            let entryIDs = try tx.journalEntryIDs(accountID: device.accountID, journalID: journalID)
+            let entryIDs = try tx.journalEntryIDs(journalID: journalID)
             let details = JournalChangeDetails(journals: JournalChangeLists(deleted: [journalID]),
                                                entries: JournalChangeLists(deleted: entryIDs.map { journalID + "/" + $0 }))
-            try self.commitJournalChange(tx, now: now, details) { _ in try tx.deleteJournal(accountID: device.accountID, journalID: journalID) }
+            try self.commitJournalChange(tx, now: now, details) { _ in try tx.deleteJournal(journalID: journalID) }
         }
     }
 
@@ -144,11 +144,10 @@ public struct JournalService: ServiceArea {
             }
         }
         let now = self.now
-        return try self.write(device) { tx, state in
-            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+        return try self.writeAllowed(device) { tx, state in
             let limited = state.authorization == .limited
-            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
-            let existing = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
+            guard var journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
+            let existing = try tx.journalEntry(journalID: journalID, entryID: entryID)
             // A PUT may create the entry; `If-Match` on one that does not exist yet fails (RFC 9110 §13.1.1).
             try Self.checkPrecondition(ifMatch, current: existing?.version)
 
@@ -186,7 +185,7 @@ public struct JournalService: ServiceArea {
                 try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]), entries: entries)) { seq in
                     entry.version = seq
                     if existing == nil { entry.createdSeq = seq }
-                    try tx.putJournalEntry(accountID: device.accountID, entry)
+                    try tx.putJournalEntry(entry)
                     try Self.touch(tx, &journal, seq: seq, now: now)
                 }
             }
@@ -199,8 +198,8 @@ public struct JournalService: ServiceArea {
         try Self.validateEntryID(entryID)
         let now = self.now
         try self.write(device) { tx, _ in
-            guard var journal = try Self.findJournal(tx, device.accountID, journalID) else { throw Self.noSuchJournal }
-            guard let entry = try tx.journalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID) else {
+            guard var journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
+            guard let entry = try tx.journalEntry(journalID: journalID, entryID: entryID) else {
                 throw Self.noSuchEntry
             }
             try Self.checkPrecondition(ifMatch, current: entry.version)
@@ -208,7 +207,7 @@ public struct JournalService: ServiceArea {
                                                entries: JournalChangeLists(deleted: [journalID + "/" + entryID]))
             journal.entryCount = max(0, journal.entryCount - 1)
             try self.commitJournalChange(tx, now: now, details) { seq in
-                try tx.deleteJournalEntry(accountID: device.accountID, journalID: journalID, entryID: entryID)
+                try tx.deleteJournalEntry(journalID: journalID, entryID: entryID)
                 try Self.touch(tx, &journal, seq: seq, now: now)
             }
         }
@@ -223,9 +222,9 @@ public struct JournalService: ServiceArea {
     // §13.2.1). Only a PUT that would create an entry evaluates `If-Match` against nothing: `412`.
 
     /// Journal IDs are the server's (UUIDs): anything else cannot name one, and is simply not found.
-    static func findJournal(_ tx: any AccountReadTransaction, _ accountID: String, _ journalID: String) throws -> StoredJournal? {
+    static func findJournal(_ tx: any AccountReadTransaction, _ journalID: String) throws -> StoredJournal? {
         guard Identifiers.isValidLocalIdentifier(journalID) else { return nil }
-        return try tx.journal(accountID: accountID, journalID: journalID)
+        return try tx.journal(journalID: journalID)
     }
 
     static func validateTitle(_ title: String) throws(DomainError) {
@@ -349,12 +348,12 @@ public struct JournalService: ServiceArea {
     /// sequence numbers commit in order.
     func commitJournalChange<T>(_ tx: any AccountWriteTransaction, now: Date, _ details: JournalChangeDetails,
                                 _ apply: (Int64) throws -> T) throws -> T {
-        let feed = try tx.journalFeed(accountID: tx.accountID)
+        let feed = try tx.journalFeed()
         let seq = feed.lastChangeSeq + 1
         let result = try apply(seq)
-        try tx.appendJournalChange(accountID: tx.accountID, seq: seq, createdAt: now.timeIntervalSince1970, details: details)
+        try tx.appendJournalChange(seq: seq, createdAt: now.timeIntervalSince1970, details: details)
         let boundary = try self.journalRetentionBoundary(tx, lastSeq: seq, prunedThrough: feed.prunedThroughSeq, now: now)
-        if boundary > feed.prunedThroughSeq { try tx.pruneJournalChanges(accountID: tx.accountID, throughSeq: boundary) }
+        if boundary > feed.prunedThroughSeq { try tx.pruneJournalChanges(throughSeq: boundary) }
         return result
     }
 
@@ -362,13 +361,13 @@ public struct JournalService: ServiceArea {
     static func touch(_ tx: any AccountWriteTransaction, _ journal: inout StoredJournal, seq: Int64, now: Date) throws {
         journal.version = seq
         journal.updatedAt = now.timeIntervalSince1970
-        try tx.putJournal(accountID: tx.accountID, journal)
+        try tx.putJournal(journal)
     }
 
     /// The oldest journal token still valid (`ServiceCore.retentionBoundary`, per account).
     func journalRetentionBoundary(_ tx: any AccountReadTransaction, lastSeq: Int64, prunedThrough: Int64, now: Date) throws -> Int64 {
         try self.core.retentionBoundary(lastSeq: lastSeq, prunedThrough: prunedThrough, now: now) { time in
-            try tx.latestJournalChangeSeq(accountID: tx.accountID, createdAtOrBefore: time)
+            try tx.latestJournalChangeSeq(createdAtOrBefore: time)
         }
     }
 
@@ -377,7 +376,7 @@ public struct JournalService: ServiceArea {
     /// `GET /v1/journals/token`: the token of the account's last journal change (valid before any journal exists).
     public func currentJournalChangeToken(device: DeviceRef) throws(DomainError) -> String {
         let feed = try self.read(device) { tx, _ in
-            return try tx.journalFeed(accountID: device.accountID)
+            return try tx.journalFeed()
         }
         return self.tokens.encode(seq: feed.lastChangeSeq, scope: .journals(accountID: device.accountID))
     }
@@ -392,13 +391,13 @@ public struct JournalService: ServiceArea {
         guard let sinceSeq = self.tokens.decode(since, scope: scope) else { throw DomainError.invalidChangeToken }
         let now = self.now
         var stored = try self.read(device) { tx, _ in
-            let feed = try tx.journalFeed(accountID: device.accountID)
+            let feed = try tx.journalFeed()
             // A valid MAC on a seq never reached: a token from a restored or older database.
             guard sinceSeq <= feed.lastChangeSeq else { throw DomainError.invalidChangeToken }
             let boundary = try self.journalRetentionBoundary(tx, lastSeq: feed.lastChangeSeq,
                                                              prunedThrough: feed.prunedThroughSeq, now: now)
             guard sinceSeq >= boundary else { throw DomainError.persistentChangeTokenExpired }
-            return try tx.journalChanges(accountID: device.accountID, after: sinceSeq, limit: limit + 1)
+            return try tx.journalChanges(after: sinceSeq, limit: limit + 1)
         }
         let hasMore = stored.count > limit
         if hasMore { stored.removeLast(stored.count - limit) }

@@ -102,7 +102,7 @@ public struct MappingService: ServiceArea {
         var byID: [ByteKey: StoredObject] = [:]
         for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[ByteKey(o.object.localIdentifier)] = o }
         let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
-        let current = Dictionary(try tx.records(accountID: device.accountID, guids: toLink.map(\.record.guid)).map { ($0.guid, $0) }) { a, _ in a }
+        let current = Dictionary(try tx.records(guids: toLink.map(\.record.guid)).map { ($0.guid, $0) }) { a, _ in a }
         let keys = try tx.recordKeys(guids: toLink.map(\.record.guid))
         var linkedObjects = Set<ByteKey>()
         var linkedRecords = Set<String>()
@@ -191,7 +191,7 @@ public struct MappingService: ServiceArea {
             result[ByteKey(o.localIdentifier)] = linked
             links.append((o, record!))
         }
-        if !created.isEmpty { try tx.insertRecords(accountID: device.accountID, created, createdAt: core.clock()) }
+        if !created.isEmpty { try tx.insertRecords(created, createdAt: core.clock()) }
         try Self.storeLinks(tx, device: device, links)
         return result
     }
@@ -305,9 +305,8 @@ public struct MappingService: ServiceArea {
         guard Identifiers.isValidLocalIdentifier(localIdentifier) else {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifier")
         }
-        try self.write(device) { tx, state in
-            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
-            guard let record = try tx.records(accountID: device.accountID, guids: [c.guid]).first, record.type == c.type else {
+        try self.writeAllowed(device) { tx, state in
+            guard let record = try tx.records(guids: [c.guid]).first, record.type == c.type else {
                 throw DomainError.notFound(message: "No such cloud record.")
             }
             guard let object = try tx.objects(device, localIdentifiers: [localIdentifier]).first else {

@@ -331,12 +331,13 @@ extension AccountReadTransaction {
 }
 
 /// Batch reads of one account (`accountID`), its libraries, mapping table and journals. Every list
-/// argument is answered in one round trip; missing things are omitted. Arguments naming an account
-/// or device name this transaction's account.
+/// argument is answered in one round trip; missing things are omitted. No method takes an account:
+/// each reads and writes this transaction's own (`accountID`); a `DeviceRef` argument names a
+/// device of it.
 public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransaction {
     /// The account this transaction is scoped to.
     var accountID: String { get }
-    func accountExists(_ accountID: String) throws -> Bool
+    func accountExists() throws -> Bool
     /// Type, fingerprint and link of the objects with these local identifiers: one entry per input,
     /// in input order (nil: not in the library). The hot path of local → cloud: no hashing needed.
     func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?]
@@ -346,7 +347,7 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     /// Objects of `device` with these local identifiers (any order, missing omitted), with their links.
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
     /// Records of the account with these GUIDs (upper case).
-    func records(accountID: String, guids: [String]) throws -> [CloudRecord]
+    func records(guids: [String]) throws -> [CloudRecord]
     /// For each of these records: the objects of `device` carrying one of its keys (§5 step 3),
     /// sorted by local identifier byte order, each once, with its link. Records without any: omitted.
     func keyMatches(_ device: DeviceRef, guids: [String]) throws -> [String: [StoredObject]]
@@ -354,9 +355,9 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     func recordKeys(guids: [String]) throws -> [String: [ObjectKey]]
     func device(_ device: DeviceRef) throws -> DeviceState?
     /// The account's devices, oldest first.
-    func devices(accountID: String) throws -> [DeviceState]
+    func devices() throws -> [DeviceState]
     /// Each device's token: when issued and last used (device ID → times).
-    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes]
+    func deviceTokenTimes() throws -> [String: TokenTimes]
     /// Every object of `device`.
     func allObjects(_ device: DeviceRef) throws -> [StoredObject]
     /// Objects of one type strictly after `after`, in local identifier byte order.
@@ -380,6 +381,8 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
 
 /// Batch writes of one account, inside its one write transaction.
 public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWriteTransaction {
+    /// Adds an observer told of every mapping change and feed append this transaction makes from now on.
+    func add(observer: any TransactionObserver)
     /// Adds one to the account's mapping version and answers the new value.
     func bumpMappingVersion() throws -> Int64
     /// Marks an idempotency key's request as applied, inside the write that applies it (issue 13):
@@ -389,12 +392,12 @@ public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWri
     /// Removes the device, its token, library, links and history; false if it did not exist.
     func deleteDevice(_ device: DeviceRef) throws -> Bool
     /// Replaces the account's token (the old one stops at once); false when there is no such account.
-    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool
+    func replaceAccountToken(tokenHash: [UInt8], createdAt: Date) throws -> Bool
     /// Replaces the device's token, its library untouched; false when the account has no such device.
     func replaceDeviceToken(_ device: DeviceRef, tokenHash: [UInt8], createdAt: Date) throws -> Bool
     /// Deletes every row of the account (devices, libraries, records, history, journals, tokens);
     /// false when there is no such account.
-    func deleteAccount(_ accountID: String) throws -> Bool
+    func deleteAccount() throws -> Bool
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws
     /// Records of the account matching `keys` that no object of `device` links to, oldest first.
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord]
@@ -408,7 +411,7 @@ public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWri
     /// Records without a fingerprint take these (§5: once; a record with one keeps it).
     func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws
     /// Creates records; they are newer than every existing record, in array order.
-    func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws
+    func insertRecords(_ records: [CloudRecord], createdAt: Date) throws
     /// Links each object to a record (replacing the object's link). The caller has dropped any
     /// other link of those records on this device first.
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws

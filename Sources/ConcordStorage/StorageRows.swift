@@ -62,6 +62,28 @@ enum StorageRows {
                     lastChangeSeq: r.int(5), prunedThroughSeq: r.int(6), objectCount: Int(r.int(7)))
     }
 
+    // MARK: - Journals
+
+    /// The columns of a journal row, in the order `storedJournal` reads them (both engines).
+    static let journalColumns = "journal_id, title, version, entry_count, created_seq, created_at, updated_at"
+    /// The columns of a journal entry row, in the order `storedEntry` reads them (both engines).
+    static let entryColumns = "journal_id, entry_id, text, photos, version, created_seq"
+
+    static func storedJournal(_ r: some StorageRow) -> StoredJournal {
+        StoredJournal(journalID: r.text(0), title: r.text(1), version: r.int(2), entryCount: Int(r.int(3)), createdSeq: r.int(4),
+                      createdAt: r.double(5), updatedAt: r.double(6))
+    }
+
+    static func storedEntry(_ r: some StorageRow) -> StoredJournalEntry {
+        let photos = r.text(3)
+        // Cloud identifiers hold no control characters, so "\n" separates them unambiguously. Split on
+        // bytes: splitting the String would walk grapheme clusters.
+        return StoredJournalEntry(journalID: r.text(0), entryID: r.text(1), text: r.text(2),
+                                  photos: photos.isEmpty ? [] : photos.utf8.split(separator: 10, omittingEmptySubsequences: false)
+                                      .map { String(decoding: $0, as: UTF8.self) },
+                                  version: r.int(4), createdSeq: r.int(5))
+    }
+
     // MARK: - Objects
 
     /// Columns of an object row, its linked record's type and fingerprint (`LEFT JOIN records r`),

@@ -86,7 +86,7 @@ private func serverConfiguration(_ directory: URL) -> Configuration {
     let copy = directory.appendingPathComponent("copy.sqlite").path
 
     #expect(CommandLineInterface.run(arguments: ["backup", "--to", copy, "--database", "sqlite:" + database], environment: [:]) == 0)
-    #expect(try SQLiteStore(path: copy).read(account: "A") { tx in try tx.accountExists("A") })
+    #expect(try SQLiteStore(path: copy).read(account: "A") { tx in try tx.accountExists() })
     // The database may come from the environment, as for serve.
     let second = directory.appendingPathComponent("second.sqlite").path
     #expect(BackupCommand.run(["--to=" + second], environment: ["CONCORD_DATABASE": database]) == 0)

@@ -71,7 +71,7 @@ private func inspect(_ path: String) throws -> (integrity: String, accounts: Set
 
         // The copy opens as a Concord database of the current schema.
         let reopened = try SQLiteStore(path: destination)
-        #expect(try reopened.read(account: "seed-19999") { tx in try tx.accountExists("seed-19999") })
+        #expect(try reopened.read(account: "seed-19999") { tx in try tx.accountExists() })
         // Nothing left behind but the copy.
         let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
         #expect(!names.contains { $0.contains(".partial-") })
@@ -110,7 +110,7 @@ private func inspect(_ path: String) throws -> (integrity: String, accounts: Set
         #expect(throws: SQLiteBackupError.self) {
             try store.backup(to: dir.path + "/no-such-dir/copy.sqlite")
         }
-        #expect(try store.read(account: "A") { tx in try tx.accountExists("A") })
+        #expect(try store.read(account: "A") { tx in try tx.accountExists() })
     }
 
     @Test func backupCopiesADatabaseOfAnotherSchemaAsItIs() throws {

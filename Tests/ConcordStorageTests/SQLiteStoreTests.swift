@@ -106,11 +106,11 @@ struct Boom: Error {}
         writer.start()
         inWrite.wait()
         // The read sees the last committed state (A, not the uncommitted B) without blocking.
-        let seen = try store.read(account: "A") { tx in (try tx.accountExists("A"), try tx.accountExists("B")) }
+        let seen = (try store.read(account: "A") { tx in try tx.accountExists() }, try store.read(account: "B") { tx in try tx.accountExists() })
         readDone.signal()
         #expect(seen == (true, false))
         while writer.isExecuting { usleep(1000) }
-        #expect(try store.read(account: "B") { tx in try tx.accountExists("B") })
+        #expect(try store.read(account: "B") { tx in try tx.accountExists() })
     }
 
     @Test func jsonArrayEscapesQuotesAndBackslashes() throws {
@@ -161,15 +161,15 @@ struct Boom: Error {}
         let dir = try TempDir()
         let store = try SQLiteStore(path: dir.db)
         try store.writeServer { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
-        #expect(try store.read(account: "A") { tx in try tx.accountExists("A") })
+        #expect(try store.read(account: "A") { tx in try tx.accountExists() })
         store.close()
-        #expect(throws: DomainError.unavailable(message: "Storage is closed.")) { try store.read(account: "A") { tx in try tx.accountExists("A") } }
-        #expect(throws: DomainError.unavailable(message: "Storage is closed.")) { try store.write(account: "A") { tx in try tx.accountExists("A") } }
+        #expect(throws: DomainError.unavailable(message: "Storage is closed.")) { try store.read(account: "A") { tx in try tx.accountExists() } }
+        #expect(throws: DomainError.unavailable(message: "Storage is closed.")) { try store.write(account: "A") { tx in try tx.accountExists() } }
         // The WAL was folded into the database file, and the data is there on reopening.
         let walSize = (try? FileManager.default.attributesOfItem(atPath: dir.db + "-wal")[.size] as? Int) ?? 0
         #expect(walSize == 0)
         let reopened = try SQLiteStore(path: dir.db)
-        #expect(try reopened.read(account: "A") { tx in try tx.accountExists("A") })
+        #expect(try reopened.read(account: "A") { tx in try tx.accountExists() })
     }
 }
 

@@ -14,9 +14,9 @@ import Testing
                 throw Boom()
             }
         }
-        #expect(try db.store.read(account: "A") { tx in try tx.accountExists("A") } == false)
+        #expect(try db.store.read(account: "A") { tx in try tx.accountExists() } == false)
         try db.store.writeServer { tx in try tx.insertAccount(accountID: "A", name: "n", tokenHash: [1], createdAt: Date()) }
-        #expect(try db.store.read(account: "A") { tx in try tx.accountExists("A") })
+        #expect(try db.store.read(account: "A") { tx in try tx.accountExists() })
     }
 
     /// Bytes and text travel unchanged: every byte value in a setting, and identifiers made of the
@@ -42,7 +42,7 @@ import Testing
         let back = try db.store.read(account: device.accountID) { tx in try tx.objects(device, localIdentifiers: ids + ["missing"]) }
         #expect(Set(back.map(\.object.localIdentifier)) == Set(ids))
         #expect(back.allSatisfy { $0.object.title == name && $0.object.fingerprint == "fp-" + $0.object.localIdentifier })
-        #expect(try db.store.read(account: "acc") { tx in try tx.devices(accountID: "acc").first?.name } == name)
+        #expect(try db.store.read(account: "acc") { tx in try tx.devices().first?.name } == name)
         #expect(try db.store.readServer { tx in try tx.principal(tokenHash: [9, 0, 9]) } == .account(accountID: "acc"))
         // Byte order, whatever the database's collation.
         let page = try db.store.read(account: device.accountID) { tx in try tx.objectPage(device, type: .assetCollection, after: nil, limit: 100) }
@@ -54,55 +54,57 @@ import Testing
     /// write on a missing account is notFound.
     @Test(arguments: TestEngine.available) func journalStorageRoundTripsAndPrunes(_ engine: TestEngine) throws {
         let db = try TestDatabase(engine)
-        func journals<T>(_ body: (any AccountWriteTransaction) throws -> T) throws -> T {
-            try db.store.write(account: "acc") { tx in try body(tx) }
+        func journals<T>(account: String = "acc", _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
+            try db.store.write(account: account) { tx in try body(tx) }
         }
         try db.store.writeServer { tx in try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date()) }
         let photos = ["G1", #"q"uo'te"#, "🎞️"]
         try journals { j in
-            try j.putJournal(accountID: "acc", StoredJournal(journalID: "J2", title: "second", version: 2, entryCount: 0, createdSeq: 2, createdAt: 2.5, updatedAt: 2.5))
-            try j.putJournal(accountID: "acc", StoredJournal(journalID: "J1", title: "first", version: 1, entryCount: 0, createdSeq: 1, createdAt: 1.5, updatedAt: 1.5))
-            try j.putJournalEntry(accountID: "acc", StoredJournalEntry(journalID: "J1", entryID: "b", text: "B", photos: photos, version: 3, createdSeq: 3))
-            try j.putJournalEntry(accountID: "acc", StoredJournalEntry(journalID: "J1", entryID: "a", text: "A", photos: [], version: 4, createdSeq: 4))
+            try j.putJournal(StoredJournal(journalID: "J2", title: "second", version: 2, entryCount: 0, createdSeq: 2, createdAt: 2.5, updatedAt: 2.5))
+            try j.putJournal(StoredJournal(journalID: "J1", title: "first", version: 1, entryCount: 0, createdSeq: 1, createdAt: 1.5, updatedAt: 1.5))
+            try j.putJournalEntry(StoredJournalEntry(journalID: "J1", entryID: "b", text: "B", photos: photos, version: 3, createdSeq: 3))
+            try j.putJournalEntry(StoredJournalEntry(journalID: "J1", entryID: "a", text: "A", photos: [], version: 4, createdSeq: 4))
             // Replaces the row: text, photos and version change.
-            try j.putJournalEntry(accountID: "acc", StoredJournalEntry(journalID: "J1", entryID: "b", text: "B2", photos: ["G9"], version: 5, createdSeq: 3))
-            try j.putJournal(accountID: "acc", StoredJournal(journalID: "J1", title: "first", version: 5, entryCount: 2, createdSeq: 1, createdAt: 1.5, updatedAt: 5.5))
+            try j.putJournalEntry(StoredJournalEntry(journalID: "J1", entryID: "b", text: "B2", photos: ["G9"], version: 5, createdSeq: 3))
+            try j.putJournal(StoredJournal(journalID: "J1", title: "first", version: 5, entryCount: 2, createdSeq: 1, createdAt: 1.5, updatedAt: 5.5))
             for seq in Int64(1)...5 {
-                try j.appendJournalChange(accountID: "acc", seq: seq, createdAt: Double(seq), details: JournalChangeDetails(entries: JournalChangeLists(inserted: ["J1/\(seq)"])))
+                try j.appendJournalChange(seq: seq, createdAt: Double(seq), details: JournalChangeDetails(entries: JournalChangeLists(inserted: ["J1/\(seq)"])))
             }
         }
         try journals { j in
-            #expect(try j.journals(accountID: "acc").map(\.journalID) == ["J1", "J2"])
-            #expect(try j.journal(accountID: "acc", journalID: "J1") == StoredJournal(journalID: "J1", title: "first", version: 5, entryCount: 2, createdSeq: 1, createdAt: 1.5, updatedAt: 5.5))
-            #expect(try j.journalEntryIDs(accountID: "acc", journalID: "J1") == ["b", "a"])
-            #expect(try j.journalEntries(accountID: "acc", journalID: "J1").map(\.photos) == [["G9"], []])
-            #expect(try j.journalEntry(accountID: "acc", journalID: "J1", entryID: "b")?.text == "B2")
-            try j.putJournalEntry(accountID: "acc", StoredJournalEntry(journalID: "J2", entryID: "x", text: "", photos: photos, version: 6, createdSeq: 6))
-            #expect(try j.journalEntry(accountID: "acc", journalID: "J2", entryID: "x")?.photos == photos)
-            #expect(try j.journalFeed(accountID: "acc") == JournalFeedState(lastChangeSeq: 5, prunedThroughSeq: 0))
-            #expect(try j.journalChanges(accountID: "acc", after: 1, limit: 2).map(\.seq) == [2, 3])
-            #expect(try j.journalChanges(accountID: "acc", after: 4, limit: 10).first?.details.entries.inserted == ["J1/5"])
-            #expect(try j.latestJournalChangeSeq(accountID: "acc", createdAtOrBefore: 3.5) == 3)
-            #expect(try j.latestJournalChangeSeq(accountID: "acc", createdAtOrBefore: 0.5) == nil)
-            try j.pruneJournalChanges(accountID: "acc", throughSeq: 3)
-            #expect(try j.journalFeed(accountID: "acc") == JournalFeedState(lastChangeSeq: 5, prunedThroughSeq: 3))
-            #expect(try j.journalChanges(accountID: "acc", after: 0, limit: 10).map(\.seq) == [4, 5])
-            try j.deleteJournalEntry(accountID: "acc", journalID: "J1", entryID: "a")
-            try j.deleteJournal(accountID: "acc", journalID: "J2")
-            #expect(try j.journals(accountID: "acc").map(\.journalID) == ["J1"])
-            #expect(try j.journalEntryIDs(accountID: "acc", journalID: "J1") == ["b"])
-            #expect(try j.journalEntryIDs(accountID: "acc", journalID: "J2") == [])
-            // Reads of a missing account answer nothing; writes are notFound.
-            #expect(try j.journals(accountID: "nobody") == [])
-            #expect(try j.journalFeed(accountID: "nobody") == JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0))
+            #expect(try j.journals().map(\.journalID) == ["J1", "J2"])
+            #expect(try j.journal(journalID: "J1") == StoredJournal(journalID: "J1", title: "first", version: 5, entryCount: 2, createdSeq: 1, createdAt: 1.5, updatedAt: 5.5))
+            #expect(try j.journalEntryIDs(journalID: "J1") == ["b", "a"])
+            #expect(try j.journalEntries(journalID: "J1").map(\.photos) == [["G9"], []])
+            #expect(try j.journalEntry(journalID: "J1", entryID: "b")?.text == "B2")
+            try j.putJournalEntry(StoredJournalEntry(journalID: "J2", entryID: "x", text: "", photos: photos, version: 6, createdSeq: 6))
+            #expect(try j.journalEntry(journalID: "J2", entryID: "x")?.photos == photos)
+            #expect(try j.journalFeed() == JournalFeedState(lastChangeSeq: 5, prunedThroughSeq: 0))
+            #expect(try j.journalChanges(after: 1, limit: 2).map(\.seq) == [2, 3])
+            #expect(try j.journalChanges(after: 4, limit: 10).first?.details.entries.inserted == ["J1/5"])
+            #expect(try j.latestJournalChangeSeq(createdAtOrBefore: 3.5) == 3)
+            #expect(try j.latestJournalChangeSeq(createdAtOrBefore: 0.5) == nil)
+            try j.pruneJournalChanges(throughSeq: 3)
+            #expect(try j.journalFeed() == JournalFeedState(lastChangeSeq: 5, prunedThroughSeq: 3))
+            #expect(try j.journalChanges(after: 0, limit: 10).map(\.seq) == [4, 5])
+            try j.deleteJournalEntry(journalID: "J1", entryID: "a")
+            try j.deleteJournal(journalID: "J2")
+            #expect(try j.journals().map(\.journalID) == ["J1"])
+            #expect(try j.journalEntryIDs(journalID: "J1") == ["b"])
+            #expect(try j.journalEntryIDs(journalID: "J2") == [])
+        }
+        // Reads of a missing account answer nothing; writes are notFound.
+        try journals(account: "nobody") { (j: any AccountWriteTransaction) throws in
+            #expect(try j.journals() == [])
+            #expect(try j.journalFeed() == JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0))
         }
         for write in [
-            { (j: any JournalStoreWriteTransaction) in try j.putJournal(accountID: "nobody", StoredJournal(journalID: "J", title: "t", version: 1, entryCount: 0, createdSeq: 1, createdAt: 0, updatedAt: 0)) },
-            { j in try j.putJournalEntry(accountID: "nobody", StoredJournalEntry(journalID: "J", entryID: "e", text: "", photos: [], version: 1, createdSeq: 1)) },
-            { j in try j.appendJournalChange(accountID: "nobody", seq: 1, createdAt: 0, details: JournalChangeDetails()) },
-            { j in try j.deleteJournal(accountID: "nobody", journalID: "J") },
+            { (j: any JournalStoreWriteTransaction) in try j.putJournal(StoredJournal(journalID: "J", title: "t", version: 1, entryCount: 0, createdSeq: 1, createdAt: 0, updatedAt: 0)) },
+            { j in try j.putJournalEntry(StoredJournalEntry(journalID: "J", entryID: "e", text: "", photos: [], version: 1, createdSeq: 1)) },
+            { j in try j.appendJournalChange(seq: 1, createdAt: 0, details: JournalChangeDetails()) },
+            { j in try j.deleteJournal(journalID: "J") },
         ] as [(any JournalStoreWriteTransaction) throws -> Void] {
-            #expect(throws: DomainError.notFound(message: "No such account.")) { try journals(write) }
+            #expect(throws: DomainError.notFound(message: "No such account.")) { try journals(account: "nobody", write) }
         }
     }
 
@@ -116,7 +118,7 @@ import Testing
             try tx.insertDevice(device, name: "d", platform: nil, tokenHash: [2], createdAt: Date())
             try tx.putObjects(device, (0..<n).map { StoredObject(object: .asset("id-\($0)", fingerprint: "fp-\($0 % 100)"), link: nil) })
             let records = (0..<100).map { CloudRecord(guid: "G-\($0)", type: .asset, fingerprint: "fp-\($0)") }
-            try tx.insertRecords(accountID: "acc", records, createdAt: Date())
+            try tx.insertRecords(records, createdAt: Date())
             try tx.setLinks(device, (0..<100).map { ("id-\($0)", "G-\($0)") })
         }
         let wanted = (0..<n).filter { $0 % 3 == 0 }.map { "id-\($0)" }

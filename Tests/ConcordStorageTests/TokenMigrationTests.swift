@@ -66,7 +66,7 @@ import Testing
         #expect(account == TokenOwner(principal: .account(accountID: "acc"), lastUsedAt: nil))
         let device = try store.readServer { tx in try tx.tokenOwner(tokenHash: Self.deviceHash) }
         #expect(device == TokenOwner(principal: .device(DeviceRef(accountID: "acc", deviceID: "dev")), lastUsedAt: nil))
-        let times = try store.read(account: "acc") { tx in try tx.deviceTokenTimes(accountID: "acc") }
+        let times = try store.read(account: "acc") { tx in try tx.deviceTokenTimes() }
         #expect(times == ["dev": TokenTimes(createdAt: 2000, lastUsedAt: nil)])
     }
 }

@@ -9,9 +9,9 @@ import Synchronization
 /// Storage stays the source of truth. Every account has a mapping version in storage, bumped by
 /// each write transaction that changes its devices, objects, links or records. An account's
 /// `AccountMappingIndex` remembers the version it reflects, and:
-/// - a write of this process records its mapping changes (`MappingRecordingTransaction`), marks
-///   its new version as expected before it commits, and applies the changes after the commit
-///   succeeded, in version order;
+/// - a write of this process learns its mapping changes (`MappingChangeRecorder`: the engine's
+///   transaction reports each as it makes it), marks its new version as expected before it
+///   commits, and applies the changes after the commit succeeded, in version order;
 /// - a read passes the version its storage snapshot holds: an index at that version or newer
 ///   answers; one behind waits for this process's writes that have committed but not yet been
 ///   applied, and otherwise (a write through another instance) is reloaded from the reader's own

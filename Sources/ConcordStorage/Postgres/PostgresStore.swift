@@ -94,16 +94,13 @@ public struct PostgresConfiguration: Sendable, Equatable {
 /// itself when PostgreSQL comes back; meanwhile calls throw `DomainError.unavailable` (503 + Retry-After).
 /// A commit whose answer was lost is reported as unavailable, never as success.
 public final class PostgresStore: ConcordStore, @unchecked Sendable {
-    // @unchecked Sendable: `idle`, `open` and `closed` are only touched while holding `condition`;
-    // a connection is used by exactly one thread between check-out and check-in.
-    private let condition = NSCondition()
-    private var idle: [PGConnection] = []
-    private var open = 0
-    private var closed = false
+    // @unchecked Sendable: every stored property is immutable and Sendable but the pool, which
+    // guards itself; a connection is used by exactly one thread between `get()` and `release(_:)`.
+    /// Every connection, reads and writes alike; a caller waits at most 10 s for a free one before
+    /// answering unavailable.
+    private let pool: Pool<PGConnection>
     private let writeHealth = WriteHealth()
     public let configuration: PostgresConfiguration
-    /// How long a caller waits for a free connection before answering unavailable.
-    private let checkoutTimeout: Double = 10
     public let feedSignals = FeedSignals()
     public var isSharedAcrossProcesses: Bool { true }
     /// Hears other instances' feed commits once `listenForOtherInstances()` started it.
@@ -127,8 +124,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         } catch {
             throw PostgresStoreError(message: "cannot migrate postgres \(configuration.displayName): \(error)")
         }
-        self.open = 1
-        self.idle = [first]
+        let parameters = configuration.connectionParameters
+        self.pool = Pool(maximumCount: configuration.poolSize, waitLimit: 10, initial: [first],
+                         messages: .init(closed: "The database is closed.", cannotOpen: "The database is unavailable; retry later.",
+                                         busy: "Every database connection is busy; retry later."),
+                         make: { try PGConnection(parameters: parameters) }, isUsable: { $0.isUsable }, discard: { $0.close() })
     }
 
     /// The schema version this build writes.
@@ -160,9 +160,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         let result = try self.writeHealth.tracking {
             try self.transaction(begin: "BEGIN", retries: 5) { c in
                 let tx = PostgresTransaction(c, accountID: accountID)
+                let feeds = FeedRecorder()
+                tx.add(observer: feeds)
                 try tx.lockAccount()
                 let result = try body(tx)
-                touched = Array(Set(tx.touchedFeeds))
+                touched = Array(Set(feeds.feeds))
                 for topic in touched {
                     try c.query("SELECT pg_notify($1, $2)", [.text(PostgresFeedListener.channel), .text(self.listener.payload(topic))])
                 }
@@ -195,17 +197,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// Closes every connection once the checked-out ones are back; later calls throw `unavailable`.
     public func close() {
         if self.listening.withLock({ $0 }) { self.listener.stop() }
-        self.condition.lock()
-        self.closed = true
-        while self.idle.count < self.open { self.condition.wait() }
-        for c in self.idle { c.close() }
-        self.idle.removeAll()
-        self.open = 0
-        self.condition.unlock()
+        self.pool.close(waitingForConnectionsInUse: true)
     }
 
     /// Connections open right now (for tests and metrics).
-    public var openConnections: Int { self.condition.withLock { self.open } }
+    public var openConnections: Int { self.pool.openCount }
 
     // MARK: - Transactions
 
@@ -216,11 +212,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
             do {
                 let value = try body(connection)
                 try connection.execute("COMMIT")
-                self.checkIn(connection)
+                self.pool.release(connection)
                 return value
             } catch {
                 if connection.needsRollback { try? connection.execute("ROLLBACK") }
-                self.checkIn(connection)
+                self.pool.release(connection)
                 guard let e = error as? PostgresError else { throw error }
                 if e.isRetryable, attempt < retries {
                     attempt += 1
@@ -235,12 +231,12 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// restart: nothing ran on it yet, so a fresh one is tried once before answering unavailable.
     private func begin(_ sql: String) throws -> PGConnection {
         for attempt in 0..<2 {
-            let connection = try self.checkOut()
+            let connection = try self.pool.get()
             do {
                 try connection.execute(sql)
                 return connection
             } catch {
-                self.checkIn(connection)
+                self.pool.release(connection)
                 if !error.connectionLost || attempt == 1 { throw Self.domainError(error) }
             }
         }
@@ -262,48 +258,6 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
             return .badRequest(message: "A value contains characters the database cannot store.", field: nil)
         }
         return .internalError(message: "PostgreSQL: \(e)")
-    }
-
-    private func checkOut() throws -> PGConnection {
-        let deadline = Date().addingTimeInterval(self.checkoutTimeout)
-        self.condition.lock()
-        while true {
-            guard !self.closed else {
-                self.condition.unlock()
-                throw DomainError.unavailable(message: "The database is closed.")
-            }
-            if let c = self.idle.popLast() {
-                self.condition.unlock()
-                return c
-            }
-            if self.open < self.configuration.poolSize {
-                self.open += 1
-                self.condition.unlock()
-                do {
-                    return try PGConnection(parameters: self.configuration.connectionParameters)
-                } catch {
-                    self.condition.lock()
-                    self.open -= 1
-                    self.condition.signal()
-                    self.condition.unlock()
-                    throw DomainError.unavailable(message: "The database is unavailable; retry later.")
-                }
-            }
-            guard self.condition.wait(until: deadline) else {
-                self.condition.unlock()
-                throw DomainError.unavailable(message: "Every database connection is busy; retry later.")
-            }
-        }
-    }
-
-    /// Returns a connection to the pool; a broken one is closed instead and its slot freed.
-    private func checkIn(_ c: PGConnection) {
-        let usable = c.isUsable
-        if !usable { c.close() }
-        self.condition.lock()
-        if usable { self.idle.append(c) } else { self.open -= 1 }
-        self.condition.signal()
-        self.condition.unlock()
     }
 }
 

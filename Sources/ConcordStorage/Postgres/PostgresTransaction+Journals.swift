@@ -3,134 +3,118 @@ import Foundation
 
 /// Journals (API.md §6) on PostgreSQL, with the SQLite engine's semantics: every call is one statement.
 ///
-/// Every call first takes the account's advisory lock (`lock(_:)`), like the library operations: the
-/// domain reads the journal feed's last sequence number, decides and appends the next one, so two
-/// writers of one account — on this instance or another — run one after the other. Journal change
-/// tokens are therefore handed out in commit order, and an If-Match compared with a journal's version
-/// sees every version committed before it.
+/// No call here takes a lock: `PostgresStore.write(account:)` takes the account's advisory lock as
+/// the transaction's first statement (`PostgresTransaction.lockAccount()`), for journals as for the
+/// library. The domain reads the journal feed's last sequence number, decides and appends the next
+/// one, so two writers of one account — on this instance or another — run one after the other.
+/// Journal change tokens are therefore handed out in commit order, and an If-Match compared with a
+/// journal's version sees every version committed before it.
 extension PostgresTransaction {
-    private static let journalColumns = "journal_id, title, version, entry_count, created_seq, created_at, updated_at"
-    private static let entryColumns = "journal_id, entry_id, text, photos, version, created_seq"
-
-    private static func storedJournal(_ r: PGRow) -> StoredJournal {
-        StoredJournal(journalID: r.text(0), title: r.text(1), version: r.int(2), entryCount: Int(r.int(3)), createdSeq: r.int(4),
-                      createdAt: r.double(5), updatedAt: r.double(6))
-    }
-
-    private static func storedEntry(_ r: PGRow) -> StoredJournalEntry {
-        let photos = r.text(3)
-        // Cloud identifiers hold no control characters, so "\n" separates them unambiguously (as on SQLite).
-        return StoredJournalEntry(journalID: r.text(0), entryID: r.text(1), text: r.text(2),
-                                  photos: photos.isEmpty ? [] : photos.utf8.split(separator: 10, omittingEmptySubsequences: false)
-                                      .map { String(decoding: $0, as: UTF8.self) },
-                                  version: r.int(4), createdSeq: r.int(5))
-    }
-
     /// Writes on a missing account fail like SQLite's (`notFound`): checked only when a write touched
     /// no row, so the common case costs no extra round trip.
-    private func requireAccount(_ accountID: String) throws {
-        guard try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(accountID)]) != nil else {
+    private func requireAccount() throws {
+        guard try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(self.accountID)]) != nil else {
             throw DomainError.notFound(message: "No such account.")
         }
     }
 
-    func journalFeed(accountID: String) throws -> JournalFeedState {
+    func journalFeed() throws -> JournalFeedState {
         var state = JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0)
-        try self.db.query("SELECT last_change_seq, pruned_through_seq FROM journal_feeds WHERE account_id = $1", [.text(accountID)]) { r in
+        try self.db.query("SELECT last_change_seq, pruned_through_seq FROM journal_feeds WHERE account_id = $1", [.text(self.accountID)]) { r in
             state = JournalFeedState(lastChangeSeq: r.int(0), prunedThroughSeq: r.int(1))
         }
         return state
     }
 
-    func journals(accountID: String) throws -> [StoredJournal] {
+    func journals() throws -> [StoredJournal] {
         var result: [StoredJournal] = []
-        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_id = $1 ORDER BY created_seq",
-                          [.text(accountID)]) { r in result.append(Self.storedJournal(r)) }
+        try self.db.query("SELECT \(StorageRows.journalColumns) FROM journals WHERE account_id = $1 ORDER BY created_seq",
+                          [.text(self.accountID)]) { r in result.append(StorageRows.storedJournal(r)) }
         return result
     }
 
-    func journal(accountID: String, journalID: String) throws -> StoredJournal? {
+    func journal(journalID: String) throws -> StoredJournal? {
         var result: StoredJournal?
-        try self.db.query("SELECT \(Self.journalColumns) FROM journals WHERE account_id = $1 AND journal_id = $2",
-                          [.text(accountID), .text(journalID)]) { r in result = Self.storedJournal(r) }
+        try self.db.query("SELECT \(StorageRows.journalColumns) FROM journals WHERE account_id = $1 AND journal_id = $2",
+                          [.text(self.accountID), .text(journalID)]) { r in result = StorageRows.storedJournal(r) }
         return result
     }
 
-    func journalEntries(accountID: String, journalID: String) throws -> [StoredJournalEntry] {
+    func journalEntries(journalID: String) throws -> [StoredJournalEntry] {
         var result: [StoredJournalEntry] = []
         try self.db.query("""
-            SELECT \(Self.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 ORDER BY created_seq
-            """, [.text(accountID), .text(journalID)]) { r in result.append(Self.storedEntry(r)) }
+            SELECT \(StorageRows.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 ORDER BY created_seq
+            """, [.text(self.accountID), .text(journalID)]) { r in result.append(StorageRows.storedEntry(r)) }
         return result
     }
 
-    func journalEntry(accountID: String, journalID: String, entryID: String) throws -> StoredJournalEntry? {
+    func journalEntry(journalID: String, entryID: String) throws -> StoredJournalEntry? {
         var result: StoredJournalEntry?
-        try self.db.query("SELECT \(Self.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3",
-                          [.text(accountID), .text(journalID), .text(entryID)]) { r in result = Self.storedEntry(r) }
+        try self.db.query("SELECT \(StorageRows.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3",
+                          [.text(self.accountID), .text(journalID), .text(entryID)]) { r in result = StorageRows.storedEntry(r) }
         return result
     }
 
-    func journalEntryIDs(accountID: String, journalID: String) throws -> [String] {
+    func journalEntryIDs(journalID: String) throws -> [String] {
         var result: [String] = []
         try self.db.query("SELECT entry_id FROM journal_entries WHERE account_id = $1 AND journal_id = $2 ORDER BY created_seq",
-                          [.text(accountID), .text(journalID)]) { r in result.append(r.text(0)) }
+                          [.text(self.accountID), .text(journalID)]) { r in result.append(r.text(0)) }
         return result
     }
 
-    func journalChanges(accountID: String, after seq: Int64, limit: Int) throws -> [StoredJournalChange] {
+    func journalChanges(after seq: Int64, limit: Int) throws -> [StoredJournalChange] {
         var result: [StoredJournalChange] = []
         try self.db.query("SELECT seq, created_at, details FROM journal_changes WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                          [.text(accountID), .int(seq), .int(Int64(limit))]) { r in
+                          [.text(self.accountID), .int(seq), .int(Int64(limit))]) { r in
             result.append(StoredJournalChange(seq: r.int(0), createdAt: r.double(1), details: JournalChangeDetailsCodec.decode(r.text(2))))
         }
         return result
     }
 
-    func latestJournalChangeSeq(accountID: String, createdAtOrBefore time: Double) throws -> Int64? {
+    func latestJournalChangeSeq(createdAtOrBefore time: Double) throws -> Int64? {
         return try self.db.scalarInt("SELECT max(seq) FROM journal_changes WHERE account_id = $1 AND created_at <= $2",
-                                     [.text(accountID), .double(time)])
+                                     [.text(self.accountID), .double(time)])
     }
 
-    func putJournal(accountID: String, _ j: StoredJournal) throws {
+    func putJournal(_ j: StoredJournal) throws {
         let n = try self.db.query("""
             INSERT INTO journals (account_id, journal_id, title, version, entry_count, created_seq, created_at, updated_at)
             SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM accounts WHERE account_id = $1)
             ON CONFLICT (account_id, journal_id) DO UPDATE SET
                 title = excluded.title, version = excluded.version, entry_count = excluded.entry_count,
                 created_seq = excluded.created_seq, created_at = excluded.created_at, updated_at = excluded.updated_at
-            """, [.text(accountID), .text(j.journalID), .text(j.title), .int(j.version), .int(Int64(j.entryCount)), .int(j.createdSeq),
+            """, [.text(self.accountID), .text(j.journalID), .text(j.title), .int(j.version), .int(Int64(j.entryCount)), .int(j.createdSeq),
                   .double(j.createdAt), .double(j.updatedAt)])
         if n == 0 { throw DomainError.notFound(message: "No such account.") }
     }
 
-    func deleteJournal(accountID: String, journalID: String) throws {
+    func deleteJournal(journalID: String) throws {
         let n = try self.db.query("""
             WITH e AS (DELETE FROM journal_entries WHERE account_id = $1 AND journal_id = $2)
             DELETE FROM journals WHERE account_id = $1 AND journal_id = $2
-            """, [.text(accountID), .text(journalID)])
-        if n == 0 { try self.requireAccount(accountID) }
+            """, [.text(self.accountID), .text(journalID)])
+        if n == 0 { try self.requireAccount() }
     }
 
-    func putJournalEntry(accountID: String, _ e: StoredJournalEntry) throws {
+    func putJournalEntry(_ e: StoredJournalEntry) throws {
         let n = try self.db.query("""
             INSERT INTO journal_entries (account_id, journal_id, entry_id, text, photos, version, created_seq)
             SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM accounts WHERE account_id = $1)
             ON CONFLICT (account_id, journal_id, entry_id) DO UPDATE SET
                 text = excluded.text, photos = excluded.photos, version = excluded.version, created_seq = excluded.created_seq
-            """, [.text(accountID), .text(e.journalID), .text(e.entryID), .text(e.text), .text(e.photos.joined(separator: "\n")),
+            """, [.text(self.accountID), .text(e.journalID), .text(e.entryID), .text(e.text), .text(e.photos.joined(separator: "\n")),
                   .int(e.version), .int(e.createdSeq)])
         if n == 0 { throw DomainError.notFound(message: "No such account.") }
     }
 
-    func deleteJournalEntry(accountID: String, journalID: String, entryID: String) throws {
+    func deleteJournalEntry(journalID: String, entryID: String) throws {
         let n = try self.db.query("DELETE FROM journal_entries WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3",
-                                  [.text(accountID), .text(journalID), .text(entryID)])
-        if n == 0 { try self.requireAccount(accountID) }
+                                  [.text(self.accountID), .text(journalID), .text(entryID)])
+        if n == 0 { try self.requireAccount() }
     }
 
-    func appendJournalChange(accountID: String, seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
-        self.touchedFeeds.append(.journals(accountID: accountID))
+    func appendJournalChange(seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {
+        self.observers.didAppend(to: .journals(accountID: self.accountID))
         // The change and the feed's new last seq in one statement.
         let n = try self.db.query("""
             WITH c AS (
@@ -140,15 +124,15 @@ extension PostgresTransaction {
             )
             INSERT INTO journal_feeds (account_id, last_change_seq) SELECT account_id, seq FROM c
             ON CONFLICT (account_id) DO UPDATE SET last_change_seq = excluded.last_change_seq
-            """, [.text(accountID), .int(seq), .double(createdAt), .text(JournalChangeDetailsCodec.encode(details))])
+            """, [.text(self.accountID), .int(seq), .double(createdAt), .text(JournalChangeDetailsCodec.encode(details))])
         if n == 0 { throw DomainError.notFound(message: "No such account.") }
     }
 
-    func pruneJournalChanges(accountID: String, throughSeq: Int64) throws {
+    func pruneJournalChanges(throughSeq: Int64) throws {
         let n = try self.db.query("""
             WITH c AS (DELETE FROM journal_changes WHERE account_id = $1 AND seq <= $2)
             UPDATE journal_feeds SET pruned_through_seq = greatest(pruned_through_seq, $2) WHERE account_id = $1
-            """, [.text(accountID), .int(throughSeq)])
-        if n == 0 { try self.requireAccount(accountID) }
+            """, [.text(self.accountID), .int(throughSeq)])
+        if n == 0 { try self.requireAccount() }
     }
 }

@@ -9,14 +9,15 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     let db: PGConnection
     /// The account this transaction is scoped to ("" for a server-wide one).
     let accountID: String
-    /// Feeds this transaction appended to: announced to this instance once it commits, and to
-    /// the others by `NOTIFY` (delivered by PostgreSQL at commit, never for a rollback).
-    var touchedFeeds: [FeedTopic] = []
+    /// Told of each mapping change and feed append (`TransactionObservers`).
+    let observers = TransactionObservers()
 
     init(_ db: PGConnection, accountID: String) {
         self.db = db
         self.accountID = accountID
     }
+
+    func add(observer: any TransactionObserver) { self.observers.add(observer) }
 
     /// Key space of the advisory locks: (class, hash) pairs, so account and settings locks never collide.
     private static let accountLockClass: Int64 = 1, settingsLockClass: Int64 = 2
@@ -97,21 +98,21 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         try self.db.query("DELETE FROM idempotency_keys WHERE created_at < $1", [.double(time)])
     }
 
-    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] {
+    func deviceTokenTimes() throws -> [String: TokenTimes] {
         var result: [String: TokenTimes] = [:]
         try self.db.query("SELECT device_id, created_at, last_used_at FROM tokens WHERE account_id = $1 AND kind = $2",
-                          [.text(accountID), .int(TokenKind.device.rawValue)]) { r in
+                          [.text(self.accountID), .int(TokenKind.device.rawValue)]) { r in
             result[r.text(0)] = TokenTimes(createdAt: r.isNull(1) ? nil : r.double(1), lastUsedAt: r.isNull(2) ? nil : r.double(2))
         }
         return result
     }
 
-    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
-        guard try self.accountExists(accountID) else { return false }
+    func replaceAccountToken(tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        guard try self.accountExists() else { return false }
         try self.db.query("""
             WITH old AS (DELETE FROM tokens WHERE account_id = $1 AND kind = $2)
             INSERT INTO tokens (token_hash, kind, account_id, device_id, created_at) VALUES ($3, $2, $1, NULL, $4)
-            """, [.text(accountID), .int(TokenKind.account.rawValue), .bytes(tokenHash), .double(createdAt.timeIntervalSince1970)])
+            """, [.text(self.accountID), .int(TokenKind.account.rawValue), .bytes(tokenHash), .double(createdAt.timeIntervalSince1970)])
         return true
     }
 
@@ -125,10 +126,10 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         return true
     }
 
-    func deleteAccount(_ accountID: String) throws -> Bool {
-        guard try self.accountExists(accountID) else { return false }
+    func deleteAccount() throws -> Bool {
+        guard try self.accountExists() else { return false }
         for table in Self.accountTables {
-            try self.db.query("DELETE FROM \(table) WHERE account_id = $1", [.text(accountID)])
+            try self.db.query("DELETE FROM \(table) WHERE account_id = $1", [.text(self.accountID)])
         }
         return true
     }
@@ -138,8 +139,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
                                 "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 
-    func accountExists(_ accountID: String) throws -> Bool {
-        return try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(accountID)]) != nil
+    func accountExists() throws -> Bool {
+        return try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(self.accountID)]) != nil
     }
 
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws {
@@ -158,10 +159,10 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         return result
     }
 
-    func devices(accountID: String) throws -> [DeviceState] {
+    func devices() throws -> [DeviceState] {
         var result: [DeviceState] = []
         try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = $1 ORDER BY created_at, device_id",
-                          [.text(accountID)]) { r in result.append(StorageRows.deviceState(r, accountID: accountID)) }
+                          [.text(self.accountID)]) { r in result.append(StorageRows.deviceState(r, accountID: self.accountID)) }
         return result
     }
 
@@ -171,6 +172,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
             INSERT INTO tokens (token_hash, kind, account_id, device_id, created_at) VALUES ($6, $7, $1, $2, $5)
             """, [.text(device.accountID), .text(device.deviceID), .text(name), .optionalText(platform),
                   .double(createdAt.timeIntervalSince1970), .bytes(tokenHash), .int(TokenKind.device.rawValue)])
+        self.observers.didChange(.insertDevice(device.deviceID))
     }
 
     // MARK: - The mapping index's reads
@@ -219,6 +221,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
                  c AS (DELETE FROM changes WHERE account_id = $1 AND device_id = $2)
             DELETE FROM tokens WHERE account_id = $1 AND device_id = $2
             """, key)
+        self.observers.didChange(.deleteDevice(device.deviceID))
         return true
     }
 
@@ -316,6 +319,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        self.observers.didChange(.putting(objects, on: device))
         guard !objects.isEmpty else { return }
         // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
         // Duplicates by bytes (API.md §2): Swift's String == would merge an NFC and an NFD spelling.
@@ -354,6 +358,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
+        self.observers.didChange(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
         guard !localIdentifiers.isEmpty else { return }
         try self.db.query("DELETE FROM objects WHERE account_id = $1 AND device_id = $2 AND local_id = ANY($3)",
                           [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)])
@@ -361,11 +366,11 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
 
     // MARK: - Records and links
 
-    func records(accountID: String, guids: [String]) throws -> [CloudRecord] {
+    func records(guids: [String]) throws -> [CloudRecord] {
         guard !guids.isEmpty else { return [] }
         var result: [CloudRecord] = []
         try self.db.query("SELECT guid, type, fingerprint FROM records WHERE account_id = $1 AND guid = ANY($2)",
-                          [.text(accountID), .textArray(guids)]) { r in
+                          [.text(self.accountID), .textArray(guids)]) { r in
             if let type = ObjectType(rawValue: Int(r.int(1))) { result.append(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2))) }
         }
         return result
@@ -448,6 +453,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws {
+        self.observers.didChange(.addRecordKeys(keys))
         guard !keys.isEmpty else { return }
         let columns = ObjectKey.columns(keys.map(\.key))
         try self.db.query("""
@@ -458,6 +464,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
+        self.observers.didChange(.fillRecordFingerprints(fills))
         let fills = fills.filter { !$0.fingerprint.isEmpty }
         guard !fills.isEmpty else { return }
         // The first fill of a record wins, as row by row would.
@@ -508,7 +515,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         return status
     }
 
-    func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
+    func insertRecords(_ records: [CloudRecord], createdAt: Date) throws {
+        self.observers.didChange(.insertRecords(records))
         guard !records.isEmpty else { return }
         // Reserve a block of creation orders on the account row and insert the batch: one statement.
         let n = try self.db.query("""
@@ -519,12 +527,13 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
             INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at)
             SELECT $1, u.guid, u.type, u.fingerprint, a.first + u.ord - 1, $6
             FROM a, unnest($2::text[], $3::int8[], $4::text[]) WITH ORDINALITY AS u(guid, type, fingerprint, ord)
-            """, [.text(accountID), .textArray(records.map(\.guid)), .intArray(records.map { Int64($0.type.rawValue) }),
+            """, [.text(self.accountID), .textArray(records.map(\.guid)), .intArray(records.map { Int64($0.type.rawValue) }),
                   .textArray(records.map(\.fingerprint)), .int(Int64(records.count)), .double(createdAt.timeIntervalSince1970)])
         guard n == records.count else { throw DomainError.notFound(message: "No such account.") }
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
+        self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
         try self.db.query("""
             UPDATE objects o SET record_guid = l.guid
@@ -534,12 +543,14 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {
+        self.observers.didChange(.dropLinks(device: device.deviceID, guids: guids))
         guard !guids.isEmpty else { return }
         try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid = ANY($3)",
                           [.text(device.accountID), .text(device.deviceID), .textArray(guids)])
     }
 
     func dropAllLinks(_ device: DeviceRef) throws {
+        self.observers.didChange(.dropAllLinks(device: device.deviceID))
         try self.db.query("UPDATE objects SET record_guid = NULL WHERE account_id = $1 AND device_id = $2 AND record_guid IS NOT NULL",
                           [.text(device.accountID), .text(device.deviceID)])
     }
@@ -547,7 +558,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     // MARK: - History
 
     func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
-        self.touchedFeeds.append(.library(device))
+        self.observers.didAppend(to: .library(device))
         try self.db.query("INSERT INTO changes (account_id, device_id, seq, created_at, details) VALUES ($1, $2, $3, $4, $5)",
                           [.text(device.accountID), .text(device.deviceID), .int(seq), .double(createdAt),
                            .optionalText(details.map { ChangeDetailsCodec.encode($0) })])

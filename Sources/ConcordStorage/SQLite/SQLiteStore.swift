@@ -25,18 +25,14 @@ public struct SQLiteStoreError: Error, CustomStringConvertible, Sendable {
 /// every writer waits behind one fsync, capping writes near 230 commits/s. `.full` (configuration
 /// key `sqliteSynchronous`) is there for deployments that want power-loss durability at that cost.
 public final class SQLiteStore: ConcordStore, @unchecked Sendable {
-    // @unchecked Sendable: `writerConnection` is only touched while holding `writerLock`;
-    // `idleReaders`, `openReaders` and `closed` only while holding `readersCondition`; each reader is
-    // used by one thread between check-out and check-in. Connections are never shared concurrently.
+    // @unchecked Sendable: `writerConnection` is only touched while holding `writerLock`; each
+    // reader is used by one thread between the pool's `get()` and `release(_:)`. Connections are
+    // never shared concurrently.
     private var writerConnection: Connection?
     private let writerLock = NSLock()
     private let writeHealth = WriteHealth()
-    private let readersCondition = NSCondition()
-    private var idleReaders: [Connection] = []
-    private var openReaders = 0
-    private var closed = false
-    private let maxReaders: Int
-    private let memory: SQLiteMemory
+    /// The reader connections (query-only), opened on demand.
+    private let readers: Pool<Connection>
     public let path: String
     public let feedSignals = FeedSignals()
     public var isSharedAcrossProcesses: Bool { false }
@@ -52,8 +48,13 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     /// Opens (creating) the database at `path`, migrates it, and refuses a newer schema.
     public init(path: String, maxReaders: Int = 8, synchronous: Synchronous = .normal, memory: SQLiteMemory = SQLiteMemory()) throws {
         self.path = path
-        self.maxReaders = max(1, maxReaders)
-        self.memory = memory
+        self.readers = Pool(maximumCount: maxReaders,
+                            messages: .init(closed: "Storage is closed.", cannotOpen: "Cannot open a database connection.")) {
+            let c = try Connection(path: path, memory: memory)
+            // Readers never write: enforce it, so a bug cannot bypass the writer lock.
+            try c.execute("PRAGMA query_only=1")
+            return c
+        }
         // A new database is created readable by its owner only: it holds the change-token secret and
         // token hashes. SQLite gives its -wal and -shm files the database file's permissions.
         let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
@@ -90,22 +91,21 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     /// SQLite has one writer for the whole file, so an account's writes are serialised by it.
     /// Feeds it appended to are announced once it has committed (a rollback announces nothing).
     public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
-        var touched: [FeedTopic] = []
+        let touched = FeedRecorder()
         let result = try self.withWriter { connection in
             let tx = SQLiteTransaction(connection, accountID: accountID)
-            let result = try body(tx)
-            touched = tx.touchedFeeds
-            return result
+            tx.add(observer: touched)
+            return try body(tx)
         }
-        self.feedSignals.publish(.committed(touched))
+        self.feedSignals.publish(.committed(touched.feeds))
         return result
     }
 
     /// One deferred transaction on a pooled reader: every statement of the body sees the same snapshot.
     private func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
-        let connection = try self.checkOutReader()
-        defer { self.checkIn(connection) }
-        return try Self.mapErrors { try connection.transaction(immediate: false) { try body(connection) } }
+        try self.readers.withConnection { connection in
+            try Self.mapErrors { try connection.transaction(immediate: false) { try body(connection) } }
+        }
     }
 
     /// One `BEGIN IMMEDIATE` transaction on the writer connection.
@@ -135,11 +135,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
             self.writerConnection = nil   // deinit closes it
         }
         self.writerLock.unlock()
-        self.readersCondition.lock()
-        self.closed = true
-        self.idleReaders.removeAll()      // readers checked out now are dropped at check-in
-        self.readersCondition.broadcast()
-        self.readersCondition.unlock()
+        self.readers.close(waitingForConnectionsInUse: false)   // readers in use now are dropped when released (deinit closes them)
     }
 
     /// Answers whether the database answers (for `/ready`).
@@ -169,49 +165,6 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
         } catch let e as SQLiteError where e.primaryCode == SQLITE_FULL || e.primaryCode == SQLITE_IOERR || e.primaryCode == SQLITE_READONLY {
             throw DomainError.insufficientStorage(message: "Storage cannot take writes (\(e.message)); nothing was stored. Retry later.")
         }
-    }
-
-    private func checkOutReader() throws -> Connection {
-        self.readersCondition.lock()
-        while true {
-            if self.closed {
-                self.readersCondition.unlock()
-                throw DomainError.unavailable(message: "Storage is closed.")
-            }
-            if let c = self.idleReaders.popLast() {
-                self.readersCondition.unlock()
-                return c
-            }
-            if self.openReaders < self.maxReaders {
-                self.openReaders += 1
-                self.readersCondition.unlock()
-                do {
-                    let c = try Connection(path: self.path, memory: self.memory)
-                    // Readers never write: enforce it, so a bug cannot bypass the writer lock.
-                    try c.execute("PRAGMA query_only=1")
-                    return c
-                } catch {
-                    self.readersCondition.lock()
-                    self.openReaders -= 1
-                    self.readersCondition.signal()
-                    self.readersCondition.unlock()
-                    throw DomainError.unavailable(message: "Cannot open a database connection.")
-                }
-            }
-            self.readersCondition.wait()
-        }
-    }
-
-    private func checkIn(_ c: Connection) {
-        self.readersCondition.lock()
-        if self.closed {
-            self.openReaders -= 1
-            self.readersCondition.unlock()
-            return
-        }
-        self.idleReaders.append(c)
-        self.readersCondition.signal()
-        self.readersCondition.unlock()
     }
 }
 

@@ -10,13 +10,15 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     let accountID: String
     private var accountKeys: [String: Int64] = [:]
     private var deviceKeys: [DeviceRef: Int64] = [:]
-    /// Feeds this transaction appended to: announced once it commits (`ConcordStore.feedSignals`).
-    var touchedFeeds: [FeedTopic] = []
+    /// Told of each mapping change and feed append (`TransactionObservers`).
+    let observers = TransactionObservers()
 
     init(_ db: Connection, accountID: String) {
         self.db = db
         self.accountID = accountID
     }
+
+    func add(observer: any TransactionObserver) { self.observers.add(observer) }
 
     // MARK: - Batch queries (json_each drives the join: CROSS JOIN fixes it as the outer loop, so
     // each identifier is one index lookup instead of a scan of the library). Without ANALYZE
@@ -198,8 +200,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("DELETE FROM idempotency_keys WHERE created_at < ?", [.double(time)])
     }
 
-    func deviceTokenTimes(accountID: String) throws -> [String: TokenTimes] {
-        guard let a = try self.accountKey(accountID) else { return [:] }
+    func deviceTokenTimes() throws -> [String: TokenTimes] {
+        guard let a = try self.accountKey(self.accountID) else { return [:] }
         var result: [String: TokenTimes] = [:]
         try self.db.query("""
             SELECT d.device_id, t.created_at, t.last_used_at FROM tokens t
@@ -211,8 +213,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return result
     }
 
-    func replaceAccountToken(accountID: String, tokenHash: [UInt8], createdAt: Date) throws -> Bool {
-        guard let a = try self.accountKey(accountID) else { return false }
+    func replaceAccountToken(tokenHash: [UInt8], createdAt: Date) throws -> Bool {
+        guard let a = try self.accountKey(self.accountID) else { return false }
         try self.db.run("DELETE FROM tokens WHERE account_key = ? AND kind = ?", [.int(a), .int(TokenKind.account.rawValue)])
         try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key, created_at) VALUES (?, ?, ?, NULL, ?)",
                         [.blob(tokenHash), .int(TokenKind.account.rawValue), .int(a), .double(createdAt.timeIntervalSince1970)])
@@ -227,13 +229,13 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return true
     }
 
-    func deleteAccount(_ accountID: String) throws -> Bool {
-        guard let a = try self.accountKey(accountID) else { return false }
+    func deleteAccount() throws -> Bool {
+        guard let a = try self.accountKey(self.accountID) else { return false }
         for table in Self.accountTables {
             try self.db.run("DELETE FROM \(table) WHERE account_key = ?", [.int(a)])
         }
-        self.accountKeys[accountID] = nil
-        self.deviceKeys = self.deviceKeys.filter { $0.key.accountID != accountID }
+        self.accountKeys[self.accountID] = nil
+        self.deviceKeys = self.deviceKeys.filter { $0.key.accountID != self.accountID }
         return true
     }
 
@@ -242,8 +244,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
                                 "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 
-    func accountExists(_ accountID: String) throws -> Bool {
-        try self.accountKey(accountID) != nil
+    func accountExists() throws -> Bool {
+        try self.accountKey(self.accountID) != nil
     }
 
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws {
@@ -268,11 +270,11 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return result
     }
 
-    func devices(accountID: String) throws -> [DeviceState] {
-        guard let a = try self.accountKey(accountID) else { return [] }
+    func devices() throws -> [DeviceState] {
+        guard let a = try self.accountKey(self.accountID) else { return [] }
         var result: [DeviceState] = []
         try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_key = ? ORDER BY created_at, device_id",
-                          [.int(a)]) { s in result.append(StorageRows.deviceState(s, accountID: accountID)) }
+                          [.int(a)]) { s in result.append(StorageRows.deviceState(s, accountID: self.accountID)) }
         return result
     }
 
@@ -288,6 +290,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key, created_at) VALUES (?, ?, ?, ?, ?)",
                         [.blob(tokenHash), .int(TokenKind.device.rawValue), .int(a), .int(d), .double(createdAt.timeIntervalSince1970)])
         self.deviceKeys[device] = d
+        self.observers.didChange(.insertDevice(device.deviceID))
     }
 
     // MARK: - The mapping index's reads
@@ -336,6 +339,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("DELETE FROM changes WHERE account_key = ? AND device_key = ?", key)
         try self.db.run("DELETE FROM tokens WHERE account_key = ? AND device_key = ?", key)
         self.deviceKeys[device] = nil
+        self.observers.didChange(.deleteDevice(device.deviceID))
         return true
     }
 
@@ -416,12 +420,12 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return result
     }
 
-    /// `[[type, fingerprint], ...]` as JSON.
-    private static func contentKeysJSON(_ keys: [ContentKey]) -> String {
+    /// `[[type, text], ...]` as JSON: (type, fingerprint) content keys, (type, A) object keys.
+    private static func typedPairsJSON(_ pairs: [(type: ObjectType, text: String)]) -> String {
         var out = "["
-        for (i, k) in keys.enumerated() {
+        for (i, p) in pairs.enumerated() {
             if i > 0 { out += "," }
-            out += "[\(k.type.rawValue)," + jsonArray([k.fingerprint]).dropFirst().dropLast() + "]"
+            out += "[\(p.type.rawValue)," + jsonArray([p.text]).dropFirst().dropLast() + "]"
         }
         return out + "]"
     }
@@ -429,13 +433,14 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
-        try self.db.query(Self.objectsByContentSQL, [.int(k.account), .int(k.device), .text(Self.contentKeysJSON(keys))]) { s in
+        try self.db.query(Self.objectsByContentSQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(keys.map { ($0.type, $0.fingerprint) }))]) { s in
             result.append(StorageRows.storedObject(s))
         }
         return result
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        self.observers.didChange(.putting(objects, on: device))
         guard !objects.isEmpty else { return }
         let k = try self.requireKeys(device)
         for s in objects {
@@ -464,6 +469,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
+        self.observers.didChange(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
         guard !localIdentifiers.isEmpty else { return }
         let k = try self.requireKeys(device)
         try self.db.run("DELETE FROM objects WHERE account_key = ?1 AND device_key = ?2 AND local_id IN (SELECT value FROM json_each(?3))",
@@ -472,8 +478,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     // MARK: - Records and links
 
-    func records(accountID: String, guids: [String]) throws -> [CloudRecord] {
-        guard !guids.isEmpty, let a = try self.accountKey(accountID) else { return [] }
+    func records(guids: [String]) throws -> [CloudRecord] {
+        guard !guids.isEmpty, let a = try self.accountKey(self.accountID) else { return [] }
         var result: [CloudRecord] = []
         result.reserveCapacity(guids.count)
         try self.db.query(Self.recordsByGUIDSQL, [.int(a), .text(jsonArray(guids))]) { s in
@@ -495,7 +501,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord] {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [CloudRecord] = []
-        try self.db.query(Self.unlinkedRecordsSQL, [.int(k.account), .int(k.device), .text(Self.contentKeysJSON(keys))]) { s in
+        try self.db.query(Self.unlinkedRecordsSQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(keys.map { ($0.type, $0.fingerprint) }))]) { s in
             if let type = ObjectType(rawValue: Int(s.int(1))) { result.append(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2))) }
         }
         return result
@@ -520,20 +526,10 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return result
     }
 
-    /// `[[type, A], ...]` as JSON.
-    private static func objectKeysJSON(_ keys: [ObjectKey]) -> String {
-        var out = "["
-        for (i, k) in keys.enumerated() {
-            if i > 0 { out += "," }
-            out += "[\(k.type.rawValue)," + jsonArray([k.a]).dropFirst().dropLast() + "]"
-        }
-        return out + "]"
-    }
-
     func unlinkedRecords(_ device: DeviceRef, carrying keys: [ObjectKey]) throws -> [(record: CloudRecord, key: ObjectKey)] {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [(record: CloudRecord, key: ObjectKey)] = []
-        try self.db.query(Self.unlinkedRecordsByKeySQL, [.int(k.account), .int(k.device), .text(Self.objectKeysJSON(keys))]) { s in
+        try self.db.query(Self.unlinkedRecordsByKeySQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(keys.map { ($0.type, $0.a) }))]) { s in
             guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
             result.append((CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2)), ObjectKey(type: type, a: s.text(3))))
         }
@@ -548,6 +544,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws {
+        self.observers.didChange(.addRecordKeys(keys))
         guard !keys.isEmpty, let a = try self.accountKey(self.accountID) else { return }
         for (guid, key) in keys {
             try self.db.run("INSERT OR IGNORE INTO record_keys (account_key, guid, type, key_a) VALUES (?, ?, ?, ?)",
@@ -556,6 +553,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
+        self.observers.didChange(.fillRecordFingerprints(fills))
         guard !fills.isEmpty, let a = try self.accountKey(self.accountID) else { return }
         for (guid, fingerprint) in fills where !fingerprint.isEmpty {
             try self.db.run("UPDATE records SET fingerprint = ? WHERE account_key = ? AND guid = ? AND fingerprint = ''",
@@ -596,10 +594,11 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return status
     }
 
-    func insertRecords(accountID: String, _ records: [CloudRecord], createdAt: Date) throws {
+    func insertRecords(_ records: [CloudRecord], createdAt: Date) throws {
+        self.observers.didChange(.insertRecords(records))
         guard !records.isEmpty else { return }
         // Writes are serialised, so reading and bumping the account's counter cannot interleave.
-        guard let a = try self.accountKey(accountID),
+        guard let a = try self.accountKey(self.accountID),
               var order = try self.db.scalarInt("SELECT next_record_order FROM accounts WHERE account_key = ?", [.int(a)]) else {
             throw DomainError.notFound(message: "No such account.")
         }
@@ -613,6 +612,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
+        self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
         let k = try self.requireKeys(device)
         for (local, guid) in links {
@@ -622,6 +622,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {
+        self.observers.didChange(.dropLinks(device: device.deviceID, guids: guids))
         guard !guids.isEmpty else { return }
         let k = try self.requireKeys(device)
         try self.db.run("""
@@ -631,6 +632,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func dropAllLinks(_ device: DeviceRef) throws {
+        self.observers.didChange(.dropAllLinks(device: device.deviceID))
         let k = try self.requireKeys(device)
         try self.db.run("UPDATE objects SET record_guid = NULL WHERE account_key = ? AND device_key = ? AND record_guid IS NOT NULL",
                         [.int(k.account), .int(k.device)])
@@ -640,7 +642,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
         let k = try self.requireKeys(device)
-        self.touchedFeeds.append(.library(device))
+        self.observers.didAppend(to: .library(device))
         try self.db.run("INSERT INTO changes (account_key, device_key, seq, created_at, details) VALUES (?, ?, ?, ?, ?)",
                         [.int(k.account), .int(k.device), .int(seq), .double(createdAt),
                          details.map { .text(ChangeDetailsCodec.encode($0)) } ?? .null])
@@ -670,43 +672,5 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
                         [.int(k.account), .int(k.device), .int(throughSeq)])
         try self.db.run("UPDATE devices SET pruned_through_seq = max(pruned_through_seq, ?) WHERE account_key = ? AND device_key = ?",
                         [.int(throughSeq), .int(k.account), .int(k.device)])
-    }
-}
-
-/// Change details as text: one line per identifier, `<type letter><kind letter><localIdentifier>`
-/// (`a`/`c`/`l` for assets/collections/lists, `i`/`u`/`d`). Local identifiers hold no control characters.
-enum ChangeDetailsCodec {
-    static func encode(_ d: ChangeDetails) -> String {
-        var lines: [String] = []
-        for (type, letter) in [(ObjectType.asset, "a"), (.assetCollection, "c"), (.collectionList, "l")] {
-            let lists = d[type]
-            for id in lists.inserted { lines.append(letter + "i" + id) }
-            for id in lists.updated { lines.append(letter + "u" + id) }
-            for id in lists.deleted { lines.append(letter + "d" + id) }
-        }
-        return lines.joined(separator: "\n")
-    }
-
-    static func decode(_ s: String) -> ChangeDetails {
-        var d = ChangeDetails()
-        for line in s.split(separator: "\n") {
-            let u = Array(line.utf8)
-            guard u.count > 2 else { continue }
-            let type: ObjectType
-            switch u[0] {
-            case UInt8(ascii: "a"): type = .asset
-            case UInt8(ascii: "c"): type = .assetCollection
-            case UInt8(ascii: "l"): type = .collectionList
-            default: continue
-            }
-            let id = String(decoding: u[2...], as: UTF8.self)
-            switch u[1] {
-            case UInt8(ascii: "i"): d[type].inserted.append(id)
-            case UInt8(ascii: "u"): d[type].updated.append(id)
-            case UInt8(ascii: "d"): d[type].deleted.append(id)
-            default: continue
-            }
-        }
-        return d
     }
 }

@@ -1,0 +1,80 @@
+import ConcordDomain
+
+// The text forms of a change's details, stored by both engines (`changes.details`,
+// `journal_changes.details`): one codec each, over one line format, so the two engines store the
+// same bytes.
+
+/// One line per key, `<group letter><kind letter><key>`, kinds `i`/`u`/`d` (inserted, updated,
+/// deleted); keys hold no control characters, so "\n" separates them unambiguously.
+private enum DetailLines {
+    /// The lines of each group's lists, groups in the order given.
+    static func encode(_ groups: [(letter: String, inserted: [String], updated: [String], deleted: [String])]) -> String {
+        var lines: [String] = []
+        for group in groups {
+            for key in group.inserted { lines.append(group.letter + "i" + key) }
+            for key in group.updated { lines.append(group.letter + "u" + key) }
+            for key in group.deleted { lines.append(group.letter + "d" + key) }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Calls `add` for each well-formed line with its group letter, the list it names and its key;
+    /// a line of an unknown kind or too short to hold one is skipped.
+    static func decode(_ s: String, _ add: (UInt8, WritableKeyPath<ChangeLists, [String]>, String) -> Void) {
+        for line in s.split(separator: "\n") {
+            let u = Array(line.utf8)
+            guard u.count > 2 else { continue }
+            let list: WritableKeyPath<ChangeLists, [String]>
+            switch u[1] {
+            case UInt8(ascii: "i"): list = \.inserted
+            case UInt8(ascii: "u"): list = \.updated
+            case UInt8(ascii: "d"): list = \.deleted
+            default: continue
+            }
+            add(u[0], list, String(decoding: u[2...], as: UTF8.self))
+        }
+    }
+}
+
+/// Change details as text: `a`/`c`/`l` for assets/collections/lists, keys are local identifiers.
+enum ChangeDetailsCodec {
+    private static let letters: [(ObjectType, UInt8)] = [(.asset, UInt8(ascii: "a")), (.assetCollection, UInt8(ascii: "c")),
+                                                         (.collectionList, UInt8(ascii: "l"))]
+
+    static func encode(_ d: ChangeDetails) -> String {
+        DetailLines.encode(Self.letters.map { type, letter in
+            let lists = d[type]
+            return (String(UnicodeScalar(letter)), lists.inserted, lists.updated, lists.deleted)
+        })
+    }
+
+    static func decode(_ s: String) -> ChangeDetails {
+        var d = ChangeDetails()
+        DetailLines.decode(s) { letter, list, id in
+            guard let type = Self.letters.first(where: { $0.1 == letter })?.0 else { return }
+            d[type][keyPath: list].append(id)
+        }
+        return d
+    }
+}
+
+/// Journal change details as text: `j`/`e` for journals/entries, keys are journal IDs and
+/// `<journalID>/<entryID>`.
+enum JournalChangeDetailsCodec {
+    static func encode(_ d: JournalChangeDetails) -> String {
+        DetailLines.encode([("j", d.journals.inserted, d.journals.updated, d.journals.deleted),
+                            ("e", d.entries.inserted, d.entries.updated, d.entries.deleted)])
+    }
+
+    static func decode(_ s: String) -> JournalChangeDetails {
+        var journals = ChangeLists(), entries = ChangeLists()
+        DetailLines.decode(s) { letter, list, key in
+            switch letter {
+            case UInt8(ascii: "j"): journals[keyPath: list].append(key)
+            case UInt8(ascii: "e"): entries[keyPath: list].append(key)
+            default: break
+            }
+        }
+        return JournalChangeDetails(journals: journals, entries: entries)
+    }
+}

@@ -1,0 +1,28 @@
+import ConcordDomain
+
+/// The observers of one engine transaction (`AccountWriteTransaction.add(observer:)`), and the one
+/// way both engines' transactions report to them: each mapping-changing method reports its
+/// `MappingMutation` as it is called — before its statements, also for an empty batch (the domain
+/// has always counted every such call as a change) — and each feed append its `FeedTopic`. A
+/// statement that fails throws out of the transaction, which rolls back: what the observers
+/// learned is dropped with it (they act only after a commit).
+final class TransactionObservers {
+    private var observers: [any TransactionObserver] = []
+
+    func add(_ observer: any TransactionObserver) { self.observers.append(observer) }
+
+    func didChange(_ mutation: @autoclosure () -> MappingMutation) {
+        for observer in self.observers { observer.transactionDidChange(mutation()) }
+    }
+
+    func didAppend(to feed: FeedTopic) {
+        for observer in self.observers { observer.transactionDidAppend(to: feed) }
+    }
+}
+
+/// Collects the feeds a write transaction appended to, for its store to announce once it has
+/// committed (`ConcordStore.feedSignals`; a rollback announces nothing).
+final class FeedRecorder: TransactionObserver {
+    private(set) var feeds: [FeedTopic] = []
+    func transactionDidAppend(to feed: FeedTopic) { self.feeds.append(feed) }
+}
