@@ -11,6 +11,17 @@ extension TestEnv {
 }
 
 @Suite struct JournalSelectionTests {
+    /// A's entry of a1 and a2; on B, a1's content is held twice (dup1, dup2) and a2's once (b2).
+    static func ambiguousOnB(_ engine: TestEngine) throws -> (TestEnv, DeviceRef, JournalSummary, [String]) {
+        let env = try TestEnv(engine)
+        let a = try env.device("A")
+        let b = try env.device("B")
+        try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2))])
+        try env.put(b, assets: [("dup1", fp(1)), ("dup2", fp(1)), ("b2", fp(2)), ("b3", fp(3))])
+        let j = try env.journal(a)
+        return (env, b, j, clouds(try env.entry(a, j.journalID, "e", locals: ["a1", "a2"])))
+    }
+
     /// The talk's example: ID:1 and ID:2 preselected; the person deselects 2 and adds 3.
     @Test(arguments: TestEngine.available) func deselectingOneAndAddingAnotherKeepsTheFirstCloudIdentifier(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
@@ -77,13 +88,7 @@ extension TestEnv {
     }
 
     @Test(arguments: TestEngine.available) func anAmbiguousPhotoWhoseCandidateIsPickedKeepsItsCloudIdentifierThere(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
-        try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2))])
-        try env.put(b, assets: [("dup1", fp(1)), ("dup2", fp(1)), ("b2", fp(2)), ("b3", fp(3))])
-        let j = try env.journal(a)
-        let c = clouds(try env.entry(a, j.journalID, "e", locals: ["a1", "a2"]))
+        let (env, b, j, c) = try Self.ambiguousOnB(engine)
         #expect(try env.service.journals.journal(j.journalID, device: b).entries[0].photos[0].result == .error(.multipleIdentifiersFound(localIdentifiers: ["dup1", "dup2"])))
         // The person picks dup2 (one of the candidates) and b3: the ambiguous photo keeps its identifier,
         // no second identifier for dup2 enters, b2 (preselected, not picked) is dropped.
@@ -121,13 +126,7 @@ extension TestEnv {
     }
 
     @Test(arguments: TestEngine.available) func anAmbiguousPhotoNoneOfWhoseCandidatesIsPickedIsKeptLikeAnUnresolvedOne(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
-        try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2))])
-        try env.put(b, assets: [("dup1", fp(1)), ("dup2", fp(1)), ("b2", fp(2)), ("b3", fp(3))])
-        let j = try env.journal(a)
-        let c = clouds(try env.entry(a, j.journalID, "e", locals: ["a1", "a2"]))
+        let (env, b, j, c) = try Self.ambiguousOnB(engine)
         let after = try env.select(b, j.journalID, "e", ["b3", "b2"])
         #expect(clouds(after) == [try env.cloudID(b, "b3"), c[1], c[0]])
         #expect(after.photos[2].result == .error(.multipleIdentifiersFound(localIdentifiers: ["dup1", "dup2"])))

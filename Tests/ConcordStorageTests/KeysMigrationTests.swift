@@ -13,62 +13,25 @@ import Testing
 
     @Test(arguments: TestEngine.available)
     func aMappedSchema5LibraryKeepsItsLinksAndTakesKeys(_ engine: TestEngine) throws {
-        switch engine {
-        case .sqlite: try Self.sqlite()
-        case .postgres: try Self.postgres()
-        }
-    }
-
-    static func sqlite() throws {
-        let directory = NSTemporaryDirectory() + "concord-migration6-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/v5.sqlite"
-        do {
-            let db = try Connection(path: path)
-            try db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
-            for m in SQLiteMigrations.all where m.version <= 5 {
-                try db.execute(m.sql)
-                try db.run("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", [.int(Int64(m.version))])
-            }
-            try db.execute("""
+        try OldSchemaDatabase.open(engine, atVersion: 5, seed: (sqlite: """
                 INSERT INTO accounts (account_key, account_id, name, created_at, next_device_key, next_record_order) VALUES (1, 'acc', 'A', 1000, 3, 2);
                 INSERT INTO devices (account_key, device_key, device_id, name, created_at, object_count) VALUES (1, 1, 'mac', 'Mac', 2000, 1);
                 INSERT INTO devices (account_key, device_key, device_id, name, created_at, object_count) VALUES (1, 2, 'pc', 'PC', 2000, 1);
-                INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (1, '\(Self.guid)', 1, '\(fingerprint(1))', 1, 3000);
+                INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (1, '\(Self.guid)', 1, '\(Self.fingerprint(1))', 1, 3000);
                 INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid)
-                    VALUES (1, 1, 'MAC-BEACH', 1, '\(fingerprint(1))', 'image', '2024-05-01T10:00:00.5+02:00', 0, 0, '', 0, '\(Self.guid)');
+                    VALUES (1, 1, 'MAC-BEACH', 1, '\(Self.fingerprint(1))', 'image', '2024-05-01T10:00:00.5+02:00', 0, 0, '', 0, '\(Self.guid)');
                 INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid)
-                    VALUES (1, 2, 'PC-BEACH', 1, '\(fingerprint(1))', 'image', '2024-05-01T08:00:00Z', 0, 0, '', 0, '\(Self.guid)');
-                """)
-        }
-        let store = try SQLiteStore(path: path)
-        defer { store.close() }
-        try Self.expectMigrated(store)
-    }
-
-    static func postgres() throws {
-        let admin = try #require(TestEngine.postgresURL)
-        let schema = "concord_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        try PostgresAdmin.execute(url: admin, "CREATE SCHEMA \(schema)")
-        defer { try? PostgresAdmin.execute(url: admin, "DROP SCHEMA IF EXISTS \(schema) CASCADE") }
-        let url = admin + (admin.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
-        var sql = "CREATE TABLE schema_migrations (version bigint PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());"
-        for m in PostgresMigrations.all where m.version <= 5 { sql += m.sql + "\nINSERT INTO schema_migrations (version) VALUES (\(m.version));\n" }
-        sql += """
+                    VALUES (1, 2, 'PC-BEACH', 1, '\(Self.fingerprint(1))', 'image', '2024-05-01T08:00:00Z', 0, 0, '', 0, '\(Self.guid)');
+            """, postgres: """
             INSERT INTO accounts (account_id, name, created_at, next_record_order) VALUES ('acc', 'A', 1000, 2);
             INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'mac', 'Mac', 2000, 1);
             INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'pc', 'PC', 2000, 1);
-            INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', '\(Self.guid)', 1, '\(fingerprint(1))', 1, 3000);
+            INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', '\(Self.guid)', 1, '\(Self.fingerprint(1))', 1, 3000);
             INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid)
-                VALUES ('acc', 'mac', 'MAC-BEACH', 1, '\(fingerprint(1))', 'image', '2024-05-01T10:00:00.5+02:00', false, false, '', false, '\(Self.guid)');
+                VALUES ('acc', 'mac', 'MAC-BEACH', 1, '\(Self.fingerprint(1))', 'image', '2024-05-01T10:00:00.5+02:00', false, false, '', false, '\(Self.guid)');
             INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid)
-                VALUES ('acc', 'pc', 'PC-BEACH', 1, '\(fingerprint(1))', 'image', '2024-05-01T08:00:00Z', false, false, '', false, '\(Self.guid)');
-            """
-        try PostgresAdmin.execute(url: url, sql)
-        let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 2))
-        defer { store.close() }
-        try Self.expectMigrated(store)
+                VALUES ('acc', 'pc', 'PC-BEACH', 1, '\(Self.fingerprint(1))', 'image', '2024-05-01T08:00:00Z', false, false, '', false, '\(Self.guid)');
+            """), Self.expectMigrated)
     }
 
     static func fingerprint(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }

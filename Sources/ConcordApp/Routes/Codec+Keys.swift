@@ -48,11 +48,8 @@ extension Codec {
     static func libraryStatus(_ status: LibraryStatus) -> HTTPResponse {
         self.json { w in
             w.beginObject()
-            w.key("objects"); w.int(status.objects)
-            w.key("withFingerprint"); w.int(status.withFingerprint)
-            w.key("withKey"); w.int(status.withKey)
-            w.key("linked"); w.int(status.linked)
-            w.key("wanted"); w.int(status.wanted)
+            self.counts([("objects", status.objects), ("withFingerprint", status.withFingerprint), ("withKey", status.withKey),
+                         ("linked", status.linked), ("wanted", status.wanted)], into: &w)
             w.endObject()
         }
     }

@@ -282,11 +282,13 @@ enum Codec {
     static func write(_ r: LibraryChangeResult, into w: inout JSONWriter) {
         w.beginObject()
         w.key("changeToken"); w.string(r.changeToken)
-        w.key("inserted"); w.int(r.inserted)
-        w.key("updated"); w.int(r.updated)
-        w.key("deleted"); w.int(r.deleted)
-        w.key("unchanged"); w.int(r.unchanged)
+        self.counts([("inserted", r.inserted), ("updated", r.updated), ("deleted", r.deleted), ("unchanged", r.unchanged)], into: &w)
         w.endObject()
+    }
+
+    /// Members that are counts, in order.
+    static func counts(_ members: [(String, Int)], into w: inout JSONWriter) {
+        for (name, value) in members { w.key(name); w.int(value) }
     }
 
     /// One change of §7: every part present, or the per-change error for a reset library.

@@ -1,0 +1,54 @@
+import ConcordDomain
+import ConcordTestSupport
+import Foundation
+import Testing
+
+@testable import ConcordStorage
+
+/// A database written by an older build: the migrations up to `version` applied, then `seed` SQL
+/// (the rows that build would have written), then opened by today's store, which migrates it.
+/// For the migration tests of both engines.
+enum OldSchemaDatabase {
+    /// Runs `body` on a store of `engine` opened on a database at schema `version` holding `seed`
+    /// (the SQL for that engine: `seed.sqlite` or `seed.postgres`).
+    static func open(_ engine: TestEngine, atVersion version: Int, seed: (sqlite: String, postgres: String),
+                     _ body: (any ConcordStore) throws -> Void) throws {
+        switch engine {
+        case .sqlite: try self.sqlite(version, seed.sqlite, body)
+        case .postgres: try self.postgres(version, seed.postgres, body)
+        }
+    }
+
+    private static func sqlite(_ version: Int, _ seed: String, _ body: (any ConcordStore) throws -> Void) throws {
+        let directory = NSTemporaryDirectory() + "concord-migration-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/v\(version).sqlite"
+        do {
+            let db = try Connection(path: path)
+            try db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+            for m in SQLiteMigrations.all where m.version <= version {
+                try db.execute(m.sql)
+                try db.run("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'then')", [.int(Int64(m.version))])
+            }
+            try db.execute(seed)
+        }
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        try body(store)
+    }
+
+    private static func postgres(_ version: Int, _ seed: String, _ body: (any ConcordStore) throws -> Void) throws {
+        let admin = try #require(TestEngine.postgresURL)
+        let schema = "concord_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try PostgresAdmin.execute(url: admin, "CREATE SCHEMA \(schema)")
+        defer { try? PostgresAdmin.execute(url: admin, "DROP SCHEMA IF EXISTS \(schema) CASCADE") }
+        let url = admin + (admin.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+        var sql = "CREATE TABLE schema_migrations (version bigint PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());"
+        for m in PostgresMigrations.all where m.version <= version { sql += m.sql + "\nINSERT INTO schema_migrations (version) VALUES (\(m.version));\n" }
+        try PostgresAdmin.execute(url: url, sql + seed)
+        let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 2))
+        defer { store.close() }
+        try body(store)
+    }
+}
