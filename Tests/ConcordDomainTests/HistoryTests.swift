@@ -67,12 +67,17 @@ import Testing
         expectError(.invalidChangeToken) { try env.service.history.changes(since: codec.encode(seq: 0, scope: .library(a)), limit: nil, device: a) }
     }
 
-    @Test(arguments: TestEngine.available) func expiryByCount(_ engine: TestEngine) throws {
+    /// A device of a service whose history settings `configure` sets, and its empty library's token.
+    static func deviceWithHistory(_ engine: TestEngine, _ configure: (inout DomainConfiguration) -> Void) throws -> (TestEnv, DeviceRef, String) {
         var config = DomainConfiguration()
-        config.historyMaxChanges = 3
+        configure(&config)
         let env = try TestEnv(engine, configuration: config)
         let d = try env.device()
-        let t0 = try env.service.history.currentChangeToken(device: d)
+        return (env, d, try env.service.history.currentChangeToken(device: d))
+    }
+
+    @Test(arguments: TestEngine.available) func expiryByCount(_ engine: TestEngine) throws {
+        let (env, d, t0) = try Self.deviceWithHistory(engine) { $0.historyMaxChanges = 3 }
         var tokens: [String] = []
         for i in 0..<5 { tokens.append(try env.put(d, assets: [("a\(i)", fp(i))]).changeToken) }
         // Kept: changes 3, 4, 5. A token at 2 still sees everything after it; 1 and 0 do not.
@@ -85,11 +90,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func expiryByAgeWithInjectedClock(_ engine: TestEngine) throws {
-        var config = DomainConfiguration()
-        config.historyMaxAge = 3600
-        let env = try TestEnv(engine, configuration: config)
-        let d = try env.device()
-        let t0 = try env.service.history.currentChangeToken(device: d)
+        let (env, d, t0) = try Self.deviceWithHistory(engine) { $0.historyMaxAge = 3600 }
         let r1 = try env.put(d, assets: [("a1", fp(1))])
         env.clock.advance(1800)
         let r2 = try env.put(d, assets: [("a2", fp(2))])
