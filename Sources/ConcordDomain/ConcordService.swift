@@ -80,7 +80,7 @@ public final class ServiceCore: Sendable {
         self.tokens = tokens
         self.clock = clock
         self.newID = newID
-        self.index = configuration.mappingIndexBytes > 0 ? MappingIndex(budgetBytes: configuration.mappingIndexBytes) : nil
+        self.index = configuration.mappingIndexBytes > 0 ? MappingIndex(budgetBytes: configuration.mappingIndexBytes, now: clock) : nil
     }
 
     /// The one way the service writes an account: the store's write transaction of that account.

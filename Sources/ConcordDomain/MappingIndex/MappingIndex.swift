@@ -47,8 +47,12 @@ public final class MappingIndex: Sendable {
     private let table = Mutex(Table())
     private let counters = Counters()
 
-    public init(budgetBytes: Int) {
+    /// The time the retry of a too-large account counts from (the service's clock: tests set it).
+    private let now: @Sendable () -> Date
+
+    public init(budgetBytes: Int, now: @escaping @Sendable () -> Date = { Date() }) {
         self.budgetBytes = budgetBytes
+        self.now = now
     }
 
     // MARK: - Metrics
@@ -116,6 +120,7 @@ public final class MappingIndex: Sendable {
                                _ body: (AccountMappingIndex) throws -> T) throws -> T? {
         // A write of this process that committed `version` (or earlier) is applied within moments:
         // wait for it rather than reload. Bounded: a stuck writer costs one reload, not a hang.
+        // A wait on the condition runs on the wall clock, whatever the service's clock says.
         let deadline = Date().addingTimeInterval(2)
         while (entry.index?.version ?? Int64.max) < version, entry.expected.contains(where: { $0 <= version }) {
             guard entry.condition.wait(until: deadline) else { break }
@@ -124,7 +129,7 @@ public final class MappingIndex: Sendable {
             self.counters.hits.add(1, ordering: .relaxed)
             return try body(index)
         }
-        let now = Date().timeIntervalSince1970
+        let now = self.now().timeIntervalSince1970
         guard now >= entry.tooLargeUntil else {
             self.counters.tooLarge.add(1, ordering: .relaxed)
             return nil
@@ -186,7 +191,7 @@ public final class MappingIndex: Sendable {
             if index.estimatedBytes > self.budgetBytes || !index.isExact {
                 entry.index = nil
                 entry.pending.removeAll()
-                entry.tooLargeUntil = Date().timeIntervalSince1970 + 60
+                entry.tooLargeUntil = self.now().timeIntervalSince1970 + 60
             }
         }
         let bytes = entry.index?.estimatedBytes ?? 0
