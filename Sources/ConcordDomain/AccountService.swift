@@ -80,6 +80,34 @@ public struct AccountService: ServiceArea {
         return CreatedDevice(deviceID: id, deviceToken: token)
     }
 
+    /// `POST /v1/devices/{deviceID}/successor` (§3): a new device of the account that takes over
+    /// from `deviceID`. From its commit the predecessor's token is `401` (its polls held with it are
+    /// answered), and its library, links and history stay, read-only, until it is deleted. `caller`
+    /// is the device when its own token asks (it may name only itself: `403` otherwise).
+    public func createSuccessor(accountID: String, of deviceID: String, name: String, platform: String?,
+                                caller: DeviceRef? = nil) throws(DomainError) -> CreatedSuccessor {
+        if let caller, caller.deviceID != deviceID || caller.accountID != accountID { throw DomainError.forbidden }
+        try Self.validateName(name, field: "name")
+        if let platform { try Self.validateName(platform, field: "platform") }
+        let id = self.core.newID()
+        let token = Secrets.newToken(prefix: "cdt_")
+        let hash = Secrets.tokenHash(token)
+        let now = self.now
+        let predecessor = DeviceRef(accountID: accountID, deviceID: deviceID)
+        try self.run {
+            try self.core.write(account: accountID) { tx in
+                guard let old = try tx.device(predecessor) else { throw DomainError.notFound(message: "No such device.") }
+                if let successor = old.replacedBy { throw DomainError.deviceAlreadyReplaced(replacedBy: successor) }
+                let quota = self.configuration.quotas.devicesPerAccount
+                if try tx.devices().count >= quota { throw DomainError.quotaExceeded(quota: "devicesPerAccount", limit: quota) }
+                let successor = DeviceRef(accountID: accountID, deviceID: id)
+                try tx.insertDevice(successor, name: name, platform: platform, tokenHash: hash, createdAt: now)
+                try tx.setSuccessor(successor, of: predecessor)
+            }
+        }
+        return CreatedSuccessor(deviceID: id, deviceToken: token, replaces: deviceID)
+    }
+
     /// The account's devices, oldest first (by creation time, then device ID).
     public func listDevices(accountID: String, page: PageRequest? = nil) throws(DomainError) -> (devices: [DeviceSummary], hasMore: Bool) {
         let all = try self.listDevices(accountID: accountID)
@@ -97,7 +125,8 @@ public struct AccountService: ServiceArea {
             return DeviceSummary(deviceID: s.ref.deviceID, name: s.name, platform: s.platform, createdAt: s.createdAt,
                                  objectCount: s.objectCount, changeToken: self.tokens.encode(seq: s.lastChangeSeq, scope: .library(s.ref)),
                                  tokenCreatedAt: time?.createdAt.map(Date.init(timeIntervalSince1970:)),
-                                 tokenLastUsedAt: time?.lastUsedAt.map(Date.init(timeIntervalSince1970:)))
+                                 tokenLastUsedAt: time?.lastUsedAt.map(Date.init(timeIntervalSince1970:)),
+                                 replaces: s.replaces, replacedBy: s.replacedBy)
         }
     }
 

@@ -213,9 +213,12 @@ extension ServiceArea {
         }
     }
 
-    /// The device row, or `notFound` (a token whose device was deleted meanwhile).
+    /// The device row, or `notFound` (a token whose device was deleted meanwhile). A device that has
+    /// a successor answers nothing more to its own token (§3: `401`): a request authenticated just
+    /// before the successor's commit, or a poll held across it, ends there.
     static func requireDevice(_ tx: any AccountReadTransaction, _ ref: DeviceRef) throws -> DeviceState {
         guard let d = try tx.device(ref) else { throw DomainError.notFound(message: "No such device.") }
+        guard d.replacedBy == nil else { throw DomainError.unauthorized }
         return d
     }
 

@@ -45,6 +45,10 @@ public enum DomainError: Error, Sendable, Equatable {
     case versionMismatch(currentVersion: String?)
     /// 403: the account would pass one of its quotas (`quota` names it); nothing was stored.
     case quotaExceeded(quota: String, limit: Int)
+    /// 409: the device has a successor already (§3); carries its ID.
+    case deviceAlreadyReplaced(replacedBy: String)
+    /// 409: `POST /v1/library/adopt` by a device with no predecessor (or whose predecessor was deleted).
+    case noPredecessor
     /// 503: storage is busy or unreachable; retry later.
     case unavailable(message: String)
     /// 507: storage cannot take the write (disk full, read-only, I/O error); nothing of the
@@ -69,6 +73,8 @@ public enum DomainError: Error, Sendable, Equatable {
         case .versionMismatch: return "versionMismatch"
         case .unavailable: return "unavailable"
         case .quotaExceeded: return "quotaExceeded"
+        case .deviceAlreadyReplaced: return "deviceAlreadyReplaced"
+        case .noPredecessor: return "noPredecessor"
         case .insufficientStorage: return "insufficientStorage"
         case .internalError: return "internalError"
         }
@@ -81,7 +87,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .unauthorized: return 401
         case .forbidden, .accessUserDenied, .quotaExceeded: return 403
         case .notFound: return 404
-        case .fingerprintMismatch: return 409
+        case .fingerprintMismatch, .deviceAlreadyReplaced, .noPredecessor: return 409
         case .persistentChangeTokenExpired: return 410
         case .versionMismatch: return 412
         case .batchTooLarge: return 413
@@ -118,6 +124,8 @@ public enum DomainError: Error, Sendable, Equatable {
         case .batchTooLarge(let max): return "Too many items in one request; at most \(max)."
         case .quotaExceeded(let quota, let limit): return "The account's \(quota) quota (\(limit)) would be exceeded; nothing was stored."
         case .versionMismatch: return "The version does not match."
+        case .deviceAlreadyReplaced: return "This device has a successor already."
+        case .noPredecessor: return "This device has no predecessor to adopt from."
         case .internalError: return "Internal server error."
         }
     }
@@ -131,6 +139,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .quotaExceeded(let quota, let limit): return [DetailField("quota", .string(quota)), DetailField("limit", .int(limit))]
         // Nothing exists to have a version: `"version": null`, so the answer keeps one shape.
         case .versionMismatch(let v): return [DetailField("version", v.map { .string($0) } ?? .null)]
+        case .deviceAlreadyReplaced(let successor): return [DetailField("replacedBy", .string(successor))]
         default: return []
         }
     }

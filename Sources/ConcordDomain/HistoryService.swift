@@ -17,7 +17,14 @@ public struct HistoryService: ServiceArea {
             throw DomainError.badRequest(message: "limit must be between 1 and \(self.configuration.maxChangesLimit).", field: "limit")
         }
         let scope = ChangeTokenScope.library(device)
-        guard let sinceSeq = self.tokens.decode(since, scope: scope) else { throw DomainError.invalidChangeToken }
+        guard let sinceSeq = self.tokens.decode(since, scope: scope) else {
+            // The predecessor's token, still held by a restored app (§7): it refetches and starts again.
+            let state = try self.read(device) { _, state in state }
+            if let predecessor = state.replaces, self.tokens.decode(since, scope: .library(DeviceRef(accountID: device.accountID, deviceID: predecessor))) != nil {
+                throw DomainError.persistentChangeTokenExpired
+            }
+            throw DomainError.invalidChangeToken
+        }
         let now = self.now
         var stored = try self.read(device) { tx, state in
             // A valid MAC on a seq we never reached: a token from a restored or older database.

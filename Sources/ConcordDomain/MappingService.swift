@@ -326,6 +326,66 @@ public struct MappingService: ServiceArea {
         }
     }
 
+    // MARK: - Adopting a predecessor's links (§5)
+
+    /// `POST /v1/library/adopt`: the links the device's predecessor (§3) had, carried over onto the
+    /// objects this device has uploaded so far, in one write transaction. For each record linked to
+    /// a predecessor object P and not linked here, oldest first, the candidates are this device's
+    /// unlinked objects of the record's type in the first tier that has any: (1) P's local
+    /// identifier, unless both have fingerprints and they differ; (2) those carrying a key the
+    /// record carries; (3) those with P's fingerprint. One → linked; several → `ambiguous`; none →
+    /// `unmatched`. Repeatable as the device uploads more.
+    public func adopt(device: DeviceRef) throws(DomainError) -> AdoptionResult {
+        try self.writeAllowed(device) { tx, state in
+            guard let predecessorID = state.replaces else { throw DomainError.noPredecessor }
+            let predecessor = DeviceRef(accountID: device.accountID, deviceID: predecessorID)
+            var theirs: [String: LibraryObject] = [:]   // record GUID → the predecessor's object linked to it
+            for o in try tx.allObjects(predecessor) { if let r = o.link { theirs[r.guid] = o.object } }
+            guard !theirs.isEmpty else { return AdoptionResult(adopted: 0, alreadyLinked: 0, unmatched: 0, ambiguous: []) }
+            var linkedHere = Set<String>()
+            var free: [ByteKey: LibraryObject] = [:]
+            var byKey: [ObjectKey: [LibraryObject]] = [:]
+            var byContent: [ContentKey: [LibraryObject]] = [:]
+            for o in try tx.allObjects(device) {
+                if let r = o.link { linkedHere.insert(r.guid); continue }
+                free[ByteKey(o.object.localIdentifier)] = o.object
+                if let key = o.object.key { byKey[key, default: []].append(o.object) }
+                if o.object.hasFingerprint { byContent[ContentKey(type: o.object.type, fingerprint: o.object.fingerprint), default: []].append(o.object) }
+            }
+            let records = try tx.records(guids: Array(theirs.keys))   // oldest first
+            let keys = try tx.recordKeys(guids: records.map(\.guid))
+            var taken = Set<ByteKey>()
+            var result = AdoptionResult(adopted: 0, alreadyLinked: 0, unmatched: 0, ambiguous: [])
+            var links: [(object: LibraryObject, record: CloudRecord)] = []
+            for record in records {
+                guard let p = theirs[record.guid] else { continue }
+                if linkedHere.contains(record.guid) { result.alreadyLinked += 1; continue }
+                func candidates(_ objects: [LibraryObject]) -> [LibraryObject] {
+                    var seen = Set<ByteKey>()
+                    return objects.filter { $0.type == record.type && !taken.contains(ByteKey($0.localIdentifier)) && seen.insert(ByteKey($0.localIdentifier)).inserted }
+                }
+                var tier: [LibraryObject] = []
+                if let same = free[ByteKey(p.localIdentifier)], !(same.hasFingerprint && p.hasFingerprint && same.fingerprint != p.fingerprint) {
+                    tier = candidates([same])   // (1) a device transfer keeps Photos' identifiers
+                }
+                if tier.isEmpty { tier = candidates((keys[record.guid] ?? []).flatMap { byKey[$0] ?? [] }) }   // (2)
+                if tier.isEmpty, p.hasFingerprint { tier = candidates(byContent[ContentKey(type: record.type, fingerprint: p.fingerprint)] ?? []) }   // (3)
+                switch tier.count {
+                case 0: result.unmatched += 1
+                case 1:
+                    taken.insert(ByteKey(tier[0].localIdentifier))
+                    links.append((tier[0], record))
+                    result.adopted += 1
+                default:
+                    result.ambiguous.append((record.cloudIdentifier, tier.map(\.localIdentifier).sorted { $0.utf8Precedes($1) }))
+                }
+            }
+            try Self.storeLinks(tx, device: device, links)
+            result.ambiguous.sort { $0.cloudIdentifier.utf8Precedes($1.cloudIdentifier) }
+            return result
+        }
+    }
+
     // MARK: - Fingerprints on demand (§5)
 
     /// `GET /v1/library/wanted`: the device's objects worth hashing, in byte order after `after`.

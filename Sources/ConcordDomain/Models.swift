@@ -122,8 +122,13 @@ public struct DeviceSummary: Sendable, Equatable {
     /// When the device's current token was issued, and last used (to the minute; nil: never).
     public var tokenCreatedAt: Date?
     public var tokenLastUsedAt: Date?
+    /// §3: the device it took over from (while that one exists), and the one that took over from it.
+    public var replaces: String?
+    public var replacedBy: String?
     public init(deviceID: String, name: String, platform: String?, createdAt: Date, objectCount: Int, changeToken: String,
-                tokenCreatedAt: Date? = nil, tokenLastUsedAt: Date? = nil) {
+                tokenCreatedAt: Date? = nil, tokenLastUsedAt: Date? = nil, replaces: String? = nil, replacedBy: String? = nil) {
+        self.replaces = replaces
+        self.replacedBy = replacedBy
         self.deviceID = deviceID
         self.name = name
         self.platform = platform
@@ -355,4 +360,36 @@ public struct Quotas: Sendable, Equatable {
     public var entriesPerJournal = 10_000
     public var objectsPerDevice = 2_000_000
     public init() {}
+}
+
+/// The answer of `POST /v1/devices/{deviceID}/successor` (§3).
+public struct CreatedSuccessor: Sendable, Equatable {
+    public var deviceID: String
+    public var deviceToken: String
+    public var replaces: String
+    public init(deviceID: String, deviceToken: String, replaces: String) {
+        self.deviceID = deviceID
+        self.deviceToken = deviceToken
+        self.replaces = replaces
+    }
+}
+
+/// The answer of `POST /v1/library/adopt` (§5).
+public struct AdoptionResult: Sendable, Equatable {
+    public var adopted: Int
+    public var alreadyLinked: Int
+    public var unmatched: Int
+    /// Records with several candidates: `{"cloudIdentifier","localIdentifiers"}`, sorted by cloud identifier.
+    public var ambiguous: [(cloudIdentifier: String, localIdentifiers: [String])]
+    public init(adopted: Int, alreadyLinked: Int, unmatched: Int, ambiguous: [(cloudIdentifier: String, localIdentifiers: [String])]) {
+        self.adopted = adopted
+        self.alreadyLinked = alreadyLinked
+        self.unmatched = unmatched
+        self.ambiguous = ambiguous
+    }
+    public static func == (a: AdoptionResult, b: AdoptionResult) -> Bool {
+        a.adopted == b.adopted && a.alreadyLinked == b.alreadyLinked && a.unmatched == b.unmatched
+            && a.ambiguous.map(\.cloudIdentifier) == b.ambiguous.map(\.cloudIdentifier)
+            && a.ambiguous.map(\.localIdentifiers) == b.ambiguous.map(\.localIdentifiers)
+    }
 }

@@ -74,8 +74,12 @@ public struct DeviceState: Sendable, Equatable {
     /// Changes with a sequence number up to this one were dropped from the history.
     public var prunedThroughSeq: Int64
     public var objectCount: Int
+    /// The device this one took over from (§3), while that one exists; and the one that took over
+    /// from this device, if any (its token is dead from then on: it is read-only until deleted).
+    public var replaces: String?
+    public var replacedBy: String?
     public init(ref: DeviceRef, name: String, platform: String?, createdAt: Date, authorization: AuthorizationStatus,
-                lastChangeSeq: Int64, prunedThroughSeq: Int64, objectCount: Int) {
+                lastChangeSeq: Int64, prunedThroughSeq: Int64, objectCount: Int, replaces: String? = nil, replacedBy: String? = nil) {
         self.ref = ref
         self.name = name
         self.platform = platform
@@ -84,6 +88,8 @@ public struct DeviceState: Sendable, Equatable {
         self.lastChangeSeq = lastChangeSeq
         self.prunedThroughSeq = prunedThroughSeq
         self.objectCount = objectCount
+        self.replaces = replaces
+        self.replacedBy = replacedBy
     }
 }
 
@@ -346,7 +352,7 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?]
     /// Objects of `device` with these local identifiers (any order, missing omitted), with their links.
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
-    /// Records of the account with these GUIDs (upper case).
+    /// Records of the account with these GUIDs (upper case), oldest first.
     func records(guids: [String]) throws -> [CloudRecord]
     /// For each of these records: the objects of `device` carrying one of its keys (§5 step 3),
     /// sorted by local identifier byte order, each once, with its link. Records without any: omitted.
@@ -389,7 +395,12 @@ public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWri
     /// after a crash a resend can tell "never happened" (run it) from "happened, answer lost".
     func markIdempotencyApplied(owner: [UInt8], key: String) throws
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws
-    /// Removes the device, its token, library, links and history; false if it did not exist.
+    /// `successor` takes over from `predecessor` (§3): each names the other, the predecessor's
+    /// tokens are deleted (401 from this commit on), and its library feed is announced, so that a
+    /// poll held with the dead token is answered (on every instance).
+    func setSuccessor(_ successor: DeviceRef, of predecessor: DeviceRef) throws
+    /// Removes the device, its token, library, links and history; false if it did not exist. A
+    /// successor stops naming it (`replaces` null), and a predecessor it replaced is free again.
     func deleteDevice(_ device: DeviceRef) throws -> Bool
     /// Replaces the account's token (the old one stops at once); false when there is no such account.
     func replaceAccountToken(tokenHash: [UInt8], createdAt: Date) throws -> Bool

@@ -54,12 +54,13 @@ enum StorageRows {
     // MARK: - Devices
 
     /// The columns `device(_:)` selects, in this order (both engines).
-    static let deviceColumns = "device_id, name, platform, created_at, %AUTH%, last_change_seq, pruned_through_seq, object_count"
+    static let deviceColumns = "device_id, name, platform, created_at, %AUTH%, last_change_seq, pruned_through_seq, object_count, replaces, replaced_by"
 
     static func deviceState(_ r: some StorageRow, accountID: String) -> DeviceState {
         DeviceState(ref: DeviceRef(accountID: accountID, deviceID: r.text(0)), name: r.text(1), platform: r.optionalText(2),
                     createdAt: Date(timeIntervalSince1970: r.double(3)), authorization: Self.authorization(code: r.int(4)),
-                    lastChangeSeq: r.int(5), prunedThroughSeq: r.int(6), objectCount: Int(r.int(7)))
+                    lastChangeSeq: r.int(5), prunedThroughSeq: r.int(6), objectCount: Int(r.int(7)),
+                    replaces: r.optionalText(8), replacedBy: r.optionalText(9))
     }
 
     // MARK: - Journals

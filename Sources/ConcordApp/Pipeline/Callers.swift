@@ -62,6 +62,19 @@ enum AccountCaller: CallerKind {
     }
 }
 
+/// Routes for an account token or a device token (API.md §3's successor): the handler gets the
+/// account and, for a device token, the device (which the service holds to its own ID).
+enum AccountOrDeviceCaller: CallerKind {
+    static let kind = RouteCaller.accountOrDevice
+    static func value(of caller: AuthenticatedCaller) -> (accountID: String, device: DeviceRef?)? {
+        switch caller {
+        case .account(let accountID): (accountID, nil)
+        case .device(let device): (device.accountID, device)
+        case .admin: nil
+        }
+    }
+}
+
 /// Routes for the admin token: the handler gets nothing more.
 enum AdminCaller: CallerKind {
     static let kind = RouteCaller.admin

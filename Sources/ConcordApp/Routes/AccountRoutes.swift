@@ -31,6 +31,26 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                 w.endObject()
             }
         },
+        // A new phone, a restored backup, a reinstalled app (API.md §3): the account's token, or the device's own.
+        app.accountOrDeviceRoute("POST", "/v1/devices/{deviceID}/successor", operation: "createSuccessor", idempotent: true) { request, caller in
+            let deviceID = try request.pathParameter("deviceID")
+            let body = try request.jsonBody()
+            let name = try Codec.requiredString(body, "name", path: "name")
+            let platform = try Codec.string(body, "platform", path: "platform")
+            let created = try app.service.accounts.createSuccessor(accountID: caller.accountID, of: deviceID, name: name, platform: platform,
+                                                                   caller: caller.device)
+            app.audit("token issued", request, ["kind": "device", "accountID": .string(caller.accountID), "deviceID": .string(created.deviceID),
+                                                "replaces": .string(deviceID)])
+            app.audit("token revoked", request, ["kind": "device", "accountID": .string(caller.accountID), "deviceID": .string(deviceID),
+                                                 "reason": "device replaced"])
+            return Codec.json(status: 201) { w in
+                w.beginObject()
+                w.key("deviceID"); w.string(created.deviceID)
+                w.key("deviceToken"); w.string(created.deviceToken)
+                w.key("replaces"); w.string(created.replaces)
+                w.endObject()
+            }
+        },
         app.accountRoute("GET", "/v1/devices", operation: "listDevices") { request, accountID in
             let page = try Codec.pageRequest(request)
             let (devices, hasMore) = try app.service.accounts.listDevices(accountID: accountID, page: page)
@@ -48,6 +68,8 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                     w.key("changeToken"); w.string(d.changeToken)
                     w.key("tokenCreatedAt"); Codec.optional(d.tokenCreatedAt.map(RFC3339.format), &w)
                     w.key("tokenLastUsedAt"); Codec.optional(d.tokenLastUsedAt.map(RFC3339.format), &w)
+                    w.key("replaces"); Codec.optional(d.replaces, &w)
+                    w.key("replacedBy"); Codec.optional(d.replacedBy, &w)
                     w.endObject()
                 }
                 w.endArray()

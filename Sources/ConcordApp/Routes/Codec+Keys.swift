@@ -44,6 +44,23 @@ extension Codec {
         }
     }
 
+    /// `POST /v1/library/adopt`'s answer.
+    static func adoption(_ r: AdoptionResult) -> HTTPResponse {
+        self.json { w in
+            w.beginObject()
+            self.counts([("adopted", r.adopted), ("alreadyLinked", r.alreadyLinked), ("unmatched", r.unmatched)], into: &w)
+            w.key("ambiguous"); w.beginArray()
+            for a in r.ambiguous {
+                w.beginObject()
+                w.key("cloudIdentifier"); w.string(a.cloudIdentifier)
+                w.key("localIdentifiers"); w.beginArray(); for id in a.localIdentifiers { w.string(id) }; w.endArray()
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+        }
+    }
+
     /// `GET /v1/library/status`'s answer.
     static func libraryStatus(_ status: LibraryStatus) -> HTTPResponse {
         self.json { w in

@@ -27,6 +27,11 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
         app.deviceRoute("GET", "/v1/library/status", operation: "libraryStatus") { _, device in
             Codec.libraryStatus(try app.service.mapping.status(device: device))
         },
+        // §5: the predecessor's links carried over (a new phone, issue 22).
+        app.deviceRoute("POST", "/v1/library/adopt", operation: "adopt", idempotent: true) { request, device in
+            _ = try request.jsonBody()
+            return Codec.adoption(try app.service.mapping.adopt(device: device))
+        },
         app.deviceRoute("POST", "/v1/library/links", operation: "link", idempotent: true) { request, device in
             let body = try request.jsonBody()
             let cloud = try Codec.requiredString(body, "cloudIdentifier", path: "cloudIdentifier")

@@ -22,6 +22,12 @@ extension AppContext {
         self.route(AccountCaller.self, method, pattern, operation, body, idempotent, .blockingPool, handler)
     }
 
+    /// A route for an account token or a device token; the handler gets the account and the device, if any.
+    func accountOrDeviceRoute(_ method: String, _ pattern: String, operation: String, body: Route.BodyClass = .small, idempotent: Bool = false,
+                              _ handler: @escaping Handler<(accountID: String, device: DeviceRef?)>) -> Route {
+        self.route(AccountOrDeviceCaller.self, method, pattern, operation, body, idempotent, .blockingPool, handler)
+    }
+
     /// A route for the admin token.
     func adminRoute(_ method: String, _ pattern: String, operation: String, body: Route.BodyClass = .small, idempotent: Bool = false,
                     _ handler: @escaping Handler<Void>) -> Route {

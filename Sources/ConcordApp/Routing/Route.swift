@@ -122,6 +122,8 @@ public enum RouteCaller: String, Sendable, CaseIterable {
     case account
     /// A device token.
     case device
+    /// An account token, or a device token for its own device (a device's successor, API.md §3).
+    case accountOrDevice
 }
 
 /// A compiled pattern segment.

@@ -135,6 +135,11 @@ enum PostgresMigrations {
         );
         CREATE INDEX record_keys_by_key ON record_keys (account_id, type, key_a);
         """),
+        // Migration 7: device successors (as SQLite's migration 7).
+        (7, """
+        ALTER TABLE devices ADD COLUMN replaces text COLLATE "C";
+        ALTER TABLE devices ADD COLUMN replaced_by text COLLATE "C";
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -221,8 +221,21 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
                  c AS (DELETE FROM changes WHERE account_id = $1 AND device_id = $2)
             DELETE FROM tokens WHERE account_id = $1 AND device_id = $2
             """, key)
+        try self.db.query("""
+            WITH s AS (UPDATE devices SET replaces = NULL WHERE account_id = $1 AND replaces = $2)
+            UPDATE devices SET replaced_by = NULL WHERE account_id = $1 AND replaced_by = $2
+            """, key)
         self.observers.didChange(.deleteDevice(device.deviceID))
         return true
+    }
+
+    func setSuccessor(_ successor: DeviceRef, of predecessor: DeviceRef) throws {
+        try self.db.query("""
+            WITH s AS (UPDATE devices SET replaces = $3 WHERE account_id = $1 AND device_id = $2),
+                 p AS (UPDATE devices SET replaced_by = $2 WHERE account_id = $1 AND device_id = $3)
+            DELETE FROM tokens WHERE account_id = $1 AND device_id = $3
+            """, [.text(self.accountID), .text(successor.deviceID), .text(predecessor.deviceID)])
+        self.observers.didAppend(to: .library(predecessor))
     }
 
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws {
@@ -369,7 +382,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func records(guids: [String]) throws -> [CloudRecord] {
         guard !guids.isEmpty else { return [] }
         var result: [CloudRecord] = []
-        try self.db.query("SELECT guid, type, fingerprint FROM records WHERE account_id = $1 AND guid = ANY($2)",
+        try self.db.query("SELECT guid, type, fingerprint FROM records WHERE account_id = $1 AND guid = ANY($2) ORDER BY created_order",
                           [.text(self.accountID), .textArray(guids)]) { r in
             if let type = ObjectType(rawValue: Int(r.int(1))) { result.append(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2))) }
         }

@@ -146,6 +146,12 @@ enum SQLiteMigrations {
         ) WITHOUT ROWID;
         CREATE INDEX record_keys_by_key ON record_keys (account_key, type, key_a);
         """),
+        // Migration 7: device successors (issue 22, API.md §3): the device ID each device took over
+        // from (cleared when that one is deleted), and the one that took over from it.
+        (7, """
+        ALTER TABLE devices ADD COLUMN replaces TEXT;
+        ALTER TABLE devices ADD COLUMN replaced_by TEXT;
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

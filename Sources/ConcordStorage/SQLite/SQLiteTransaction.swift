@@ -91,6 +91,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     static let recordsByGUIDSQL = """
         SELECT r.guid, r.type, r.fingerprint FROM json_each(?2) j
         CROSS JOIN records r ON r.account_key = ?1 AND r.guid = j.value
+        ORDER BY r.created_order
         """
 
     static let linkedObjectsSQL = """
@@ -265,7 +266,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.query("SELECT \(Self.deviceColumns), device_key FROM devices WHERE account_key = ? AND device_id = ?",
                           [.int(a), .text(device.deviceID)]) { s in
             result = StorageRows.deviceState(s, accountID: device.accountID)
-            self.deviceKeys[device] = s.int(8)
+            self.deviceKeys[device] = s.int(10)
         }
         return result
     }
@@ -338,9 +339,21 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("DELETE FROM objects WHERE account_key = ? AND device_key = ?", key)
         try self.db.run("DELETE FROM changes WHERE account_key = ? AND device_key = ?", key)
         try self.db.run("DELETE FROM tokens WHERE account_key = ? AND device_key = ?", key)
+        try self.db.run("UPDATE devices SET replaces = NULL WHERE account_key = ? AND replaces = ?", [.int(k.account), .text(device.deviceID)])
+        try self.db.run("UPDATE devices SET replaced_by = NULL WHERE account_key = ? AND replaced_by = ?", [.int(k.account), .text(device.deviceID)])
         self.deviceKeys[device] = nil
         self.observers.didChange(.deleteDevice(device.deviceID))
         return true
+    }
+
+    func setSuccessor(_ successor: DeviceRef, of predecessor: DeviceRef) throws {
+        let s = try self.requireKeys(successor), p = try self.requireKeys(predecessor)
+        try self.db.run("UPDATE devices SET replaces = ? WHERE account_key = ? AND device_key = ?",
+                        [.text(predecessor.deviceID), .int(s.account), .int(s.device)])
+        try self.db.run("UPDATE devices SET replaced_by = ? WHERE account_key = ? AND device_key = ?",
+                        [.text(successor.deviceID), .int(p.account), .int(p.device)])
+        try self.db.run("DELETE FROM tokens WHERE account_key = ? AND device_key = ?", [.int(p.account), .int(p.device)])
+        self.observers.didAppend(to: .library(predecessor))
     }
 
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws {
