@@ -6,7 +6,8 @@ import Testing
 /// Every route says who may call it, and says what docs/openapi.yaml says; over a real socket, a
 /// route refuses a missing token with 401 and every token of another kind with 403 (API.md §1).
 @Suite struct RouteCallerTests {
-    /// `security` of each operation in docs/openapi.yaml: `[]` is anyone, else the one scheme listed.
+    /// `security` of each operation in docs/openapi.yaml: `[]` is anyone, else the scheme listed
+    /// (`accountToken` and `deviceToken` both listed: either, API.md §3's successor).
     static func documentedCallers(yaml: String) -> [OpenAPIRouteAgreementTests.Operation: RouteCaller] {
         var callers: [OpenAPIRouteAgreementTests.Operation: RouteCaller] = [:]
         var inSecurity = false
@@ -16,13 +17,19 @@ import Testing
             if line == "      security:" { inSecurity = true; return }
             if inSecurity {
                 let item = line.trimmingCharacters(in: .whitespaces)
-                if item.hasPrefix("- "), let scheme = item.dropFirst(2).split(separator: ":").first, let caller = schemes[String(scheme)] {
-                    callers[current] = caller
+                guard item.hasPrefix("- "), let scheme = item.dropFirst(2).split(separator: ":").first, let caller = schemes[String(scheme)] else {
+                    inSecurity = false
+                    return
                 }
-                inSecurity = false
+                callers[current] = callers[current] == .account && caller == .device ? .accountOrDevice : caller
             }
         }
         return callers
+    }
+
+    /// The token kinds a route of `caller` takes.
+    static func takes(_ caller: RouteCaller, _ kind: RouteCaller) -> Bool {
+        kind == caller || (caller == .accountOrDevice && (kind == .account || kind == .device))
     }
 
     @Test func everyRouteCallerMatchesTheDocumentsSecurity() throws {
@@ -46,9 +53,10 @@ import Testing
             let account = try server.account()
             let device = try server.device(account.token)
             let tokens: [RouteCaller: String] = [.admin: testAdminToken, .account: account.token, .device: device.token]
+            // A device token names only its own device where either kind may call (API.md §3).
             let target = route.pattern
                 .replacingOccurrences(of: "{localIdentifier...}", with: "X/L0/001")
-                .replacingOccurrences(of: "{deviceID}", with: UUID().uuidString)
+                .replacingOccurrences(of: "{deviceID}", with: route.caller == .accountOrDevice ? device.id : UUID().uuidString)
                 .replacingOccurrences(of: "{journalID}", with: UUID().uuidString)
                 .replacingOccurrences(of: "{entryID}", with: "e1")
                 .replacingOccurrences(of: "{accountID}", with: UUID().uuidString)
@@ -58,10 +66,10 @@ import Testing
             #expect(try server.call(route.method, target, token: nil, body: body).status == 401, "\(label) without a token")
             #expect(try server.call(route.method, target, token: "cdt_unknown", body: body).status == 401, "\(label) with an unknown token")
             // Its own kind last: that call may end the account (DELETE /v1/account).
-            let order = { (kind: RouteCaller) in (kind == route.caller ? 1 : 0, kind.rawValue) }
+            let order = { (kind: RouteCaller) in (Self.takes(route.caller, kind) ? 1 : 0, kind.rawValue) }
             for (kind, token) in tokens.sorted(by: { order($0.key) < order($1.key) }) {
                 let status = try server.call(route.method, target, token: token, body: body).status
-                if kind == route.caller {
+                if Self.takes(route.caller, kind) {
                     #expect(status != 401 && status != 403, "\(label) with its own kind of token answered \(status)")
                 } else {
                     #expect(status == 403, "\(label) with a \(kind) token answered \(status)")
