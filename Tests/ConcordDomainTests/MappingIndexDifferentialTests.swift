@@ -213,7 +213,7 @@ private final class Scenario {
         #expect(tiny.evictions > 10 && tiny.hits > 0, "\(tiny)")
         #expect(none.tooLarge > 10, "\(none)")
         print("differential seed \(self.seed) \(self.engine): index \(full); tiny \(tiny); nothing fits \(none)")
-        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "linked", "wanted"] {
+        for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "linked", "wanted", "adopted"] {
             #expect(self.outcomes[outcome, default: 0] > 0, "seed \(self.seed): the run met \(outcome) only \(self.outcomes[outcome, default: 0]) times: \(self.outcomes)")
         }
     }
@@ -360,7 +360,29 @@ private final class Scenario {
             guard !self.journals.isEmpty else { return }
             let journalID = self.pick(self.journals)
             self.same("journal") { side in "\(try side.service.journals.journal(journalID, device: side.devices[d]).entries)" }
-        case 88..<91:  // a device goes away and a new one comes
+        case 90..<92:  // a new phone takes over (issue 22), uploads its library and adopts; the old device stays, read-only
+            var objects: [String: LibraryObject] = [:]
+            for _ in 0..<Int.random(in: 0..<16, using: &self.random) {
+                let id = self.localID()
+                objects[id] = self.object(id)
+            }
+            let snapshot = LibrarySnapshot(objects: objects.values.sorted { $0.localIdentifier.utf8.lexicographicallyPrecedes($1.localIdentifier.utf8) })
+            let answer = self.same("successor of device \(d), upload, adopt") { side in
+                let old = side.devices[d]
+                let new = try side.service.accounts.createSuccessor(accountID: old.accountID, of: old.deviceID, name: "successor", platform: nil)
+                side.devices[d] = DeviceRef(accountID: old.accountID, deviceID: new.deviceID)
+                try side.service.library.replaceLibrary(snapshot, reset: false, device: side.devices[d])
+                let r = try side.service.mapping.adopt(device: side.devices[d])
+                return "adopted \(r.adopted) \(r.alreadyLinked) \(r.unmatched) \(r.ambiguous.map { "\($0.cloudIdentifier) \($0.localIdentifiers)" })"
+            }
+            if answer.hasPrefix("adopted") && !answer.hasPrefix("adopted 0 ") { self.outcomes["adopted", default: 0] += 1 }
+        case 92..<94:  // and adopts what its predecessor had, as far as it has uploaded
+            let answer = self.same("adopt on device \(d)") { side in
+                let r = try side.service.mapping.adopt(device: side.devices[d])
+                return "adopted \(r.adopted) \(r.alreadyLinked) \(r.unmatched) \(r.ambiguous.map { "\($0.cloudIdentifier) \($0.localIdentifiers)" })"
+            }
+            if answer.hasPrefix("adopted") && !answer.hasPrefix("adopted 0 ") { self.outcomes["adopted", default: 0] += 1 }
+        case 88..<90:  // a device goes away and a new one comes
             self.same("replace device \(d)") { side in
                 let old = side.devices[d]
                 try side.service.accounts.deleteDevice(accountID: old.accountID, deviceID: old.deviceID)
