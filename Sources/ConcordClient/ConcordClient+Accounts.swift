@@ -25,9 +25,53 @@ public struct Device: Sendable, Hashable, Codable {
     /// When its current token was issued, and last used (written at most once a minute; nil: never).
     public var tokenCreatedAt: Date?
     public var tokenLastUsedAt: Date?
+    /// The device it took over from (while that one exists), and the one that took over from it
+    /// (whose token is dead then). Nil from servers before successors.
+    public var replaces: String?
+    public var replacedBy: String?
+}
+
+/// A successor and its token (shown once: store it), and the device it replaces.
+public struct SuccessorCredentials: Sendable, Hashable, Codable {
+    public var deviceID: String
+    public var deviceToken: String
+    public var replaces: String
+}
+
+/// What `adopt()` carried over from the predecessor.
+public struct Adoption: Sendable, Hashable, Decodable {
+    /// Records now linked here.
+    public var adopted: Int
+    /// Records that were linked here already.
+    public var alreadyLinked: Int
+    /// Records with no candidate among this device's objects (yet: adopt again after uploading more).
+    public var unmatched: Int
+    /// Records with several candidates: show them and let the person choose (`link`).
+    public var ambiguous: [Ambiguous]
+
+    public struct Ambiguous: Sendable, Hashable, Decodable {
+        public var cloudIdentifier: CloudIdentifier
+        public var localIdentifiers: [String]
+    }
 }
 
 extension ConcordClient {
+    /// Registers the device that takes over from `deviceID` (a new phone, a restored backup): with
+    /// the account's token, or with that device's own token (a copied installation that learned it
+    /// is a copy, `LibraryChangedElsewhereError`). From then on `deviceID`'s token is dead; its
+    /// library stays, read-only, for `adopt()`. Not retried without its idempotency key's replay.
+    public func registerSuccessor(of deviceID: String, name: String, platform: String? = nil) async throws -> SuccessorCredentials {
+        struct Body: Encodable { var name: String; var platform: String? }
+        return try await self.call(try self.request("POST", "/v1/devices/" + percentEncoded(deviceID) + "/successor",
+                                                    body: Body(name: name, platform: platform), idempotent: false))
+    }
+
+    /// Carries over the links the predecessor had onto this device's objects uploaded so far
+    /// (device token of the successor). Repeatable: adopt again after uploading more.
+    public func adopt() async throws -> Adoption {
+        struct Body: Encodable {}
+        return try await self.call(try self.request("POST", "/v1/library/adopt", body: Body(), idempotent: false))
+    }
     /// Creates an account (admin token).
     public func createAccount(name: String) async throws -> AccountCredentials {
         struct Body: Encodable { var name: String }
