@@ -43,6 +43,9 @@ public enum DomainError: Error, Sendable, Equatable {
     case batchTooLarge(maxBatch: Int)
     /// 412: `If-Match` did not match; carries the current version (journals, §6).
     case versionMismatch(currentVersion: String?)
+    /// 412 `versionMismatch` on a library write (§4): `If-Match` did not name the device's current
+    /// library change token; carries that token (`"changeToken"` in place of `"version"`).
+    case changeTokenMismatch(currentChangeToken: String)
     /// 403: the account would pass one of its quotas (`quota` names it); nothing was stored.
     case quotaExceeded(quota: String, limit: Int)
     /// 503: storage is busy or unreachable; retry later.
@@ -67,6 +70,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .accessUserDenied: return "accessUserDenied"
         case .batchTooLarge: return "batchTooLarge"
         case .versionMismatch: return "versionMismatch"
+        case .changeTokenMismatch: return "versionMismatch"
         case .unavailable: return "unavailable"
         case .quotaExceeded: return "quotaExceeded"
         case .insufficientStorage: return "insufficientStorage"
@@ -84,6 +88,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .fingerprintMismatch: return 409
         case .persistentChangeTokenExpired: return 410
         case .versionMismatch: return 412
+        case .changeTokenMismatch: return 412
         case .batchTooLarge: return 413
         case .unprocessable: return 422
         case .internalError: return 500
@@ -118,6 +123,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .batchTooLarge(let max): return "Too many items in one request; at most \(max)."
         case .quotaExceeded(let quota, let limit): return "The account's \(quota) quota (\(limit)) would be exceeded; nothing was stored."
         case .versionMismatch: return "The version does not match."
+        case .changeTokenMismatch: return "The library changed since the change token in If-Match; nothing was stored."
         case .internalError: return "Internal server error."
         }
     }
@@ -131,6 +137,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .quotaExceeded(let quota, let limit): return [DetailField("quota", .string(quota)), DetailField("limit", .int(limit))]
         // Nothing exists to have a version: `"version": null`, so the answer keeps one shape.
         case .versionMismatch(let v): return [DetailField("version", v.map { .string($0) } ?? .null)]
+        case .changeTokenMismatch(let token): return [DetailField("changeToken", .string(token))]
         default: return []
         }
     }
