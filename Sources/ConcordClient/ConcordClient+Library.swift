@@ -6,20 +6,44 @@ extension ConcordClient {
     ///
     /// Retried after a lost connection: sending what is already stored changes nothing, so a
     /// repeat is harmless, though its counts then say `unchanged`.
+    ///
+    /// `ifMatch`: the write precondition (API.md §4) — applied only while the library's change
+    /// token is still this one (the token of this installation's last write, or
+    /// `currentChangeToken()`); otherwise nothing is stored and `LibraryChangedElsewhereError` is
+    /// thrown with the current token.
     @discardableResult
-    public func applyChanges(_ changes: LibraryChanges) async throws -> LibraryChangeResult {
+    public func applyChanges(_ changes: LibraryChanges, ifMatch: ChangeToken? = nil) async throws -> LibraryChangeResult {
         // Sent with an Idempotency-Key: a resend is answered from the server's record, not
-        // recorded as a second change.
-        try await self.call(try self.request("POST", "/v1/library/changes", body: changes, idempotent: false))
+        // recorded as a second change (nor refused as stale by the token its first send moved).
+        try await Self.libraryWrite {
+            try await self.call(try self.request("POST", "/v1/library/changes", body: changes, idempotent: false, ifMatch: ifMatch?.rawValue))
+        }
     }
 
     /// Replaces the whole library; the server works out what changed. `reset`: the library was
     /// replaced wholesale (restored, erased): one change without details, and every link of
     /// this device is dropped.
+    ///
+    /// `ifMatch`: the write precondition, as for `applyChanges` (`LibraryChangedElsewhereError`
+    /// when the token moved). With it the PUT is not resent after a connection lost once it may
+    /// have been delivered: the resend would find the token its first send moved, and look like a
+    /// copy of this installation had written.
     @discardableResult
-    public func replaceLibrary(_ library: LibrarySnapshot, reset: Bool = false) async throws -> LibraryChangeResult {
+    public func replaceLibrary(_ library: LibrarySnapshot, reset: Bool = false, ifMatch: ChangeToken? = nil) async throws -> LibraryChangeResult {
         let query = reset ? [(name: "reset", value: "true")] : []
-        return try await self.call(try self.request("PUT", "/v1/library", query: query, body: library, idempotent: true))
+        return try await Self.libraryWrite {
+            try await self.call(try self.request("PUT", "/v1/library", query: query, body: library, idempotent: ifMatch == nil, ifMatch: ifMatch?.rawValue))
+        }
+    }
+
+    /// A library write whose `412 versionMismatch` (API.md §4) is thrown as `LibraryChangedElsewhereError`.
+    static func libraryWrite<T>(_ write: () async throws -> T) async throws -> T {
+        do {
+            return try await write()
+        } catch let error as ConcordError where error.status == 412 && error.name == "versionMismatch" {
+            guard let token = error.details["changeToken"]?.stringValue else { throw error }
+            throw LibraryChangedElsewhereError(currentChangeToken: ChangeToken(rawValue: token), message: error.message)
+        }
     }
 
     /// Tells the server what the person allowed (`denied` blocks mapping with

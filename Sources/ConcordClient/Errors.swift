@@ -117,6 +117,27 @@ public struct ConcordError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// `412 versionMismatch` on a library write sent with `ifMatch` (API.md §4, "Write precondition"):
+/// the device's library changed since that token, so nothing was stored. When `ifMatch` was the
+/// token of this installation's own last write, another installation holds this device's token
+/// and wrote since: this one is a copy (restored from a backup, moved to a new phone). It should
+/// stop writing as this device, register as its successor and adopt its links (docs/client.md).
+public struct LibraryChangedElsewhereError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The library's change token now (what the other installation's last write left).
+    public var currentChangeToken: ChangeToken
+    /// The server's explanation, for logs.
+    public var message: String
+    /// Always 412.
+    public var status: Int { 412 }
+
+    public init(currentChangeToken: ChangeToken, message: String = "") {
+        self.currentChangeToken = currentChangeToken
+        self.message = message
+    }
+
+    public var description: String { "412 versionMismatch: the library changed elsewhere (now at \(self.currentChangeToken)): \(self.message)" }
+}
+
 /// A JSON value, for the free-form details of an error.
 public enum JSONDetail: Sendable, Hashable, Codable {
     case null

@@ -43,6 +43,9 @@ public enum DomainError: Error, Sendable, Equatable {
     case batchTooLarge(maxBatch: Int)
     /// 412: `If-Match` did not match; carries the current version (journals, §6).
     case versionMismatch(currentVersion: String?)
+    /// 412 `versionMismatch` on a library write (§4): `If-Match` did not name the device's current
+    /// library change token; carries that token (`"changeToken"` in place of `"version"`).
+    case changeTokenMismatch(currentChangeToken: String)
     /// 403: the account would pass one of its quotas (`quota` names it); nothing was stored.
     case quotaExceeded(quota: String, limit: Int)
     /// 409: the device has a successor already (§3); carries its ID.
@@ -71,6 +74,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .accessUserDenied: return "accessUserDenied"
         case .batchTooLarge: return "batchTooLarge"
         case .versionMismatch: return "versionMismatch"
+        case .changeTokenMismatch: return "versionMismatch"
         case .unavailable: return "unavailable"
         case .quotaExceeded: return "quotaExceeded"
         case .deviceAlreadyReplaced: return "deviceAlreadyReplaced"
@@ -90,6 +94,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .fingerprintMismatch, .deviceAlreadyReplaced, .noPredecessor: return 409
         case .persistentChangeTokenExpired: return 410
         case .versionMismatch: return 412
+        case .changeTokenMismatch: return 412
         case .batchTooLarge: return 413
         case .unprocessable: return 422
         case .internalError: return 500
@@ -126,6 +131,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .versionMismatch: return "The version does not match."
         case .deviceAlreadyReplaced: return "This device has a successor already."
         case .noPredecessor: return "This device has no predecessor to adopt from."
+        case .changeTokenMismatch: return "The library changed since the change token in If-Match; nothing was stored."
         case .internalError: return "Internal server error."
         }
     }
@@ -140,6 +146,7 @@ public enum DomainError: Error, Sendable, Equatable {
         // Nothing exists to have a version: `"version": null`, so the answer keeps one shape.
         case .versionMismatch(let v): return [DetailField("version", v.map { .string($0) } ?? .null)]
         case .deviceAlreadyReplaced(let successor): return [DetailField("replacedBy", .string(successor))]
+        case .changeTokenMismatch(let token): return [DetailField("changeToken", .string(token))]
         default: return []
         }
     }

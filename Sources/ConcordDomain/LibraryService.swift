@@ -7,8 +7,10 @@ public struct LibraryService: ServiceArea {
     // MARK: - A device's library (§4)
 
     /// `POST /v1/library/changes`: applied atomically; one history entry when anything changed.
+    /// `ifMatch`: the write precondition (§4), checked in the write transaction after the body's own
+    /// checks (`checkPrecondition`).
     @discardableResult
-    public func applyChanges(_ request: LibraryChangeRequest, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
+    public func applyChanges(_ request: LibraryChangeRequest, ifMatch: IfMatch? = nil, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
         // API.md §4 bounds only PUT /v1/library by the body limit "not by maxBatch": an incremental
         // change request is a batch, so its items (upserts and deletes of all types) count against it.
         let itemCount = [ObjectType.asset, .assetCollection, .collectionList].reduce(0) { $0 + request.part($1).upsert.count + request.part($1).delete.count }
@@ -33,6 +35,7 @@ public struct LibraryService: ServiceArea {
                 deletes.append((type, id))
             }
         }
+        let precondition = self.precondition(ifMatch, device: device)
         let now = self.now
         return try self.write(device) { tx, state in
             // One query for every identifier the request names, members included.
@@ -87,6 +90,7 @@ public struct LibraryService: ServiceArea {
             let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
             let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
             let del = deleteIDs.count
+            try Self.checkPrecondition(precondition, state: state, tokens: self.tokens)
             var seq = state.lastChangeSeq
             if !details.isEmpty {
                 try self.checkObjectQuota(state.objectCount + ins - del)
@@ -108,8 +112,9 @@ public struct LibraryService: ServiceArea {
 
     /// `PUT /v1/library`: the whole library; the difference to what is stored becomes one change.
     /// `reset`: one change whose details are unavailable, and every link of the device dropped.
+    /// `ifMatch`: the write precondition (§4), as for `applyChanges`.
     @discardableResult
-    public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
+    public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, ifMatch: IfMatch? = nil, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
         var byID: [ByteKey: LibraryObject] = [:]
         byID.reserveCapacity(snapshot.objects.count)
         for o in snapshot.objects {
@@ -117,6 +122,7 @@ public struct LibraryService: ServiceArea {
             guard byID.updateValue(o, forKey: ByteKey(o.localIdentifier)) == nil else { throw Self.duplicate(o.localIdentifier) }
         }
         try Self.checkMembers(snapshot.objects, typeOf: { byID[ByteKey($0)]?.type })
+        let precondition = self.precondition(ifMatch, device: device)
         let now = self.now
         return try self.write(device) { tx, state in
             let stored = try tx.allObjects(device)
@@ -160,6 +166,7 @@ public struct LibraryService: ServiceArea {
             let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
             let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
             let del = details.assets.deleted.count + details.assetCollections.deleted.count + details.collectionLists.deleted.count
+            try Self.checkPrecondition(precondition, state: state, tokens: self.tokens)
             var seq = state.lastChangeSeq
             if reset || !details.isEmpty {
                 try self.checkObjectQuota(snapshot.objects.count)
@@ -214,6 +221,46 @@ public struct LibraryService: ServiceArea {
     public func setAuthorization(_ status: AuthorizationStatus, device: DeviceRef) throws(DomainError) {
         try self.write(device) { tx, _ in
             try tx.setAuthorization(device, status)
+        }
+    }
+
+    // MARK: - Write precondition (§4)
+
+    /// What a library write's `If-Match` asks for, decoded before the write transaction begins
+    /// (decoding may look up a rotated key in storage, which must not wait inside the writer).
+    enum Precondition: Equatable {
+        /// `*`: the device's library always exists, so it always matches.
+        case any
+        /// The change sequence numbers the strong tags name (tags that are not this device's library
+        /// tokens name none). Empty: nothing can match.
+        case seqs(Set<Int64>)
+    }
+
+    /// `ifMatch` in sequence numbers of this device's library history; nil without `If-Match`.
+    /// A tag matches when it is a valid token of this device's library naming its current change:
+    /// the same change's token signed with an earlier key (before `rotate-change-key`) is the same
+    /// entity, so a client holding the token of its own last write is never taken for a copy.
+    func precondition(_ ifMatch: IfMatch?, device: DeviceRef) -> Precondition? {
+        switch ifMatch {
+        case nil: return nil
+        case .any?: return .any
+        case .versions(let tags)?:
+            let scope = ChangeTokenScope.library(device)
+            return .seqs(Set(tags.compactMap { self.tokens.decode($0, scope: scope) }))
+        }
+    }
+
+    /// Inside the write transaction, after every check of the body (a request that would be `400`
+    /// or `422` stays so whatever `If-Match` says) and before anything is stored: the write applies
+    /// only when the precondition names the device's current change; otherwise `412 versionMismatch`
+    /// carrying the current token. The account's write lock makes check and write one step, so of
+    /// two writers holding one token exactly one applies.
+    static func checkPrecondition(_ precondition: Precondition?, state: DeviceState, tokens: ChangeTokenCodec) throws(DomainError) {
+        switch precondition {
+        case nil, .any?: return
+        case .seqs(let seqs)?:
+            guard !seqs.contains(state.lastChangeSeq) else { return }
+            throw DomainError.changeTokenMismatch(currentChangeToken: tokens.encode(seq: state.lastChangeSeq, scope: .library(state.ref)))
         }
     }
 

@@ -2,12 +2,14 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
 
-/// API.md §4: a device's library (device token).
+/// API.md §4: a device's library (device token). Both library writes take the write precondition
+/// (`If-Match` with the library's change token), evaluated by the service inside the write
+/// transaction after the body's own checks (`Codec.underIfMatch`).
 func libraryRoutes(_ app: AppContext) -> [Route] {
     [
         app.deviceRoute("POST", "/v1/library/changes", operation: "applyChanges", body: .manifest, idempotent: true) { request, device in
             let changes = try Codec.changeRequest(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
-            let result = try app.service.library.applyChanges(changes, device: device)
+            let result = try Codec.underIfMatch(request) { ifMatch in try app.service.library.applyChanges(changes, ifMatch: ifMatch, device: device) }
             return Codec.json { Codec.write(result, into: &$0) }
         },
         app.deviceRoute("PUT", "/v1/library", operation: "replaceLibrary", body: .manifest) { request, device in
@@ -17,7 +19,9 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
             guard snapshot.objects.count <= items else {
                 throw APIError.payloadTooLarge("A library manifest may list at most \(items) objects.")
             }
-            let result = try app.service.library.replaceLibrary(snapshot, reset: reset, device: device)
+            let result = try Codec.underIfMatch(request) { ifMatch in
+                try app.service.library.replaceLibrary(snapshot, reset: reset, ifMatch: ifMatch, device: device)
+            }
             return Codec.json { Codec.write(result, into: &$0) }
         },
         // Local identifiers contain '/': the rest of the path is the identifier, with raw
@@ -62,4 +66,26 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
             }
         },
     ]
+}
+
+extension Codec {
+    /// Runs a library write under the request's `If-Match` (§4, "Write precondition"). A malformed
+    /// one is `400` naming `If-Match`, but a body that is `400`/`422` stays so whatever `If-Match`
+    /// says, checks against the stored library included: the write runs once with a precondition
+    /// nothing matches, so the body's own error comes first, and only its `412` (nothing stored)
+    /// becomes the header's `400`.
+    static func underIfMatch<T>(_ request: RequestContext, _ write: (IfMatch?) throws -> T) throws -> T {
+        let ifMatch: IfMatch?
+        do {
+            ifMatch = try Codec.ifMatch(request)
+        } catch {
+            do {
+                _ = try write(.versions([]))
+            } catch DomainError.changeTokenMismatch {
+                throw error
+            }
+            throw error   // not reached: an empty list of entity tags matches no token
+        }
+        return try write(ifMatch)
+    }
 }
