@@ -40,19 +40,16 @@ public struct SuccessorCredentials: Sendable, Hashable, Codable {
 
 /// What `adopt()` carried over from the predecessor.
 public struct Adoption: Sendable, Hashable, Decodable {
-    /// Records now linked here.
-    public var adopted: Int
-    /// Records that were linked here already.
-    public var alreadyLinked: Int
-    /// Records with no candidate among this device's objects (yet: adopt again after uploading more).
-    public var unmatched: Int
-    /// Records with several candidates: show them and let the person choose (`link`).
-    public var ambiguous: [Ambiguous]
-
+    /// A record with several candidates here: show them and let the person choose (`link`).
     public struct Ambiguous: Sendable, Hashable, Decodable {
         public var cloudIdentifier: CloudIdentifier
         public var localIdentifiers: [String]
     }
+    /// Records now linked here; that were linked here already; with no candidate among this
+    /// device's objects (yet: adopt again after uploading more).
+    public var adopted: Int, alreadyLinked: Int, unmatched: Int
+    /// Records with several candidates, by cloud identifier.
+    public var ambiguous: [Ambiguous]
 }
 
 extension ConcordClient {

@@ -65,16 +65,27 @@ public struct AccountService: ServiceArea {
     public func createDevice(accountID: String, name: String, platform: String?) throws(DomainError) -> CreatedDevice {
         try Self.validateName(name, field: "name")
         if let platform { try Self.validateName(platform, field: "platform") }
+        return try self.insertDevice(accountID: accountID, name: name, platform: platform) { tx in
+            guard try tx.accountExists() else { throw DomainError.notFound(message: "No such account.") }
+        }
+    }
+
+    /// A new device of the account with a new token, inside one write: `check` first, then the
+    /// device quota, then `after` (given the new device) — all or nothing.
+    private func insertDevice(accountID: String, name: String, platform: String?, check: (any AccountWriteTransaction) throws -> Void,
+                              after: (any AccountWriteTransaction, DeviceRef) throws -> Void = { _, _ in }) throws(DomainError) -> CreatedDevice {
         let id = self.core.newID()
         let token = Secrets.newToken(prefix: "cdt_")
         let hash = Secrets.tokenHash(token)
         let now = self.now
         try self.run {
             try self.core.write(account: accountID) { tx in
-                guard try tx.accountExists() else { throw DomainError.notFound(message: "No such account.") }
+                try check(tx)
                 let quota = self.configuration.quotas.devicesPerAccount
                 if try tx.devices().count >= quota { throw DomainError.quotaExceeded(quota: "devicesPerAccount", limit: quota) }
-                try tx.insertDevice(DeviceRef(accountID: accountID, deviceID: id), name: name, platform: platform, tokenHash: hash, createdAt: now)
+                let device = DeviceRef(accountID: accountID, deviceID: id)
+                try tx.insertDevice(device, name: name, platform: platform, tokenHash: hash, createdAt: now)
+                try after(tx, device)
             }
         }
         return CreatedDevice(deviceID: id, deviceToken: token)
@@ -89,23 +100,12 @@ public struct AccountService: ServiceArea {
         if let caller, caller.deviceID != deviceID || caller.accountID != accountID { throw DomainError.forbidden }
         try Self.validateName(name, field: "name")
         if let platform { try Self.validateName(platform, field: "platform") }
-        let id = self.core.newID()
-        let token = Secrets.newToken(prefix: "cdt_")
-        let hash = Secrets.tokenHash(token)
-        let now = self.now
         let predecessor = DeviceRef(accountID: accountID, deviceID: deviceID)
-        try self.run {
-            try self.core.write(account: accountID) { tx in
-                guard let old = try tx.device(predecessor) else { throw DomainError.notFound(message: "No such device.") }
-                if let successor = old.replacedBy { throw DomainError.deviceAlreadyReplaced(replacedBy: successor) }
-                let quota = self.configuration.quotas.devicesPerAccount
-                if try tx.devices().count >= quota { throw DomainError.quotaExceeded(quota: "devicesPerAccount", limit: quota) }
-                let successor = DeviceRef(accountID: accountID, deviceID: id)
-                try tx.insertDevice(successor, name: name, platform: platform, tokenHash: hash, createdAt: now)
-                try tx.setSuccessor(successor, of: predecessor)
-            }
-        }
-        return CreatedSuccessor(deviceID: id, deviceToken: token, replaces: deviceID)
+        let created = try self.insertDevice(accountID: accountID, name: name, platform: platform, check: { tx in
+            guard let old = try tx.device(predecessor) else { throw DomainError.notFound(message: "No such device.") }
+            if let successor = old.replacedBy { throw DomainError.deviceAlreadyReplaced(replacedBy: successor) }
+        }, after: { tx, successor in try tx.setSuccessor(successor, of: predecessor) })
+        return CreatedSuccessor(device: created, replaces: deviceID)
     }
 
     /// The account's devices, oldest first (by creation time, then device ID).

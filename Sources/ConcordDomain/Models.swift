@@ -364,14 +364,12 @@ public struct Quotas: Sendable, Equatable {
 
 /// The answer of `POST /v1/devices/{deviceID}/successor` (§3).
 public struct CreatedSuccessor: Sendable, Equatable {
-    public var deviceID: String
-    public var deviceToken: String
+    /// The new device and its token (shown once).
+    public var device: CreatedDevice
+    /// The device it took over from.
     public var replaces: String
-    public init(deviceID: String, deviceToken: String, replaces: String) {
-        self.deviceID = deviceID
-        self.deviceToken = deviceToken
-        self.replaces = replaces
-    }
+    public var deviceID: String { self.device.deviceID }
+    public var deviceToken: String { self.device.deviceToken }
 }
 
 /// The answer of `POST /v1/library/adopt` (§5).

@@ -11,12 +11,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             let name = try Codec.requiredString(body, "name", path: "name")
             let created = try app.service.accounts.createAccount(name: name)
             app.audit("token issued", request, ["kind": "account", "accountID": .string(created.accountID)])
-            return Codec.json(status: 201) { w in
-                w.beginObject()
-                w.key("accountID"); w.string(created.accountID)
-                w.key("accountToken"); w.string(created.accountToken)
-                w.endObject()
-            }
+            return Codec.strings(status: 201, [("accountID", created.accountID), ("accountToken", created.accountToken)])
         },
         app.accountRoute("POST", "/v1/devices", operation: "createDevice", idempotent: true) { request, accountID in
             let body = try request.jsonBody()
@@ -24,12 +19,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             let platform = try Codec.string(body, "platform", path: "platform")
             let created = try app.service.accounts.createDevice(accountID: accountID, name: name, platform: platform)
             app.audit("token issued", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(created.deviceID)])
-            return Codec.json(status: 201) { w in
-                w.beginObject()
-                w.key("deviceID"); w.string(created.deviceID)
-                w.key("deviceToken"); w.string(created.deviceToken)
-                w.endObject()
-            }
+            return Codec.strings(status: 201, [("deviceID", created.deviceID), ("deviceToken", created.deviceToken)])
         },
         // A new phone, a restored backup, a reinstalled app (API.md §3): the account's token, or the device's own.
         app.accountOrDeviceRoute("POST", "/v1/devices/{deviceID}/successor", operation: "createSuccessor", idempotent: true) { request, caller in
@@ -43,13 +33,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
                                                 "replaces": .string(deviceID)])
             app.audit("token revoked", request, ["kind": "device", "accountID": .string(caller.accountID), "deviceID": .string(deviceID),
                                                  "reason": "device replaced"])
-            return Codec.json(status: 201) { w in
-                w.beginObject()
-                w.key("deviceID"); w.string(created.deviceID)
-                w.key("deviceToken"); w.string(created.deviceToken)
-                w.key("replaces"); w.string(created.replaces)
-                w.endObject()
-            }
+            return Codec.strings(status: 201, [("deviceID", created.deviceID), ("deviceToken", created.deviceToken), ("replaces", created.replaces)])
         },
         app.accountRoute("GET", "/v1/devices", operation: "listDevices") { request, accountID in
             let page = try Codec.pageRequest(request)
@@ -97,12 +81,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             let deviceID = try request.pathParameter("deviceID")
             let created = try app.service.accounts.rotateDeviceToken(accountID: accountID, deviceID: deviceID)
             app.audit("token rotated", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(deviceID)])
-            return Codec.json { w in
-                w.beginObject()
-                w.key("deviceID"); w.string(created.deviceID)
-                w.key("deviceToken"); w.string(created.deviceToken)
-                w.endObject()
-            }
+            return Codec.strings([("deviceID", created.deviceID), ("deviceToken", created.deviceToken)])
         },
         app.accountRoute("DELETE", "/v1/account", operation: "deleteAccount") { request, accountID in
             try app.service.accounts.deleteAccount(accountID: accountID)

@@ -286,6 +286,15 @@ enum Codec {
         w.endObject()
     }
 
+    /// A JSON object of string members, in order (the token-issuing answers).
+    static func strings(status: Int = 200, _ members: [(String, String)]) -> HTTPResponse {
+        self.json(status: status) { w in
+            w.beginObject()
+            for (name, value) in members { w.key(name); w.string(value) }
+            w.endObject()
+        }
+    }
+
     /// Members that are counts, in order.
     static func counts(_ members: [(String, Int)], into w: inout JSONWriter) {
         for (name, value) in members { w.key(name); w.int(value) }
