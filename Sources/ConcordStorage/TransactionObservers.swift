@@ -15,6 +15,13 @@ final class TransactionObservers {
         for observer in self.observers { observer.transactionDidChange(mutation()) }
     }
 
+    /// The device's token stopped (rotated, the device deleted or replaced): both feeds it may be
+    /// polling are announced, so a poll held with the dead token wakes and is refused (issue 23).
+    func tokenRevoked(_ device: DeviceRef) {
+        self.didAppend(to: .library(device))
+        self.didAppend(to: .journals(accountID: device.accountID))
+    }
+
     func didAppend(to feed: FeedTopic) {
         for observer in self.observers { observer.transactionDidAppend(to: feed) }
     }

@@ -7,7 +7,7 @@ import Testing
 @testable import ConcordApp
 
 /// The admin token every API test server is configured with.
-let testAdminToken = "test-admin-token"
+let testAdminToken = "test-admin-token-of-at-least-32-characters"
 
 /// A test server's configuration, the one place it is written: 127.0.0.1, port 0 (ephemeral),
 /// `eventLoops` loops and `workers` workers, `shutdownGrace` seconds to drain, the admin token

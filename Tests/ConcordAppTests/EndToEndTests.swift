@@ -112,10 +112,20 @@ private final class LogCapture: Sendable {
     second.shutdown()
 
     var configured = testConfiguration(directory: directory)
-    configured.adminToken = "configured-token"
+    configured.adminToken = "configured-token-of-32-characters-at-least"
     let third = try startApp(configured, sink: LogSink(flushInterval: 0, output: { _ in }))
-    #expect(third.context.adminToken == "configured-token")
+    #expect(third.context.adminToken == "configured-token-of-32-characters-at-least")
     third.shutdown()
+
+    // API.md §9: a configured token under 32 characters refuses the start, naming the setting.
+    configured.adminToken = "configured-token"
+    do {
+        let short = try startApp(configured, sink: LogSink(flushInterval: 0, output: { _ in }))
+        short.shutdown()
+        Issue.record("a 16-character admin token started the server")
+    } catch {
+        #expect("\(error)".contains("adminToken") && "\(error)".contains("at least 32"), "\(error)")
+    }
 }
 
 @Test func startupFailuresAreOneLineReasons() throws {
@@ -180,7 +190,7 @@ private final class LogCapture: Sendable {
     let directory = makeTemporaryDirectory()
     var configuration = testConfiguration(directory: directory)
     configuration.server.timeouts.shutdownGrace = 0.3
-    configuration.adminToken = "admin"
+    configuration.adminToken = String(repeating: "a", count: 32)
     let app = try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in }))
     // Another process's connection holds SQLite's write lock: the request's write waits for it
     // (busy timeout 5 s) while holding the store's writer.

@@ -239,6 +239,22 @@ struct LongPollAcrossInstancesTests {
         #expect(delays.sorted()[2] <= 0.1, "answers came \(delays) s after the commits")
     }
 
+    /// A poll held by one instance ends with 401 when the other rotates its token (issue 23).
+    @Test func aPollHeldByOneInstanceEndsWith401WhenTheOtherRotatesItsToken() throws {
+        let instances = try TwoInstances()
+        defer { withExtendedLifetime(instances) {} }
+        let (accountToken, phone, _) = try instances.accountWithPhoneAndTablet()
+        let devices = try #require(try send(instances.port1, "GET", "/v1/devices", token: accountToken)["devices"]?.arrayValue)
+        let phoneID = try #require(devices.first { $0["name"]?.stringValue == "Phone" }?["deviceID"]?.stringValue)
+        let since = try #require(try send(instances.port1, "GET", "/v1/journals/token", token: phone)["changeToken"]?.stringValue)
+        let poll = LongPollTests.Poll(port: instances.port1, token: phone, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4")
+        usleep(300_000)   // held by instance one by now
+        try #require(try send(instances.port2, "POST", "/v1/devices/\(phoneID)/token", token: accountToken).status == 200)
+        let (answer, at) = try poll.result()
+        #expect(answer.status == 401, "\(answer.raw.body)")
+        #expect(at - poll.sentAt < 2)
+    }
+
     /// A poll held with a device's token ends with 401 when another instance creates its successor (issue 22).
     @Test func aPollHeldByOneInstanceEndsWith401WhenTheOtherCreatesTheSuccessor() throws {
         let instances = try TwoInstances()

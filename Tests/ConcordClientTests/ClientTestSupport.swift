@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// The admin token every test server is configured with.
-let adminToken = "client-test-admin-token"
+let adminToken = "client-test-admin-token-of-32-characters-or-more"
 
 /// A real Concord server on 127.0.0.1 port 0 over a fresh SQLite file.
 final class TestServer: Sendable {

@@ -199,3 +199,27 @@ struct Boom: Error {}
         store.close()
     }
 }
+
+/// Issue 23: what a deleted account wrote does not stay readable in the database file's free
+/// pages (`secure_delete`), once the WAL is checkpointed (a clean stop).
+@Test func aDeletedAccountsTextIsNotLeftInTheDatabaseFile() throws {
+    let directory = NSTemporaryDirectory() + "concord-secure-delete-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = directory + "/concord.sqlite"
+    let secret = "SECRET-JOURNAL-TEXT-" + UUID().uuidString
+    do {
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        let service = try ConcordService(store: store)
+        let account = try service.accounts.createAccount(name: secret)
+        let device = try service.accounts.createDevice(accountID: account.accountID, name: secret, platform: nil)
+        let ref = DeviceRef(accountID: account.accountID, deviceID: device.deviceID)
+        let journal = try service.journals.createJournal(title: secret, device: ref)
+        _ = try service.journals.putEntry(journalID: journal.journalID, entryID: "e", text: String(repeating: secret, count: 20), photos: [],
+                                          ifMatch: nil, device: ref)
+        try service.accounts.deleteAccount(accountID: account.accountID)
+    }
+    let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+    #expect(bytes.range(of: Data(secret.utf8)) == nil, "the deleted account's text is still in the database file")
+}

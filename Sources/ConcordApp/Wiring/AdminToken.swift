@@ -10,7 +10,7 @@ import ConcordObservability
 /// directory generated on first start (256 bits from /dev/urandom, hex, mode 0600)
 /// and reused on later starts.
 enum AdminToken {
-    /// Configured admin tokens shorter than this are warned about at start.
+    /// Configured admin tokens shorter than this refuse the start (API.md §9).
     static let recommendedLength = 32
 
     /// The file holding a generated token for a database at `databasePath`.
@@ -21,15 +21,13 @@ enum AdminToken {
     /// The effective token, and the file it was generated into by this call (nil when it was
     /// configured or read back), which a startup that fails later removes again.
     /// A generated token goes to its file only; the log names the file, never the token. A
-    /// configured token shorter than `recommendedLength` is accepted (API.md §9 takes any) with
-    /// a warning in the audit log.
+    /// configured token shorter than `recommendedLength` refuses the start, naming the setting
+    /// (API.md §9): a guessable admin token is every account on the server.
     static func resolve(configured: String?, database: Configuration.Database, logger: Logger) throws(StartupError) -> (token: String, generatedFile: String?) {
         if let configured {
-            if configured.utf8.count < Self.recommendedLength {
-                logger.warning("admin token is short", metadata: [
-                    "audit": .bool(true), "length": .int(configured.utf8.count), "recommended": .int(Self.recommendedLength),
-                    "hint": "use at least 32 random characters, e.g. openssl rand -hex 32",
-                ])
+            guard configured.utf8.count >= Self.recommendedLength else {
+                throw StartupError("adminToken (--admin-token, CONCORD_ADMIN_TOKEN) has \(configured.utf8.count) characters; "
+                                   + "it needs at least \(Self.recommendedLength) (e.g. openssl rand -hex 32)")
             }
             return (configured, nil)
         }

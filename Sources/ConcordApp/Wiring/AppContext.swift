@@ -41,6 +41,15 @@ public final class AppContext: Sendable {
 
     private static let decimalCharacters = Set("0123456789.eE+-".utf8)
 
+    /// Whether the poll's token still belongs to `device`, asked each time a held poll wakes: a
+    /// token rotated, or whose device or account was deleted or replaced, ends its polls with
+    /// `401` at the revocation (issue 23), never with data committed after it.
+    func requireStillAuthorized(_ request: RequestContext, _ device: DeviceRef) throws {
+        guard let token = request.bearerToken, case .device(device)? = try self.service.accounts.authenticate(token: token) else {
+            throw DomainError.unauthorized
+        }
+    }
+
     /// A long-poll's `wait=` in seconds (0 without one), at most `longPoll.maxWaitSeconds`.
     func waitQuery(_ request: RequestContext) throws(APIError) -> Double {
         guard let text = request.query("wait") else { return 0 }

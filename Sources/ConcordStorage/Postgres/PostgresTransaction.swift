@@ -123,11 +123,15 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
             INSERT INTO tokens (token_hash, kind, account_id, device_id, created_at) VALUES ($3, $4, $1, $2, $5)
             """, [.text(device.accountID), .text(device.deviceID), .bytes(tokenHash), .int(TokenKind.device.rawValue),
                   .double(createdAt.timeIntervalSince1970)])
+        self.observers.tokenRevoked(device)
         return true
     }
 
     func deleteAccount() throws -> Bool {
         guard try self.accountExists() else { return false }
+        try self.db.query("SELECT device_id FROM devices WHERE account_id = $1", [.text(self.accountID)]) { r in
+            self.observers.tokenRevoked(DeviceRef(accountID: self.accountID, deviceID: r.text(0)))
+        }
         for table in Self.accountTables {
             try self.db.query("DELETE FROM \(table) WHERE account_id = $1", [.text(self.accountID)])
         }
@@ -226,6 +230,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
             UPDATE devices SET replaced_by = NULL WHERE account_id = $1 AND replaced_by = $2
             """, key)
         self.observers.didChange(.deleteDevice(device.deviceID))
+        self.observers.tokenRevoked(device)
         return true
     }
 
@@ -235,7 +240,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
                  p AS (UPDATE devices SET replaced_by = $2 WHERE account_id = $1 AND device_id = $3)
             DELETE FROM tokens WHERE account_id = $1 AND device_id = $3
             """, [.text(self.accountID), .text(successor.deviceID), .text(predecessor.deviceID)])
-        self.observers.didAppend(to: .library(predecessor))
+        self.observers.tokenRevoked(predecessor)
     }
 
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws {

@@ -227,11 +227,15 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("DELETE FROM tokens WHERE account_key = ? AND device_key = ?", [.int(k.account), .int(k.device)])
         try self.db.run("INSERT INTO tokens (token_hash, kind, account_key, device_key, created_at) VALUES (?, ?, ?, ?, ?)",
                         [.blob(tokenHash), .int(TokenKind.device.rawValue), .int(k.account), .int(k.device), .double(createdAt.timeIntervalSince1970)])
+        self.observers.tokenRevoked(device)
         return true
     }
 
     func deleteAccount() throws -> Bool {
         guard let a = try self.accountKey(self.accountID) else { return false }
+        try self.db.query("SELECT device_id FROM devices WHERE account_key = ?", [.int(a)]) { s in
+            self.observers.tokenRevoked(DeviceRef(accountID: self.accountID, deviceID: s.text(0)))
+        }
         for table in Self.accountTables {
             try self.db.run("DELETE FROM \(table) WHERE account_key = ?", [.int(a)])
         }
@@ -343,6 +347,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("UPDATE devices SET replaced_by = NULL WHERE account_key = ? AND replaced_by = ?", [.int(k.account), .text(device.deviceID)])
         self.deviceKeys[device] = nil
         self.observers.didChange(.deleteDevice(device.deviceID))
+        self.observers.tokenRevoked(device)
         return true
     }
 
@@ -353,7 +358,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("UPDATE devices SET replaced_by = ? WHERE account_key = ? AND device_key = ?",
                         [.text(successor.deviceID), .int(p.account), .int(p.device)])
         try self.db.run("DELETE FROM tokens WHERE account_key = ? AND device_key = ?", [.int(p.account), .int(p.device)])
-        self.observers.didAppend(to: .library(predecessor))
+        self.observers.tokenRevoked(predecessor)
     }
 
     func setAuthorization(_ device: DeviceRef, _ status: AuthorizationStatus) throws {

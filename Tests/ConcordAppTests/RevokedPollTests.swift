@@ -1,0 +1,59 @@
+import ConcordJSON
+import ConcordTestSupport
+import Foundation
+import Testing
+
+@testable import ConcordApp
+
+/// Issue 23, defect 2: every poll held with a token that is then revoked — rotated, its device or
+/// account deleted — ends with 401 at the revocation, on both feeds; never 200 with data committed
+/// after it.
+@Suite struct RevokedPollTests {
+    /// Holds a library poll and a journal poll of `device`, runs `revoke`, then commits a change
+    /// the polls would otherwise report, and expects both to end with 401 at once.
+    static func expectBothPollsEndWith401(_ server: APIServer, _ device: (id: String, token: String), other: (id: String, token: String),
+                                          _ what: String, revoke: () throws -> Void) throws {
+        let library = try #require(try server.call("GET", "/v1/library/token", token: device.token)["changeToken"]?.stringValue)
+        let journals = try #require(try server.call("GET", "/v1/journals/token", token: device.token)["changeToken"]?.stringValue)
+        let polls = [
+            LongPollTests.Poll(port: server.port, token: device.token, "/v1/library/changes?since=\(percentEncoded(library))&wait=4"),
+            LongPollTests.Poll(port: server.port, token: device.token, "/v1/journals/changes?since=\(percentEncoded(journals))&wait=4"),
+        ]
+        try LongPollTests.waitUntilHeld(server, 2)
+        try revoke()
+        _ = try server.call("POST", "/v1/journals", token: other.token, body: #"{"title":"after"}"#)
+        for (poll, feed) in zip(polls, ["library", "journals"]) {
+            let (answer, at) = try poll.result()
+            #expect(answer.status == 401 && answer.errorName == "unauthorized", "\(what), \(feed) feed: \(answer.status) \(answer.raw.body)")
+            #expect(at - poll.sentAt < 2, "\(what), \(feed) feed: answered after \(at - poll.sentAt) s")
+        }
+    }
+
+    @Test(arguments: TestEngine.available)
+    func rotatingTheTokenEndsItsPolls(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine)
+        let (account, phone, tablet) = try server.phoneAndTablet()
+        try Self.expectBothPollsEndWith401(server, phone, other: tablet, "rotation") {
+            try #require(try server.call("POST", "/v1/devices/\(phone.id)/token", token: account.token).status == 200)
+        }
+    }
+
+    @Test(arguments: TestEngine.available)
+    func deletingTheDeviceEndsItsPolls(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine)
+        let (account, phone, tablet) = try server.phoneAndTablet()
+        try Self.expectBothPollsEndWith401(server, phone, other: tablet, "device deletion") {
+            try #require(try server.call("DELETE", "/v1/devices/\(phone.id)", token: account.token).status == 204)
+        }
+    }
+
+    @Test(arguments: TestEngine.available)
+    func deletingTheAccountEndsItsPolls(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine)
+        let (account, phone, _) = try server.phoneAndTablet()
+        let stranger = try server.phoneAndTablet()
+        try Self.expectBothPollsEndWith401(server, phone, other: stranger.tablet, "account deletion") {
+            try #require(try server.call("DELETE", "/v1/account", token: account.token).status == 204)
+        }
+    }
+}
