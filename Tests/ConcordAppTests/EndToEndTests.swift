@@ -190,7 +190,8 @@ private final class LogCapture: Sendable {
     let directory = makeTemporaryDirectory()
     var configuration = testConfiguration(directory: directory)
     configuration.server.timeouts.shutdownGrace = 0.3
-    configuration.adminToken = String(repeating: "a", count: 32)
+    let admin = String(repeating: "a", count: 32)
+    configuration.adminToken = admin
     let app = try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in }))
     // Another process's connection holds SQLite's write lock: the request's write waits for it
     // (busy timeout 5 s) while holding the store's writer.
@@ -200,7 +201,7 @@ private final class LogCapture: Sendable {
     try #require(sqlite3_exec(blocker, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
     let finished = DispatchSemaphore(value: 0)
     Thread.detachNewThread {
-        _ = try? rawRequest(port: app.port, "POST", "/v1/accounts", headers: ["Authorization: Bearer admin", "Content-Type: application/json"], body: #"{"name":"late"}"#)
+        _ = try? rawRequest(port: app.port, "POST", "/v1/accounts", headers: ["Authorization: Bearer \(admin)", "Content-Type: application/json"], body: #"{"name":"late"}"#)
         finished.signal()
     }
     usleep(200_000)
