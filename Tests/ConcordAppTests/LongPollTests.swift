@@ -239,39 +239,38 @@ struct LongPollAcrossInstancesTests {
         #expect(delays.sorted()[2] <= 0.1, "answers came \(delays) s after the commits")
     }
 
-    /// A poll held by one instance ends with 401 when the other rotates its token (issue 23).
-    @Test func aPollHeldByOneInstanceEndsWith401WhenTheOtherRotatesItsToken() throws {
+    /// A poll held by one instance with the phone's token, while `revoke` acts through the other:
+    /// the poll ends with 401 within 2 s. Answers what `revoke` answered.
+    @discardableResult
+    static func heldPollEndsWith401(feed: String, revoke: (TwoInstances, _ accountToken: String, _ phoneID: String) throws -> APIResponse) throws -> (APIResponse, TwoInstances, String) {
         let instances = try TwoInstances()
-        defer { withExtendedLifetime(instances) {} }
         let (accountToken, phone, _) = try instances.accountWithPhoneAndTablet()
         let devices = try #require(try send(instances.port1, "GET", "/v1/devices", token: accountToken)["devices"]?.arrayValue)
         let phoneID = try #require(devices.first { $0["name"]?.stringValue == "Phone" }?["deviceID"]?.stringValue)
-        let since = try #require(try send(instances.port1, "GET", "/v1/journals/token", token: phone)["changeToken"]?.stringValue)
-        let poll = LongPollTests.Poll(port: instances.port1, token: phone, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4")
+        let since = try #require(try send(instances.port1, "GET", "/v1/\(feed)/token", token: phone)["changeToken"]?.stringValue)
+        let poll = LongPollTests.Poll(port: instances.port1, token: phone, "/v1/\(feed)/changes?since=\(percentEncoded(since))&wait=4")
         usleep(300_000)   // held by instance one by now
-        try #require(try send(instances.port2, "POST", "/v1/devices/\(phoneID)/token", token: accountToken).status == 200)
+        let revoked = try revoke(instances, accountToken, phoneID)
         let (answer, at) = try poll.result()
         #expect(answer.status == 401, "\(answer.raw.body)")
         #expect(at - poll.sentAt < 2)
+        return (revoked, instances, phone)
     }
 
-    /// A poll held with a device's token ends with 401 when another instance creates its successor (issue 22).
+    /// Rotating the token through the other instance (issue 23).
+    @Test func aPollHeldByOneInstanceEndsWith401WhenTheOtherRotatesItsToken() throws {
+        try Self.heldPollEndsWith401(feed: "journals") { instances, accountToken, phoneID in
+            try send(instances.port2, "POST", "/v1/devices/\(phoneID)/token", token: accountToken)
+        }
+    }
+
+    /// Creating the successor through the other instance (issue 22); the successor adopts through the first.
     @Test func aPollHeldByOneInstanceEndsWith401WhenTheOtherCreatesTheSuccessor() throws {
-        let instances = try TwoInstances()
+        let (created, instances, phone) = try Self.heldPollEndsWith401(feed: "library") { instances, accountToken, phoneID in
+            try send(instances.port2, "POST", "/v1/devices/\(phoneID)/successor", token: accountToken, body: #"{"name":"New"}"#)
+        }
         defer { withExtendedLifetime(instances) {} }
-        let (accountToken, phone, _) = try instances.accountWithPhoneAndTablet()
-        let devices = try #require(try send(instances.port1, "GET", "/v1/devices", token: accountToken)["devices"]?.arrayValue)
-        let phoneID = try #require(devices.first { $0["name"]?.stringValue == "Phone" }?["deviceID"]?.stringValue)
-        let since = try #require(try send(instances.port1, "GET", "/v1/library/token", token: phone)["changeToken"]?.stringValue)
-        let poll = LongPollTests.Poll(port: instances.port1, token: phone, "/v1/library/changes?since=\(percentEncoded(since))&wait=4")
-        usleep(300_000)   // held by instance one by now
-        let created = try send(instances.port2, "POST", "/v1/devices/\(phoneID)/successor", token: accountToken, body: #"{"name":"New"}"#)
-        try #require(created.status == 201, "\(created.raw.body)")
-        let (answer, at) = try poll.result()
-        #expect(answer.status == 401, "\(answer.raw.body)")
-        #expect(at - poll.sentAt < 2)
-        // The new device adopts through the first instance what the old one had.
-        let newToken = try #require(created["deviceToken"]?.stringValue)
+        let newToken = try #require(created["deviceToken"]?.stringValue, "\(created.raw.body)")
         #expect(try send(instances.port1, "POST", "/v1/library/adopt", token: newToken, body: "{}")["adopted"]?.intValue == 0)
         #expect(try send(instances.port1, "GET", "/v1/library/token", token: phone).status == 401)
     }
