@@ -4,26 +4,12 @@ import ConcordJSON
 
 /// Bodies and answers of the key-first mapping (API.md §5, issue 21).
 extension Codec {
-    /// A cloud → local batch and its optional `contentMatch` (default true). The in-place reader
-    /// takes only a body with the one member, so a body that names `contentMatch` is parsed.
+    /// A cloud → local batch and its optional `contentMatch` (default true). A body the in-place
+    /// reader takes has the batch as its one member; any other is parsed once, and read from there.
     static func cloudIdentifierBatch(_ request: RequestContext, maxBatch: Int, maxElements: Int) throws(APIError) -> (IdentifierBatch, contentMatch: Bool) {
-        let batch = try self.identifierBatch(request, "cloudIdentifiers", maxBatch: maxBatch, maxElements: maxElements)
-        // A body the scanner took has no other member; only a parsed one can say `contentMatch`.
-        guard request.request.body.count > 14, self.mayName(request.request.body, "contentMatch") else { return (batch, true) }
-        let object = try request.jsonBody(maxElements: maxElements)
-        return (batch, try self.bool(object, "contentMatch", path: "contentMatch") ?? true)
-    }
-
-    /// Whether `bytes` hold `name` at all (a cheap test before parsing a body a second time).
-    private static func mayName(_ bytes: [UInt8], _ name: String) -> Bool {
-        let needle = Array(name.utf8)
-        guard bytes.count >= needle.count else { return false }
-        var i = 0
-        while i + needle.count <= bytes.count {
-            if bytes[i] == needle[0], Array(bytes[i..<(i + needle.count)]) == needle { return true }
-            i += 1
-        }
-        return false
+        let (batch, body) = try self.identifierBatchAndBody(request, "cloudIdentifiers", maxBatch: maxBatch, maxElements: maxElements)
+        guard let body else { return (batch, true) }
+        return (batch, try self.bool(body, "contentMatch", path: "contentMatch") ?? true)
     }
 
     /// `GET /v1/library/wanted`'s answer.

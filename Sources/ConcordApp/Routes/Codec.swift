@@ -89,14 +89,21 @@ enum Codec {
     /// is of the plain form `PlainStringArrayScanner` takes (a device's usual batch); any other body
     /// goes through `jsonBody` and `batch`, which decide what it means and word its errors.
     static func identifierBatch(_ request: RequestContext, _ key: StaticString, maxBatch: Int, maxElements: Int) throws(APIError) -> IdentifierBatch {
+        try self.identifierBatchAndBody(request, key, maxBatch: maxBatch, maxElements: maxElements).batch
+    }
+
+    /// `identifierBatch`, and the parsed body when the batch was not read in place (nil: the body
+    /// has no member but the batch, so nothing else to read from it).
+    static func identifierBatchAndBody(_ request: RequestContext, _ key: StaticString, maxBatch: Int,
+                                       maxElements: Int) throws(APIError) -> (batch: IdentifierBatch, body: JSONObject?) {
         let body = request.request.body
         if let spans = PlainStringArrayScanner.scan(body, member: key, maxCount: maxBatch, span: { start, length in
             IdentifierBatch.Span(start: UInt32(truncatingIfNeeded: start), length: UInt32(truncatingIfNeeded: length))
         }), body.count <= Int(UInt32.max), let batch = IdentifierBatch(bytes: body, spans: spans) {
-            return batch
+            return (batch, nil)
         }
         let object = try request.jsonBody(maxElements: maxElements)
-        return IdentifierBatch(try self.batch(object, key.description, maxBatch: maxBatch))
+        return (IdentifierBatch(try self.batch(object, key.description, maxBatch: maxBatch)), object)
     }
 
     // MARK: - Library objects (§4)
