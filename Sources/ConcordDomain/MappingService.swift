@@ -44,22 +44,9 @@ public struct CloudIdentifierAnswers: Sendable {
 public struct MappingService: ServiceArea {
     let core: ServiceCore
 
-    /// `POST /v1/library/cloud-identifiers`: local → cloud, one answer per item in request order.
-    public func cloudIdentifiers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> [CloudIdentifierMapping] {
-        let answers = try self.cloudIdentifierAnswers(forLocalIdentifiers: IdentifierBatch(ids), device: device)
-        return answers.answers.indices.map { i in
-            CloudIdentifierMapping(localIdentifier: ids[i], result: answers.withResult(i) { result in
-                switch result {
-                case .found(let bytes): .found(String(decoding: bytes, as: UTF8.self))
-                case .error(let error): .error(error)
-                }
-            })
-        }
-    }
-
-    /// Local → cloud as `cloudIdentifiers`, for identifiers given as one buffer of bytes (a
-    /// request's, say), with the found cloud identifiers as bytes of one buffer rather than a string
-    /// each (what the route writes into its answer).
+    /// `POST /v1/library/cloud-identifiers`: local → cloud, one answer per item in request order,
+    /// for identifiers given as one buffer of bytes (the request's), with the found cloud identifiers
+    /// as bytes of one buffer rather than a string each (what the route writes into its answer).
     ///
     /// Common path (everything already linked) is one read transaction, no write lock. Objects not yet
     /// linked go through step 3 inside ONE write transaction, which re-reads them and reads the unlinked
@@ -154,32 +141,24 @@ public struct MappingService: ServiceArea {
         guard !unlinked.isEmpty else { return result }
         // (a) by key.
         let objectKeys = Array(Set(unlinked.compactMap(\.key)))
-        var keyQueues: [ObjectKey: [CloudRecord]] = [:]
+        var keyQueues = RecordQueues<ObjectKey>()
         if !objectKeys.isEmpty {
-            for (r, key) in try tx.unlinkedRecords(device, carrying: objectKeys) where r.type == key.type { keyQueues[key, default: []].append(r) }
+            for (r, key) in try tx.unlinkedRecords(device, carrying: objectKeys) where r.type == key.type { keyQueues.append(r, to: key) }
         }
         // (b) by content, records that are another object's by key excluded.
         let contents = Array(Set(unlinked.filter(\.hasFingerprint).map { ContentKey(type: $0.type, fingerprint: $0.fingerprint) }))
-        var contentQueues: [ContentKey: [CloudRecord]] = [:]
+        var contentQueues = RecordQueues<ContentKey>()
         if !contents.isEmpty {
             let candidates = try tx.unlinkedRecords(device, matching: contents)
             let keyed = try tx.recordsCarryingKeys(of: device, guids: candidates.map(\.guid))
-            for r in candidates where !keyed.contains(r.guid) { contentQueues[ContentKey(type: r.type, fingerprint: r.fingerprint), default: []].append(r) }
+            for r in candidates where !keyed.contains(r.guid) { contentQueues.append(r, to: ContentKey(type: r.type, fingerprint: r.fingerprint)) }
         }
-        var taken = Set<String>()
-        func next<K: Hashable>(_ queues: inout [K: [CloudRecord]], _ key: K) -> CloudRecord? {
-            while var queue = queues[key], !queue.isEmpty {
-                let r = queue.removeFirst()
-                queues[key] = queue
-                if taken.insert(r.guid).inserted { return r }
-            }
-            return nil
-        }
+        var taken = Set<String>()   // a record found both by key and by content is taken once
         var created: [CloudRecord] = []
         var links: [(object: LibraryObject, record: CloudRecord)] = []
         for o in unlinked {
-            var record = o.key.flatMap { next(&keyQueues, $0) }
-            if record == nil, o.hasFingerprint { record = next(&contentQueues, ContentKey(type: o.type, fingerprint: o.fingerprint)) }
+            var record = o.key.flatMap { keyQueues.next($0, skipping: &taken) }
+            if record == nil, o.hasFingerprint { record = contentQueues.next(ContentKey(type: o.type, fingerprint: o.fingerprint), skipping: &taken) }
             if record == nil {
                 let new = CloudRecord(guid: core.newID(), type: o.type, fingerprint: o.fingerprint)
                 created.append(new)
@@ -196,15 +175,9 @@ public struct MappingService: ServiceArea {
         return result
     }
 
-    /// `POST /v1/library/local-identifiers`: cloud → local, one answer per item in request order.
-    public func localIdentifiers(forCloudIdentifiers strings: [String], device: DeviceRef) throws(DomainError) -> [LocalIdentifierMapping] {
-        let results = try self.localIdentifierResults(forCloudIdentifiers: IdentifierBatch(strings), device: device)
-        return zip(strings, results).map { LocalIdentifierMapping(cloudIdentifier: $0, result: $1) }
-    }
-
-    /// Cloud → local as `localIdentifiers`, for identifiers given as one buffer of bytes (a
-    /// request's, say): one result per identifier, in order (the route echoes the identifiers
-    /// from the batch, with no string per item).
+    /// `POST /v1/library/local-identifiers`: cloud → local, one result per identifier in request
+    /// order, for identifiers given as one buffer of bytes (the route echoes them from the batch,
+    /// with no string per item).
     /// `contentMatch` false: no step 4 (§5; PhotoKit's `localIdentifierMappings(forSynced:)`).
     public func localIdentifierResults(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef, contentMatch: Bool = true) throws(DomainError) -> [MappingResult] {
         guard batch.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
@@ -442,5 +415,26 @@ extension WantedCandidates {
         let more = chosen.count > limit
         if more { chosen.removeLast(chosen.count - limit) }
         return WantedPage(objects: chosen, next: more ? chosen.last?.localIdentifier : nil, total: total)
+    }
+}
+
+/// Records waiting per key, oldest first, taken from the front without moving the rest.
+struct RecordQueues<Key: Hashable> {
+    private var queues: [Key: [CloudRecord]] = [:]
+    private var heads: [Key: Int] = [:]
+
+    mutating func append(_ record: CloudRecord, to key: Key) { self.queues[key, default: []].append(record) }
+
+    /// The oldest record of `key` not in `taken` (which it joins), nil when none is left.
+    mutating func next(_ key: Key, skipping taken: inout Set<String>) -> CloudRecord? {
+        guard let queue = self.queues[key] else { return nil }
+        var head = self.heads[key, default: 0]
+        defer { self.heads[key] = head }
+        while head < queue.count {
+            let record = queue[head]
+            head += 1
+            if taken.insert(record.guid).inserted { return record }
+        }
+        return nil
     }
 }

@@ -276,27 +276,6 @@ public struct ChangePage: Sendable, Equatable {
     }
 }
 
-/// One answer item of `POST /v1/library/cloud-identifiers`.
-public struct CloudIdentifierMapping: Sendable, Equatable {
-    public var localIdentifier: String
-    /// `.found(cloudIdentifier)` or an item error.
-    public var result: MappingResult
-    public init(localIdentifier: String, result: MappingResult) {
-        self.localIdentifier = localIdentifier
-        self.result = result
-    }
-}
-
-/// One answer item of `POST /v1/library/local-identifiers`.
-public struct LocalIdentifierMapping: Sendable, Equatable {
-    public var cloudIdentifier: String
-    /// `.found(localIdentifier)` or an item error.
-    public var result: MappingResult
-    public init(cloudIdentifier: String, result: MappingResult) {
-        self.cloudIdentifier = cloudIdentifier
-        self.result = result
-    }
-}
 
 /// Limits and history retention (API.md §5, §7).
 public struct DomainConfiguration: Sendable {

@@ -133,3 +133,29 @@ struct ShiftedRow<Row: StorageRow>: StorageRow {
     func optionalText(_ column: Int32) -> String? { self.row.optionalText(column + self.by) }
     func flag(_ column: Int32) -> Bool { self.row.flag(column + self.by) }
 }
+
+/// A device's wanted list from storage (§5), as both engines select it: first the candidate rows
+/// (a record's GUID, its type, one linked object's creation second or null), then the device's
+/// unlinked objects without a fingerprint (local identifier, type, creation second or null).
+struct WantedRows {
+    private var linked: [String: (type: ObjectType, seconds: [Int64?])] = [:]
+    private var candidates = WantedCandidates()
+    private var objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)] = []
+
+    mutating func addCandidate(_ r: some StorageRow) {
+        guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
+        self.linked[r.text(0), default: (type, [])].seconds.append(r.isNull(2) ? nil : r.int(2))
+    }
+
+    /// After the candidate rows: false when there is no candidate (nothing can be wanted).
+    mutating func candidatesFound() -> Bool {
+        for (type, seconds) in self.linked.values { self.candidates.add(type: type, linkedSeconds: seconds) }
+        return !self.candidates.types.isEmpty
+    }
+
+    mutating func addObject(_ r: some StorageRow) {
+        if let type = ObjectType(rawValue: Int(r.int(1))) { self.objects.append((r.text(0), type, r.isNull(2) ? nil : r.int(2))) }
+    }
+
+    func page(after: String?, limit: Int) -> WantedPage { self.candidates.page(self.objects, after: after, limit: limit) }
+}

@@ -495,7 +495,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
-        var linked: [String: (type: ObjectType, seconds: [Int64?])] = [:]
+        var rows = WantedRows()
         try self.db.query("""
             SELECT r.guid, r.type, x.creation_second FROM records r
             JOIN objects x ON x.account_id = $1 AND x.record_guid = r.guid
@@ -504,21 +504,13 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
               AND NOT EXISTS (SELECT 1 FROM objects y WHERE y.account_id = $1 AND y.device_id = $2 AND y.record_guid = r.guid)
               AND NOT EXISTS (SELECT 1 FROM record_keys k JOIN objects y ON y.account_id = $1 AND y.device_id = $2 AND y.type = k.type AND y.key_a = k.key_a
                               WHERE k.account_id = $1 AND k.guid = r.guid)
-            """, [.text(device.accountID), .text(device.deviceID)]) { r in
-            guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
-            linked[r.text(0), default: (type, [])].seconds.append(r.isNull(2) ? nil : r.int(2))
-        }
-        var candidates = WantedCandidates()
-        for (type, seconds) in linked.values { candidates.add(type: type, linkedSeconds: seconds) }
-        guard !candidates.types.isEmpty else { return WantedPage(objects: [], next: nil, total: 0) }
-        var objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)] = []
+            """, [.text(device.accountID), .text(device.deviceID)]) { rows.addCandidate($0) }
+        guard rows.candidatesFound() else { return WantedPage(objects: [], next: nil, total: 0) }
         try self.db.query("""
             SELECT local_id, type, creation_second FROM objects
             WHERE account_id = $1 AND device_id = $2 AND fingerprint = '' AND record_guid IS NULL
-            """, [.text(device.accountID), .text(device.deviceID)]) { r in
-            if let type = ObjectType(rawValue: Int(r.int(1))) { objects.append((r.text(0), type, r.isNull(2) ? nil : r.int(2))) }
-        }
-        return candidates.page(objects, after: after, limit: limit)
+            """, [.text(device.accountID), .text(device.deviceID)]) { rows.addObject($0) }
+        return rows.page(after: after, limit: limit)
     }
 
     func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus {

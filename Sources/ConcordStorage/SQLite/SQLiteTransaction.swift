@@ -581,22 +581,14 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
         guard let k = try self.keys(device) else { return WantedPage(objects: [], next: nil, total: 0) }
-        var linked: [String: (type: ObjectType, seconds: [Int64?])] = [:]
-        try self.db.query(Self.wantedCandidatesSQL, [.int(k.account), .int(k.device)]) { s in
-            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
-            linked[s.text(0), default: (type, [])].seconds.append(s.isNull(2) ? nil : s.int(2))
-        }
-        var candidates = WantedCandidates()
-        for (type, seconds) in linked.values { candidates.add(type: type, linkedSeconds: seconds) }
-        guard !candidates.types.isEmpty else { return WantedPage(objects: [], next: nil, total: 0) }
-        var objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)] = []
+        var rows = WantedRows()
+        try self.db.query(Self.wantedCandidatesSQL, [.int(k.account), .int(k.device)]) { rows.addCandidate($0) }
+        guard rows.candidatesFound() else { return WantedPage(objects: [], next: nil, total: 0) }
         try self.db.query("""
             SELECT local_id, type, creation_second FROM objects
             WHERE account_key = ? AND device_key = ? AND fingerprint = '' AND record_guid IS NULL
-            """, [.int(k.account), .int(k.device)]) { s in
-            if let type = ObjectType(rawValue: Int(s.int(1))) { objects.append((s.text(0), type, s.isNull(2) ? nil : s.int(2))) }
-        }
-        return candidates.page(objects, after: after, limit: limit)
+            """, [.int(k.account), .int(k.device)]) { rows.addObject($0) }
+        return rows.page(after: after, limit: limit)
     }
 
     func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus {

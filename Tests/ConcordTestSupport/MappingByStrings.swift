@@ -1,0 +1,49 @@
+import ConcordDomain
+
+// The mapping directions with strings in and strings out, for tests: they read better than the
+// byte-buffer batches the routes use (`cloudIdentifierAnswers`, `localIdentifierResults`), which
+// they call, so a test exercises exactly the routes' path.
+
+/// One answer item of local → cloud.
+public struct CloudIdentifierMapping: Sendable, Equatable {
+    public var localIdentifier: String
+    /// `.found(cloudIdentifier)` or an item error.
+    public var result: MappingResult
+    public init(localIdentifier: String, result: MappingResult) {
+        self.localIdentifier = localIdentifier
+        self.result = result
+    }
+}
+
+/// One answer item of cloud → local.
+public struct LocalIdentifierMapping: Sendable, Equatable {
+    public var cloudIdentifier: String
+    /// `.found(localIdentifier)` or an item error.
+    public var result: MappingResult
+    public init(cloudIdentifier: String, result: MappingResult) {
+        self.cloudIdentifier = cloudIdentifier
+        self.result = result
+    }
+}
+
+extension MappingService {
+    /// Local → cloud for identifiers as strings, one mapping per item in order.
+    public func cloudIdentifiers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> [CloudIdentifierMapping] {
+        let answers = try self.cloudIdentifierAnswers(forLocalIdentifiers: IdentifierBatch(ids), device: device)
+        return answers.answers.indices.map { i in
+            CloudIdentifierMapping(localIdentifier: ids[i], result: answers.withResult(i) { result in
+                switch result {
+                case .found(let bytes): .found(String(decoding: bytes, as: UTF8.self))
+                case .error(let error): .error(error)
+                }
+            })
+        }
+    }
+
+    /// Cloud → local for identifiers as strings, one mapping per item in order.
+    public func localIdentifiers(forCloudIdentifiers strings: [String], device: DeviceRef) throws(DomainError) -> [LocalIdentifierMapping] {
+        let results = try self.localIdentifierResults(forCloudIdentifiers: IdentifierBatch(strings), device: device)
+        return zip(strings, results).map { LocalIdentifierMapping(cloudIdentifier: $0, result: $1) }
+    }
+
+}
