@@ -16,6 +16,8 @@ public final class ConcordService: Sendable {
     public let accounts: AccountService
     /// A device's library (§4).
     public let library: LibraryService
+    /// Uploads in parts of a whole library (§4).
+    public let uploads: UploadService
     /// Mapping identifiers both ways, and links (§5).
     public let mapping: MappingService
     /// A device's change history (§7).
@@ -53,6 +55,7 @@ public final class ConcordService: Sendable {
         self.core = core
         self.accounts = AccountService(core: core)
         self.library = LibraryService(core: core)
+        self.uploads = UploadService(core: core)
         self.mapping = MappingService(core: core)
         self.history = HistoryService(core: core)
         self.journals = JournalService(core: core)

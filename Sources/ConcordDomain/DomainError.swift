@@ -52,6 +52,8 @@ public enum DomainError: Error, Sendable, Equatable {
     case deviceAlreadyReplaced(replacedBy: String)
     /// 409: `POST /v1/library/adopt` by a device with no predecessor (or whose predecessor was deleted).
     case noPredecessor
+    /// `409`: the device has this many open uploads in parts already (§4).
+    case tooManyUploads(limit: Int)
     /// 503: storage is busy or unreachable; retry later.
     case unavailable(message: String)
     /// 507: storage cannot take the write (disk full, read-only, I/O error); nothing of the
@@ -79,6 +81,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .quotaExceeded: return "quotaExceeded"
         case .deviceAlreadyReplaced: return "deviceAlreadyReplaced"
         case .noPredecessor: return "noPredecessor"
+        case .tooManyUploads: return "tooManyUploads"
         case .insufficientStorage: return "insufficientStorage"
         case .internalError: return "internalError"
         }
@@ -91,7 +94,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .unauthorized: return 401
         case .forbidden, .accessUserDenied, .quotaExceeded: return 403
         case .notFound: return 404
-        case .fingerprintMismatch, .deviceAlreadyReplaced, .noPredecessor: return 409
+        case .fingerprintMismatch, .deviceAlreadyReplaced, .noPredecessor, .tooManyUploads: return 409
         case .persistentChangeTokenExpired: return 410
         case .versionMismatch: return 412
         case .changeTokenMismatch: return 412
@@ -131,6 +134,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .versionMismatch: return "The version does not match."
         case .deviceAlreadyReplaced: return "This device has a successor already."
         case .noPredecessor: return "This device has no predecessor to adopt from."
+        case .tooManyUploads(let limit): return "This device has \(limit) open uploads already; commit or delete one first."
         case .changeTokenMismatch: return "The library changed since the change token in If-Match; nothing was stored."
         case .internalError: return "Internal server error."
         }
@@ -147,6 +151,7 @@ public enum DomainError: Error, Sendable, Equatable {
         case .versionMismatch(let v): return [DetailField("version", v.map { .string($0) } ?? .null)]
         case .deviceAlreadyReplaced(let successor): return [DetailField("replacedBy", .string(successor))]
         case .changeTokenMismatch(let token): return [DetailField("changeToken", .string(token))]
+        case .tooManyUploads(let limit): return [DetailField("maxOpenUploads", .int(limit))]
         default: return []
         }
     }

@@ -87,9 +87,7 @@ public struct LibraryService: ServiceArea {
                 details[s.object.type].updated.append(s.object.localIdentifier)
             }
 
-            let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
-            let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
-            let del = deleteIDs.count
+            let ins = details.count(\.inserted), upd = details.count(\.updated), del = deleteIDs.count
             try Self.checkPrecondition(precondition, state: state, tokens: self.tokens)
             var seq = state.lastChangeSeq
             if !details.isEmpty {
@@ -105,7 +103,7 @@ public struct LibraryService: ServiceArea {
     }
 
     /// A library may hold `quotas.objectsPerDevice` objects.
-    private func checkObjectQuota(_ count: Int) throws(DomainError) {
+    func checkObjectQuota(_ count: Int) throws(DomainError) {
         let quota = self.configuration.quotas.objectsPerDevice
         if count > quota { throw DomainError.quotaExceeded(quota: "objectsPerDevice", limit: quota) }
     }
@@ -115,70 +113,45 @@ public struct LibraryService: ServiceArea {
     /// `ifMatch`: the write precondition (§4), as for `applyChanges`.
     @discardableResult
     public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, ifMatch: IfMatch? = nil, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
-        var byID: [ByteKey: LibraryObject] = [:]
+        var byID: [ByteKey: ObjectType] = [:]
         byID.reserveCapacity(snapshot.objects.count)
         for o in snapshot.objects {
             try Self.validate(o, field: o.type.partName)
-            guard byID.updateValue(o, forKey: ByteKey(o.localIdentifier)) == nil else { throw Self.duplicate(o.localIdentifier) }
+            guard byID.updateValue(o.type, forKey: ByteKey(o.localIdentifier)) == nil else { throw Self.duplicate(o.localIdentifier) }
         }
-        try Self.checkMembers(snapshot.objects, typeOf: { byID[ByteKey($0)]?.type })
+        try Self.checkMembers(snapshot.objects, typeOf: { byID[ByteKey($0)] })
+        byID = [:]
+        // The merge takes the sent library in byte order, a page at a time.
+        let sorted = snapshot.objects.sorted { $0.localIdentifier.utf8Precedes($1.localIdentifier) }
         let precondition = self.precondition(ifMatch, device: device)
-        let now = self.now
         return try self.write(device) { tx, state in
-            let stored = try tx.allObjects(device)
-            var details = ChangeDetails()
-            var puts: [StoredObject] = []
-            var deleteIDs: [String] = []
-            var unchanged = 0
-            var takes: [(object: LibraryObject, record: CloudRecord)] = []
-            var storedIDs = Set<ByteKey>()
-            storedIDs.reserveCapacity(stored.count)
-            var retyped = Set<ByteKey>()
-            for old in stored {
-                let id = old.object.localIdentifier
-                storedIDs.insert(ByteKey(id))
-                guard let new = byID[ByteKey(id)] else {
-                    deleteIDs.append(id)
-                    details[old.object.type].deleted.append(id)
-                    continue
-                }
-                if new.type != old.object.type {
-                    // A wholesale replacement may reuse an identifier for another type: delete + insert.
-                    guard reset else { throw Self.typeChange(id, from: old.object.type, to: new.type) }
-                    deleteIDs.append(id)
-                    details[old.object.type].deleted.append(id)
-                    retyped.insert(ByteKey(id))
-                    continue
-                }
-                let merged = Self.merged(new, keeping: old.object)
-                if merged == old.object { unchanged += 1; continue }
-                let link = Self.keptLink(old, new: merged, reset: reset)
-                puts.append(StoredObject(object: merged, link: link))
-                if let link, Self.givesRecordMore(old.object, merged) { takes.append((merged, link)) }
-                details[new.type].updated.append(id)
+            var offset = 0
+            return try self.replace(tx, state, reset: reset, sentCount: sorted.count, precondition: precondition) {
+                let page = Array(sorted[offset..<min(offset + LibraryReplacement.pageSize, sorted.count)])
+                offset += page.count
+                return page
             }
-            for o in snapshot.objects {
-                let id = o.localIdentifier
-                guard !storedIDs.contains(ByteKey(id)) || retyped.contains(ByteKey(id)) else { continue }
-                puts.append(StoredObject(object: o, link: nil))
-                details[o.type].inserted.append(id)
-            }
-            let ins = details.assets.inserted.count + details.assetCollections.inserted.count + details.collectionLists.inserted.count
-            let upd = details.assets.updated.count + details.assetCollections.updated.count + details.collectionLists.updated.count
-            let del = details.assets.deleted.count + details.assetCollections.deleted.count + details.collectionLists.deleted.count
-            try Self.checkPrecondition(precondition, state: state, tokens: self.tokens)
-            var seq = state.lastChangeSeq
-            if reset || !details.isEmpty {
-                try self.checkObjectQuota(snapshot.objects.count)
-                try tx.deleteObjects(device, localIdentifiers: deleteIDs)
-                if reset { try tx.dropAllLinks(device) }
-                try tx.putObjects(device, puts)
-                try MappingService.recordsTake(tx, takes)
-                seq = try HistoryService.appendChange(self.core, tx, state, details: reset ? nil : details, now: now, objectCount: snapshot.objects.count)
-            }
-            return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(device)),
-                                       inserted: ins, updated: upd, deleted: del, unchanged: unchanged)
         }
+    }
+
+    /// Replaces the device's library by the one `nextSent` gives, a page at a time in byte order, its
+    /// own rules checked already (`LibraryReplacement`), and appends the change to the history.
+    func replace(_ tx: any AccountWriteTransaction, _ state: DeviceState, reset: Bool, sentCount: Int, precondition: Precondition?,
+                 nextSent: () throws -> [LibraryObject]) throws -> LibraryChangeResult {
+        var preconditionFailure: DomainError?
+        do { try Self.checkPrecondition(precondition, state: state, tokens: self.tokens) } catch { preconditionFailure = error }
+        var quotaFailure: DomainError?
+        do { try self.checkObjectQuota(sentCount) } catch { quotaFailure = error }
+        var replacement = LibraryReplacement(tx: tx, device: state.ref, state: state, reset: reset, sentCount: sentCount,
+                                             preconditionFailure: preconditionFailure, quotaFailure: quotaFailure)
+        let (changed, details, unchanged) = try replacement.run(nextSent: nextSent)
+        var seq = state.lastChangeSeq
+        if changed {
+            seq = try HistoryService.appendChange(self.core, tx, state, details: reset ? nil : details, now: self.now, objectCount: sentCount)
+        }
+        return LibraryChangeResult(changeToken: self.tokens.encode(seq: seq, scope: .library(state.ref)),
+                                   inserted: details.count(\.inserted), updated: details.count(\.updated),
+                                   deleted: details.count(\.deleted), unchanged: unchanged)
     }
 
     /// `GET /v1/library/objects/{localIdentifier}`.

@@ -250,6 +250,10 @@ public struct ChangeDetails: Sendable, Equatable {
         }
     }
     public var isEmpty: Bool { self.assets.isEmpty && self.assetCollections.isEmpty && self.collectionLists.isEmpty }
+    /// One list's length, all types together (`count(\.inserted)`).
+    func count(_ list: KeyPath<ChangeLists, [String]>) -> Int {
+        self.assets[keyPath: list].count + self.assetCollections[keyPath: list].count + self.collectionLists[keyPath: list].count
+    }
 }
 
 /// One entry of `GET /v1/library/changes`: details, or nil when unavailable (a reset library:

@@ -94,6 +94,12 @@ enum StorageRows {
         o.is_favorite, o.title, o.members, o.app_created, o.record_guid, r.type, r.fingerprint, o.pk_identifier
         """
 
+    /// `objectColumns`' layout read from an upload's objects (`upload_objects u`): no link.
+    static let uploadObjectColumns = """
+        u.local_id, u.type, u.fingerprint, u.media_type, u.creation_date, u.modification_date, u.has_adjustments, \
+        u.is_favorite, u.title, u.members, u.app_created, NULL, NULL, NULL, u.pk_identifier
+        """
+
     static func libraryObject(_ r: some StorageRow) -> LibraryObject {
         let members = r.text(9)
         return LibraryObject(

@@ -15,14 +15,43 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
         app.deviceRoute("PUT", "/v1/library", operation: "replaceLibrary", body: .manifest) { request, device in
             let reset = try Codec.boolQuery(request, "reset") ?? false
             let snapshot = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
-            let items = app.configuration.server.limits.libraryItems
-            guard snapshot.objects.count <= items else {
-                throw APIError.payloadTooLarge("A library manifest may list at most \(items) objects.")
-            }
+            try Codec.checkLibraryItems(snapshot, app)
             let result = try Codec.underIfMatch(request) { ifMatch in
                 try app.service.library.replaceLibrary(snapshot, reset: reset, ifMatch: ifMatch, device: device)
             }
             return Codec.json { Codec.write(result, into: &$0) }
+        },
+        // Uploads in parts (§4): a whole library as slices, applied by the commit as one PUT.
+        app.deviceRoute("POST", "/v1/library/uploads", operation: "openUpload", idempotent: true) { request, device in
+            try Codec.emptyObjectBody(request)
+            let opened = try app.service.uploads.open(device: device)
+            return Codec.strings(status: 201, [("uploadID", opened.uploadID), ("expiresAt", RFC3339.format(opened.expiresAt))])
+        },
+        app.deviceRoute("PUT", "/v1/library/uploads/{uploadID}/parts/{n}", operation: "putUploadPart", body: .manifest) { request, device in
+            let uploadID = try request.pathParameter("uploadID")
+            let n = try Codec.partNumber(try request.pathParameter("n"))
+            let slice = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
+            try Codec.checkLibraryItems(slice, app)
+            let progress = try app.service.uploads.putPart(n, of: uploadID, slice, device: device)
+            return Codec.json { w in
+                w.beginObject()
+                w.key("parts"); w.int(progress.parts)
+                w.key("objects"); w.int(progress.objects)
+                w.endObject()
+            }
+        },
+        app.deviceRoute("POST", "/v1/library/uploads/{uploadID}/commit", operation: "commitUpload", idempotent: true) { request, device in
+            let uploadID = try request.pathParameter("uploadID")
+            let reset = try Codec.boolQuery(request, "reset") ?? false
+            try Codec.emptyObjectBody(request)
+            let result = try Codec.underIfMatch(request) { ifMatch in
+                try app.service.uploads.commit(uploadID, reset: reset, ifMatch: ifMatch, device: device)
+            }
+            return Codec.json { Codec.write(result, into: &$0) }
+        },
+        app.deviceRoute("DELETE", "/v1/library/uploads/{uploadID}", operation: "deleteUpload") { request, device in
+            try app.service.uploads.delete(try request.pathParameter("uploadID"), device: device)
+            return .noContent
         },
         // Local identifiers contain '/': the rest of the path is the identifier, with raw
         // slashes or %2F alike (the router decodes the remainder as a whole).
@@ -69,6 +98,31 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
 }
 
 extension Codec {
+    /// A manifest (or an upload's part) lists at most `server.limits.libraryItems` objects; the
+    /// `413` names the setting and the way around it.
+    static func checkLibraryItems(_ snapshot: LibrarySnapshot, _ app: AppContext) throws(APIError) {
+        let items = app.configuration.server.limits.libraryItems
+        guard snapshot.objects.count > items else { return }
+        throw APIError.payloadTooLarge("A library manifest may list at most \(items) objects (setting server.limits.libraryItems); "
+            + "send a larger library as an upload in parts: POST /v1/library/uploads, then its parts and commit.")
+    }
+
+    /// A part number of the path: 1–10 000 (§4), else `400` naming `n`.
+    static func partNumber(_ text: String) throws(APIError) -> Int {
+        guard !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let n = Int(text),
+              (1...UploadService.maxPartNumber).contains(n) else {
+            throw APIError.badRequest("A part number is an integer from 1 to \(UploadService.maxPartNumber).", field: "n")
+        }
+        return n
+    }
+
+    /// A body of `{}` (§4: opening and committing an upload); an empty body means the same, and
+    /// members are ignored as everywhere. Anything but a JSON object is `400`.
+    static func emptyObjectBody(_ request: RequestContext) throws(APIError) {
+        guard !request.request.body.isEmpty else { return }
+        _ = try request.jsonBody()
+    }
+
     /// Runs a library write under the request's `If-Match` (§4, "Write precondition"). A malformed
     /// one is `400` naming `If-Match`, but a body that is `400`/`422` stays so whatever `If-Match`
     /// says, checks against the stored library included: the write runs once with a precondition

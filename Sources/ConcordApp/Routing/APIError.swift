@@ -29,7 +29,8 @@ public struct APIError: Error, Sendable {
     }
     /// The body is over the route's limit (the transport's own limit answers the same way).
     public static func payloadTooLarge(limit: Int) -> APIError {
-        .payloadTooLarge("body larger than \(limit) bytes")
+        .payloadTooLarge("The body is larger than this route's limit of \(limit) bytes (settings server.limits.bodyBytes and "
+            + "server.limits.smallBodyBytes); a whole library goes as an upload in parts: POST /v1/library/uploads.")
     }
     /// The body holds more than the route takes (elements, objects).
     public static func payloadTooLarge(_ message: String) -> APIError {

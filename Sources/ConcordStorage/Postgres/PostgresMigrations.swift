@@ -140,6 +140,43 @@ enum PostgresMigrations {
         ALTER TABLE devices ADD COLUMN replaces text COLLATE "C";
         ALTER TABLE devices ADD COLUMN replaced_by text COLLATE "C";
         """),
+        // Migration 8: uploads in parts (issue 24, API.md §4), as on SQLite.
+        (8, """
+        CREATE TABLE uploads (
+            account_id text COLLATE "C" NOT NULL,
+            upload_id text COLLATE "C" NOT NULL,
+            device_id text COLLATE "C" NOT NULL,
+            touched_at double precision NOT NULL,
+            PRIMARY KEY (account_id, upload_id)
+        );
+        CREATE INDEX uploads_by_device ON uploads (account_id, device_id);
+        CREATE TABLE upload_parts (
+            account_id text COLLATE "C" NOT NULL,
+            upload_id text COLLATE "C" NOT NULL,
+            part bigint NOT NULL,
+            objects bigint NOT NULL,
+            PRIMARY KEY (account_id, upload_id, part)
+        );
+        CREATE TABLE upload_objects (
+            account_id text COLLATE "C" NOT NULL,
+            upload_id text COLLATE "C" NOT NULL,
+            local_id text COLLATE "C" NOT NULL,
+            part bigint NOT NULL,
+            type bigint NOT NULL,
+            fingerprint text COLLATE "C" NOT NULL,
+            media_type text NOT NULL,
+            creation_date text,
+            modification_date text,
+            has_adjustments boolean NOT NULL,
+            is_favorite boolean NOT NULL,
+            title text,
+            members text NOT NULL,
+            app_created boolean NOT NULL,
+            pk_identifier text COLLATE "C",
+            PRIMARY KEY (account_id, upload_id, local_id, part)
+        );
+        CREATE INDEX upload_objects_by_part ON upload_objects (account_id, upload_id, part);
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -139,7 +139,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     /// Every table holding an account's rows, `accounts` last.
-    static let accountTables = ["idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
+    static let accountTables = ["upload_objects", "upload_parts", "uploads", "idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
                                 "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 
@@ -225,6 +225,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
                  c AS (DELETE FROM changes WHERE account_id = $1 AND device_id = $2)
             DELETE FROM tokens WHERE account_id = $1 AND device_id = $2
             """, key)
+        try self.deleteUploads(of: device)
         try self.db.query("""
             WITH s AS (UPDATE devices SET replaces = NULL WHERE account_id = $1 AND replaces = $2)
             UPDATE devices SET replaced_by = NULL WHERE account_id = $1 AND replaced_by = $2
@@ -257,7 +258,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     // MARK: - Objects
 
     private static let objectColumns = StorageRows.objectColumns
-    private static let linkJoin = "LEFT JOIN records r ON r.account_id = o.account_id AND r.guid = o.record_guid"
+    static let linkJoin = "LEFT JOIN records r ON r.account_id = o.account_id AND r.guid = o.record_guid"
 
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         guard !localIdentifiers.isEmpty else { return [] }

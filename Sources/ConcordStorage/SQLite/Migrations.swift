@@ -152,6 +152,45 @@ enum SQLiteMigrations {
         ALTER TABLE devices ADD COLUMN replaces TEXT;
         ALTER TABLE devices ADD COLUMN replaced_by TEXT;
         """),
+        // Migration 8: uploads in parts (issue 24, API.md §4). An upload belongs to one device and
+        // expires a day after touched_at; its parts' objects have the columns of `objects`, keyed so
+        // that the commit reads them in local identifier order and finds one held by two parts.
+        (8, """
+        CREATE TABLE uploads (
+            account_key INTEGER NOT NULL,
+            upload_id TEXT NOT NULL,
+            device_key INTEGER NOT NULL,
+            touched_at REAL NOT NULL,
+            PRIMARY KEY (account_key, upload_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX uploads_by_device ON uploads (account_key, device_key);
+        CREATE TABLE upload_parts (
+            account_key INTEGER NOT NULL,
+            upload_id TEXT NOT NULL,
+            part INTEGER NOT NULL,
+            objects INTEGER NOT NULL,
+            PRIMARY KEY (account_key, upload_id, part)
+        ) WITHOUT ROWID;
+        CREATE TABLE upload_objects (
+            account_key INTEGER NOT NULL,
+            upload_id TEXT NOT NULL,
+            local_id TEXT NOT NULL,
+            part INTEGER NOT NULL,
+            type INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            creation_date TEXT,
+            modification_date TEXT,
+            has_adjustments INTEGER NOT NULL,
+            is_favorite INTEGER NOT NULL,
+            title TEXT,
+            members TEXT NOT NULL,
+            app_created INTEGER NOT NULL,
+            pk_identifier TEXT,
+            PRIMARY KEY (account_key, upload_id, local_id, part)
+        ) WITHOUT ROWID;
+        CREATE INDEX upload_objects_by_part ON upload_objects (account_key, upload_id, part);
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

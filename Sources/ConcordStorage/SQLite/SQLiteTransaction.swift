@@ -245,7 +245,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     /// Every table holding an account's rows, `accounts` last.
-    static let accountTables = ["idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
+    static let accountTables = ["upload_objects", "upload_parts", "uploads", "idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
                                 "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 
@@ -343,6 +343,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("DELETE FROM objects WHERE account_key = ? AND device_key = ?", key)
         try self.db.run("DELETE FROM changes WHERE account_key = ? AND device_key = ?", key)
         try self.db.run("DELETE FROM tokens WHERE account_key = ? AND device_key = ?", key)
+        try self.deleteUploads(deviceKey: k.device, accountKey: k.account)
         try self.db.run("UPDATE devices SET replaces = NULL WHERE account_key = ? AND replaces = ?", [.int(k.account), .text(device.deviceID)])
         try self.db.run("UPDATE devices SET replaced_by = NULL WHERE account_key = ? AND replaced_by = ?", [.int(k.account), .text(device.deviceID)])
         self.deviceKeys[device] = nil
@@ -378,7 +379,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     /// Columns of an object row followed by its linked record's type and fingerprint (LEFT JOIN).
     static let objectColumns = StorageRows.objectColumns
-    private static let linkJoin = "LEFT JOIN records r ON r.account_key = o.account_key AND r.guid = o.record_guid"
+    static let linkJoin = "LEFT JOIN records r ON r.account_key = o.account_key AND r.guid = o.record_guid"
 
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         guard !localIdentifiers.isEmpty, let k = try self.keys(device) else { return [] }

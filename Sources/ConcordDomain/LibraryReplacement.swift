@@ -1,0 +1,129 @@
+import Foundation
+
+/// A whole library replacing what a device has stored (`PUT /v1/library`, an upload's commit; §4),
+/// applied as a merge of two streams in local identifier byte order: the sent library, a page at a
+/// time from its source, and the stored library, a page at a time from storage. Neither side is
+/// ever held whole, so an upload of a million objects costs a few pages of memory (plus the change's
+/// list of identifiers), and its writes go to storage in chunks inside the one write transaction.
+///
+/// The caller has checked the sent library's own rules (identifiers valid and distinct, members
+/// present); what needs the stored library (an identifier keeping its type), the precondition and
+/// the quota are checked here, in the contract's order: a `400` found anywhere wins over `412`,
+/// which wins over `403`. While one of those is pending nothing is written, and any error rolls
+/// back what was.
+struct LibraryReplacement {
+    /// Objects read from each side per round trip, and writes per chunk.
+    static let pageSize = 2_000
+
+    let tx: any AccountWriteTransaction
+    let device: DeviceRef
+    let state: DeviceState
+    let reset: Bool
+    /// Objects in the sent library (its object count after the change).
+    let sentCount: Int
+    /// `412` to throw at the end unless a `400` comes first (`LibraryService.checkPrecondition`).
+    let preconditionFailure: DomainError?
+    /// `403` to throw at the end when the change changes anything.
+    let quotaFailure: DomainError?
+
+    private var details = ChangeDetails()
+    private var unchanged = 0
+    private var puts: [StoredObject] = []
+    private var deletes: [String] = []
+    private var takes: [(object: LibraryObject, record: CloudRecord)] = []
+    private var writes: Bool { self.preconditionFailure == nil && self.quotaFailure == nil }
+
+    init(tx: any AccountWriteTransaction, device: DeviceRef, state: DeviceState, reset: Bool, sentCount: Int,
+         preconditionFailure: DomainError?, quotaFailure: DomainError?) {
+        self.tx = tx
+        self.device = device
+        self.state = state
+        self.reset = reset
+        self.sentCount = sentCount
+        self.preconditionFailure = preconditionFailure
+        self.quotaFailure = quotaFailure
+    }
+
+    /// Runs the merge. `nextSent` gives the sent library's next page in byte order (empty: done).
+    /// Returns the change (nil details: nothing changed) and the counts; the caller appends it to
+    /// the history.
+    mutating func run(nextSent: () throws -> [LibraryObject]) throws -> (changed: Bool, details: ChangeDetails, unchanged: Int) {
+        if self.reset && self.writes { try self.tx.dropAllLinks(self.device) }
+        var sent = try nextSent()
+        var si = 0
+        var stored: [StoredObject] = []
+        var ti = 0
+        var storedAfter: String?
+        var storedDone = false
+        while true {
+            if si == sent.count, !sent.isEmpty { sent = try nextSent(); si = 0 }
+            // A stored page is read only once every decision before its first key is made, and the
+            // writes so far are all at or before the last key read: paging never sees its own writes.
+            if ti == stored.count, !storedDone {
+                try self.flush()
+                stored = try self.tx.storedObjectPage(self.device, after: storedAfter, limit: Self.pageSize)
+                ti = 0
+                storedDone = stored.count < Self.pageSize
+                storedAfter = stored.last?.object.localIdentifier
+            }
+            let new = si < sent.count ? sent[si] : nil
+            let old = ti < stored.count ? stored[ti] : nil
+            switch (new, old) {
+            case (nil, nil):
+                try self.flush()
+                let changed = self.reset || !self.details.isEmpty
+                if let failure = self.preconditionFailure { throw failure }
+                if changed, let failure = self.quotaFailure { throw failure }
+                return (changed, self.details, self.unchanged)
+            case (let n?, let o?) where n.localIdentifier.utf8.elementsEqual(o.object.localIdentifier.utf8):
+                try self.replace(o, with: n)
+                si += 1; ti += 1
+            case (let n?, let o?) where n.localIdentifier.utf8Precedes(o.object.localIdentifier):
+                self.insert(n)
+                si += 1
+            case (let n?, nil):
+                self.insert(n)
+                si += 1
+            case (_, let o?):
+                self.delete(o)
+                ti += 1
+            }
+            if self.puts.count + self.deletes.count >= Self.pageSize { try self.flush() }
+        }
+    }
+
+    private mutating func insert(_ o: LibraryObject) {
+        self.puts.append(StoredObject(object: o, link: nil))
+        self.details[o.type].inserted.append(o.localIdentifier)
+    }
+
+    private mutating func delete(_ old: StoredObject) {
+        self.deletes.append(old.object.localIdentifier)
+        self.details[old.object.type].deleted.append(old.object.localIdentifier)
+    }
+
+    private mutating func replace(_ old: StoredObject, with new: LibraryObject) throws {
+        if new.type != old.object.type {
+            // A wholesale replacement may reuse an identifier for another type: delete + insert.
+            guard self.reset else { throw LibraryService.typeChange(new.localIdentifier, from: old.object.type, to: new.type) }
+            self.delete(old)
+            self.insert(new)
+            return
+        }
+        let merged = LibraryService.merged(new, keeping: old.object)
+        if merged == old.object { self.unchanged += 1; return }
+        let link = LibraryService.keptLink(old, new: merged, reset: self.reset)
+        self.puts.append(StoredObject(object: merged, link: link))
+        if let link, LibraryService.givesRecordMore(old.object, merged) { self.takes.append((merged, link)) }
+        self.details[new.type].updated.append(new.localIdentifier)
+    }
+
+    /// Writes the chunk decided so far (deletes first: a retyped identifier is deleted, then put).
+    private mutating func flush() throws {
+        defer { self.puts.removeAll(keepingCapacity: true); self.deletes.removeAll(keepingCapacity: true); self.takes.removeAll(keepingCapacity: true) }
+        guard self.writes else { return }
+        if !self.deletes.isEmpty { try self.tx.deleteObjects(self.device, localIdentifiers: self.deletes) }
+        if !self.puts.isEmpty { try self.tx.putObjects(self.device, self.puts) }
+        if !self.takes.isEmpty { try MappingService.recordsTake(self.tx, self.takes) }
+    }
+}
