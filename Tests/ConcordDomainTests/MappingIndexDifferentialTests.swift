@@ -282,8 +282,21 @@ private final class Scenario {
                 objects[id] = self.object(id, album: self.chance(0.1))
             }
             let snapshot = LibrarySnapshot(objects: objects.values.sorted { $0.localIdentifier.utf8.lexicographicallyPrecedes($1.localIdentifier.utf8) })
-            self.same("replaceLibrary reset=\(reset)") { side in
-                let r = try side.service.library.replaceLibrary(snapshot, reset: reset, device: side.devices[d])
+            // Sometimes as an upload in parts (§4): the same change, committed from storage.
+            let parts = self.chance(0.4) ? Int.random(in: 1...3, using: &self.random) : 0
+            self.same("replaceLibrary reset=\(reset) parts=\(parts)") { side in
+                let device = side.devices[d]
+                let r: LibraryChangeResult
+                if parts == 0 {
+                    r = try side.service.library.replaceLibrary(snapshot, reset: reset, device: device)
+                } else {
+                    let upload = try side.service.uploads.open(device: device).uploadID
+                    for p in 0..<parts {
+                        let slice = snapshot.objects.enumerated().filter { $0.offset % parts == p }.map(\.element)
+                        _ = try side.service.uploads.putPart(p + 1, of: upload, LibrarySnapshot(objects: slice), device: device)
+                    }
+                    r = try side.service.uploads.commit(upload, reset: reset, device: device)
+                }
                 return "\(r.inserted) \(r.updated) \(r.deleted) \(r.unchanged)"
             }
         case 12..<30:  // changes: upserts (new fingerprints now and then) and deletes
