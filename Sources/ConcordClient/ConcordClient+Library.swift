@@ -28,8 +28,17 @@ extension ConcordClient {
     /// when the token moved). With it the PUT is not resent after a connection lost once it may
     /// have been delivered: the resend would find the token its first send moved, and look like a
     /// copy of this installation had written.
+    ///
+    /// A library of more than `partObjects` objects goes as an upload in parts (API.md §4): each
+    /// part small enough to resend alone, `progress` told after each, one change at the commit,
+    /// the same answer. A phone's first upload of a large library should take this path.
     @discardableResult
-    public func replaceLibrary(_ library: LibrarySnapshot, reset: Bool = false, ifMatch: ChangeToken? = nil) async throws -> LibraryChangeResult {
+    public func replaceLibrary(_ library: LibrarySnapshot, reset: Bool = false, ifMatch: ChangeToken? = nil,
+                               partObjects: Int = ConcordClient.defaultUploadPartObjects,
+                               progress: (@Sendable (LibraryUploadProgress) -> Void)? = nil) async throws -> LibraryChangeResult {
+        if library.objectCount > partObjects {
+            return try await self.replaceLibraryInParts(library, reset: reset, ifMatch: ifMatch, partObjects: partObjects, progress: progress)
+        }
         let query = reset ? [(name: "reset", value: "true")] : []
         return try await Self.libraryWrite {
             try await self.call(try self.request("PUT", "/v1/library", query: query, body: library, idempotent: ifMatch == nil, ifMatch: ifMatch?.rawValue))
