@@ -8,14 +8,26 @@ import ConcordDomain
 /// deleted); keys hold no control characters, so "\n" separates them unambiguously.
 private enum DetailLines {
     /// The lines of each group's lists, groups in the order given.
+    /// Written straight into one string sized up front: a first upload's change lists a million
+    /// identifiers, and a string per line would double what the commit holds.
     static func encode(_ groups: [(letter: String, inserted: [String], updated: [String], deleted: [String])]) -> String {
-        var lines: [String] = []
+        var bytes = 0
         for group in groups {
-            for key in group.inserted { lines.append(group.letter + "i" + key) }
-            for key in group.updated { lines.append(group.letter + "u" + key) }
-            for key in group.deleted { lines.append(group.letter + "d" + key) }
+            for list in [group.inserted, group.updated, group.deleted] { bytes += list.reduce(0) { $0 + $1.utf8.count + 3 } }
         }
-        return lines.joined(separator: "\n")
+        var out = ""
+        out.reserveCapacity(bytes)
+        for group in groups {
+            for (kind, list) in [("i", group.inserted), ("u", group.updated), ("d", group.deleted)] {
+                for key in list {
+                    if !out.isEmpty { out += "\n" }
+                    out += group.letter
+                    out += kind
+                    out += key
+                }
+            }
+        }
+        return out
     }
 
     /// Calls `add` for each well-formed line with its group letter, the list it names and its key;

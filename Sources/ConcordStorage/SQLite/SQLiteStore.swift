@@ -68,6 +68,9 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
             // deleted account's names and journal text; issue 23). The WAL holds it until the next
             // checkpoint (docs/operations.md says what backups keep).
             try writer.execute("PRAGMA secure_delete=ON")
+            // A large write (an upload's commit of a million objects) grows the WAL to its size; a
+            // checkpoint afterwards truncates it to this instead of keeping the file at its peak.
+            try writer.execute("PRAGMA journal_size_limit=\(64 << 20)")
             try SQLiteMigrations.migrate(writer)
             self.writerConnection = writer
         } catch let e as SQLiteStoreError {
