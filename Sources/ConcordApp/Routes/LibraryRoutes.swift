@@ -8,13 +8,13 @@ import ConcordJSON
 func libraryRoutes(_ app: AppContext) -> [Route] {
     [
         app.deviceRoute("POST", "/v1/library/changes", operation: "applyChanges", body: .manifest, idempotent: true) { request, device in
-            let changes = try Codec.changeRequest(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
+            let changes = try Codec.changeRequest(try request.jsonBody(maxElements: app.configuration.server.limits.changeElements(bodyBytes: request.request.body.count)))
             let result = try Codec.underIfMatch(request) { ifMatch in try app.service.library.applyChanges(changes, ifMatch: ifMatch, device: device) }
             return Codec.json { Codec.write(result, into: &$0) }
         },
         app.deviceRoute("PUT", "/v1/library", operation: "replaceLibrary", body: .manifest) { request, device in
             let reset = try Codec.boolQuery(request, "reset") ?? false
-            let snapshot = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
+            let snapshot = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.manifestElements(bodyBytes: request.request.body.count)))
             let items = app.configuration.server.limits.libraryItems
             guard snapshot.objects.count <= items else {
                 throw APIError.payloadTooLarge("A library manifest may list at most \(items) objects.")
