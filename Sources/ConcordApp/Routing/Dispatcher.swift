@@ -79,9 +79,10 @@ public final class Dispatcher: HTTPResponder {
                                      logger: self.logger(requestID))
         let token = context.bearerToken
         if let refusal = self.addressRate.refusal(route, connection, token: token) { return refuse(refusal.response) }
-        if token == nil {
-            // No token: refused without storage (`AuthenticateStage`), so here on the loop — a
-            // client without one holds no body and no worker's turn (issue 23).
+        if token == nil, route.caller != .anyone {
+            // No token on a route that needs one: its pipeline refuses it without storage
+            // (`AuthenticateStage`), so here on the loop — a client without one holds no body and
+            // no worker's turn (issue 23).
             do throws(APIError) {
                 let who = try check(context)
                 decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: who))
