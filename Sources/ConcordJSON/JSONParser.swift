@@ -36,6 +36,22 @@ extension JSONValue {
         }.get()
     }
 
+    /// Bytes of the text a document needs per element for `elementBound` (array items and object
+    /// members). Parsed, an element costs ~50 bytes at the peak (measured on 64-bit Linux: a
+    /// 24-byte `JSONValue` on the parser's stack and again in its finished array, a container's
+    /// own buffer), while its text may be 2 bytes (`0,`) or 3 (`[],`): unbounded, a body of tiny
+    /// values grows 25× in memory (issue 23). One element per 12 bytes keeps the tree within
+    /// about 4× the text, and admits the sparest object a library sends (`{"localIdentifier":"a1"},`,
+    /// 12 bytes an element); real identifiers and fingerprints are 30 bytes an element and more.
+    public static let bytesPerElementBound = 12
+
+    /// The `maxElements` that keeps a document of `byteCount` bytes within a small multiple of its
+    /// size while it is parsed: one element per `bytesPerElementBound` bytes, never fewer than
+    /// `floor` (a small body of short strings), never more than `ceiling`.
+    public static func elementBound(forBytes byteCount: Int, floor: Int, ceiling: Int = .max) -> Int {
+        min(ceiling, max(floor, byteCount / Self.bytesPerElementBound))
+    }
+
     /// Parses one JSON text from raw memory (e.g. a slice of a socket buffer).
     @inlinable
     public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {

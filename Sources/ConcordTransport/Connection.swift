@@ -31,18 +31,26 @@ final class Connection {
     var reservedBodyBytes = 0
     /// The client's IP address, nil when unknown (given to the responder with each request).
     let remoteAddress: String?
+    /// The address whose place this connection holds in `ServerShared.connectionsByAddress`
+    /// (nil: not counted per address — a trusted proxy, no cap, or a refusal).
+    var addressSlot: String?
     /// The request with the responder, told when the client goes before its answer (`ConnectionContext.clientGone`).
     var clientGone: ClientGoneSignal?
 
-    init(fd: Int32, id: UInt64, machine: HTTPConnectionStateMachine, interest: UInt32, counted: Bool) {
+    init(fd: Int32, id: UInt64, machine: HTTPConnectionStateMachine, interest: UInt32, counted: Bool, remoteAddress: String?) {
         self.fd = fd
-        var text = [CChar](repeating: 0, count: 64)
-        self.remoteAddress = concord_peer_address(fd, &text, 64) == 0
-            ? String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        self.remoteAddress = remoteAddress
         self.id = id
         self.machine = machine
         self.interest = interest
         self.counted = counted
+    }
+
+    /// The peer's IP address of socket `fd`, nil when unknown.
+    static func peerAddress(_ fd: Int32) -> String? {
+        var text = [CChar](repeating: 0, count: 64)
+        return concord_peer_address(fd, &text, 64) == 0
+            ? String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
     }
 
     var pendingOutputBytes: Int { self.output.count - self.outputOffset }

@@ -14,6 +14,34 @@ final class ServerShared: Sendable {
     let refusingConnections = Atomic<Int>(0)
     /// Declared body bytes admitted and not yet answered, across loops (`maxBodyBytesInFlight`).
     let bodyBytesInFlight = Atomic<Int>(0)
+    /// Connections served per client address (`maxConnectionsPerAddress`), across loops; an
+    /// address leaves the table with its last connection.
+    private let connectionsByAddress = Mutex<[String: Int]>([:])
+
+    /// Takes one of `address`'s places; false (nothing taken) when it holds `maxConnectionsPerAddress`.
+    func takeAddressSlot(_ address: String) -> Bool {
+        let cap = self.configuration.maxConnectionsPerAddress
+        return self.connectionsByAddress.withLock { table in
+            let held = table[address, default: 0]
+            guard held < cap else { return false }
+            table[address] = held + 1
+            return true
+        }
+    }
+
+    /// Gives back a place taken by `takeAddressSlot`.
+    func releaseAddressSlot(_ address: String) {
+        self.connectionsByAddress.withLock { table in
+            guard let held = table[address] else { return }
+            table[address] = held > 1 ? held - 1 : nil
+        }
+    }
+
+    /// Whether connections from `address` are capped per address (not a trusted proxy's).
+    func capsPerAddress(_ address: String?) -> Bool {
+        guard self.configuration.maxConnectionsPerAddress > 0, let address else { return false }
+        return !IPAddressRange.any(self.configuration.trustedProxies, contains: address)
+    }
 
     /// Counts `bytes` of body in flight; false (nothing counted) when that would pass the budget.
     func reserveBody(_ bytes: Int) -> Bool {
@@ -319,20 +347,31 @@ final class EventLoop: @unchecked Sendable {
 
     private func accepted(fd: Int32) {
         configureAcceptedSocket(fd)
+        let address = Connection.peerAddress(fd)
         let open = self.shared.openConnections.add(1, ordering: .relaxed).newValue
         if open > self.shared.configuration.maxConnections {
             self.shared.openConnections.subtract(1, ordering: .relaxed)
-            self.refuse(fd: fd)
+            self.refuse(fd: fd, address: address)
+            return
+        }
+        // One address may not take every place (issue 23): over its own cap, the same answer.
+        let capped = self.shared.capsPerAddress(address)
+        if capped, let address, !self.shared.takeAddressSlot(address) {
+            self.shared.openConnections.subtract(1, ordering: .relaxed)
+            self.refuse(fd: fd, address: address)
             return
         }
         self.nextConnectionID &+= 1
-        let machine = HTTPConnectionStateMachine(limits: self.shared.configuration.limits, timeouts: self.timeouts, now: self.now)
-        let connection = Connection(fd: fd, id: self.nextConnectionID, machine: machine, interest: concord_EPOLLIN, counted: true)
+        let machine = HTTPConnectionStateMachine(limits: self.shared.configuration.limits, timeouts: self.timeouts, now: self.now,
+                                                 admitBodiesOver: self.shared.configuration.admitBodiesOver)
+        let connection = Connection(fd: fd, id: self.nextConnectionID, machine: machine, interest: concord_EPOLLIN, counted: true,
+                                    remoteAddress: address)
+        connection.addressSlot = capped ? address : nil
         guard self.register(connection) else { return }
     }
 
     /// Over the connection limit: answer 503 with `Retry-After` and close with lingering.
-    private func refuse(fd: Int32) {
+    private func refuse(fd: Int32, address: String?) {
         self.shared.onEvent(.protocolError(status: 503, name: "tooManyConnections"))
         let refusing = self.shared.refusingConnections.add(1, ordering: .relaxed).newValue
         guard refusing <= EventLoop.maxRefusing else {
@@ -343,7 +382,8 @@ final class EventLoop: @unchecked Sendable {
         }
         self.nextConnectionID &+= 1
         let machine = HTTPConnectionStateMachine(limits: self.shared.configuration.limits, timeouts: self.timeouts, now: self.now)
-        let connection = Connection(fd: fd, id: self.nextConnectionID, machine: machine, interest: concord_EPOLLIN, counted: false)
+        let connection = Connection(fd: fd, id: self.nextConnectionID, machine: machine, interest: concord_EPOLLIN, counted: false,
+                                    remoteAddress: address)
         connection.output = HTTPResponseWriter.serialize(self.refusal, keepAlive: false, isHead: false, date: self.date)
         connection.closeRequested = true
         connection.lingerRequested = true
@@ -580,6 +620,10 @@ final class EventLoop: @unchecked Sendable {
 
     private func release(_ connection: Connection) {
         self.releaseBody(connection)
+        if let address = connection.addressSlot {
+            connection.addressSlot = nil
+            self.shared.releaseAddressSlot(address)
+        }
         if connection.counted {
             self.shared.openConnections.subtract(1, ordering: .relaxed)
         } else {

@@ -12,7 +12,9 @@ public protocol HTTPResponder: Sendable {
     func handle(_ request: HTTPRequest, context: ConnectionContext, respond: @escaping @Sendable (HTTPResponse) -> Void)
 
     /// Decides from a head whether its body is read (called before reading a body the client
-    /// waits to send — `Expect: 100-continue` — or a large or chunked one). Same threading
+    /// waits to send — `Expect: 100-continue` —, a chunked one, or one larger than
+    /// `ServerConfiguration.admitBodiesOver` that did not arrive with its head; by default every
+    /// body still to come). Same threading
     /// rules as `handle`: never block the loop; `decide` exactly once, from any thread.
     func admit(_ head: HTTPRequestHead, context: ConnectionContext, decide: @escaping @Sendable (HTTPAdmission) -> Void)
 }

@@ -13,6 +13,14 @@ public struct ServerConfiguration: Sendable {
     /// Connections served at once; beyond it a new connection gets `503 tooManyConnections`
     /// with `Retry-After: 1` and is closed.
     public var maxConnections: Int = 10_000
+    /// Connections served at once from one client address (0: no cap of its own), so one
+    /// address cannot take every place; beyond it the same `503 tooManyConnections` with
+    /// `Retry-After: 1`. Addresses in `trustedProxies` are not capped (every client behind a
+    /// reverse proxy shares its address).
+    public var maxConnectionsPerAddress: Int = 1_000
+    /// Reverse proxies (their own addresses): not capped by `maxConnectionsPerAddress`. The
+    /// application also believes their `Forwarded` / `X-Forwarded-For` headers.
+    public var trustedProxies: [IPAddressRange] = []
     /// Seconds from accept (or from the first byte of a later request) until the request
     /// head must be complete; then `408 requestTimeout` and close. Dribbling does not extend it.
     public var headerReadTimeout: Double = 10
@@ -33,6 +41,11 @@ public struct ServerConfiguration: Sendable {
     /// bodies being read or with the responder). A body that would go over it is refused from
     /// its head with `503 unavailable` and `Retry-After`, unread.
     public var maxBodyBytesInFlight: Int = 256 << 20
+    /// A body still to come when its head is complete and larger than this is admitted by the
+    /// responder from the head (the token, the route's limit) and counted in
+    /// `maxBodyBytesInFlight` before it is read. 0: every such body, however small, so that a
+    /// client without a valid token cannot hold even a small body open (issue 23).
+    public var admitBodiesOver: Int = 0
     /// Seconds a connection may have output pending without the client taking any of it;
     /// then it is closed (a client that never reads cannot pin memory and a slot forever).
     public var writeTimeout: Double = 60

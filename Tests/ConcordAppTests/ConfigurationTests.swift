@@ -1,5 +1,6 @@
 import ConcordJSON
 import ConcordObservability
+import ConcordTransport
 import Foundation
 import Testing
 
@@ -162,5 +163,59 @@ func commandLineParsesCommandsAndFlags(_ index: Int) {
     #expect(Set(documented.keys) == Set(fileKeys))
     for setting in ConfigurationLoader.settings {
         #expect(documented[setting.key] == setting.environmentName, "\(setting.key)")
+    }
+}
+
+/// Issue 23's settings, each by file, environment and flag (flags win), and their errors.
+@Test func frontDoorSettingsLoadFromFileEnvironmentAndFlags() throws {
+    let defaults = Configuration()
+    #expect(defaults.server.limits.maxConnectionsPerAddress == 1_000 && defaults.server.trustedProxies.isEmpty)
+    #expect(defaults.longPoll.maxWaitingPerAccount == 100 && defaults.metricsToken == nil)
+
+    let file = writeConfig(#"""
+        {"server":{"limits":{"maxConnectionsPerAddress":7},"trustedProxies":["10.0.0.0/8","2001:db8::/32"]},
+         "longPoll":{"maxWaitingPerAccount":3},"metricsToken":"from-the-file"}
+        """#)
+    let fromFile = try ConfigurationLoader.load(flags: [("--config", file)], environment: [:])
+    #expect(fromFile.server.limits.maxConnectionsPerAddress == 7)
+    #expect(fromFile.server.trustedProxies.map(\.description) == ["10.0.0.0/8", "2001:db8::/32"])
+    #expect(fromFile.longPoll.maxWaitingPerAccount == 3 && fromFile.metricsToken == "from-the-file")
+
+    let environment = ["CONCORD_CONFIG": file, "CONCORD_LIMITS_MAX_CONNECTIONS_PER_ADDRESS": "8", "CONCORD_TRUSTED_PROXIES": "192.0.2.7, 127.0.0.1/32",
+                       "CONCORD_LONG_POLL_MAX_WAITING_PER_ACCOUNT": "4", "CONCORD_METRICS_TOKEN": "from-the-environment"]
+    let fromEnvironment = try ConfigurationLoader.load(flags: [], environment: environment)
+    #expect(fromEnvironment.server.limits.maxConnectionsPerAddress == 8)
+    #expect(fromEnvironment.server.trustedProxies.map(\.description) == ["192.0.2.7", "127.0.0.1/32"])
+    #expect(fromEnvironment.longPoll.maxWaitingPerAccount == 4 && fromEnvironment.metricsToken == "from-the-environment")
+
+    let fromFlags = try ConfigurationLoader.load(flags: [("--max-connections-per-address", "0"), ("--trusted-proxies", "::1"),
+                                                         ("--max-waiting-per-account", "0"), ("--metrics-token", "from-a-flag")],
+                                                 environment: environment)
+    #expect(fromFlags.server.limits.maxConnectionsPerAddress == 0 && fromFlags.longPoll.maxWaitingPerAccount == 0)
+    #expect(fromFlags.server.trustedProxies.map(\.description) == ["::1"] && fromFlags.metricsToken == "from-a-flag")
+
+    // Through the command line too.
+    let command = try CommandLineInterface.parse(["serve", "--trusted-proxies=10.1.0.0/16"], environment: [:])
+    guard case .serve(let served) = command else { Issue.record("not serve"); return }
+    #expect(served.server.trustedProxies == [IPAddressRange("10.1.0.0/16")!])
+
+    let errors: [(flags: [(name: String, value: String)], environment: [String: String], file: String?, message: String)] = [
+        ([("--trusted-proxies", "10.0.0.0/33")], [:], nil, #"invalid value "10.0.0.0/33" for --trusted-proxies: expected IP addresses or CIDR blocks"#),
+        ([], ["CONCORD_TRUSTED_PROXIES": "proxy.example"], nil, "for CONCORD_TRUSTED_PROXIES: expected IP addresses or CIDR blocks"),
+        ([], [:], #"{"server":{"trustedProxies":"10.0.0.0/8"}}"#, "for server.trustedProxies in "),
+        ([], [:], #"{"server":{"trustedProxies":[8]}}"#, "for server.trustedProxies in "),
+        ([("--max-connections-per-address", "-1")], [:], nil, "for --max-connections-per-address: expected an integer of at least 0"),
+        ([], ["CONCORD_LONG_POLL_MAX_WAITING_PER_ACCOUNT": "many"], nil, "for CONCORD_LONG_POLL_MAX_WAITING_PER_ACCOUNT: expected an integer"),
+        ([("--metrics-token", "")], [:], nil, "for --metrics-token: expected a non-empty string"),
+    ]
+    for e in errors {
+        var flags = e.flags
+        if let file = e.file { flags.append(("--config", writeConfig(file))) }
+        do {
+            _ = try ConfigurationLoader.load(flags: flags, environment: e.environment)
+            Issue.record("\(e.message): loaded without error")
+        } catch {
+            #expect(error.message.contains(e.message), "\(error.message)")
+        }
     }
 }

@@ -1,3 +1,4 @@
+import ConcordObservability
 import ConcordTestSupport
 import Foundation
 import Testing
@@ -43,6 +44,40 @@ import Testing
         // Later everyone has refilled: "f" gets a bucket of its own.
         #expect(limiter.take("f", cost: 2, now: 10) == nil)
         #expect(limiter.take("a", cost: 2, now: 10) == nil)
+    }
+}
+
+/// Issue 23: failed authentications have a bucket of their own per address, and tokens seen
+/// valid are spared its refusal; the table of those tokens is bounded.
+@Suite struct FailedAuthenticationTests {
+    @Test func failuresRefuseUnknownTokensOnlyAndAreWaitedOut() {
+        let time = PipelineStageTests.ManualClock()
+        var limits = Configuration.RateLimits()
+        limits.perAddress = 100
+        limits.burstSeconds = 1
+        limits.failedAuthCost = 40
+        let rates = RequestRates(limits, metrics: MetricsRegistry(), clock: time.clock)
+        rates.authenticated("good")
+        #expect(rates.checkAddress("a", token: "guess") == nil)
+        rates.failedAuthentication("a")
+        rates.failedAuthentication("a")            // 100 - 80 = 20: another failure is not affordable
+        #expect(rates.checkAddress("a", token: "guess")?.status == 429)
+        #expect(rates.checkAddress("a", token: "good") == nil)
+        #expect(rates.checkAddress("a", token: nil) == nil)         // no token: no guess
+        #expect(rates.checkAddress("b", token: "guess") == nil)     // another address
+        time.advance(seconds: 0.2)                                   // 20 + 20 = 40: one more may fail
+        #expect(rates.checkAddress("a", token: "guess") == nil)
+    }
+
+    @Test func knownTokensAreBoundedAndExpire() {
+        let known = KnownTokens(maxEntries: 2, lifetime: 10)
+        known.insert("a", now: 0)
+        known.insert("b", now: 5)
+        #expect(known.contains("a", now: 9) && !known.contains("a", now: 10))
+        known.insert("c", now: 12)             // full: "a" has expired and goes
+        #expect(known.contains("b", now: 12) && known.contains("c", now: 12))
+        known.insert("d", now: 13)             // full and none expired: everything goes
+        #expect(known.contains("d", now: 13) && !known.contains("b", now: 13))
     }
 }
 

@@ -91,4 +91,60 @@ import Glibc
                                    body: Self.manifest(2_000, prefix: "small"))
         #expect(again.status == 200, "\(again.body.prefix(200))")
     }
+
+    /// Issue 23, defect 3: on a disk with room for a small write but not an ordinary one, the small
+    /// write commits — and `/ready` stays 503 (it used to clear the state at once, and its own
+    /// probe was too small to fail), until an ordinary write can be stored again.
+    @Test func aSmallWriteThatFitsDoesNotMakeAFullDiskReady() throws {
+        let tmpfs = Self.mountSmallTmpfs()
+        defer { if let tmpfs { Self.unmount(tmpfs) } }
+        let directory = tmpfs ?? makeTemporaryDirectory()
+        let server = try APIServer { c in c.database = .sqlite(path: directory.appendingPathComponent("concord.sqlite").path) }
+        let account = try server.account()
+        let device = try server.device(account.token)
+        try server.upsert(device.token, assets: [("kept/L0/001", String(repeating: "A", count: 43))])
+
+        // Fill the disk to the last byte; an ordinary write fails.
+        let filler = directory.appendingPathComponent("filler")
+        var fillerSize = 0
+        if tmpfs != nil {
+            let fd = open(filler.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            try #require(fd >= 0)
+            let block = [UInt8](repeating: 0, count: 4096)
+            while block.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 { fillerSize += 4096 }
+            close(fd)
+        } else {
+            let store = try #require(server.app.context.storage.store as? SQLiteStore)
+            let pages = try store.writer.scalarInt("PRAGMA page_count") ?? 0
+            _ = try store.writer.scalarInt("PRAGMA max_page_count=\(pages + 4)")
+        }
+        let put = try rawRequest(port: server.port, "PUT", "/v1/library", headers: ["Authorization: Bearer \(device.token)"],
+                                 body: Self.manifest(20_000, prefix: "big"))
+        #expect(put.status == 507, "\(put.body.prefix(200))")
+        #expect(try rawRequest(port: server.port, "GET", "/ready").status == 503)
+
+        // Room for a small write (256 KiB, or 64 pages), not for an ordinary one.
+        if tmpfs != nil {
+            #expect(truncate(filler.path, off_t(fillerSize - 256 * 1024)) == 0)
+        } else {
+            let store = try #require(server.app.context.storage.store as? SQLiteStore)
+            let pages = try store.writer.scalarInt("PRAGMA page_count") ?? 0
+            _ = try store.writer.scalarInt("PRAGMA max_page_count=\(pages + 64)")
+        }
+        try server.upsert(device.token, assets: [("small/L0/001", String(repeating: "C", count: 43))])
+        #expect(try rawRequest(port: server.port, "GET", "/ready").status == 503)
+        #expect(try rawRequest(port: server.port, "GET", "/ready").status == 503)
+        let ordinary = try rawRequest(port: server.port, "PUT", "/v1/library", headers: ["Authorization: Bearer \(device.token)"],
+                                      body: Self.manifest(20_000, prefix: "big"))
+        #expect(ordinary.status == 507)
+
+        // Space freed: ready again.
+        if tmpfs != nil {
+            try FileManager.default.removeItem(at: filler)
+        } else {
+            let store = try #require(server.app.context.storage.store as? SQLiteStore)
+            _ = try store.writer.scalarInt("PRAGMA max_page_count=1073741823")
+        }
+        #expect(try rawRequest(port: server.port, "GET", "/ready").status == 200)
+    }
 }

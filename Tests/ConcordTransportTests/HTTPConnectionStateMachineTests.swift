@@ -154,6 +154,22 @@ import Testing
         #expect(Self.admitted(&machine, decision, sequence: 1, now: 0) == expected)
     }
 
+    /// Issue 23: with `admitBodiesOver: 0` (the server's default) every body still to come when its
+    /// head is complete is admitted first, however small — a client without a valid token cannot
+    /// hold even a small body open —; a body that came with its head is not (nothing to protect).
+    @Test(arguments: [
+        ("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabc", ["admit 1 POST /p"]),
+        ("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n", ["admit 1 POST /p"]),
+        ("POST /p HTTP/1.0\r\nContent-Length: 2\r\n\r\n", ["admit 1 POST /p"]),
+        ("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcd", ["dispatch 1 POST /p 4"]),
+        ("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", ["dispatch 1 POST /p 0"]),
+        ("GET /p HTTP/1.1\r\nHost: x\r\n\r\n", ["dispatch 1 GET /p 0"]),
+    ])
+    func everyBodyStillToComeIsAdmittedFirst(_ request: String, _ expected: [String]) {
+        var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0, admitBodiesOver: 0)
+        #expect(Self.feed(&machine, request, now: 0) == expected)
+    }
+
     /// A chunked body over the admitted limit fails as its chunks arrive; the admission's
     /// context comes back with the request.
     @Test func admittedLimitAndContextReachTheRequest() {

@@ -36,6 +36,11 @@ public enum CommandLineInterface {
                             start and kept in the data directory's admin-token file)
           --config FILE     JSON configuration file (CONCORD_CONFIG); see docs/configuration.md
           --log-level L     trace, debug, info, notice, warning or error (CONCORD_LOG_LEVEL, default info)
+          --trusted-proxies LIST           reverse proxies whose Forwarded / X-Forwarded-For is believed:
+                                           IP addresses or CIDR blocks, comma-separated (CONCORD_TRUSTED_PROXIES)
+          --max-connections-per-address N  connections one client address may hold (default 1000, 0: no cap)
+          --max-waiting-per-account N      long-polls one account may have held (default 100, 0: no share)
+          --metrics-token T                bearer token GET /metrics asks for (CONCORD_METRICS_TOKEN; default: open)
 
         healthcheck: exit 0 when GET answers 200; default URL http://127.0.0.1:$CONCORD_PORT/health.
         backup: a consistent copy of the SQLite database, safe while a server serves it; never

@@ -1,5 +1,6 @@
 import ConcordDomain
 import ConcordHTTP
+import ConcordJSON
 import ConcordObservability
 import ConcordStorage
 import ConcordTransport
@@ -26,6 +27,8 @@ public struct Configuration: Sendable, Equatable {
         /// Items in one mapping request.
         public var maxBatch = DomainConfiguration().maxBatch
         public var maxConnections = ServerConfiguration().maxConnections
+        /// Connections served at once from one client address (0: no cap of its own); trusted proxies are not capped.
+        public var maxConnectionsPerAddress = ServerConfiguration().maxConnectionsPerAddress
         public init() {}
     }
 
@@ -52,6 +55,9 @@ public struct Configuration: Sendable, Equatable {
         public var eventLoops = 0
         public var limits = Limits()
         public var timeouts = Timeouts()
+        /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` names the client (issue 23);
+        /// those headers from any other peer are ignored.
+        public var trustedProxies: [IPAddressRange] = []
         public init() {}
     }
 
@@ -82,6 +88,8 @@ public struct Configuration: Sendable, Equatable {
         public var maxWaitSeconds = 60.0
         /// Polls held at once; a poll beyond it is answered at once, like one without `wait`.
         public var maxWaiting = 10_000
+        /// Polls one account may have held at once (its share of `maxWaiting`; 0: no share of its own).
+        public var maxWaitingPerAccount = 100
         public init() {}
     }
 
@@ -125,6 +133,8 @@ public struct Configuration: Sendable, Equatable {
     public var databasePoolSize = 0
     /// The admin token; nil means "generate one on first start and keep it in the data directory".
     public var adminToken: String? = nil
+    /// The bearer token `GET /metrics` asks for (issue 23); nil: `/metrics` is open to anyone.
+    public var metricsToken: String? = nil
     public var logLevel = LogLevel.info
     public var history = History()
     public var rateLimits = RateLimits()
@@ -144,6 +154,21 @@ public struct Configuration: Sendable, Equatable {
     public var mappingIndexMegabytes = DomainConfiguration().mappingIndexBytes >> 20
 
     public init() {}
+}
+
+extension Configuration.Limits {
+    /// Elements `POST /v1/library/changes` may parse (issue 23): room for `maxBatch` items of up
+    /// to 16 elements each, more only as the body's size allows (`JSONValue.elementBound`: a
+    /// body's tree stays within a small multiple of it), never more than `jsonElements`.
+    public func changeElements(bodyBytes: Int) -> Int {
+        JSONValue.elementBound(forBytes: bodyBytes, floor: self.maxBatch * 16 + 1024, ceiling: self.jsonElements)
+    }
+
+    /// Elements `PUT /v1/library` may parse: as many as the body's size allows
+    /// (`JSONValue.elementBound`), at least 65 536, never more than `jsonElements`.
+    public func manifestElements(bodyBytes: Int) -> Int {
+        JSONValue.elementBound(forBytes: bodyBytes, floor: 1 << 16, ceiling: self.jsonElements)
+    }
 }
 
 /// The durability level of SQLite commits (see docs/configuration.md).

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import ConcordJSON
 import ConcordObservability
+import ConcordTransport
 
 /// One setting: its key in the config file, its environment variable, its flag (if
 /// any), and how to read a value into `Configuration`. The same table drives the file,
@@ -20,6 +21,8 @@ struct Setting: Sendable {
         case database
         /// One of a fixed set of words.
         case choice([String])
+        /// IP addresses or CIDR blocks: a JSON array of strings in the file, comma-separated elsewhere.
+        case addressRanges
     }
 
     /// Dotted path in the JSON file, e.g. `server.limits.bodyBytes`.
@@ -30,10 +33,11 @@ struct Setting: Sendable {
 
     /// A validated value.
     enum Value {
-        case int(Int), double(Double), string(String?), logLevel(LogLevel), database(Configuration.Database)
+        case int(Int), double(Double), string(String?), logLevel(LogLevel), database(Configuration.Database), ranges([IPAddressRange])
         var int: Int { if case .int(let v) = self { v } else { 0 } }
         var double: Double { if case .double(let v) = self { v } else { 0 } }
         var string: String? { if case .string(let v) = self { v } else { nil } }
+        var ranges: [IPAddressRange] { if case .ranges(let v) = self { v } else { [] } }
     }
 
     /// `CONCORD_` + the key without a leading `server.`, camelCase split into words:
@@ -58,6 +62,7 @@ struct Setting: Sendable {
         case .logLevel: "one of " + LogLevel.allCases.map(\.name).joined(separator: ", ")
         case .database: "sqlite:PATH, a file path, or postgres://user:password@host:port/dbname"
         case .choice(let words): "one of " + words.joined(separator: ", ")
+        case .addressRanges: "IP addresses or CIDR blocks (10.0.0.0/8, 2001:db8::/32), comma-separated"
         }
     }
 
@@ -80,6 +85,15 @@ struct Setting: Sendable {
             return Configuration.Database(parsing: text).map { .database($0) }
         case .choice(let words):
             return words.contains(text) ? .string(text) : nil
+        case .addressRanges:
+            var ranges: [IPAddressRange] = []
+            for item in text.split(separator: ",") {
+                let trimmed = String(item).trimmingASCIISpaces()
+                guard !trimmed.isEmpty else { continue }
+                guard let range = IPAddressRange(trimmed) else { return nil }
+                ranges.append(range)
+            }
+            return .ranges(ranges)
         }
     }
 
@@ -93,9 +107,16 @@ struct Setting: Sendable {
             return range.contains(d) ? .double(d) : nil
         case (.optionalString, .null):
             return .string(nil)
+        case (.addressRanges, .array(let items)):
+            var ranges: [IPAddressRange] = []
+            for item in items {
+                guard case .string(let text) = item, let range = IPAddressRange(text) else { return nil }
+                ranges.append(range)
+            }
+            return .ranges(ranges)
         case (_, .string(let s)):
             switch self.kind {
-            case .int, .double: return nil
+            case .int, .double, .addressRanges: return nil
             default: return self.parse(text: s)
             }
         default:
@@ -168,6 +189,15 @@ public enum ConfigurationLoader {
         Setting(key: "sqliteCacheMegabytes", kind: .int(1...65_536), flag: nil) { $0.sqliteCacheMegabytes = $1.int },
         Setting(key: "sqliteMmapMegabytes", kind: .int(0...1_048_576), flag: nil) { $0.sqliteMmapMegabytes = $1.int },
         Setting(key: "mappingIndexMegabytes", kind: .int(0...1_048_576), flag: nil) { $0.mappingIndexMegabytes = $1.int },
+        // The front door's hardening (issue 23).
+        Setting(key: "server.limits.maxConnectionsPerAddress", kind: .int(0...maxInt), flag: "--max-connections-per-address") {
+            $0.server.limits.maxConnectionsPerAddress = $1.int
+        },
+        Setting(key: "server.trustedProxies", kind: .addressRanges, flag: "--trusted-proxies") { $0.server.trustedProxies = $1.ranges },
+        Setting(key: "longPoll.maxWaitingPerAccount", kind: .int(0...maxInt), flag: "--max-waiting-per-account") {
+            $0.longPoll.maxWaitingPerAccount = $1.int
+        },
+        Setting(key: "metricsToken", kind: .optionalString, flag: "--metrics-token") { $0.metricsToken = $1.string },
     ]
 
     /// Flags `serve` accepts: the settings' flags plus `--config`.

@@ -7,9 +7,10 @@ struct AddressRateStage: Sendable {
     /// Nil: no limits (the transport's own tests).
     let rates: RequestRates?
 
-    /// `429` when the address is over its rate; nil: go on.
-    func refusal(_ route: Route, _ connection: ConnectionContext) -> APIError? {
+    /// `429` when the address is over its rate, or has spent what failed authentications may cost
+    /// and `token` is not one seen valid lately; nil: go on.
+    func refusal(_ route: Route, _ connection: ConnectionContext, token: @autoclosure () -> String? = nil) -> APIError? {
         guard route.caller != .anyone, connection.admission == nil else { return nil }
-        return self.rates?.checkAddress(connection.remoteAddress)
+        return self.rates?.checkAddress(connection.remoteAddress, token: token())
     }
 }

@@ -25,7 +25,7 @@ struct RoutePipeline<Kind: CallerKind>: Sendable {
             return context
         }
         let context = try self.authenticate.handle(request)
-        try self.callerRate.handle(context.caller)
+        try self.callerRate.handle(context.caller, token: request.bearerToken)
         return context
     }
 

@@ -8,13 +8,13 @@ import ConcordJSON
 func libraryRoutes(_ app: AppContext) -> [Route] {
     [
         app.deviceRoute("POST", "/v1/library/changes", operation: "applyChanges", body: .manifest, idempotent: true) { request, device in
-            let changes = try Codec.changeRequest(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
+            let changes = try Codec.changeRequest(try request.jsonBody(maxElements: app.configuration.server.limits.changeElements(bodyBytes: request.request.body.count)))
             let result = try Codec.underIfMatch(request) { ifMatch in try app.service.library.applyChanges(changes, ifMatch: ifMatch, device: device) }
             return Codec.json { Codec.write(result, into: &$0) }
         },
         app.deviceRoute("PUT", "/v1/library", operation: "replaceLibrary", body: .manifest) { request, device in
             let reset = try Codec.boolQuery(request, "reset") ?? false
-            let snapshot = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
+            let snapshot = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.manifestElements(bodyBytes: request.request.body.count)))
             try Codec.checkLibraryItems(snapshot, app)
             let result = try Codec.underIfMatch(request) { ifMatch in
                 try app.service.library.replaceLibrary(snapshot, reset: reset, ifMatch: ifMatch, device: device)
@@ -30,7 +30,7 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
         app.deviceRoute("PUT", "/v1/library/uploads/{uploadID}/parts/{n}", operation: "putUploadPart", body: .manifest) { request, device in
             let uploadID = try request.pathParameter("uploadID")
             let n = try Codec.partNumber(try request.pathParameter("n"))
-            let slice = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.jsonElements))
+            let slice = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.manifestElements(bodyBytes: request.request.body.count)))
             try Codec.checkLibraryItems(slice, app)
             let progress = try app.service.uploads.putPart(n, of: uploadID, slice, device: device)
             return Codec.json { w in

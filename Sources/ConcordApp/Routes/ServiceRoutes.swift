@@ -1,3 +1,4 @@
+import ConcordDomain
 import ConcordHTTP
 import ConcordObservability
 
@@ -8,6 +9,7 @@ func serviceRoutes(_ app: AppContext) -> [Route] {
     let ready = HTTPResponse.text("ready")
     let metrics = app.metrics
     let storage = app.storage
+    let metricsToken = app.configuration.metricsToken.map { Array($0.utf8) }
     return [
         Route("GET", "/health", caller: .anyone, scheduling: .eventLoop) { _ throws(APIError) in ok },
         // Not on the loop: asking storage may block.
@@ -15,8 +17,15 @@ func serviceRoutes(_ app: AppContext) -> [Route] {
             guard storage.store.ping() else { throw APIError.unavailable(retryAfterSeconds: 1) }
             return ready
         },
-        Route("GET", "/metrics", caller: .anyone, scheduling: .eventLoop) { _ throws(APIError) in
-            .text(metrics.exposition(), contentType: MetricsRegistry.contentType)
+        // With `metricsToken` set (issue 23), only its bearer reads them: 401 otherwise, compared
+        // in constant time. Unset, anyone may (API.md §8's default).
+        Route("GET", "/metrics", caller: .anyone, scheduling: .eventLoop) { request throws(APIError) in
+            if let expected = metricsToken {
+                guard let token = request.bearerToken, Secrets.constantTimeEquals(Array(token.utf8), expected) else {
+                    throw APIError.unauthorized
+                }
+            }
+            return .text(metrics.exposition(), contentType: MetricsRegistry.contentType)
         },
     ]
 }

@@ -20,6 +20,8 @@ public final class Dispatcher: HTTPResponder {
     /// Stage 1 of every request: the client address's rate.
     let addressRate: AddressRateStage
     let clock: AppClock
+    /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` names the client (`clientAddress`).
+    let trustedProxies: [IPAddressRange]
     private let nextRequestID = Atomic<Int>(1)
 
     /// - Parameters:
@@ -29,9 +31,11 @@ public final class Dispatcher: HTTPResponder {
     ///   - rates: rate limits per address and caller (nil: none, as in the transport's own tests).
     ///   - bodyLimits: each body class's limit (`Route.body`).
     init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000,
-         cores: Int = .max, rates: RequestRates? = nil, bodyLimits: BodyLimits = .serverOnly, clock: AppClock = .monotonic) {
+         cores: Int = .max, rates: RequestRates? = nil, bodyLimits: BodyLimits = .serverOnly, clock: AppClock = .monotonic,
+         trustedProxies: [IPAddressRange] = []) {
         self.addressRate = AddressRateStage(rates: rates)
         self.clock = clock
+        self.trustedProxies = trustedProxies
         let table = HTTPMetrics(registry: metrics, patterns: routes.map(\.pattern))
         // The per-route tables, derived from each declaration: its metrics slot (a request records
         // without a lookup) and its body limit.
@@ -54,8 +58,9 @@ public final class Dispatcher: HTTPResponder {
     /// `handle` would; the address's rate is checked, then the route's `admit` stages (the token: a
     /// storage read) on the worker pool, and a `Content-Length` over the route's limit is refused
     /// — all without reading the body.
-    public func admit(_ head: HTTPRequestHead, context connection: ConnectionContext, decide: @escaping @Sendable (HTTPAdmission) -> Void) {
+    public func admit(_ head: HTTPRequestHead, context peer: ConnectionContext, decide: @escaping @Sendable (HTTPAdmission) -> Void) {
         let probe = HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers)
+        let connection = self.client(of: peer, probe.headers)
         guard case .found(let route, let parameters) = self.router.match(method: head.method, path: probe.path) else {
             self.handle(probe, context: connection) { response in decide(.reject(response)) }
             return
@@ -70,9 +75,22 @@ public final class Dispatcher: HTTPResponder {
         let refuse: @Sendable (HTTPResponse) -> Void = { [self] response in
             self.finish(probe, route: slot, start: start, requestID: requestID, response: response) { decide(.reject($0)) }
         }
-        if let refusal = self.addressRate.refusal(route, connection) { return refuse(refusal.response) }
         let context = RequestContext(request: probe, connection: connection, pathParameters: parameters, routePattern: route.pattern,
                                      logger: self.logger(requestID))
+        let token = context.bearerToken
+        if let refusal = self.addressRate.refusal(route, connection, token: token) { return refuse(refusal.response) }
+        if token == nil, route.caller != .anyone {
+            // No token on a route that needs one: its pipeline refuses it without storage
+            // (`AuthenticateStage`), so here on the loop — a client without one holds no body and
+            // no worker's turn (issue 23).
+            do throws(APIError) {
+                let who = try check(context)
+                decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: who))
+            } catch {
+                refuse(error.response)
+            }
+            return
+        }
         let accepted = self.workers.submit {
             do throws(APIError) {
                 let who = try check(context)
@@ -84,7 +102,8 @@ public final class Dispatcher: HTTPResponder {
         if !accepted { refuse(Self.overloaded.response) }
     }
 
-    public func handle(_ request: HTTPRequest, context connection: ConnectionContext, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+    public func handle(_ request: HTTPRequest, context peer: ConnectionContext, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        let connection = self.client(of: peer, request.headers)
         let start = self.clock.nanoseconds()
         let requestID = self.nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
         let (slot, next) = self.prepare(request, connection, requestID: requestID)
@@ -110,7 +129,9 @@ public final class Dispatcher: HTTPResponder {
         switch self.router.match(method: request.method, path: request.path) {
         case .found(let route, let parameters):
             let slot = self.metrics.slot(route.metricsIndex)
-            if let refusal = self.addressRate.refusal(route, connection) { return (slot, .answer(refusal.response)) }
+            if let refusal = self.addressRate.refusal(route, connection, token: RequestContext(request: request, logger: self.logger).bearerToken) {
+                return (slot, .answer(refusal.response))
+            }
             if let limit = route.maxBodyBytes, request.body.count > limit {
                 // A body small enough to be read before the head was checked: the route's limit still holds.
                 return (slot, .answer(APIError.payloadTooLarge(limit: limit).response))
@@ -139,6 +160,31 @@ public final class Dispatcher: HTTPResponder {
             response.headers.add(name: "Allow", value: allow.joined(separator: ", "))
             return (unmatched, .answer(response))
         }
+    }
+
+    /// The connection as the app sees it: from a trusted proxy, the client its `Forwarded` or
+    /// `X-Forwarded-For` names (`clientAddress`); from anyone else, as the transport saw it.
+    private func client(of peer: ConnectionContext, _ headers: HTTPHeaders) -> ConnectionContext {
+        guard !self.trustedProxies.isEmpty else { return peer }
+        var connection = peer
+        connection.remoteAddress = Self.clientAddress(peer: peer.remoteAddress, headers: headers, trusted: self.trustedProxies)
+        return connection
+    }
+
+    /// The client's address: the peer's, unless the peer is a trusted proxy; then, walking the
+    /// proxies' record from the nearest hop back, the first address that is not a trusted proxy
+    /// (RFC 7239 §7.4: only the hops one trusts can be believed). A node that is no address
+    /// (`unknown`, obfuscated) ends the walk at the last trusted hop; so does a record of only
+    /// trusted proxies, which names its first.
+    static func clientAddress(peer: String?, headers: HTTPHeaders, trusted: [IPAddressRange]) -> String? {
+        guard IPAddressRange.any(trusted, contains: peer), let chain = ForwardedFor.chain(headers) else { return peer }
+        var client = peer
+        for node in chain.reversed() {
+            guard let address = IPAddress(node) else { return client }
+            client = node
+            if !trusted.contains(where: { $0.contains(address) }) { return node }
+        }
+        return client
     }
 
     /// Runs the route where it is declared to run; `answer` is called once.

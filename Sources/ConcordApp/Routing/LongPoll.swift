@@ -30,6 +30,8 @@ final class LongPolls: Sendable {
     private struct State {
         var waiters: [UInt64: Waiter] = [:]
         var byTopic: [FeedTopic: Set<UInt64>] = [:]
+        /// Polls registered per account (`maxWaitingPerAccount`); an account leaves with its last.
+        var byAccount: [String: Int] = [:]
         var deadlines = DeadlineHeap()
         var nextID: UInt64 = 1
         var closed = false
@@ -37,6 +39,9 @@ final class LongPolls: Sendable {
 
     /// Held requests at most; a poll over it is answered at once.
     let maxWaiting: Int
+    /// Held requests of one account at most (its share of `maxWaiting`, issue 23: one device
+    /// cannot take every place); 0: no share of its own. A poll over it is answered at once too.
+    let maxWaitingPerAccount: Int
     private let state = Mutex(State())
     private let timer = NSCondition()
     /// Signalled when a nearer deadline is added, or at shutdown (read under `timer`).
@@ -46,9 +51,10 @@ final class LongPolls: Sendable {
     /// Deadlines are read from it (monotonic seconds).
     private let clock: AppClock
 
-    init(maxWaiting: Int, metrics: MetricsRegistry, clock: AppClock = .monotonic) {
+    init(maxWaiting: Int, maxWaitingPerAccount: Int = 0, metrics: MetricsRegistry, clock: AppClock = .monotonic) {
         self.clock = clock
         self.maxWaiting = maxWaiting
+        self.maxWaitingPerAccount = maxWaitingPerAccount
         let help = "Held long-poll requests answered, by what ended the wait."
         self.answers = [
             .changed: metrics.counter("concord_long_poll_wakeups_total", help: help, labels: [("reason", "changed")]),
@@ -57,7 +63,7 @@ final class LongPolls: Sendable {
             .clientGone: metrics.counter("concord_long_poll_wakeups_total", help: help, labels: [("reason", "clientGone")]),
         ]
         self.immediateAnswers = metrics.counter("concord_long_poll_over_limit_total",
-                                                help: "Long-polls answered at once because maxWaiting requests were already held.")
+                                                help: "Long-polls answered at once because maxWaiting requests (or the account's maxWaitingPerAccount) were already held.")
         let thread = Thread { [self] in self.runTimer() }
         thread.name = "concord.long-poll-timer"
         thread.start()
@@ -127,15 +133,20 @@ final class LongPolls: Sendable {
 
     // MARK: The registry
 
-    /// Registers a poll of `topic` before its query; nil when `maxWaiting` are held or shutting down.
+    /// Registers a poll of `topic` before its query; nil when `maxWaiting` are held (or the
+    /// account's `maxWaitingPerAccount`) or shutting down.
     private func arm(_ topic: FeedTopic) -> UInt64? {
         let (id, full) = self.state.withLock { state -> (UInt64?, Bool) in
             guard !state.closed else { return (nil, false) }
             guard state.waiters.count < self.maxWaiting else { return (nil, true) }
+            let account = topic.accountID
+            let held = state.byAccount[account, default: 0]
+            guard self.maxWaitingPerAccount == 0 || held < self.maxWaitingPerAccount else { return (nil, true) }
             let id = state.nextID
             state.nextID += 1
             state.waiters[id] = Waiter(topic: topic)
             state.byTopic[topic, default: []].insert(id)
+            state.byAccount[account] = held + 1
             return (id, false)
         }
         if full { self.immediateAnswers.increment() }
@@ -177,6 +188,8 @@ final class LongPolls: Sendable {
 
     private static func remove(_ id: UInt64, from state: inout State) -> Waiter? {
         guard let waiter = state.waiters.removeValue(forKey: id) else { return nil }
+        let account = waiter.topic.accountID
+        if let held = state.byAccount[account] { state.byAccount[account] = held > 1 ? held - 1 : nil }
         if state.byTopic[waiter.topic]?.remove(id) != nil, state.byTopic[waiter.topic]?.isEmpty == true {
             state.byTopic[waiter.topic] = nil
         }

@@ -90,7 +90,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
 
         let dispatcher = try lifecycle.start("workers", { () throws(StartupError) in
             Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers, cores: cores,
-                       rates: context.rates, bodyLimits: BodyLimits(configuration.server.limits), clock: clock)
+                       rates: context.rates, bodyLimits: BodyLimits(configuration.server.limits), clock: clock,
+                       trustedProxies: configuration.server.trustedProxies)
         }) { dispatcher, reason in
             let grace = configuration.server.timeouts.shutdownGrace
             let deadline = reason == .startFailed ? 0.1 : max(0.1, grace - shutdown.secondsSinceStart(clock))
@@ -143,6 +144,8 @@ extension ServerConfiguration {
             maxRequestLineBytes: server.limits.requestLineBytes, maxHeaderBytes: server.limits.headerBytes,
             maxHeaderCount: server.limits.headerCount, maxBodyBytes: server.limits.bodyBytes)
         self.maxConnections = server.limits.maxConnections
+        self.maxConnectionsPerAddress = server.limits.maxConnectionsPerAddress
+        self.trustedProxies = server.trustedProxies
         self.maxBodyBytesInFlight = server.limits.bodyBytesInFlight
         self.headerReadTimeout = server.timeouts.headerRead
         self.bodyReadTimeout = server.timeouts.bodyRead

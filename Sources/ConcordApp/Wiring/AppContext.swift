@@ -34,7 +34,8 @@ public final class AppContext: Sendable {
         self.appMetrics = AppMetrics(registry: metrics)
         self.clock = clock
         self.rates = RequestRates(configuration.rateLimits, metrics: metrics, clock: clock)
-        let longPolls = LongPolls(maxWaiting: configuration.longPoll.maxWaiting, metrics: metrics, clock: clock)
+        let longPolls = LongPolls(maxWaiting: configuration.longPoll.maxWaiting, maxWaitingPerAccount: configuration.longPoll.maxWaitingPerAccount,
+                                  metrics: metrics, clock: clock)
         storage.store.feedSignals.observe { signal in longPolls.signal(signal) }
         self.longPolls = longPolls
     }
