@@ -36,10 +36,10 @@ if mode=="parts":
         body=json.dumps({"assets":[asset(i) for i in range(k,min(n,k+part))]})
         s,r=call("PUT",f"/v1/library/uploads/{uid}/parts/{k//part+1}",dt,body)
         assert s==200,(s,r)
-    t1=time.time(); c1=cpu()
+    t1=time.time(); c1=cpu(); peak_parts=peak[0]
     s,r=call("POST",f"/v1/library/uploads/{uid}/commit",dt,"{}")
 else:
-    body=json.dumps({"assets":[asset(i) for i in range(n)]}); t1=time.time(); c1=cpu()
+    body=json.dumps({"assets":[asset(i) for i in range(n)]}); t1=time.time(); c1=cpu(); peak_parts=peak[0]
     s,r=call("PUT","/v1/library",dt,body)
 t2=time.time(); c2=cpu(); stop[0]=True; time.sleep(0.1)
-print(json.dumps({"mode":mode,"n":n,"status":s,"answer":r,"parts_wall_s":round(t1-t0,2),"parts_cpu_s":round(c1-c0,2),"commit_wall_s":round(t2-t1,2),"commit_cpu_s":round(c2-c1,2),"rss_before_mib":round(base/1024,1),"peak_rss_mib":round(peak[0]/1024,1),"rss_after_mib":round(rss()/1024,1)}))
+print(json.dumps({"mode":mode,"n":n,"status":s,"answer":r,"parts_wall_s":round(t1-t0,2),"parts_cpu_s":round(c1-c0,2),"commit_wall_s":round(t2-t1,2),"commit_cpu_s":round(c2-c1,2),"rss_before_mib":round(base/1024,1),"peak_rss_sending_mib":round(peak_parts/1024,1),"peak_rss_mib":round(peak[0]/1024,1),"rss_after_mib":round(rss()/1024,1)}))

@@ -65,12 +65,12 @@ python3 - "$PARTS" "$PUT" "$AFTER_PARTS" "$AFTER_PUT" "$ENGINE" <<'PY'
 import json, sys
 parts, put = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 print(f"### Whole-library uploads ({sys.argv[5]})\n")
-print("| upload | objects | answer | sending: wall / server CPU | commit: wall / server CPU | server CPU per 1000 | RSS before → peak → after |")
+print("| upload | objects | answer | sending: wall / server CPU | commit: wall / server CPU | server CPU per 1000 | RSS before → peak sending → peak → after |")
 print("|---|---:|---|---|---|---:|---|")
 for name, r in (("in parts", parts), ("PUT /v1/library", put)):
     cpu = r["parts_cpu_s"] + r["commit_cpu_s"]
     print(f"| {name} | {r['n']} | {r['status']} inserted {r['answer'].get('inserted') if isinstance(r['answer'], dict) else r['answer']} "
-          f"| {r['parts_wall_s']} s / {r['parts_cpu_s']} s | {r['commit_wall_s']} s / {r['commit_cpu_s']} s | {1000 * cpu / r['n']:.1f} ms "
-          f"| {r['rss_before_mib']} → {r['peak_rss_mib']} → {r['rss_after_mib']} MiB |")
+          f"| {r['parts_wall_s']} s / {r['parts_cpu_s']} s | {r['commit_wall_s']} s / {r['commit_cpu_s']} s | {1e6 * cpu / r['n']:.1f} ms "
+          f"| {r['rss_before_mib']} → {r['peak_rss_sending_mib']} → {r['peak_rss_mib']} → {r['rss_after_mib']} MiB |")
 print(f"\nDatabase: {int(sys.argv[3]) / 1e6:.0f} MB after the upload in parts, {int(sys.argv[4]) / 1e6:.0f} MB after the PUT as well.")
 PY
