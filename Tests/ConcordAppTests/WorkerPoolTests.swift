@@ -81,4 +81,27 @@ struct WorkerPoolTests {
         for _ in 0..<4 { release.signal() }
         #expect(pool.shutdown(deadline: 2) == 0)
     }
+
+    /// What a job holds (its request, body and all) is let go once it ran, whether the queue
+    /// drained or other jobs still wait behind it: taken slots used to keep up to 1024 finished
+    /// jobs, megabytes of library parts each.
+    @Test(arguments: [false, true]) func aJobLetsGoOfWhatItHoldsOnceItRan(_ othersWaiting: Bool) {
+        final class Payload: Sendable {}
+        let pool = WorkerPool(threadCount: 1)
+        let release = DispatchSemaphore(value: 0), ran = DispatchSemaphore(value: 0)
+        weak var held: Payload?
+        do {
+            let payload = Payload()
+            held = payload
+            #expect(pool.submit { withExtendedLifetime(payload) {}; ran.signal() })
+        }
+        if othersWaiting { _ = pool.submit { release.wait() }; _ = pool.submit {} }
+        ran.wait()
+        // The thread took the job and ran it; the pool's slot must not keep it alive.
+        let deadline = Date().addingTimeInterval(2)
+        while held != nil && Date() < deadline { usleep(1000) }
+        #expect(held == nil)
+        release.signal()
+        #expect(pool.shutdown(deadline: 2) == 0)
+    }
 }

@@ -121,7 +121,14 @@ final class WorkerPool: @unchecked Sendable {
                 return
             }
             let job = self.jobs[self.head]
+            // The slot lets go of the job at once: a taken job's closure holds its request, body
+            // and all (a library part is megabytes), and up to 1024 taken slots wait for compaction.
+            self.jobs[self.head].run = {}
             self.head += 1
+            if self.head == self.jobs.count {
+                self.jobs.removeAll(keepingCapacity: true)
+                self.head = 0
+            }
             // Compact now and then instead of removeFirst per job (O(n) each).
             if self.head > 1024 && self.head * 2 > self.jobs.count {
                 self.jobs.removeFirst(self.head)
