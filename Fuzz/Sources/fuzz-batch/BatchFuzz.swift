@@ -16,6 +16,8 @@ import FuzzSupport
 //  - the plain form is taken: a body the full parser reads as that one member holding plain
 //    printable-ASCII strings, written with no escape and no byte outside ASCII, is read in place
 //    (otherwise every device batch would silently take the slow path).
+//  - an identifier is written the same by `JSONWriter.string(_:)` and `string(utf8:)` (the
+//    answer's two ways), and a plain one as its bytes between quotes (the plain answer's copy).
 // And on the input as one identifier: `Identifiers.isValidLocalIdentifier` (SWAR fast path)
 // and `IdentifierBatch.isPlainASCII` agree with a byte-by-byte reading of API.md §2.
 
@@ -66,8 +68,21 @@ func checkRoute(_ body: [UInt8], member: StaticString) {
     }
     // The slow path's batch (what the route builds from parsed strings) validates the same way.
     if let strings {
+        for s in strings { checkWritten(s) }
         let batch = IdentifierBatch(strings)
         check(batch.firstInvalidLocalIdentifier() == strings.firstIndex { !referenceValidLocal($0) }, "slow-path batch validation differs")
+    }
+}
+
+/// The answer's ways of writing an identifier agree (LocalToCloudBody.written and .plain).
+func checkWritten(_ s: String) {
+    var a = JSONWriter(), b = JSONWriter()
+    a.string(s)
+    var copy = s
+    copy.withUTF8 { b.string(utf8: $0) }
+    check(a.bytes == b.bytes, "string and string(utf8:) write \(describe(a.bytes)) and \(describe(b.bytes))")
+    if plainASCII(s.utf8) {
+        check(a.bytes == [0x22] + Array(s.utf8) + [0x22], "a plain identifier written as \(describe(a.bytes))")
     }
 }
 
@@ -81,6 +96,7 @@ public func fuzzBatch(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let s = String(decoding: input, as: UTF8.self)
     check(Identifiers.isValidLocalIdentifier(s) == referenceValidLocal(s), "isValidLocalIdentifier(\(describe(s.utf8)))")
     check(IdentifierBatch([s]).isPlainASCII == plainASCII(s.utf8), "isPlainASCII(\(describe(s.utf8)))")
+    checkWritten(s)
     let batch = IdentifierBatch([s, s])
     check(batch.firstInvalidLocalIdentifier() == (referenceValidLocal(s) ? nil : 0), "firstInvalidLocalIdentifier of one identifier")
     return 0
