@@ -393,6 +393,11 @@ public struct HTTPRequestParser: Sendable {
             }
             return nil
         }
+        // The budget first: had the line arrived without its LF, its bytes so far (CR included)
+        // would have failed it above, so it fails the same way whole (found by Fuzz/, issue 23).
+        if sectionLimited && self.sectionBytes + line.consumed - 1 > self.limits.maxHeaderBytes {
+            throw .headersTooLarge("trailer section larger than \(self.limits.maxHeaderBytes) bytes")
+        }
         if line.consumed - (line.end - line.start) != 2 {
             throw .badRequest("chunked framing line not terminated by CRLF")
         }

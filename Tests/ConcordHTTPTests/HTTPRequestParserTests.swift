@@ -433,6 +433,15 @@ let parserCases: [ParserCase] = [
         events: [chunkedHead],
         error: "431 headersTooLarge"
     ),
+    // Found by Fuzz/ (issue 23): whole, the bare LF was 400; split, the line passed the budget
+    // before its LF arrived, 431.
+    ParserCase(
+        name: "trailerLineOverBudgetEndingInBareLF431",
+        input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: " + String(repeating: "t", count: 100) + "\n\r\n",
+        limits: HTTPLimits(maxHeaderBytes: 64),
+        events: [chunkedHead],
+        error: "431 headersTooLarge"
+    ),
     ParserCase(
         name: "tooManyTrailerFields431",
         input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n",

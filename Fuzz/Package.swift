@@ -1,0 +1,45 @@
+// swift-tools-version:6.1
+// Concord fuzzing (issue 23): a separate package so that the server itself keeps no package
+// dependencies. One libFuzzer executable per parser; build and run them with `Fuzz/run`
+// (see Fuzz/README.md). Built with `-sanitize=fuzzer,address -parse-as-library`: each harness
+// defines `LLVMFuzzerTestOneInput` and libFuzzer supplies `main`.
+import PackageDescription
+
+let package = Package(
+    name: "ConcordFuzz",
+    products: [
+        .executable(name: "fuzz-http", targets: ["fuzz-http"]),
+        .executable(name: "fuzz-json", targets: ["fuzz-json"]),
+        .executable(name: "fuzz-batch", targets: ["fuzz-batch"]),
+        .executable(name: "fuzz-cloudid", targets: ["fuzz-cloudid"]),
+    ],
+    dependencies: [
+        .package(name: "Concord", path: ".."),
+    ],
+    targets: [
+        // The property checks' failure path (message, then abort: libFuzzer keeps the input).
+        .target(name: "FuzzSupport"),
+        // libFuzzer's LLVMFuzzerRunDriver, declared for Swift.
+        .target(name: "CFuzzer"),
+        .executableTarget(
+            name: "fuzz-http",
+            dependencies: ["FuzzSupport", "CFuzzer", .product(name: "ConcordHTTP", package: "Concord")]
+        ),
+        .executableTarget(
+            name: "fuzz-json",
+            dependencies: ["FuzzSupport", "CFuzzer", .product(name: "ConcordJSON", package: "Concord")]
+        ),
+        .executableTarget(
+            name: "fuzz-batch",
+            dependencies: [
+                "FuzzSupport", "CFuzzer",
+                .product(name: "ConcordJSON", package: "Concord"),
+                .product(name: "ConcordDomain", package: "Concord"),
+            ]
+        ),
+        .executableTarget(
+            name: "fuzz-cloudid",
+            dependencies: ["FuzzSupport", "CFuzzer", .product(name: "ConcordDomain", package: "Concord")]
+        ),
+    ]
+)
