@@ -181,6 +181,12 @@ public protocol ServerWriteTransaction: ServerReadTransaction {
     /// Deletes a claim whose request applied nothing (one that did stays, its answer lost).
     func deleteIdempotencyRecord(owner: [UInt8], key: String) throws
     func deleteIdempotencyRecords(createdBefore time: Double) throws
+    /// What the account's idempotency keys take (issue 23): per key its answer's bytes, its name's
+    /// and `DataBounds.idempotencyKeyOverhead`.
+    func idempotencyKeptBytes(accountID: String) throws -> Int
+    /// Stores a claimed key's answer and ties the key to `accountID` (deleted with that account);
+    /// when that account no longer exists, the key is deleted instead (issue 23).
+    func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8], accountID: String) throws
 }
 
 /// One object row of an account's mapping tables, as `streamMappingTables` hands it out.
@@ -438,4 +444,7 @@ public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWri
     func updateDeviceCounters(_ device: DeviceRef, lastChangeSeq: Int64, objectCount: Int) throws
     /// Deletes history entries with seq ≤ `throughSeq` and remembers it as the pruning point.
     func pruneChanges(_ device: DeviceRef, throughSeq: Int64) throws
+    /// The newest seq of the device's history such that it and the changes after it hold more
+    /// than `bytes` bytes of details; nil when the whole history holds no more (issue 23).
+    func changeSeqOverBytes(_ device: DeviceRef, keeping bytes: Int) throws -> Int64?
 }

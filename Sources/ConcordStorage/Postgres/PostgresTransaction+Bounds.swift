@@ -1,0 +1,30 @@
+import ConcordDomain
+
+/// What a caller leaves stored, measured in bytes (issue 23: `DataBounds`).
+extension PostgresTransaction {
+    func idempotencyKeptBytes(accountID: String) throws -> Int {
+        // octet_length of a bytea reads its stored size, without detoasting the value.
+        Int(try self.db.scalarInt("""
+            SELECT coalesce(sum(coalesce(octet_length(answer), 0) + octet_length(key) + $2), 0)::int8
+            FROM idempotency_keys WHERE account_id = $1
+            """, [.text(accountID), .int(Int64(DataBounds.idempotencyKeyOverhead))]) ?? 0)
+    }
+
+    func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8], accountID: String) throws {
+        guard try self.db.scalarInt("SELECT 1::int8 FROM accounts WHERE account_id = $1", [.text(accountID)]) != nil else {
+            try self.db.query("DELETE FROM idempotency_keys WHERE owner_hash = $1 AND key = $2", [.bytes(owner), .text(key)])
+            return
+        }
+        try self.db.query("UPDATE idempotency_keys SET answer = $1, account_id = $2 WHERE owner_hash = $3 AND key = $4",
+                          [.bytes(answer), .text(accountID), .bytes(owner), .text(key)])
+    }
+
+    func changeSeqOverBytes(_ device: DeviceRef, keeping bytes: Int) throws -> Int64? {
+        try self.db.scalarInt("""
+            SELECT seq FROM (
+                SELECT seq, sum(octet_length(details)) OVER (ORDER BY seq DESC) AS kept
+                FROM changes WHERE account_id = $1 AND device_id = $2
+            ) c WHERE kept > $3 ORDER BY seq DESC LIMIT 1
+            """, [.text(device.accountID), .text(device.deviceID), .int(Int64(bytes))])
+    }
+}
