@@ -47,14 +47,45 @@ public struct HistoryService: ServiceArea {
     }
 
     /// Appends one history entry inside the write transaction: its sequence number is assigned
-    /// here, under the account's write lock, so tokens grow in commit order (§7). Prunes by count and age.
+    /// here, under the account's write lock, so tokens grow in commit order (§7). Prunes by count,
+    /// age and bytes (`bytesBoundary`).
     static func appendChange(_ core: ServiceCore, _ tx: any AccountWriteTransaction, _ state: DeviceState, details: ChangeDetails?, now: Date,
                              objectCount: Int) throws -> Int64 {
         let seq = state.lastChangeSeq + 1
         try tx.appendChange(state.ref, seq: seq, createdAt: now.timeIntervalSince1970, details: details)
         try tx.updateDeviceCounters(state.ref, lastChangeSeq: seq, objectCount: objectCount)
-        let boundary = try Self.retentionBoundary(core, tx, state, lastSeq: seq, now: now)
+        var boundary = try Self.retentionBoundary(core, tx, state, lastSeq: seq, now: now)
+        if let overBytes = try Self.bytesBoundary(core, tx, state.ref, seq: seq, details: details) { boundary = max(boundary, overBytes) }
         if boundary > state.prunedThroughSeq { try tx.pruneChanges(state.ref, throughSeq: boundary) }
         return seq
+    }
+
+    /// Changes at least this large (estimated) are measured against the byte budget when appended.
+    static let bytesCheckedChange = 4096
+    /// Smaller changes are measured every this many changes.
+    static let bytesCheckInterval: Int64 = 64
+
+    /// The byte bound of a device's history (issue 23, `history.maxBytesPerDevice`): the newest
+    /// changes whose details hold at most that many bytes are kept; older ones are pruned (their
+    /// tokens `410`, as for the count and age bounds). Measuring is a pass over the device's
+    /// history, so it runs when a change of `bytesCheckedChange` bytes or more is appended and
+    /// every `bytesCheckInterval` changes: between passes at most that many smaller changes pass
+    /// the budget (64 × 4 KiB). nil when nothing is over it.
+    static func bytesBoundary(_ core: ServiceCore, _ tx: any AccountWriteTransaction, _ device: DeviceRef, seq: Int64,
+                              details: ChangeDetails?) throws -> Int64? {
+        let size = details.map(Self.estimatedBytes) ?? 0
+        guard size >= Self.bytesCheckedChange || seq % Self.bytesCheckInterval == 0 else { return nil }
+        return try tx.changeSeqOverBytes(device, keeping: core.configuration.dataBounds.historyBytesPerDevice)
+    }
+
+    /// About what a change's details take stored: its identifiers' bytes and a few per identifier.
+    static func estimatedBytes(_ details: ChangeDetails) -> Int {
+        var bytes = 0
+        for lists in [details.assets, details.assetCollections, details.collectionLists] {
+            for list in [lists.inserted, lists.updated, lists.deleted] {
+                for id in list { bytes += id.utf8.count + 3 }
+            }
+        }
+        return bytes
     }
 }
