@@ -53,12 +53,17 @@ public struct JournalEntryView: Sendable, Equatable {
 public struct JournalDetail: Sendable, Equatable {
     public var journal: JournalSummary
     public var entries: [JournalEntryView]
-    /// Entries follow this page (only when a page was asked for).
+    /// Entries follow this page (only when a page was asked for, or the journal's photos passed the
+    /// photos one answer resolves).
     public var hasMore = false
-    public init(journal: JournalSummary, entries: [JournalEntryView], hasMore: Bool = false) {
+    /// The answer is a page (it carries `hasMore`): one was asked for, or the journal's photos passed
+    /// `DataBounds.journalPhotosPerAnswer` (issue 23). Otherwise it is the whole journal, as API.md §6 shows it.
+    public var paged = false
+    public init(journal: JournalSummary, entries: [JournalEntryView], hasMore: Bool = false, paged: Bool = false) {
         self.journal = journal
         self.entries = entries
         self.hasMore = hasMore
+        self.paged = paged
     }
 }
 

@@ -70,16 +70,37 @@ public struct JournalService: ServiceArea {
             guard let journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
             var entries = try tx.journalEntries(journalID: journalID)
             var hasMore = false
+            var paged = page != nil
             if let entryID { entries = entries.filter { $0.entryID == entryID } }
             if let page { (entries, hasMore) = try page.apply(entries, id: \.entryID) }
+            if entryID == nil {
+                let cut = Self.cutToPhotoBudget(entries, budget: self.configuration.dataBounds.journalPhotosPerAnswer)
+                if cut < entries.count {
+                    entries.removeLast(entries.count - cut)
+                    hasMore = true
+                    paged = true
+                }
+            }
             let resolved = try Self.resolvePhotos(reads, device: device, entries.map(\.photos), limited: state.authorization == .limited)
             toLink = resolved.links
-            return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) }, hasMore: hasMore)
+            return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) }, hasMore: hasMore, paged: paged)
         }
         if !toLink.isEmpty {
             try self.run { try self.core.write(account: device.accountID) { tx in try MappingService.storeFoundLinks(tx, device: device, toLink) } }
         }
         return detail
+    }
+
+    /// How many of `entries` (from the first) one answer resolves (issue 23,
+    /// `server.limits.journalPhotosPerAnswer`): entries while their photos stay within `budget`, and
+    /// always the first, so every page moves on.
+    static func cutToPhotoBudget(_ entries: [StoredJournalEntry], budget: Int) -> Int {
+        var photos = 0
+        for (i, entry) in entries.enumerated() {
+            photos += entry.photos.count
+            if photos > budget { return max(i, 1) }
+        }
+        return entries.count
     }
 
     /// `PUT /v1/journals/{journalID}`: renames the journal. `If-Match` is checked against the journal's version.

@@ -53,7 +53,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let detail = try app.service.journals.journal(journalID, device: device, page: page)
             let photos = detail.entries.reduce(0) { $0 + $1.photos.count }
             var response = Codec.json(capacity: 256 + 256 * detail.entries.count + 160 * photos) { w in
-                Codec.write(detail.journal, entries: detail.entries, hasMore: page == nil ? nil : detail.hasMore, into: &w)
+                Codec.write(detail.journal, entries: detail.entries, hasMore: detail.paged ? detail.hasMore : nil, into: &w)
             }
             response.headers.add(name: "ETag", value: Codec.entityTag(detail.journal.version))
             return response
