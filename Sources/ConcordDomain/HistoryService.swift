@@ -60,22 +60,26 @@ public struct HistoryService: ServiceArea {
         return seq
     }
 
-    /// Changes at least this large (estimated) are measured against the byte budget when appended.
-    static let bytesCheckedChange = 4096
+    /// A change at least this large (estimated) is measured against a byte budget of `budget` when
+    /// appended: 4 KiB, or 1/256 of the budget when that is more (512 KiB at the default 128 MiB).
+    static func bytesCheckedChange(budget: Int) -> Int { max(4096, budget / 256) }
     /// Smaller changes are measured every this many changes.
     static let bytesCheckInterval: Int64 = 64
 
     /// The byte bound of a device's history (issue 23, `history.maxBytesPerDevice`): the newest
     /// changes whose details hold at most that many bytes are kept; older ones are pruned (their
     /// tokens `410`, as for the count and age bounds). Measuring is a pass over the device's
-    /// history, so it runs when a change of `bytesCheckedChange` bytes or more is appended and
-    /// every `bytesCheckInterval` changes: between passes at most that many smaller changes pass
-    /// the budget (64 × 4 KiB). nil when nothing is over it.
+    /// history (on SQLite it reads the details), so it runs when a change of
+    /// `bytesCheckedChange` or more is appended and every `bytesCheckInterval` changes: between
+    /// passes fewer than 64 smaller changes pass the budget (at most 63 × 512 KiB over 128 MiB), and a
+    /// pass costs at most ~256 times the bytes of the change that triggers it, or is shared by 64
+    /// changes. nil when nothing is over it.
     static func bytesBoundary(_ core: ServiceCore, _ tx: any AccountWriteTransaction, _ device: DeviceRef, seq: Int64,
                               details: ChangeDetails?) throws -> Int64? {
+        let budget = core.configuration.dataBounds.historyBytesPerDevice
         let size = details.map(Self.estimatedBytes) ?? 0
-        guard size >= Self.bytesCheckedChange || seq % Self.bytesCheckInterval == 0 else { return nil }
-        return try tx.changeSeqOverBytes(device, keeping: core.configuration.dataBounds.historyBytesPerDevice)
+        guard size >= Self.bytesCheckedChange(budget: budget) || seq % Self.bytesCheckInterval == 0 else { return nil }
+        return try tx.changeSeqOverBytes(device, keeping: budget)
     }
 
     /// About what a change's details take stored: its identifiers' bytes and a few per identifier.
