@@ -92,10 +92,11 @@ public final class IdempotencyService: ServiceArea {
                     if !abandoned { return .inProgress }
                     if record.applied { return .answerLost }
                 }
-                // A new key of an account whose keys already fill its room (issue 23): nothing runs.
+                // A new key of an account whose live keys already fill its room (issue 23): nothing
+                // runs. Expired keys do not count (this transaction's purge is rolled back with it).
                 if let accountID {
                     let limit = self.configuration.dataBounds.idempotencyBytesPerAccount
-                    if try tx.idempotencyKeptBytes(accountID: accountID) >= limit {
+                    if try tx.idempotencyKeptBytes(accountID: accountID, createdAfter: now - Self.lifetime) >= limit {
                         throw DomainError.quotaExceeded(quota: "idempotencyBytesPerAccount", limit: limit)
                     }
                 }
@@ -120,10 +121,11 @@ public final class IdempotencyService: ServiceArea {
     public func complete(owner: [UInt8], key: String, answer: [UInt8], fallback: [UInt8], accountID: String?) throws(DomainError) {
         guard let accountID else { return try self.complete(owner: owner, key: key, answer: answer) }
         let limit = self.configuration.dataBounds.idempotencyBytesPerAccount
+        let now = self.now.timeIntervalSince1970
         try self.run {
             try self.store.writeServer { tx in
                 // The claim's row counts already (its name and overhead); its answer is what is added.
-                let kept = try tx.idempotencyKeptBytes(accountID: accountID)
+                let kept = try tx.idempotencyKeptBytes(accountID: accountID, createdAfter: now - Self.lifetime)
                 let stored = kept + answer.count <= limit ? answer : fallback
                 try tx.setIdempotencyAnswer(owner: owner, key: key, answer: stored, accountID: accountID)
             }

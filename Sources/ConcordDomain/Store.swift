@@ -181,9 +181,9 @@ public protocol ServerWriteTransaction: ServerReadTransaction {
     /// Deletes a claim whose request applied nothing (one that did stays, its answer lost).
     func deleteIdempotencyRecord(owner: [UInt8], key: String) throws
     func deleteIdempotencyRecords(createdBefore time: Double) throws
-    /// What the account's idempotency keys take (issue 23): per key its answer's bytes, its name's
-    /// and `DataBounds.idempotencyKeyOverhead`.
-    func idempotencyKeptBytes(accountID: String) throws -> Int
+    /// What the account's idempotency keys created after `time` take (issue 23): per key its
+    /// answer's bytes, its name's and `DataBounds.idempotencyKeyOverhead`.
+    func idempotencyKeptBytes(accountID: String, createdAfter time: Double) throws -> Int
     /// Stores a claimed key's answer and ties the key to `accountID` (deleted with that account);
     /// when that account no longer exists, the key is deleted instead (issue 23).
     func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8], accountID: String) throws

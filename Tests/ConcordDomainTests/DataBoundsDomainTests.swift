@@ -32,6 +32,9 @@ import Testing
             try keys.claim(owner: owner, accountID: account, key: "d", fingerprint: Self.fingerprint)
         }
         #expect(try keys.claim(owner: owner, accountID: account, key: "a", fingerprint: Self.fingerprint) == .replay(big))
+        // Keys free their room when they expire, purged or not.
+        env.clock.advance(IdempotencyService.lifetime + 1)
+        #expect(try keys.claim(owner: owner, accountID: account, key: "d", fingerprint: Self.fingerprint) == .claimed)
         // Another account's room is its own; the admin's keys (no account) are not counted.
         let other = try env.service.accounts.createAccount(name: "Other")
         #expect(try keys.claim(owner: [2], accountID: other.accountID, key: "d", fingerprint: Self.fingerprint) == .claimed)

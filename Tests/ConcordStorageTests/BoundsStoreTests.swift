@@ -12,16 +12,17 @@ import Testing
         try db.store.writeServer { tx in
             try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date())
             try tx.insertAccount(accountID: "other", name: "n", tokenHash: [2], createdAt: Date())
-            #expect(try tx.idempotencyKeptBytes(accountID: "acc") == 0)
+            #expect(try tx.idempotencyKeptBytes(accountID: "acc", createdAfter: 0) == 0)
             try tx.putIdempotencyRecord(owner: [1], key: "k1", accountID: "acc", IdempotencyRecord(fingerprint: [0], answer: nil, createdAt: 1))
-            #expect(try tx.idempotencyKeptBytes(accountID: "acc") == 2 + overhead)
+            #expect(try tx.idempotencyKeptBytes(accountID: "acc", createdAfter: 0) == 2 + overhead)
             try tx.setIdempotencyAnswer(owner: [1], key: "k1", answer: [UInt8](repeating: 7, count: 1000), accountID: "acc")
-            #expect(try tx.idempotencyKeptBytes(accountID: "acc") == 1002 + overhead)
+            #expect(try tx.idempotencyKeptBytes(accountID: "acc", createdAfter: 0) == 1002 + overhead)
+            #expect(try tx.idempotencyKeptBytes(accountID: "acc", createdAfter: 1) == 0)   // expired keys do not count
             // A key without an account (the admin's) is tied to the account its answer names.
             try tx.putIdempotencyRecord(owner: [9], key: "kü", accountID: nil, IdempotencyRecord(fingerprint: [0], answer: nil, createdAt: 1))
-            #expect(try tx.idempotencyKeptBytes(accountID: "other") == 0)
+            #expect(try tx.idempotencyKeptBytes(accountID: "other", createdAfter: 0) == 0)
             try tx.setIdempotencyAnswer(owner: [9], key: "kü", answer: [1, 2], accountID: "other")
-            #expect(try tx.idempotencyKeptBytes(accountID: "other") == 2 + 3 + overhead)
+            #expect(try tx.idempotencyKeptBytes(accountID: "other", createdAfter: 0) == 2 + 3 + overhead)
             #expect(try tx.idempotencyRecord(owner: [9], key: "kü")?.answer == [1, 2])
             // Tied to an account that does not exist: the key goes.
             try tx.putIdempotencyRecord(owner: [9], key: "gone", accountID: nil, IdempotencyRecord(fingerprint: [0], answer: nil, createdAt: 1))
@@ -31,7 +32,7 @@ import Testing
         let deleted = try db.store.write(account: "other") { tx in try tx.deleteAccount() }
         #expect(deleted)
         let (left, kept) = try db.store.writeServer { tx in
-            (try tx.idempotencyRecord(owner: [9], key: "kü"), try tx.idempotencyKeptBytes(accountID: "acc"))
+            (try tx.idempotencyRecord(owner: [9], key: "kü"), try tx.idempotencyKeptBytes(accountID: "acc", createdAfter: 0))
         }
         #expect(left == nil && kept == 1002 + overhead)
     }

@@ -2,12 +2,12 @@ import ConcordDomain
 
 /// What a caller leaves stored, measured in bytes (issue 23: `DataBounds`).
 extension PostgresTransaction {
-    func idempotencyKeptBytes(accountID: String) throws -> Int {
+    func idempotencyKeptBytes(accountID: String, createdAfter time: Double) throws -> Int {
         // octet_length of a bytea reads its stored size, without detoasting the value.
         Int(try self.db.scalarInt("""
             SELECT coalesce(sum(coalesce(octet_length(answer), 0) + octet_length(key) + $2), 0)::int8
-            FROM idempotency_keys WHERE account_id = $1
-            """, [.text(accountID), .int(Int64(DataBounds.idempotencyKeyOverhead))]) ?? 0)
+            FROM idempotency_keys WHERE account_id = $1 AND created_at > $3
+            """, [.text(accountID), .int(Int64(DataBounds.idempotencyKeyOverhead)), .double(time)]) ?? 0)
     }
 
     func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8], accountID: String) throws {

@@ -2,13 +2,13 @@ import ConcordDomain
 
 /// What a caller leaves stored, measured in bytes (issue 23: `DataBounds`).
 extension SQLiteTransaction {
-    func idempotencyKeptBytes(accountID: String) throws -> Int {
+    func idempotencyKeptBytes(accountID: String, createdAfter time: Double) throws -> Int {
         guard let a = try self.accountKey(accountID) else { return 0 }
         // length() of a BLOB reads its size from the record header, not the value.
         return Int(try self.db.scalarInt("""
             SELECT coalesce(sum(coalesce(length(answer), 0) + length(CAST(key AS BLOB)) + ?), 0)
-            FROM idempotency_keys INDEXED BY idempotency_keys_account WHERE account_key = ?
-            """, [.int(Int64(DataBounds.idempotencyKeyOverhead)), .int(a)]) ?? 0)
+            FROM idempotency_keys INDEXED BY idempotency_keys_account WHERE account_key = ? AND created_at > ?
+            """, [.int(Int64(DataBounds.idempotencyKeyOverhead)), .int(a), .double(time)]) ?? 0)
     }
 
     func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8], accountID: String) throws {
