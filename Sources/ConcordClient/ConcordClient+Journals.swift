@@ -143,8 +143,8 @@ extension ConcordClient {
         return try await self.call(APIRequest(method: "GET", path: "/v1/journals", idempotent: true), as: Answer.self).journals
     }
 
-    /// A journal with its entries, photos resolved for this device. A journal with more photos than
-    /// the server resolves in one answer (`server.limits.journalPhotosPerAnswer`) comes in pages
+    /// A journal with its entries, photos resolved for this device. A journal larger than one
+    /// answer of the server holds (`server.limits.journalAnswerBytes`) comes in pages
     /// (`"hasMore"`): they are fetched in turn, `after` the last entry of the one before, and put
     /// together; when the journal's version changes between pages, it is read again from the start
     /// (up to three times; then the pages as read are returned).

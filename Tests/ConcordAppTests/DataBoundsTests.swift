@@ -178,7 +178,7 @@ import Testing
 
     @Test(arguments: TestEngine.available)
     func aJournalWithManyPhotosIsAnsweredInPagesAndASmallOneWhole(_ engine: TestEngine) throws {
-        let server = try APIServer(engine: engine) { $0.dataBounds.journalPhotosPerAnswer = 5 }
+        let server = try APIServer(engine: engine) { $0.dataBounds.journalAnswerBytes = 1600 }
         let account = try server.account()
         let phone = try server.device(account.token)
         func photos(_ range: Range<Int>) -> String {
@@ -192,14 +192,15 @@ import Testing
         }
         try put("e1", 0..<3)
         try put("e2", 3..<5)
-        // Five photos: the whole journal, exactly as before (no "hasMore").
+        // Each entry counts 132 bytes + 256 a photo: e1 and e2 take 1544 of 1600, the whole journal,
+        // answered exactly as before (no "hasMore").
         let small = try server.call("GET", path, token: phone.token)
         #expect(small.status == 200 && small["hasMore"] == nil)
         #expect(small["entries"]?.arrayValue?.map { $0["entryID"]?.stringValue } == ["e1", "e2"])
 
         try put("e3", 5..<9)
         try put("e4", 9..<10)
-        // Ten photos: pages of entries whose photos stay within five, each with at least one entry.
+        // e3 passes 1600: pages of entries within it, each with at least one entry.
         let first = try server.call("GET", path, token: phone.token)
         #expect(first.status == 200 && first["hasMore"]?.boolValue == true)
         #expect(first["entries"]?.arrayValue?.map { $0["entryID"]?.stringValue } == ["e1", "e2"])

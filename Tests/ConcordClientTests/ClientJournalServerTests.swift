@@ -61,10 +61,10 @@ import Testing
     #expect(try await tablet.listJournals().isEmpty)
 }
 
-/// Issue 23: a journal with more photos than one answer resolves comes in pages; `journal(_:)`
+/// Issue 23: a journal larger than one answer holds comes in pages; `journal(_:)`
 /// follows them and returns the whole journal.
 @Test func theClientPutsAPagedJournalTogether() async throws {
-    let server = try TestServer { $0.dataBounds.journalPhotosPerAnswer = 3 }
+    let server = try TestServer { $0.dataBounds.journalAnswerBytes = 1000 }
     let (_, devices) = try await server.account(devices: ["Phone"])
     let phone = devices[0]
     try await phone.applyChanges(LibraryChanges(assets: ObjectChanges(upsert: assets("P", 1...7))))

@@ -92,12 +92,12 @@ import Testing
         expectError(.persistentChangeTokenExpired) { try env.service.history.changes(since: tokens[42], limit: nil, device: d) }
     }
 
-    /// `GET /v1/journals/{id}` resolves at most `journalPhotosPerAnswer` photos: whole journals
-    /// within it, pages (at least one entry each) beyond it.
+    /// `GET /v1/journals/{id}` answers at most `journalAnswerBytes` (estimated: 129 + 256 a photo for
+    /// these entries): whole journals within it, pages (at least one entry each) beyond it.
     @Test(arguments: TestEngine.available)
     func journalAnswersAreCutByPhotos(_ engine: TestEngine) throws {
         var config = DomainConfiguration()
-        config.dataBounds.journalPhotosPerAnswer = 4
+        config.dataBounds.journalAnswerBytes = 1300
         let env = try TestEnv(engine, configuration: config)
         let d = try env.device()
         let j = try env.journal(d)
@@ -119,5 +119,28 @@ import Testing
         #expect(third.entries.map(\.entryID) == ["d"] && third.paged && !third.hasMore)
         // One entry is always answered whole.
         #expect(try env.service.journals.entry(journalID: j.journalID, entryID: "c", device: d).photos.count == 6)
+        // Text counts too: entries of 1000 bytes of text and no photos come one to a page.
+        let texts = try env.journal(d, "Texts")
+        for id in ["x", "y", "z"] {
+            _ = try env.service.journals.putEntry(journalID: texts.journalID, entryID: id, text: String(repeating: "w", count: 1000), photos: [], ifMatch: nil, device: d)
+        }
+        var seen: [String] = []
+        var page = try env.service.journals.journal(texts.journalID, device: d)
+        while true {
+            #expect(page.entries.count == 1 && page.paged)
+            seen += page.entries.map(\.entryID)
+            guard page.hasMore, let last = seen.last else { break }
+            page = try env.service.journals.journal(texts.journalID, device: d, page: PageRequest(after: last))
+        }
+        #expect(seen == ["x", "y", "z"])
+        // More entries than are read from storage at once (16) are answered whole while they fit.
+        let roomy = try TestEnv(engine)
+        let r = try roomy.device()
+        let many = try roomy.journal(r, "Many")
+        for i in 0..<40 { _ = try roomy.service.journals.putEntry(journalID: many.journalID, entryID: "m\(i)", text: "", photos: [], ifMatch: nil, device: r) }
+        let all = try roomy.service.journals.journal(many.journalID, device: r)
+        #expect(all.entries.map(\.entryID) == (0..<40).map { "m\($0)" } && !all.paged)
+        let paged = try roomy.service.journals.journal(many.journalID, device: r, page: PageRequest(limit: 20, after: "m9"))
+        #expect(paged.entries.map(\.entryID) == (10..<30).map { "m\($0)" } && paged.hasMore)
     }
 }

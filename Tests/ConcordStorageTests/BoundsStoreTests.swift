@@ -57,4 +57,23 @@ import Testing
             #expect(try tx.changeSeqOverBytes(device, keeping: 2500) == nil)
         }
     }
+
+    @Test(arguments: TestEngine.available) func journalEntriesAreReadAChunkAtATime(_ engine: TestEngine) throws {
+        let db = try TestDatabase(engine)
+        try db.store.writeServer { tx in try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date()) }
+        try db.store.write(account: "acc") { tx in
+            try tx.putJournal(StoredJournal(journalID: "J", title: "t", version: 1, entryCount: 0, createdSeq: 1, createdAt: 1, updatedAt: 1))
+            for (i, id) in ["c", "a", "b", "d"].enumerated() {
+                try tx.putJournalEntry(StoredJournalEntry(journalID: "J", entryID: id, text: id, photos: ["P\(i)"], version: Int64(10 + i), createdSeq: Int64(10 + i)))
+            }
+            try tx.putJournalEntry(StoredJournalEntry(journalID: "K", entryID: "other", text: "", photos: [], version: 20, createdSeq: 11))
+        }
+        let (first, rest, none) = try db.store.read(account: "acc") { tx in
+            (try tx.journalEntries(journalID: "J", createdAfter: 0, limit: 2), try tx.journalEntries(journalID: "J", createdAfter: 11, limit: 10),
+             try tx.journalEntries(journalID: "J", createdAfter: 13, limit: 10))
+        }
+        #expect(first.map(\.entryID) == ["c", "a"] && first[1].photos == ["P1"])
+        #expect(rest.map(\.entryID) == ["b", "d"])
+        #expect(none.isEmpty)
+    }
 }

@@ -132,7 +132,7 @@ public struct Configuration: Sendable, Equatable {
     /// Per-account quotas (issue 12).
     public var quotas = Quotas()
     /// Byte bounds on kept idempotency answers, history and journal answers (issue 23):
-    /// `quotas.idempotencyBytesPerAccount`, `history.maxBytesPerDevice`, `server.limits.journalPhotosPerAnswer`.
+    /// `quotas.idempotencyBytesPerAccount`, `history.maxBytesPerDevice`, `server.limits.journalAnswerBytes`.
     public var dataBounds = DataBounds()
     /// Threads for requests that touch storage; 0 means two per core (at least 4).
     public var workers = 0

@@ -27,4 +27,13 @@ extension PostgresTransaction {
             ) c WHERE kept > $3 ORDER BY seq DESC LIMIT 1
             """, [.text(device.accountID), .text(device.deviceID), .int(Int64(bytes))])
     }
+
+    func journalEntries(journalID: String, createdAfter createdSeq: Int64, limit: Int) throws -> [StoredJournalEntry] {
+        var result: [StoredJournalEntry] = []
+        try self.db.query("""
+            SELECT \(StorageRows.entryColumns) FROM journal_entries
+            WHERE account_id = $1 AND journal_id = $2 AND created_seq > $3 ORDER BY created_seq LIMIT $4
+            """, [.text(self.accountID), .text(journalID), .int(createdSeq), .int(Int64(limit))]) { r in result.append(StorageRows.storedEntry(r)) }
+        return result
+    }
 }

@@ -29,4 +29,14 @@ extension SQLiteTransaction {
             ) WHERE kept > ? ORDER BY seq DESC LIMIT 1
             """, [.int(k.account), .int(k.device), .int(Int64(bytes))])
     }
+
+    func journalEntries(journalID: String, createdAfter createdSeq: Int64, limit: Int) throws -> [StoredJournalEntry] {
+        guard let a = try self.accountKey(self.accountID) else { return [] }
+        var result: [StoredJournalEntry] = []
+        try self.db.query("""
+            SELECT \(StorageRows.entryColumns) FROM journal_entries INDEXED BY journal_entries_by_creation
+            WHERE account_key = ? AND journal_id = ? AND created_seq > ? ORDER BY created_seq LIMIT ?
+            """, [.int(a), .text(journalID), .int(createdSeq), .int(Int64(limit))]) { s in result.append(StorageRows.storedEntry(s)) }
+        return result
+    }
 }
