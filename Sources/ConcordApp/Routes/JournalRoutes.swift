@@ -40,7 +40,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let wait = try app.waitQuery(request)
             try app.longPolls.serve(topic: .journals(accountID: device.accountID), wait: wait, request: request, answer: answer) {
                 try app.requireStillAuthorized(request, device)
-                let page = try app.service.journals.journalChanges(since: since, limit: limit, device: device)
+                let page = try app.revokedIsUnauthorized(request, device) { try app.service.journals.journalChanges(since: since, limit: limit, device: device) }
                 let response = Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
                     Codec.write(change, into: &w)
                 }
