@@ -177,7 +177,7 @@ import Testing
     // MARK: Defect 10: journal answers bounded
 
     @Test(arguments: TestEngine.available)
-    func aJournalWithManyPhotosIsAnsweredInPagesAndASmallOneWhole(_ engine: TestEngine) throws {
+    func aLargeJournalIsAnsweredInPagesAndASmallOneWhole(_ engine: TestEngine) throws {
         let server = try APIServer(engine: engine) { $0.dataBounds.journalAnswerBytes = 1600 }
         let account = try server.account()
         let phone = try server.device(account.token)

@@ -95,7 +95,7 @@ import Testing
     /// `GET /v1/journals/{id}` answers at most `journalAnswerBytes` (estimated: 129 + 256 a photo for
     /// these entries): whole journals within it, pages (at least one entry each) beyond it.
     @Test(arguments: TestEngine.available)
-    func journalAnswersAreCutByPhotos(_ engine: TestEngine) throws {
+    func journalAnswersAreCutByTheirSize(_ engine: TestEngine) throws {
         var config = DomainConfiguration()
         config.dataBounds.journalAnswerBytes = 1300
         let env = try TestEnv(engine, configuration: config)
