@@ -113,6 +113,17 @@ public struct JournalChangeFetchResult: Sendable, Hashable {
     public var changeToken: ChangeToken
 }
 
+/// One answer of `GET /v1/journals/{journalID}`: the journal, and `hasMore` when it is a page.
+struct JournalPage: Decodable {
+    var journal: Journal
+    var hasMore: Bool?
+    private enum Keys: String, CodingKey { case hasMore }
+    init(from decoder: any Decoder) throws {
+        self.journal = try Journal(from: decoder)
+        self.hasMore = try decoder.container(keyedBy: Keys.self).decodeIfPresent(Bool.self, forKey: .hasMore)
+    }
+}
+
 struct JournalChangePage: Decodable {
     var changes: [JournalChange]
     var changeToken: ChangeToken
@@ -132,9 +143,26 @@ extension ConcordClient {
         return try await self.call(APIRequest(method: "GET", path: "/v1/journals", idempotent: true), as: Answer.self).journals
     }
 
-    /// A journal with its entries, photos resolved for this device.
+    /// A journal with its entries, photos resolved for this device. A journal larger than one
+    /// answer of the server holds (`server.limits.journalAnswerBytes`) comes in pages
+    /// (`"hasMore"`): they are fetched in turn, `after` the last entry of the one before, and put
+    /// together; when the journal's version changes between pages, it is read again from the start
+    /// (up to three times; then the pages as read are returned).
     public func journal(_ journalID: String) async throws -> Journal {
-        try await self.call(APIRequest(method: "GET", path: Self.journalPath(journalID), idempotent: true))
+        var attempts = 0
+        while true {
+            attempts += 1
+            var page = try await self.call(APIRequest(method: "GET", path: Self.journalPath(journalID), idempotent: true), as: JournalPage.self)
+            var journal = page.journal
+            var changed = false
+            while page.hasMore == true, let last = page.journal.entries.last {
+                page = try await self.call(APIRequest(method: "GET", path: Self.journalPath(journalID), query: [("after", last.entryID)], idempotent: true),
+                                           as: JournalPage.self)
+                if page.journal.version != journal.version { changed = true }
+                journal.entries += page.journal.entries
+            }
+            if !changed || attempts >= 3 { return journal }
+        }
     }
 
     /// Renames a journal; with `ifMatch`, only if its version is still that one (else

@@ -47,14 +47,49 @@ public struct HistoryService: ServiceArea {
     }
 
     /// Appends one history entry inside the write transaction: its sequence number is assigned
-    /// here, under the account's write lock, so tokens grow in commit order (§7). Prunes by count and age.
+    /// here, under the account's write lock, so tokens grow in commit order (§7). Prunes by count,
+    /// age and bytes (`bytesBoundary`).
     static func appendChange(_ core: ServiceCore, _ tx: any AccountWriteTransaction, _ state: DeviceState, details: ChangeDetails?, now: Date,
                              objectCount: Int) throws -> Int64 {
         let seq = state.lastChangeSeq + 1
         try tx.appendChange(state.ref, seq: seq, createdAt: now.timeIntervalSince1970, details: details)
         try tx.updateDeviceCounters(state.ref, lastChangeSeq: seq, objectCount: objectCount)
-        let boundary = try Self.retentionBoundary(core, tx, state, lastSeq: seq, now: now)
+        var boundary = try Self.retentionBoundary(core, tx, state, lastSeq: seq, now: now)
+        if let overBytes = try Self.bytesBoundary(core, tx, state.ref, seq: seq, details: details) { boundary = max(boundary, overBytes) }
         if boundary > state.prunedThroughSeq { try tx.pruneChanges(state.ref, throughSeq: boundary) }
         return seq
+    }
+
+    /// A change at least this large (estimated) is measured against a byte budget of `budget` when
+    /// appended: 4 KiB, or 1/256 of the budget when that is more (512 KiB at the default 128 MiB).
+    static func bytesCheckedChange(budget: Int) -> Int { max(4096, budget / 256) }
+    /// Smaller changes are measured every this many changes.
+    static let bytesCheckInterval: Int64 = 64
+
+    /// The byte bound of a device's history (issue 23, `history.maxBytesPerDevice`): the newest
+    /// changes whose details hold at most that many bytes are kept; older ones are pruned (their
+    /// tokens `410`, as for the count and age bounds). Measuring is a pass over the device's
+    /// history (on SQLite it reads the details), so it runs when a change of
+    /// `bytesCheckedChange` or more is appended and every `bytesCheckInterval` changes: between
+    /// passes fewer than 64 smaller changes pass the budget (at most 63 × 512 KiB over 128 MiB), and a
+    /// pass costs at most ~256 times the bytes of the change that triggers it, or is shared by 64
+    /// changes. nil when nothing is over it.
+    static func bytesBoundary(_ core: ServiceCore, _ tx: any AccountWriteTransaction, _ device: DeviceRef, seq: Int64,
+                              details: ChangeDetails?) throws -> Int64? {
+        let budget = core.configuration.dataBounds.historyBytesPerDevice
+        let size = details.map(Self.estimatedBytes) ?? 0
+        guard size >= Self.bytesCheckedChange(budget: budget) || seq % Self.bytesCheckInterval == 0 else { return nil }
+        return try tx.changeSeqOverBytes(device, keeping: budget)
+    }
+
+    /// About what a change's details take stored: its identifiers' bytes and a few per identifier.
+    static func estimatedBytes(_ details: ChangeDetails) -> Int {
+        var bytes = 0
+        for lists in [details.assets, details.assetCollections, details.collectionLists] {
+            for list in [lists.inserted, lists.updated, lists.deleted] {
+                for id in list { bytes += id.utf8.count + 3 }
+            }
+        }
+        return bytes
     }
 }

@@ -92,6 +92,14 @@ public final class IdempotencyService: ServiceArea {
                     if !abandoned { return .inProgress }
                     if record.applied { return .answerLost }
                 }
+                // A new key of an account whose live keys already fill its room (issue 23): nothing
+                // runs. Expired keys do not count (this transaction's purge is rolled back with it).
+                if let accountID {
+                    let limit = self.configuration.dataBounds.idempotencyBytesPerAccount
+                    if try tx.idempotencyKeptBytes(accountID: accountID, createdAfter: now - Self.lifetime) >= limit {
+                        throw DomainError.quotaExceeded(quota: "idempotencyBytesPerAccount", limit: limit)
+                    }
+                }
                 try tx.putIdempotencyRecord(owner: owner, key: key, accountID: accountID,
                                             IdempotencyRecord(fingerprint: fingerprint, answer: nil, instance: self.instanceID, createdAt: now))
                 return .claimed
@@ -102,6 +110,26 @@ public final class IdempotencyService: ServiceArea {
     /// Stores the first answer of a claimed key.
     public func complete(owner: [UInt8], key: String, answer: [UInt8]) throws(DomainError) {
         try self.run { try self.store.writeServer { tx in try tx.setIdempotencyAnswer(owner: owner, key: key, answer: answer) } }
+    }
+
+    /// Stores the first answer of a claimed key, within the room of `accountID`'s keys (issue 23):
+    /// `answer` when the account's keys with it stay within `quotas.idempotencyBytesPerAccount`,
+    /// else `fallback` (the app's short `409` saying the answer was not kept). The key is tied to
+    /// `accountID` (an admin's key that created the account becomes that account's, and goes with it);
+    /// when that account is gone already, the key goes. Without an account (the admin's other
+    /// keys), `answer` is stored as it is.
+    public func complete(owner: [UInt8], key: String, answer: [UInt8], fallback: [UInt8], accountID: String?) throws(DomainError) {
+        guard let accountID else { return try self.complete(owner: owner, key: key, answer: answer) }
+        let limit = self.configuration.dataBounds.idempotencyBytesPerAccount
+        let now = self.now.timeIntervalSince1970
+        try self.run {
+            try self.store.writeServer { tx in
+                // The claim's row counts already (its name and overhead); its answer is what is added.
+                let kept = try tx.idempotencyKeptBytes(accountID: accountID, createdAfter: now - Self.lifetime)
+                let stored = kept + answer.count <= limit ? answer : fallback
+                try tx.setIdempotencyAnswer(owner: owner, key: key, answer: stored, accountID: accountID)
+            }
+        }
     }
 
     /// Frees a claimed key whose request did not run to an answer worth keeping (a 5xx, a 429):

@@ -53,12 +53,17 @@ public struct JournalEntryView: Sendable, Equatable {
 public struct JournalDetail: Sendable, Equatable {
     public var journal: JournalSummary
     public var entries: [JournalEntryView]
-    /// Entries follow this page (only when a page was asked for).
+    /// Entries follow this page (only when a page was asked for, or the journal passed what one
+    /// answer holds).
     public var hasMore = false
-    public init(journal: JournalSummary, entries: [JournalEntryView], hasMore: Bool = false) {
+    /// The answer is a page (it carries `hasMore`): one was asked for, or the journal's answer would
+    /// pass `DataBounds.journalAnswerBytes` (issue 23). Otherwise it is the whole journal, as API.md §6 shows it.
+    public var paged = false
+    public init(journal: JournalSummary, entries: [JournalEntryView], hasMore: Bool = false, paged: Bool = false) {
         self.journal = journal
         self.entries = entries
         self.hasMore = hasMore
+        self.paged = paged
     }
 }
 
@@ -191,6 +196,9 @@ public protocol JournalStoreReadTransaction: AnyObject {
     func journalEntry(journalID: String, entryID: String) throws -> StoredJournalEntry?
     /// The journal's entry IDs in creation order.
     func journalEntryIDs(journalID: String) throws -> [String]
+    /// At most `limit` of the journal's entries created after `createdSeq` (0: from the first), in
+    /// creation order: a journal's answer reads only what it needs (issue 23).
+    func journalEntries(journalID: String, createdAfter createdSeq: Int64, limit: Int) throws -> [StoredJournalEntry]
     /// Journal changes with seq > `after`, ascending, at most `limit`.
     func journalChanges(after seq: Int64, limit: Int) throws -> [StoredJournalChange]
     /// The highest seq of a journal change created at or before `time`, nil if none.

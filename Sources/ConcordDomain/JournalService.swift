@@ -68,18 +68,62 @@ public struct JournalService: ServiceArea {
         var toLink: [(localIdentifier: String, record: CloudRecord)] = []
         let detail = try self.mappingRead(device) { tx, reads, state in
             guard let journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
-            var entries = try tx.journalEntries(journalID: journalID)
-            var hasMore = false
-            if let entryID { entries = entries.filter { $0.entryID == entryID } }
-            if let page { (entries, hasMore) = try page.apply(entries, id: \.entryID) }
+            let entries: [StoredJournalEntry], hasMore: Bool, paged: Bool
+            if let entryID {
+                entries = try tx.journalEntry(journalID: journalID, entryID: entryID).map { [$0] } ?? []
+                (hasMore, paged) = (false, false)
+            } else {
+                (entries, hasMore, paged) = try Self.answerEntries(tx, journalID: journalID, page: page,
+                                                                    byteBudget: self.configuration.dataBounds.journalAnswerBytes)
+            }
             let resolved = try Self.resolvePhotos(reads, device: device, entries.map(\.photos), limited: state.authorization == .limited)
             toLink = resolved.links
-            return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) }, hasMore: hasMore)
+            return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) }, hasMore: hasMore, paged: paged)
         }
         if !toLink.isEmpty {
             try self.run { try self.core.write(account: device.accountID) { tx in try MappingService.storeFoundLinks(tx, device: device, toLink) } }
         }
         return detail
+    }
+
+    /// Entries read from storage at a time for a journal's answer: a small journal in one query,
+    /// and at most this many entries beyond the answer's end held in memory.
+    static let entryChunk = 16
+
+    /// The entries one `GET /v1/journals/{journalID}` answers (issue 23), read from storage in
+    /// creation order a chunk at a time, never the whole journal: those of `page` (after its
+    /// `after`, at most its `limit`), or from the first without one, while their estimated answer
+    /// stays within `byteBudget` (`server.limits.journalAnswerBytes`,
+    /// `DataBounds.estimatedAnswerBytes`) — always at least one, so every page moves on.
+    /// Resolving photos is most of an answer's cost, and each counts 256 bytes. `paged`: the answer is a page (one was asked for, or the budget cut it), and
+    /// `hasMore` says whether entries follow it.
+    static func answerEntries(_ tx: any AccountReadTransaction, journalID: String, page: PageRequest?,
+                              byteBudget: Int) throws -> (entries: [StoredJournalEntry], hasMore: Bool, paged: Bool) {
+        let limit = page?.limit ?? PageRequest.maxLimit
+        guard (1...PageRequest.maxLimit).contains(limit) else {
+            throw DomainError.badRequest(message: "limit must be 1 to \(PageRequest.maxLimit).", field: "limit")
+        }
+        var after: Int64 = 0
+        if let id = page?.after {
+            guard let entry = try tx.journalEntry(journalID: journalID, entryID: id) else {
+                throw DomainError.badRequest(message: "after names nothing in this list (the last ID of the previous page is expected).", field: "after")
+            }
+            after = entry.createdSeq
+        }
+        var entries: [StoredJournalEntry] = []
+        var bytes = 0
+        while true {
+            let chunk = try tx.journalEntries(journalID: journalID, createdAfter: after, limit: Self.entryChunk)
+            for entry in chunk {
+                if page != nil, entries.count == limit { return (entries, true, true) }
+                let size = DataBounds.estimatedAnswerBytes(entryID: entry.entryID, text: entry.text, photos: entry.photos.count)
+                if !entries.isEmpty, bytes + size > byteBudget { return (entries, true, true) }
+                entries.append(entry)
+                bytes += size
+            }
+            guard chunk.count == Self.entryChunk, let last = chunk.last else { return (entries, false, page != nil) }
+            after = last.createdSeq
+        }
     }
 
     /// `PUT /v1/journals/{journalID}`: renames the journal. `If-Match` is checked against the journal's version.

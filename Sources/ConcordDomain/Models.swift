@@ -300,6 +300,8 @@ public struct DomainConfiguration: Sendable {
     public var mappingIndexBytes = 256 << 20
     /// Per-account quotas (`quotas.*`); beyond one, `403 quotaExceeded` and nothing stored.
     public var quotas = Quotas()
+    /// Byte bounds on what a caller leaves stored or is answered at once (issue 23).
+    public var dataBounds = DataBounds()
     public init() {}
 }
 

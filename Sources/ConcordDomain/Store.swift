@@ -181,6 +181,12 @@ public protocol ServerWriteTransaction: ServerReadTransaction {
     /// Deletes a claim whose request applied nothing (one that did stays, its answer lost).
     func deleteIdempotencyRecord(owner: [UInt8], key: String) throws
     func deleteIdempotencyRecords(createdBefore time: Double) throws
+    /// What the account's idempotency keys created after `time` take (issue 23): per key its
+    /// answer's bytes, its name's and `DataBounds.idempotencyKeyOverhead`.
+    func idempotencyKeptBytes(accountID: String, createdAfter time: Double) throws -> Int
+    /// Stores a claimed key's answer and ties the key to `accountID` (deleted with that account);
+    /// when that account no longer exists, the key is deleted instead (issue 23).
+    func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8], accountID: String) throws
 }
 
 /// One object row of an account's mapping tables, as `streamMappingTables` hands it out.
@@ -465,4 +471,7 @@ public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWri
     func uploadObjectPage(uploadID: String, containersOnly: Bool, after: String?, limit: Int) throws -> [LibraryObject]
     /// The types of those of `localIdentifiers` the upload holds.
     func uploadObjectTypes(uploadID: String, localIdentifiers: [String]) throws -> [(localIdentifier: String, type: ObjectType)]
+    /// The newest seq of the device's history such that it and the changes after it hold more
+    /// than `bytes` bytes of details; nil when the whole history holds no more (issue 23).
+    func changeSeqOverBytes(_ device: DeviceRef, keeping bytes: Int) throws -> Int64?
 }

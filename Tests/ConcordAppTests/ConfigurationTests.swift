@@ -219,3 +219,22 @@ func commandLineParsesCommandsAndFlags(_ index: Int) {
         }
     }
 }
+
+/// Issue 23's byte bounds: defaults, file, environment (the file's value overridden), range checks.
+@Test func dataBoundsAreConfigurableAndChecked() throws {
+    let defaults = try ConfigurationLoader.load(flags: [], environment: [:]).dataBounds
+    #expect(defaults.idempotencyBytesPerAccount == 64 << 20 && defaults.historyBytesPerDevice == 128 << 20 && defaults.journalAnswerBytes == 8 << 20)
+    #expect(StorageOptions(try ConfigurationLoader.load(flags: [], environment: ["CONCORD_QUOTAS_IDEMPOTENCY_BYTES_PER_ACCOUNT": "5000"]), workers: 4)
+        .domain.dataBounds.idempotencyBytesPerAccount == 5000)
+    let file = writeConfig(#"{"quotas":{"idempotencyBytesPerAccount":100000},"history":{"maxBytesPerDevice":2000},"server":{"limits":{"journalAnswerBytes":3}}}"#)
+    let fromFile = try ConfigurationLoader.load(flags: [("--config", file)], environment: [:]).dataBounds
+    #expect(fromFile.idempotencyBytesPerAccount == 100_000 && fromFile.historyBytesPerDevice == 2000 && fromFile.journalAnswerBytes == 3)
+    let fromEnvironment = try ConfigurationLoader.load(flags: [("--config", file)], environment: [
+        "CONCORD_QUOTAS_IDEMPOTENCY_BYTES_PER_ACCOUNT": "200000", "CONCORD_HISTORY_MAX_BYTES_PER_DEVICE": "3000",
+        "CONCORD_LIMITS_JOURNAL_ANSWER_BYTES": "4"]).dataBounds
+    #expect(fromEnvironment.idempotencyBytesPerAccount == 200_000 && fromEnvironment.historyBytesPerDevice == 3000 && fromEnvironment.journalAnswerBytes == 4)
+    for (name, value) in [("CONCORD_QUOTAS_IDEMPOTENCY_BYTES_PER_ACCOUNT", "100"), ("CONCORD_HISTORY_MAX_BYTES_PER_DEVICE", "0"),
+                          ("CONCORD_LIMITS_JOURNAL_ANSWER_BYTES", "0")] {
+        #expect(throws: ConfigurationError.self, "\(name)") { _ = try ConfigurationLoader.load(flags: [], environment: [name: value]) }
+    }
+}

@@ -60,3 +60,21 @@ import Testing
     try await phone.deleteJournal(journal.journalID)
     #expect(try await tablet.listJournals().isEmpty)
 }
+
+/// Issue 23: a journal larger than one answer holds comes in pages; `journal(_:)`
+/// follows them and returns the whole journal.
+@Test func theClientPutsAPagedJournalTogether() async throws {
+    let server = try TestServer { $0.dataBounds.journalAnswerBytes = 1000 }
+    let (_, devices) = try await server.account(devices: ["Phone"])
+    let phone = devices[0]
+    try await phone.applyChanges(LibraryChanges(assets: ObjectChanges(upsert: assets("P", 1...7))))
+    let p = (1...7).map { assetID($0, device: "P") }
+    let journal = try await phone.createJournal(title: "Long")
+    for (entryID, photos) in [("a", p[0..<2]), ("b", p[2..<4]), ("c", p[4..<7])] {
+        try await phone.putEntry(journalID: journal.journalID, entryID: entryID, text: entryID, photos: photos.map { .local($0) })
+    }
+    let whole = try await phone.journal(journal.journalID)
+    #expect(whole.entries.map(\.entryID) == ["a", "b", "c"])
+    #expect(whole.entries.flatMap(\.photos).map(\.localIdentifier) == p)
+    #expect(whole.entryCount == 3)
+}

@@ -141,6 +141,9 @@ public struct Configuration: Sendable, Equatable {
     public var longPoll = LongPoll()
     /// Per-account quotas (issue 12).
     public var quotas = Quotas()
+    /// Byte bounds on kept idempotency answers, history and journal answers (issue 23):
+    /// `quotas.idempotencyBytesPerAccount`, `history.maxBytesPerDevice`, `server.limits.journalAnswerBytes`.
+    public var dataBounds = DataBounds()
     /// Threads for requests that touch storage; 0 means two per core (at least 4).
     public var workers = 0
     /// SQLite's `PRAGMA synchronous` for the writer: `normal` survives a crash of the process

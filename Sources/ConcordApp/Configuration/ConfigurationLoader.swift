@@ -177,6 +177,10 @@ public enum ConfigurationLoader {
         Setting(key: "quotas.journalsPerAccount", kind: .int(1...maxInt), flag: nil) { $0.quotas.journalsPerAccount = $1.int },
         Setting(key: "quotas.entriesPerJournal", kind: .int(1...maxInt), flag: nil) { $0.quotas.entriesPerJournal = $1.int },
         Setting(key: "quotas.objectsPerDevice", kind: .int(1...maxInt), flag: nil) { $0.quotas.objectsPerDevice = $1.int },
+        // Issue 23: byte bounds (DataBounds).
+        Setting(key: "quotas.idempotencyBytesPerAccount", kind: .int(4096...maxInt), flag: nil) { $0.dataBounds.idempotencyBytesPerAccount = $1.int },
+        Setting(key: "history.maxBytesPerDevice", kind: .int(1...maxInt), flag: nil) { $0.dataBounds.historyBytesPerDevice = $1.int },
+        Setting(key: "server.limits.journalAnswerBytes", kind: .int(1...maxInt), flag: nil) { $0.dataBounds.journalAnswerBytes = $1.int },
         Setting(key: "rateLimits.perAddress", kind: .double(0...1e9), flag: nil) { $0.rateLimits.perAddress = $1.double },
         Setting(key: "rateLimits.perCaller", kind: .double(0...1e9), flag: nil) { $0.rateLimits.perCaller = $1.double },
         Setting(key: "rateLimits.burstSeconds", kind: .double(0.001...3600), flag: nil) { $0.rateLimits.burstSeconds = $1.double },

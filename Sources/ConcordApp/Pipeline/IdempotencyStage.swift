@@ -1,5 +1,6 @@
 import ConcordDomain
 import ConcordHTTP
+import ConcordJSON
 import ConcordObservability
 
 /// Keys claimed, completed and released (`IdempotencyService` in ConcordDomain; a test double in tests).
@@ -7,6 +8,16 @@ protocol IdempotencyKeys: Sendable {
     func claim(owner: [UInt8], accountID: String?, key: String, fingerprint: [UInt8]) throws(DomainError) -> IdempotencyClaim
     func complete(owner: [UInt8], key: String, answer: [UInt8]) throws(DomainError)
     func release(owner: [UInt8], key: String) throws(DomainError)
+    /// Stores `answer`, or `fallback` when `answer` does not fit the room of `accountID`'s keys, and
+    /// ties the key to `accountID` (issue 23).
+    func complete(owner: [UInt8], key: String, answer: [UInt8], fallback: [UInt8], accountID: String?) throws(DomainError)
+}
+
+extension IdempotencyKeys {
+    /// Keys without a per-account room (test doubles) keep every answer.
+    func complete(owner: [UInt8], key: String, answer: [UInt8], fallback: [UInt8], accountID: String?) throws(DomainError) {
+        try self.complete(owner: owner, key: key, answer: answer)
+    }
 }
 
 extension IdempotencyService: IdempotencyKeys {}
@@ -18,6 +29,13 @@ extension IdempotencyService: IdempotencyKeys {}
 /// idempotencyKeyInUse` with `Retry-After`; when its write committed but the server failed before
 /// its answer was kept, `409 idempotencyKeyAnswerLost` (those answers: `ErrorMapper`). An answer
 /// that did not settle anything — a 5xx or a 429 — is not kept: a resend runs again.
+///
+/// Issue 23: an answer that issues a token (`accountToken`, `deviceToken`: account and device
+/// creation, successors, rotations) is never stored — tokens exist at rest only as hashes — and
+/// neither is an answer over the room left for the account's keys. In their place the stage keeps
+/// a short `409 idempotencyKeyAnswerLost` naming why (`"reason"`) and the first answer's status and
+/// non-secret members (`"accountID"`, `"deviceID"`, `"replaces"`), which a resend gets, replayed.
+/// An admin's key that created an account is tied to that account, so it is deleted with it.
 struct IdempotencyStage: Sendable {
     let keys: any IdempotencyKeys
 
@@ -58,8 +76,13 @@ struct IdempotencyStage: Sendable {
             do {
                 if response.status >= 500 || response.status == 429 {
                     try self.keys.release(owner: owner, key: key)
+                } else if let issued = StoredAnswer.issuedToken(response) {
+                    // Tokens are stored only as hashes (API.md §1): the resend is told so.
+                    let kept = StoredAnswer.encode(StoredAnswer.notKept(.tokenNotKept, response, members: issued.members).response)
+                    try self.keys.complete(owner: owner, key: key, answer: kept, fallback: kept, accountID: accountID ?? issued.accountID)
                 } else {
-                    try self.keys.complete(owner: owner, key: key, answer: StoredAnswer.encode(response))
+                    let fallback = StoredAnswer.encode(StoredAnswer.notKept(.answerTooLarge, response, members: []).response)
+                    try self.keys.complete(owner: owner, key: key, answer: StoredAnswer.encode(response), fallback: fallback, accountID: accountID)
                 }
             } catch {
                 // The request itself is done: answer it. The key stays claimed: a resend is `409
@@ -94,6 +117,52 @@ enum StoredAnswer {
             headers.add(name: String(line[..<colon]), value: String(line[line.index(after: colon)...].dropFirst()))
         }
         return HTTPResponse(status: status, headers: headers, body: Array(bytes[(blank + 2)...]))
+    }
+
+    /// Members of an answer that are tokens: shown once, never stored (API.md §1).
+    static let tokenMembers: Set<String> = ["accountToken", "deviceToken"]
+
+    /// When `response` issues a token: its other top-level members (IDs, in order, as JSON text) and
+    /// the account it created, if it names one. nil for any other answer (most are not even parsed).
+    static func issuedToken(_ response: HTTPResponse) -> (members: [(key: String, jsonValue: String)], accountID: String?)? {
+        guard (200..<300).contains(response.status), Self.mayNameAToken(response.body),
+              case .object(let object)? = try? JSONValue.parse(response.body),
+              object.members.contains(where: { Self.tokenMembers.contains($0.key) }) else { return nil }
+        var members: [(key: String, jsonValue: String)] = []
+        for (name, value) in object.members where !Self.tokenMembers.contains(name) && !["name", "message", "reason", "status"].contains(name) {
+            var writer = JSONWriter()
+            writer.value(value)
+            members.append((name, String(decoding: writer.bytes, as: UTF8.self)))
+        }
+        let accountID = response.status == 201 ? object["accountID"]?.stringValue : nil
+        return (members, accountID)
+    }
+
+    /// `Token"` somewhere in the body: only such answers are parsed to look for a token member.
+    private static func mayNameAToken(_ body: [UInt8]) -> Bool {
+        let needle = Array("Token\"".utf8)
+        guard body.count >= needle.count, body.count <= 64 * 1024 else { return false }
+        for i in 0...(body.count - needle.count) where body[i] == needle[0] {
+            if (1..<needle.count).allSatisfy({ body[i + $0] == needle[$0] }) { return true }
+        }
+        return false
+    }
+
+    /// Why a first answer was not kept (issue 23).
+    enum NotKeptReason: String { case tokenNotKept, answerTooLarge }
+
+    /// The answer kept in place of one that is not: `409 idempotencyKeyAnswerLost`, with the reason,
+    /// the first answer's status and the members worth telling (never a token).
+    static func notKept(_ reason: NotKeptReason, _ first: HTTPResponse, members: [(key: String, jsonValue: String)]) -> APIError {
+        let message: String
+        switch reason {
+        case .tokenNotKept:
+            message = "The request with this Idempotency-Key was applied and issued a token, which is shown once and never kept; it cannot be replayed. Rotate the token, or delete what was created, instead of sending it again."
+        case .answerTooLarge:
+            message = "The request with this Idempotency-Key was answered, but its answer did not fit the room for this account's kept answers; read the current state instead of sending it again."
+        }
+        return APIError(.idempotencyKeyAnswerLost, message,
+                        details: [("reason", jsonString(reason.rawValue)), ("status", String(first.status))] + members)
     }
 
     private static let unkept: Set<String> = ["date", "content-length", "connection", "transfer-encoding"]

@@ -20,7 +20,7 @@ func historyRoutes(_ app: AppContext) -> [Route] {
             let wait = try app.waitQuery(request)
             try app.longPolls.serve(topic: .library(device), wait: wait, request: request, answer: answer) {
                 try app.requireStillAuthorized(request, device)
-                let page = try app.service.history.changes(since: since, limit: limit, device: device)
+                let page = try app.revokedIsUnauthorized(request, device) { try app.service.history.changes(since: since, limit: limit, device: device) }
                 let response = Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
                     Codec.write(change, into: &w)
                 }
@@ -28,4 +28,18 @@ func historyRoutes(_ app: AppContext) -> [Route] {
             }
         },
     ]
+}
+
+extension AppContext {
+    /// Runs a feed read of `device`; when it finds the device gone (`notFound`: deleted, with its
+    /// token, between the token check and the read — a held poll's re-query races the deletion),
+    /// answers as a revoked token does, `401`, rather than `404` (RevokedPollTests).
+    func revokedIsUnauthorized<T>(_ request: RequestContext, _ device: DeviceRef, _ read: () throws -> T) throws -> T {
+        do {
+            return try read()
+        } catch let error as DomainError {
+            if case .notFound = error { try self.requireStillAuthorized(request, device) }
+            throw error
+        }
+    }
 }

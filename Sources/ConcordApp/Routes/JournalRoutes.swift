@@ -40,7 +40,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let wait = try app.waitQuery(request)
             try app.longPolls.serve(topic: .journals(accountID: device.accountID), wait: wait, request: request, answer: answer) {
                 try app.requireStillAuthorized(request, device)
-                let page = try app.service.journals.journalChanges(since: since, limit: limit, device: device)
+                let page = try app.revokedIsUnauthorized(request, device) { try app.service.journals.journalChanges(since: since, limit: limit, device: device) }
                 let response = Codec.changePageResponse(page.changes, changeToken: page.changeToken, hasMore: page.hasMore) { change, w in
                     Codec.write(change, into: &w)
                 }
@@ -53,7 +53,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let detail = try app.service.journals.journal(journalID, device: device, page: page)
             let photos = detail.entries.reduce(0) { $0 + $1.photos.count }
             var response = Codec.json(capacity: 256 + 256 * detail.entries.count + 160 * photos) { w in
-                Codec.write(detail.journal, entries: detail.entries, hasMore: page == nil ? nil : detail.hasMore, into: &w)
+                Codec.write(detail.journal, entries: detail.entries, hasMore: detail.paged ? detail.hasMore : nil, into: &w)
             }
             response.headers.add(name: "ETag", value: Codec.entityTag(detail.journal.version))
             return response

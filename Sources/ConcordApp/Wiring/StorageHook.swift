@@ -19,6 +19,8 @@ public struct StorageOptions: Sendable {
     public var sqliteMemory = SQLiteMemory()
     public var mappingIndexMegabytes = DomainConfiguration().mappingIndexBytes >> 20
     public var quotas = Quotas()
+    /// Byte bounds (issue 23).
+    public var dataBounds = DataBounds()
 
     public init(database: Configuration.Database) { self.database = database }
 
@@ -33,12 +35,14 @@ public struct StorageOptions: Sendable {
         self.sqliteMemory = SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20)
         self.mappingIndexMegabytes = configuration.mappingIndexMegabytes
         self.quotas = configuration.quotas
+        self.dataBounds = configuration.dataBounds
     }
 
     /// The domain's settings among them.
     var domain: DomainConfiguration {
         var domain = DomainConfiguration()
         domain.quotas = self.quotas
+        domain.dataBounds = self.dataBounds
         domain.mappingIndexBytes = self.mappingIndexMegabytes << 20
         domain.maxBatch = self.maxBatch
         domain.historyMaxChanges = self.history.maxChanges
