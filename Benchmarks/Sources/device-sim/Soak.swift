@@ -536,10 +536,14 @@ func soakPoll(_ s: SoakSettings, device: SoakDevice, stats: SoakStats, feed: Str
         guard let answer = client.send(inst, RawRequest("GET", path, token: token.value), what: label) else { continue }
         let held = now() - sentAt
         if answer.status == 401 {
-            let now = device.current
-            if now.generation != token.generation || now.rotating {
+            let latest = device.current
+            if latest.generation != token.generation || latest.rotating {
                 stats.answer(inst, ok: false, expectedKind: "401 for a poll held with a rotated-out token")
                 stats.operation("\(label): ended by a rotation (401)")
+                // The device learns its new token when the rotation answers: wait for it (else
+                // this loop would only collect more 401s with the old one).
+                let deadline = now() + 30
+                while device.current.generation == token.generation && !stats.stopped && now() < deadline { usleep(20_000) }
             } else {
                 stats.answer(inst, ok: false, unexpected: "\(label): 401 with the current token", detail: "")
                 usleep(200_000)
