@@ -52,6 +52,12 @@ struct SoakSettings {
     var thinkMS: Int
     var pollWait: Int
     var rotateSeconds: Double
+    /// Percent of new assets (and of fingerprint changes) with content no device had: each
+    /// makes a new cloud record for good (records outlive their objects, API.md §5), so the
+    /// account's records and the mapping index grow. 0 (default): new assets are photos of the
+    /// account's shared set, and a deleted asset's record is taken again by the next copy of its
+    /// content: a steady state, in which growth means a leak.
+    var newContent: Int
 
     static func parse() -> SoakSettings? {
         func list(_ name: String) -> [String] { (option(name) ?? "").split(separator: ",").map(String.init) }
@@ -66,7 +72,8 @@ struct SoakSettings {
             warmup: Double(option("--warmup") ?? "") ?? max(0, (minutes / 6).rounded()),
             accounts: max(1, intOption("--accounts", 3)), devices: max(2, intOption("--devices", 3)),
             assets: max(100, intOption("--assets", 2000)), thinkMS: max(0, intOption("--think-ms", 25)),
-            pollWait: max(1, intOption("--poll-wait", 15)), rotateSeconds: Double(option("--rotate-seconds") ?? "120") ?? 120)
+            pollWait: max(1, intOption("--poll-wait", 15)), rotateSeconds: Double(option("--rotate-seconds") ?? "120") ?? 120,
+            newContent: min(100, max(0, intOption("--new-content", 0))))
     }
 }
 
@@ -348,6 +355,16 @@ final class SoakWorker {
         w.endObject()
     }
 
+    /// Content for a new asset or a changed fingerprint: a photo of the account's set, or (with
+    /// `--new-content`) content no device had.
+    private func content() -> String {
+        if self.rng.below(100) < self.s.newContent {
+            self.sequence += 1
+            return Encode.base64URL(SHA256.hash(Array("soak \(self.device.global) \(self.sequence)".utf8)))
+        }
+        return self.account.photos.fingerprints[self.rng.below(self.account.photos.fingerprints.count)]
+    }
+
     // A library change: 5 new, 3 updated (one maybe a new fingerprint), 5 deleted.
     func libraryChange() {
         var w = JSONWriter(capacity: 4096)
@@ -356,9 +373,7 @@ final class SoakWorker {
         for _ in 0..<5 {
             self.sequence += 1
             let local = "SOAK-\(self.device.global)-\(self.sequence)/L0/001"
-            let fingerprint = self.rng.below(10) < 7
-                ? self.account.photos.fingerprints[self.rng.below(self.account.photos.fingerprints.count)]
-                : Encode.base64URL(SHA256.hash(Array("soak \(self.device.global) \(self.sequence)".utf8)))
+            let fingerprint = self.content()
             upserts.append((local, fingerprint, false))
         }
         let touched = self.pick(8)
@@ -367,7 +382,9 @@ final class SoakWorker {
             let known = self.knowledge.assets[local]!
             if i == 0 && self.rng.below(10) < 3 {
                 self.sequence += 1
-                upserts.append((local, Encode.base64URL(SHA256.hash(Array("soak \(self.device.global) \(self.sequence)".utf8))), known.favorite))
+                var other = self.content()
+                while other == known.fingerprint { other = self.content() }
+                upserts.append((local, other, known.favorite))
                 refingerprinted.insert(local)
             } else {
                 upserts.append((local, known.fingerprint, !known.favorite))
@@ -603,7 +620,7 @@ func serverGauges(_ port: Int) -> [String: Double] {
         guard parts.count >= 2, let value = Double(parts[parts.count - 1]) else { continue }
         let name = String(parts[0].split(separator: "{").first ?? "")
         if ["concord_mapping_index_resident_bytes", "concord_mapping_index_accounts", "concord_http_open_connections",
-            "concord_long_poll_waiting", "concord_feeds"].contains(name) {
+            "concord_long_poll_waiting"].contains(name) {
             out[name, default: 0] += value
         }
     }
@@ -676,7 +693,7 @@ func soakScenario() throws {
     csv.seekToEndOfFile()
     // The server's own gauges beside it (not in the main CSV's fixed columns): what RSS holds.
     let gaugesPath = s.csv.hasSuffix(".csv") ? String(s.csv.dropLast(4)) + "-server.csv" : s.csv + "-server.csv"
-    _ = FileManager.default.createFile(atPath: gaugesPath, contents: Data("minute,instance,mapping_index_bytes,mapping_index_accounts,open_connections,long_poll_waiting,feeds\n".utf8))
+    _ = FileManager.default.createFile(atPath: gaugesPath, contents: Data("minute,instance,mapping_index_bytes,mapping_index_accounts,open_connections,long_poll_waiting\n".utf8))
     let gaugesCSV = FileHandle(forWritingAtPath: gaugesPath)!
     gaugesCSV.seekToEndOfFile()
     let started = now()
@@ -702,7 +719,7 @@ func soakScenario() throws {
         for i in 0..<instances {
             let g = serverGauges(s.ports[i])
             func v(_ k: String) -> String { g[k].map { String(Int($0)) } ?? "" }
-            gaugeLine += "\(f(minute, 2)),\(i + 1),\(v("concord_mapping_index_resident_bytes")),\(v("concord_mapping_index_accounts")),\(v("concord_http_open_connections")),\(v("concord_long_poll_waiting")),\(v("concord_feeds"))\n"
+            gaugeLine += "\(f(minute, 2)),\(i + 1),\(v("concord_mapping_index_resident_bytes")),\(v("concord_mapping_index_accounts")),\(v("concord_http_open_connections")),\(v("concord_long_poll_waiting"))\n"
         }
         gaugesCSV.write(Data(gaugeLine.utf8))
     }
@@ -834,7 +851,7 @@ func soakScenario() throws {
     let totalRequests = c.requests.reduce(0, +), totalErrors = c.errors.reduce(0, +), totalExpected = c.expected.reduce(0, +)
     let engineName = s.engine == "postgres" ? "PostgreSQL, \(instances) instance\(instances == 1 ? "" : "s") on one database" : "SQLite, \(instances) instance\(instances == 1 ? "" : "s")"
     print(markdown: "", "### Soak — \(engineName), \(f(s.minutes, 0)) min", "")
-    print("\(s.accounts) accounts × \(s.devices) devices (\(s.accounts * s.devices) device threads, \(s.accounts * s.devices) library long-polls, \(s.accounts) journal long-polls), \(s.assets) assets per device at the start, \(s.thinkMS) ms think time, polls held \(s.pollWait) s, a rotation per device every ~\(f(s.rotateSeconds, 0)) s; samples every \(f(s.interval, 0)) s, warm-up \(f(s.warmup, 1)) min. Load ran \(f(loadSeconds / 60, 1)) min: \(totalRequests) requests (\(f(Double(totalRequests) / max(1, loadSeconds), 0))/s)\(instances > 1 ? ", by instance " + c.requests.map(String.init).joined(separator: " / ") : "").")
+    print("\(s.accounts) accounts × \(s.devices) devices (\(s.accounts * s.devices) device threads, \(s.accounts * s.devices) library long-polls, \(s.accounts) journal long-polls), \(s.assets) assets per device at the start, \(s.thinkMS) ms think time, polls held \(s.pollWait) s, a rotation per device every ~\(f(s.rotateSeconds, 0)) s, \(s.newContent) % new content; samples every \(f(s.interval, 0)) s, warm-up \(f(s.warmup, 1)) min. Load ran \(f(loadSeconds / 60, 1)) min: \(totalRequests) requests (\(f(Double(totalRequests) / max(1, loadSeconds), 0))/s)\(instances > 1 ? ", by instance " + c.requests.map(String.init).joined(separator: " / ") : "").")
     print(markdown: "", "| operation | count |", "|---|---:|")
     for (name, n) in c.operations.sorted(by: { $0.key < $1.key }) { print("| \(name) | \(n) |") }
 
@@ -868,6 +885,6 @@ func soakScenario() throws {
     let lost = missing.assets + missing.extra + missing.wrong + missing.entries + missing.mapping
     print(markdown: "", "Read-back: \(checked.assets) acknowledged assets checked against `GET /v1/library/objects` (missing \(missing.assets), wrong \(missing.wrong), deleted but listed \(missing.extra)); \(checked.entries) acknowledged journal entries (missing or not as acknowledged: \(missing.entries)); \(checked.roundTrips) local→cloud→local round trips (disagreeing: \(missing.mapping)). **Missing: \(lost)**.")
     for p in problems.prefix(20) { print("- \(p)") }
-    print("", "CSV: `\(s.csv.split(separator: "/").suffix(3).joined(separator: "/"))`.")
+    print(markdown: "", "CSV: `\(s.csv.split(separator: "/").suffix(3).joined(separator: "/"))`.")
     log("soak \(s.engine): \(totalRequests) requests, \(totalErrors) unexpected errors, \(totalExpected) expected, read-back missing \(lost)")
 }
