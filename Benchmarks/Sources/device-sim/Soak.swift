@@ -55,8 +55,10 @@ struct SoakSettings {
     /// Percent of new assets (and of fingerprint changes) with content no device had: each
     /// makes a new cloud record for good (records outlive their objects, API.md §5), so the
     /// account's records and the mapping index grow. 0 (default): new assets are photos of the
-    /// account's shared set, and a deleted asset's record is taken again by the next copy of its
-    /// content: a steady state, in which growth means a leak.
+    /// account's shared set, and a deleted asset's record is taken again by a later copy of its
+    /// content on that device. Records still accumulate, more and more slowly: a device that comes
+    /// to hold more copies of a photo than any record count of it needs one more (measured with
+    /// PostgreSQL: 6 950 → 18 290 records in 14 minutes, 1 000 a minute at first, 300 at the end).
     var newContent: Int
 
     static func parse() -> SoakSettings? {
