@@ -34,10 +34,22 @@ struct RawRequest: Sendable {
     }
 }
 
-/// One answer: status and body (headers are not kept: nothing here needs them).
+/// One answer: status, body, and the header section as received (the soak checks
+/// `Idempotent-Replayed`).
 struct RawResponse {
     var status: Int
     var body: [UInt8]
+    var head: String = ""
+
+    /// The value of header `name` (case-insensitive), if present.
+    func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        for line in self.head.split(separator: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            if line[..<colon].lowercased() == wanted { return String(line[line.index(after: colon)...].trimmingSpaces) }
+        }
+        return nil
+    }
 }
 
 /// One keep-alive connection. Not thread-safe: one per thread.
@@ -176,12 +188,12 @@ final class HTTPConnection {
             if name == "content-length" { length = Int(value) }
             if name == "transfer-encoding" && value.lowercased().contains("chunked") { chunked = true }
         }
-        if chunked { return RawResponse(status: status, body: try self.readChunked()) }
+        if chunked { return RawResponse(status: status, body: try self.readChunked(), head: head) }
         let count = length ?? 0
         while self.buffer.count - self.start < count { try self.fill() }
         let body = Array(self.buffer[self.start..<(self.start + count)])
         self.start += count
-        return RawResponse(status: status, body: body)
+        return RawResponse(status: status, body: body, head: head)
     }
 
     private func findHeadEnd(from: Int) -> Int? {

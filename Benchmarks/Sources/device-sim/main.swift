@@ -2,6 +2,7 @@
 // mapping routes (API.md §5), the change feed (§7) and journals (§6), side by side with the
 // Hummingbird peer's echo of the same batches. Prints Markdown on stdout, progress on stderr.
 //
+//   device-sim soak --ports P[,P2] --pids ... (issue 23: see Soak.swift)
 //   device-sim mapping|journal|livesync --port P --admin-token T [--pid PID]
 //              [--peer-port Q --peer-pid QPID] [--assets 100000] [--devices 5] [--clients 16]
 //              [--batch 1000] [--seconds 5] [--rounds 2] [--waiters 10000] [--keyed | --keyed-hashed]
@@ -44,6 +45,11 @@ struct Settings {
 }
 
 let arguments = CommandLine.arguments
+// Issue 23: the soak takes its own options (several instances): Soak.swift.
+if arguments.count > 1 && arguments[1] == "soak" {
+    do { try soakScenario() } catch { log("soak failed: \(error)"); exit(1) }
+    exit(0)
+}
 guard arguments.count > 1, ["mapping", "journal", "livesync"].contains(arguments[1]),
       let port = option("--port").flatMap({ Int($0) }), let adminToken = option("--admin-token") else {
     log("usage: device-sim mapping|journal|livesync --port P --admin-token T [--pid PID] [--peer-port Q --peer-pid QPID] [--assets N] [--devices N] [--clients N] [--batch N] [--seconds S] [--rounds R] [--waiters N]")
