@@ -170,7 +170,11 @@ public struct MappingService: ServiceArea {
             result[ByteKey(o.localIdentifier)] = linked
             links.append((o, record!))
         }
-        if !created.isEmpty { try tx.insertRecords(created, createdAt: core.clock()) }
+        if !created.isEmpty {
+            let quota = core.configuration.quotas.recordsPerAccount
+            if try tx.recordCount() + created.count > quota { throw DomainError.quotaExceeded(quota: "recordsPerAccount", limit: quota) }
+            try tx.insertRecords(created, createdAt: core.clock())
+        }
         try Self.storeLinks(tx, device: device, links)
         return result
     }

@@ -344,6 +344,10 @@ public struct Quotas: Sendable, Equatable {
     public var journalsPerAccount = 10_000
     public var entriesPerJournal = 10_000
     public var objectsPerDevice = 2_000_000
+    /// Cloud records one account may hold. Records are kept while the account exists (a journal's
+    /// cloud identifier stays resolvable after its object goes), so an account that keeps sending
+    /// new content accumulates them beyond its objects (issue 23).
+    public var recordsPerAccount = 10_000_000
     public init() {}
 }
 

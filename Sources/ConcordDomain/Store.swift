@@ -358,6 +358,8 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?]
     /// Objects of `device` with these local identifiers (any order, missing omitted), with their links.
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
+    /// How many cloud records the account holds (records go only with the account).
+    func recordCount() throws -> Int
     /// Records of the account with these GUIDs (upper case), oldest first.
     func records(guids: [String]) throws -> [CloudRecord]
     /// For each of these records: the objects of `device` carrying one of its keys (§5 step 3),

@@ -51,4 +51,28 @@ import Testing
         #expect(try server.call("PUT", "/v1/journals/\(journalID)/entries/e2", token: phone.token, body: #"{"text":"y","photos":[]}"#).status == 200)
         #expect(try server.call("GET", "/v1/journals/\(journalID)", token: phone.token)["entries"]?.arrayValue?.count == 2)
     }
+
+    /// Cloud records stay while the account exists, so new content keeps making them: beyond
+    /// `quotas.recordsPerAccount` the local → cloud request that would create more is `403`, stores
+    /// nothing, and lookups of existing records keep working (issue 23, defect 7).
+    @Test(arguments: TestEngine.available)
+    func cloudRecordsAreBoundedPerAccount(_ engine: TestEngine) throws {
+        let server = try APIServer(engine: engine) { $0.quotas.recordsPerAccount = 3 }
+        let account = try server.account()
+        let phone = try server.device(account.token, "phone")
+        try server.upsert(phone.token, assets: (1...5).map { (assetID($0), fingerprint($0)) })
+        func map(_ ns: [Int]) throws -> APIResponse {
+            try server.call("POST", "/v1/library/cloud-identifiers", token: phone.token,
+                            body: #"{"localIdentifiers":["# + ns.map { #""\#(assetID($0))""# }.joined(separator: ",") + "]}")
+        }
+        #expect(try map([1, 2]).status == 200)
+        let over = try map([3, 4])
+        #expect(over.status == 403 && over.raw.body.contains(#""quota":"recordsPerAccount""#) && over.raw.body.contains(#""limit":3"#), "\(over.raw.body)")
+        // Nothing of the refused request was stored: one more record still fits, and the first two resolve.
+        let third = try map([3])
+        #expect(third.status == 200 && third["mappings"]?[0]?["cloudIdentifier"]?.stringValue != nil, "\(third.raw.body)")
+        #expect(try map([5]).status == 403)
+        let again = try map([1, 2, 3])
+        #expect(again.status == 200 && again["mappings"]?.arrayValue?.compactMap { $0["cloudIdentifier"]?.stringValue }.count == 3, "\(again.raw.body)")
+    }
 }

@@ -177,6 +177,7 @@ public enum ConfigurationLoader {
         Setting(key: "quotas.journalsPerAccount", kind: .int(1...maxInt), flag: nil) { $0.quotas.journalsPerAccount = $1.int },
         Setting(key: "quotas.entriesPerJournal", kind: .int(1...maxInt), flag: nil) { $0.quotas.entriesPerJournal = $1.int },
         Setting(key: "quotas.objectsPerDevice", kind: .int(1...maxInt), flag: nil) { $0.quotas.objectsPerDevice = $1.int },
+        Setting(key: "quotas.recordsPerAccount", kind: .int(1...maxInt), flag: nil) { $0.quotas.recordsPerAccount = $1.int },
         // Issue 23: byte bounds (DataBounds).
         Setting(key: "quotas.idempotencyBytesPerAccount", kind: .int(4096...maxInt), flag: nil) { $0.dataBounds.idempotencyBytesPerAccount = $1.int },
         Setting(key: "history.maxBytesPerDevice", kind: .int(1...maxInt), flag: nil) { $0.dataBounds.historyBytesPerDevice = $1.int },

@@ -385,6 +385,11 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
 
     // MARK: - Records and links
 
+    func recordCount() throws -> Int {
+        // Every record takes the next creation order, from 1, and records go only with the account.
+        Int(try self.db.scalarInt("SELECT next_record_order - 1 FROM accounts WHERE account_id = $1", [.text(self.accountID)]) ?? 0)
+    }
+
     func records(guids: [String]) throws -> [CloudRecord] {
         guard !guids.isEmpty else { return [] }
         var result: [CloudRecord] = []

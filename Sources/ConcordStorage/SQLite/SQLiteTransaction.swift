@@ -497,6 +497,12 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     // MARK: - Records and links
 
+    func recordCount() throws -> Int {
+        // Every record takes the next creation order, from 1, and records go only with the account.
+        guard let a = try self.accountKey(self.accountID) else { return 0 }
+        return Int(try self.db.scalarInt("SELECT next_record_order - 1 FROM accounts WHERE account_key = ?", [.int(a)]) ?? 0)
+    }
+
     func records(guids: [String]) throws -> [CloudRecord] {
         guard !guids.isEmpty, let a = try self.accountKey(self.accountID) else { return [] }
         var result: [CloudRecord] = []
