@@ -21,7 +21,8 @@
 //   - journal entry writes (each device owns its entries: If-Match its last version; some with a
 //     stale version: 412 expected, naming the current one) and journal reads;
 //   - token rotation every ~`--rotate-seconds` (the account token rotates the device's; the
-//     rotation is resent with its key: the same new token expected; the old token must get 401).
+//     rotation is resent with its key: a replayed 409 naming the device and not the token is
+//     expected, issue 23; the old token must get 401).
 // And per device a long-poll on its library feed, per account one on the journal feed, held
 // `--poll-wait` seconds and woken by the writes; a poll held with a rotated token gets 401
 // (expected). Any other status, or any answer that contradicts what the device knows, is an
@@ -523,9 +524,14 @@ final class SoakWorker {
         self.device.token.withLock { $0 = (fresh, $0.generation + 1, false) }
         self.stats.operation("token rotations")
         let again = self.instance()
-        if let replay = self.client.exchange(again, request, what: "token rotation resend") {
+        // Issue 23: an answer that issues a token is never kept, so its resend is a replayed `409
+        // idempotencyKeyAnswerLost` (`"reason": "tokenNotKept"`) naming the device, never the token.
+        if let replay = self.client.exchange(again, request, what: "token rotation resend", expect: 409) {
             self.stats.operation("idempotent resends (token rotation)")
-            if replay.body != answer.body { self.stats.contradiction(again, "rotation resend not the first answer", "") }
+            let text = String(decoding: replay.body, as: UTF8.self)
+            if !text.contains("\"tokenNotKept\"") || !text.contains(self.device.deviceID) || text.contains(fresh) {
+                self.stats.contradiction(again, "rotation resend not the kept 409", String(text.prefix(300)))
+            }
         }
         let probe = self.instance()
         self.client.exchange(probe, RawRequest("GET", "/v1/library/token", token: old), what: "old token after rotation", expect: -1,
