@@ -11,6 +11,9 @@ public struct HTTPLimits: Sendable {
     /// Largest body, checked against Content-Length before any body byte is read and against
     /// the running total of chunk sizes. Over it: `413 payloadTooLarge`.
     public var maxBodyBytes: Int
+    /// Said after the byte count when a body passes `maxBodyBytes` (which setting to raise, or
+    /// what to send instead); nil: the byte count alone.
+    public var bodyLimitAdvice: String?
 
     /// Defaults: 8 KiB request line, 16 KiB header section, 128 fields, 64 MiB body.
     public init(

@@ -200,9 +200,7 @@ public struct HTTPRequestParser: Sendable {
                 } else {
                     // RFC 9112 §7.1: the total is bounded before any of this chunk is read.
                     let limit = min(self.limits.maxBodyBytes, self.bodyLimit ?? .max)
-                    if size > limit - self.body.count {
-                        throw .payloadTooLarge("body larger than \(limit) bytes")
-                    }
+                    if size > limit - self.body.count { throw self.bodyTooLarge(limit) }
                     self.state = .chunkData(remaining: size)
                 }
 
@@ -307,6 +305,14 @@ public struct HTTPRequestParser: Sendable {
         case .fixedBody(let remaining): return self.buffer.count - self.cursor >= remaining
         default: return false
         }
+    }
+
+    /// `413` for a body over `limit` bytes; over the server's own limit, with its advice.
+    private func bodyTooLarge(_ limit: Int) -> HTTPParseError {
+        guard limit == self.limits.maxBodyBytes, let advice = self.limits.bodyLimitAdvice else {
+            return .payloadTooLarge("body larger than \(limit) bytes")
+        }
+        return .payloadTooLarge("body larger than \(limit) bytes; \(advice)")
     }
 
     /// Lowers the current request's body limit (a route's own, decided from the head). A
@@ -622,9 +628,7 @@ public struct HTTPRequestParser: Sendable {
             nextState = .chunkSizeLine
         } else if let length = self.contentLength {
             // RFC 9112 §6.3 item 6: Content-Length gives the body length; refuse before reading.
-            if length > self.limits.maxBodyBytes {
-                throw .payloadTooLarge("body larger than \(self.limits.maxBodyBytes) bytes")
-            }
+            if length > self.limits.maxBodyBytes { throw self.bodyTooLarge(self.limits.maxBodyBytes) }
             nextState = length == 0 ? .complete : .fixedBody(remaining: length)
         }
         // RFC 9112 §6.3 item 7: no framing on a request means no body.

@@ -143,3 +143,20 @@ extension APIServer {
         #expect(r.raw.body.contains("server.limits.libraryItems") && r.raw.body.contains("/v1/library/uploads"), "\(r.raw.body)")
     }
 }
+
+/// A body over its route's byte limit is `413` naming the setting (issue 24): the server's own
+/// limit (manifests) says to raise it or send the library in parts; a small route names its own.
+@Test func aBodyOverItsLimitNamesTheSettingToRaise() throws {
+    let server = try APIServer {
+        $0.server.limits.bodyBytes = 4096
+        $0.server.limits.smallBodyBytes = 1024
+    }
+    let account = try server.account()
+    let device = try server.device(account.token)
+    let manifest = try server.call("PUT", "/v1/library", token: device.token, body: slice(Array(1...40)))
+    #expect(manifest.status == 413 && manifest.errorName == "payloadTooLarge", "\(manifest.raw.body)")
+    #expect(manifest.raw.body.contains("server.limits.bodyBytes") && manifest.raw.body.contains("POST /v1/library/uploads"), "\(manifest.raw.body)")
+    let title = String(repeating: "t", count: 2000)
+    let small = try server.call("POST", "/v1/journals", token: device.token, body: #"{"title":"\#(title)"}"#)
+    #expect(small.status == 413 && small.raw.body.contains("server.limits.smallBodyBytes"), "\(small.raw.body)")
+}

@@ -27,10 +27,15 @@ public struct APIError: Error, Sendable {
         if let field { e.details.append(("field", jsonString(field))) }
         return e
     }
-    /// The body is over the route's limit (the transport's own limit answers the same way).
-    public static func payloadTooLarge(limit: Int) -> APIError {
-        .payloadTooLarge("The body is larger than this route's limit of \(limit) bytes (settings server.limits.bodyBytes and "
-            + "server.limits.smallBodyBytes); a whole library goes as an upload in parts: POST /v1/library/uploads.")
+    /// The body is over the route's limit, naming the setting it comes from (issue 24). The
+    /// server's own limit (manifests) is the transport's to answer (`HTTPLimits.bodyLimitAdvice`).
+    static func payloadTooLarge(limit: Int, body: Route.BodyClass) -> APIError {
+        let setting = switch body {
+        case .small: "server.limits.smallBodyBytes"
+        case .batch: "server.limits.maxBatch (room for that many identifiers, within server.limits.bodyBytes)"
+        case .manifest: "server.limits.bodyBytes; a whole library goes as an upload in parts: POST /v1/library/uploads"
+        }
+        return .payloadTooLarge("The body is larger than this route's limit of \(limit) bytes (\(setting)).")
     }
     /// The body holds more than the route takes (elements, objects).
     public static func payloadTooLarge(_ message: String) -> APIError {

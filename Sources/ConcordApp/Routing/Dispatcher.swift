@@ -79,13 +79,20 @@ public final class Dispatcher: HTTPResponder {
                                      logger: self.logger(requestID))
         let token = context.bearerToken
         if let refusal = self.addressRate.refusal(route, connection, token: token) { return refuse(refusal.response) }
+        // A body over the route's limit, once the caller is known: refused here rather than by the
+        // transport's `limitBody`, so that the answer names the setting (issue 24).
+        let proceed: @Sendable ((any Sendable)?) -> Void = { who in
+            if let limit = route.maxBodyBytes, let length = head.contentLength, length > limit {
+                return refuse(APIError.payloadTooLarge(limit: limit, body: route.body).response)
+            }
+            decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: who))
+        }
         if token == nil, route.caller != .anyone {
             // No token on a route that needs one: its pipeline refuses it without storage
             // (`AuthenticateStage`), so here on the loop — a client without one holds no body and
             // no worker's turn (issue 23).
             do throws(APIError) {
-                let who = try check(context)
-                decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: who))
+                proceed(try check(context))
             } catch {
                 refuse(error.response)
             }
@@ -93,8 +100,7 @@ public final class Dispatcher: HTTPResponder {
         }
         let accepted = self.workers.submit {
             do throws(APIError) {
-                let who = try check(context)
-                decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: who))
+                proceed(try check(context))
             } catch {
                 refuse(error.response)
             }
@@ -134,7 +140,7 @@ public final class Dispatcher: HTTPResponder {
             }
             if let limit = route.maxBodyBytes, request.body.count > limit {
                 // A body small enough to be read before the head was checked: the route's limit still holds.
-                return (slot, .answer(APIError.payloadTooLarge(limit: limit).response))
+                return (slot, .answer(APIError.payloadTooLarge(limit: limit, body: route.body).response))
             }
             var queryItems: [(name: String, value: String)] = []
             if let query = request.query {

@@ -143,6 +143,8 @@ extension ServerConfiguration {
         self.limits = HTTPLimits(
             maxRequestLineBytes: server.limits.requestLineBytes, maxHeaderBytes: server.limits.headerBytes,
             maxHeaderCount: server.limits.headerCount, maxBodyBytes: server.limits.bodyBytes)
+        // The server's own limit is the manifests' (issue 24: a 413 says what to do).
+        self.limits.bodyLimitAdvice = "raise server.limits.bodyBytes, or send a whole library as an upload in parts: POST /v1/library/uploads."
         self.maxConnections = server.limits.maxConnections
         self.maxConnectionsPerAddress = server.limits.maxConnectionsPerAddress
         self.trustedProxies = server.trustedProxies
