@@ -70,6 +70,8 @@ public final class IdempotencyService: ServiceArea {
     /// Expired keys are deleted at most this often, by the claim that notices.
     static let purgeInterval: Double = 60
     private let lastPurge = Mutex<Double>(0)
+    /// What each account's kept keys take, without a pass over them on every keyed request.
+    private let keptBytes = KeptBytesEstimate()
 
     init(core: ServiceCore) { self.core = core }
 
@@ -96,12 +98,14 @@ public final class IdempotencyService: ServiceArea {
                 // runs. Expired keys do not count (this transaction's purge is rolled back with it).
                 if let accountID {
                     let limit = self.configuration.dataBounds.idempotencyBytesPerAccount
-                    if try tx.idempotencyKeptBytes(accountID: accountID, createdAfter: now - Self.lifetime) >= limit {
-                        throw DomainError.quotaExceeded(quota: "idempotencyBytesPerAccount", limit: limit)
-                    }
+                    let measure = { try tx.idempotencyKeptBytes(accountID: accountID, createdAfter: now - Self.lifetime) }
+                    var kept = try self.keptBytes.kept(accountID, now: now, fresh: false, measure: measure)
+                    if kept >= limit { kept = try self.keptBytes.kept(accountID, now: now, fresh: true, measure: measure) }
+                    if kept >= limit { throw DomainError.quotaExceeded(quota: "idempotencyBytesPerAccount", limit: limit) }
                 }
                 try tx.putIdempotencyRecord(owner: owner, key: key, accountID: accountID,
                                             IdempotencyRecord(fingerprint: fingerprint, answer: nil, instance: self.instanceID, createdAt: now))
+                if let accountID { self.keptBytes.add(accountID, key.utf8.count + DataBounds.idempotencyKeyOverhead) }
                 return .claimed
             }
         }
@@ -125,9 +129,12 @@ public final class IdempotencyService: ServiceArea {
         try self.run {
             try self.store.writeServer { tx in
                 // The claim's row counts already (its name and overhead); its answer is what is added.
-                let kept = try tx.idempotencyKeptBytes(accountID: accountID, createdAfter: now - Self.lifetime)
+                let measure = { try tx.idempotencyKeptBytes(accountID: accountID, createdAfter: now - Self.lifetime) }
+                var kept = try self.keptBytes.kept(accountID, now: now, fresh: false, measure: measure)
+                if kept + answer.count > limit { kept = try self.keptBytes.kept(accountID, now: now, fresh: true, measure: measure) }
                 let stored = kept + answer.count <= limit ? answer : fallback
                 try tx.setIdempotencyAnswer(owner: owner, key: key, answer: stored, accountID: accountID)
+                self.keptBytes.add(accountID, stored.count)
             }
         }
     }
@@ -137,5 +144,44 @@ public final class IdempotencyService: ServiceArea {
     /// resend is `answerLost` once the claim is abandoned).
     public func release(owner: [UInt8], key: String) throws(DomainError) {
         try self.run { try self.store.writeServer { tx in try tx.deleteIdempotencyRecord(owner: owner, key: key) } }
+    }
+}
+
+/// Per account, the bytes its kept idempotency keys take (`idempotencyKeptBytes`, a pass over the
+/// account's keys) as last measured, plus what this process has stored since. Expiry only lowers
+/// the truth, so within one process the figure never undercounts: a request is refused only on a
+/// fresh measurement, and otherwise goes on the figure without a pass. Keys another instance
+/// stores count from the next measurement — every 64th use, or after 60 s — so an account on
+/// several instances may pass its room by what 64 requests or a minute add there.
+final class KeptBytesEstimate: Sendable {
+    private struct Entry { var bytes: Int; var uses: Int; var measuredAt: Double }
+    private let entries = Mutex<[String: Entry]>([:])
+    static let remeasureEvery = 64
+    static let remeasureAfter: Double = 60
+    static let maxAccounts = 10_000
+
+    /// The account's kept bytes: measured (`measure`) when `fresh`, unknown or stale, else the figure.
+    func kept(_ accountID: String, now: Double, fresh: Bool, measure: () throws -> Int) throws -> Int {
+        let known: Int? = self.entries.withLock { table in
+            guard !fresh, var e = table[accountID], e.uses < Self.remeasureEvery, now - e.measuredAt < Self.remeasureAfter, now >= e.measuredAt else {
+                return nil
+            }
+            e.uses += 1
+            table[accountID] = e
+            return e.bytes
+        }
+        if let known { return known }
+        let bytes = try measure()
+        self.entries.withLock { table in
+            // Stale figures are measured again anyway: dropping them keeps the table to the accounts in use.
+            if table.count >= Self.maxAccounts { table = table.filter { now - $0.value.measuredAt < Self.remeasureAfter } }
+            table[accountID] = Entry(bytes: bytes, uses: 0, measuredAt: now)
+        }
+        return bytes
+    }
+
+    /// This process stored `bytes` more for the account.
+    func add(_ accountID: String, _ bytes: Int) {
+        self.entries.withLock { table in table[accountID]?.bytes += bytes }
     }
 }
