@@ -17,10 +17,7 @@ struct LibraryReplacement {
 
     let tx: any AccountWriteTransaction
     let device: DeviceRef
-    let state: DeviceState
     let reset: Bool
-    /// Objects in the sent library (its object count after the change).
-    let sentCount: Int
     /// `412` to throw at the end unless a `400` comes first (`LibraryService.checkPrecondition`).
     let preconditionFailure: DomainError?
     /// `403` to throw at the end when the change changes anything.
@@ -33,13 +30,10 @@ struct LibraryReplacement {
     private var takes: [(object: LibraryObject, record: CloudRecord)] = []
     private var writes: Bool { self.preconditionFailure == nil && self.quotaFailure == nil }
 
-    init(tx: any AccountWriteTransaction, device: DeviceRef, state: DeviceState, reset: Bool, sentCount: Int,
-         preconditionFailure: DomainError?, quotaFailure: DomainError?) {
+    init(tx: any AccountWriteTransaction, device: DeviceRef, reset: Bool, preconditionFailure: DomainError?, quotaFailure: DomainError?) {
         self.tx = tx
         self.device = device
-        self.state = state
         self.reset = reset
-        self.sentCount = sentCount
         self.preconditionFailure = preconditionFailure
         self.quotaFailure = quotaFailure
     }

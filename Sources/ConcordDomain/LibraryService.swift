@@ -142,8 +142,8 @@ public struct LibraryService: ServiceArea {
         do { try Self.checkPrecondition(precondition, state: state, tokens: self.tokens) } catch { preconditionFailure = error }
         var quotaFailure: DomainError?
         do { try self.checkObjectQuota(sentCount) } catch { quotaFailure = error }
-        var replacement = LibraryReplacement(tx: tx, device: state.ref, state: state, reset: reset, sentCount: sentCount,
-                                             preconditionFailure: preconditionFailure, quotaFailure: quotaFailure)
+        var replacement = LibraryReplacement(tx: tx, device: state.ref, reset: reset, preconditionFailure: preconditionFailure,
+                                             quotaFailure: quotaFailure)
         let (changed, details, unchanged) = try replacement.run(nextSent: nextSent)
         var seq = state.lastChangeSeq
         if changed {
