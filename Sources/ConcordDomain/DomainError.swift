@@ -158,7 +158,7 @@ public enum DomainError: Error, Sendable, Equatable {
 }
 
 /// A per-item error inside an answer (mapping items, journal photos, changes).
-public enum ItemError: Sendable, Equatable {
+public enum ItemError: Sendable, Hashable {
     /// PHPhotosError 3201. `limitedLibrary` is true when the device's authorization is `limited`.
     case identifierNotFound(limitedLibrary: Bool)
     /// PHPhotosError 3202, with every candidate local identifier sorted by byte order.

@@ -81,7 +81,7 @@ public struct IdentifierBatch: Sendable {
 
     /// Whether every byte is in 0x20…0x7E and none is `"` or `\` (8 bytes at a time; see
     /// `Identifiers.mayHoldControl` for the trick).
-    static func isPlainASCII(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    public static func isPlainASCII(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
         var i = 0

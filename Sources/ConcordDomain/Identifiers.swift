@@ -182,10 +182,16 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// Parses UTF-8 bytes (a span of a request's batch, say); nil when they are not a well-formed
     /// cloud identifier.
     public init?(parsing b: UnsafeBufferPointer<UInt8>) {
+        guard let type = Self.wellFormedType(b), let guid = Identifiers.normalizedUUID(bytes: UnsafeBufferPointer(rebasing: b[0..<36])) else { return nil }
+        self.init(guid: guid, type: type, fingerprint: String(decoding: UnsafeBufferPointer(rebasing: b[41...]), as: UTF8.self))
+    }
+
+    /// The type of a cloud identifier's bytes when everything but the GUID's 36 bytes is well
+    /// formed (their digits are the caller's to read), nil otherwise.
+    static func wellFormedType(_ b: UnsafeBufferPointer<UInt8>) -> ObjectType? {
         // GUID (36) + ":" + type (3) + ":" + fingerprint (0 or 22...86).
         let n = b.count
-        guard n == 41 || (n >= 63 && n <= 127), b[36] == UInt8(ascii: ":"), b[40] == UInt8(ascii: ":"),
-              let guid = Identifiers.normalizedUUID(bytes: UnsafeBufferPointer(rebasing: b[0..<36])) else { return nil }
+        guard n == 41 || (n >= 63 && n <= 127), b[36] == UInt8(ascii: ":"), b[40] == UInt8(ascii: ":") else { return nil }
         let type: ObjectType
         switch (b[37], b[38], b[39]) {
         case (0x30, 0x30, 0x31): type = .asset
@@ -193,9 +199,9 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
         case (0x30, 0x32, 0x30): type = .collectionList
         default: return nil
         }
-        let bytes = UnsafeBufferPointer(rebasing: b[41...])
-        guard bytes.isEmpty || Identifiers.isValidFingerprint(bytes: bytes) else { return nil }
-        self.init(guid: guid, type: type, fingerprint: String(decoding: bytes, as: UTF8.self))
+        let fingerprint = UnsafeBufferPointer(rebasing: b[41...])
+        guard fingerprint.isEmpty || Identifiers.isValidFingerprint(bytes: fingerprint) else { return nil }
+        return type
     }
 
     /// The canonical string form (GUID upper case).

@@ -40,6 +40,32 @@ public struct CloudIdentifierAnswers: Sendable {
     }
 }
 
+/// Cloud → local answers of a batch: per identifier the local identifier found (its bytes in
+/// `bytes`) or the item's error.
+public struct LocalIdentifierAnswers: Sendable {
+    public enum Answer: Sendable, Equatable {
+        case found(start: Int, count: Int)
+        case error(ItemError)
+    }
+    public var answers: [Answer]
+    public var bytes: [UInt8]
+
+    public init(answers: [Answer], bytes: [UInt8]) {
+        self.answers = answers
+        self.bytes = bytes
+    }
+
+    /// One `MappingResult` per identifier.
+    public var results: [MappingResult] {
+        self.answers.map { answer in
+            switch answer {
+            case .found(let start, let count): .found(String(decoding: self.bytes[start..<start + count], as: UTF8.self))
+            case .error(let error): .error(error)
+            }
+        }
+    }
+}
+
 /// Mapping identifiers both ways, and links chosen by the person (API.md §5).
 public struct MappingService: ServiceArea {
     let core: ServiceCore
@@ -179,19 +205,28 @@ public struct MappingService: ServiceArea {
         return result
     }
 
-    /// `POST /v1/library/local-identifiers`: cloud → local, one result per identifier in request
-    /// order, for identifiers given as one buffer of bytes (the route echoes them from the batch,
-    /// with no string per item).
+    /// `POST /v1/library/local-identifiers`: cloud → local, one answer per identifier in request
+    /// order, for identifiers given as one buffer of bytes, with the found local identifiers as
+    /// bytes of one buffer (what the route copies into its answer).
     /// `contentMatch` false: no step 4 (§5; PhotoKit's `localIdentifierMappings(forSynced:)`).
-    public func localIdentifierResults(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef, contentMatch: Bool = true) throws(DomainError) -> [MappingResult] {
+    ///
+    /// One read transaction: step 2 straight from the batch's bytes where the reader can
+    /// (`linkedLocalIdentifiers`, the mapping index), then steps 1–4 in full for the items it left.
+    public func localIdentifierAnswers(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef,
+                                       contentMatch: Bool = true) throws(DomainError) -> LocalIdentifierAnswers {
         guard batch.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        let parsed = (0..<batch.count).map { i in batch.withIdentifier(i) { CloudIdentifier(parsing: $0) } }   // nil: step 1, invalidIdentifier
-        let identifiers = parsed.compactMap { $0 }
-
+        var linked = LinkLookups()
+        var rest: [(item: Int, identifier: CloudIdentifier?)] = []   // nil: step 1, invalidIdentifier
         var resolved = Resolution()
         let limited = try self.mappingRead(device) { _, reads, state in
             let limited = state.authorization == .limited
-            resolved = try Self.resolve(reads, device: device, identifiers: identifiers, limited: limited, contentMatch: contentMatch)
+            linked = try reads.linkedLocalIdentifiers(device, cloudIdentifiers: batch)
+                ?? LinkLookups(lookups: [LinkLookup](repeating: .missing, count: batch.count))
+            for (i, lookup) in linked.lookups.enumerated() {
+                if case .linked = lookup { continue }
+                rest.append((i, batch.withIdentifier(i) { CloudIdentifier(parsing: $0) }))
+            }
+            resolved = try Self.resolve(reads, device: device, identifiers: rest.compactMap(\.identifier), limited: limited, contentMatch: contentMatch)
             return limited
         }
         if !resolved.links.isEmpty {
@@ -200,19 +235,34 @@ public struct MappingService: ServiceArea {
             let toLink = resolved.links
             try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeFoundLinks(tx, device: device, toLink) } }
         }
-        let notFound = MappingResult.error(.identifierNotFound(limitedLibrary: limited))
-        // A local copy: `resolved` is captured by the closure above, and reading a captured variable
-        // inside the loop would retain its array once per item.
-        let answers = resolved.answers
+        // Local copies: the closure above captures these, and reading a captured variable inside a
+        // loop would retain its array once per item.
+        let resolvedAnswers = resolved.answers, remaining = rest
+        var result = LocalIdentifierAnswers(answers: [], bytes: linked.bytes)
+        result.answers.reserveCapacity(batch.count)
+        for lookup in linked.lookups {
+            if case .linked(let start, let count) = lookup { result.answers.append(.found(start: start, count: count)) } else { result.answers.append(.error(.invalidIdentifier)) }
+        }
+        let notFound = ItemError.identifierNotFound(limitedLibrary: limited)
         var answerIndex = 0
-        var out: [MappingResult] = []
-        out.reserveCapacity(batch.count)
-        for c in parsed {
-            guard c != nil else { out.append(.error(.invalidIdentifier)); continue }
-            out.append(answers[answerIndex] ?? notFound)
+        for (item, identifier) in remaining {
+            guard identifier != nil else { continue }   // stays invalidIdentifier
+            switch resolvedAnswers[answerIndex] {
+            case .found(let local)?:
+                let start = result.bytes.count
+                result.bytes.append(contentsOf: local.utf8)
+                result.answers[item] = .found(start: start, count: result.bytes.count - start)
+            case .error(let error)?: result.answers[item] = .error(error)
+            case nil: result.answers[item] = .error(notFound)
+            }
             answerIndex += 1
         }
-        return out
+        return result
+    }
+
+    /// `localIdentifierAnswers` as one `MappingResult` per identifier (a string each).
+    public func localIdentifierResults(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef, contentMatch: Bool = true) throws(DomainError) -> [MappingResult] {
+        try self.localIdentifierAnswers(forCloudIdentifiers: batch, device: device, contentMatch: contentMatch).results
     }
 
     /// What `resolve` found: one answer per identifier (nil: identifierNotFound) and the links to store.

@@ -309,6 +309,15 @@ public protocol MappingReads {
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage
     /// Counts over the device's library.
     func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus
+    /// Cloud → local step 2 straight from the batch's bytes, where a reader can do it cheaply:
+    /// `.linked` with the local identifier's bytes, `.missing` for every item to resolve in full
+    /// (`recordLookups` and on). Nil: resolve every item in full.
+    func linkedLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch) throws -> LinkLookups?
+}
+
+extension MappingReads {
+    /// Storage resolves every item in full: its step 2 is one query with steps 3's inputs.
+    public func linkedLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch) throws -> LinkLookups? { nil }
 }
 
 extension AccountReadTransaction {

@@ -237,3 +237,30 @@ import Testing
         #expect((try? JSONValue.parse(plain)) != nil)
     }
 }
+
+/// The same for cloud → local: found local identifiers, not found (both authorizations), invalid
+/// and several candidates, mixed by the item's index; the one-pass answer is the written one.
+@Test(arguments: [0, 1, 2, 7, 300]) func thePlainCloudToLocalAnswerIsTheWrittenOne(_ count: Int) throws {
+    var ids: [String] = []
+    var answers: [LocalIdentifierAnswers.Answer] = []
+    var bytes: [UInt8] = []
+    for i in 0..<count {
+        ids.append("\(UUID().uuidString):001:" + String(repeating: "f", count: i % 2 == 0 ? 0 : 22 + i % 60))
+        switch i * 7 % 5 {
+        case 0: answers.append(.error(.identifierNotFound(limitedLibrary: i % 3 == 0)))
+        case 1: answers.append(.error(.invalidIdentifier))
+        case 2: answers.append(.error(.multipleIdentifiersFound(localIdentifiers: ["A\(i)/L0/001", "B\(i)/L0/001"])))
+        default:
+            let local = Array("ID-\(i)/L0/\(String(repeating: "x", count: i * 7 % 41))".utf8)
+            answers.append(.found(start: bytes.count, count: local.count))
+            bytes += local
+        }
+    }
+    let batch = IdentifierBatch(ids)
+    #expect(batch.isPlainASCII)
+    let result = LocalIdentifierAnswers(answers: answers, bytes: bytes)
+    let plain = CloudToLocalBody.plain(batch, result)
+    #expect(plain == CloudToLocalBody.written(batch, result))
+    let parsed = try JSONValue.parse(plain)
+    #expect(parsed["mappings"]?.arrayValue?.count == count)
+}

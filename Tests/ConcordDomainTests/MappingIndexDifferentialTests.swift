@@ -250,8 +250,8 @@ private final class Scenario {
         if self.seenCloud.count > 300 { self.seenCloud.removeFirst(self.seenCloud.count - 300) }
     }
 
-    /// Known cloud identifiers, their GUID with another fingerprint (found by content), another type,
-    /// unknown GUIDs and malformed strings, with duplicates.
+    /// Known cloud identifiers (some with their GUID in lower case), their GUID with another
+    /// fingerprint (found by content), another type, unknown GUIDs and malformed strings, with duplicates.
     func cloudQuery(count: Int) -> [String] {
         var out: [String] = []
         for _ in 0..<count {
@@ -265,6 +265,9 @@ private final class Scenario {
                 out.append("\(parts[0]):002:\(parts.count > 2 ? String(parts[2]) : "")")
             case 7: out.append("00000000-0000-4000-8000-00000000FFFF:001:\(self.fingerprint())")
             case 8: out.append("not a cloud identifier")
+            case 9 where !self.seenCloud.isEmpty:   // a GUID in lower case is the same GUID (§2)
+                let known = self.pick(self.seenCloud)
+                out.append(known.prefix(36).lowercased() + known.dropFirst(36))
             default: out.append(self.seenCloud.isEmpty ? "x" : self.pick(self.seenCloud))
             }
         }

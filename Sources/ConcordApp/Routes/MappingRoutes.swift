@@ -14,8 +14,8 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
         },
         app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers", body: .batch, scheduling: .perCoreLookup) { request, device in
             let (ids, contentMatch) = try Codec.cloudIdentifierBatch(request, maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
-            let results = try app.service.mapping.localIdentifierResults(forCloudIdentifiers: ids, device: device, contentMatch: contentMatch)
-            return cloudToLocalAnswer(ids, results, metrics)
+            let answers = try app.service.mapping.localIdentifierAnswers(forCloudIdentifiers: ids, device: device, contentMatch: contentMatch)
+            return cloudToLocalAnswer(ids, answers, metrics)
         },
         // §5 "Fingerprints on demand": which objects are worth hashing, and the library's counts.
         app.deviceRoute("GET", "/v1/library/wanted", operation: "wanted") { request, device in
@@ -83,24 +83,48 @@ enum LocalToCloudBody {
     }
 
     /// For a plain-ASCII batch (the usual one): neither its identifiers nor cloud identifiers need
-    /// escaping, so the answer is copies of byte runs into a buffer of exactly its size, in one pass;
-    /// the not-found error is rendered once.
+    /// escaping (`PlainMappingsBody`); the not-found error is rendered once.
     static func plain(_ ids: IdentifierBatch, _ answers: CloudIdentifierAnswers) -> [UInt8] {
-        precondition(ids.isPlainASCII, "a batch with identifiers to escape goes through written(_:_:)")
-        var errorWriter = JSONWriter()
-        errorWriter.key(plain: "error")
-        Codec.write(answers.notFound, into: &errorWriter)
-        let error = errorWriter.bytes
-        let open: StaticString = #"{"localIdentifier":""#, cloud: StaticString = #"","cloudIdentifier":""#
-        let close: StaticString = #""}"#, errorOpen: StaticString = #"","#
+        let pieces = answers.answers.map { answer -> PlainMappingsBody.Piece in
+            if case .linked(let start, let count) = answer { return .found(start: start, count: count) }
+            return .error(0)
+        }
+        return PlainMappingsBody.write(ids, asked: "localIdentifier", answered: "cloudIdentifier", pieces: pieces,
+                                       answerBytes: answers.bytes, errors: [PlainMappingsBody.render(answers.notFound)])
+    }
+}
+
+/// `{"mappings":[{"<asked>":"<id>","<answered>":"<answer>"} or {"<asked>":"<id>","error":{…}}, …]}`
+/// for a plain-ASCII batch whose answers are plain ASCII too (`IdentifierBatch.isPlainASCII`): no
+/// byte needs escaping, so the body is copies of byte runs into a buffer of exactly its size, in
+/// one pass. Both mapping directions answer this way.
+enum PlainMappingsBody {
+    /// One item's answer: a run of `answerBytes`, or one of the pre-rendered `errors`.
+    enum Piece {
+        case found(start: Int, count: Int)
+        case error(Int)
+    }
+
+    /// `"error":{…}` for an item error.
+    static func render(_ error: ItemError) -> [UInt8] {
+        var w = JSONWriter()
+        w.key(plain: "error")
+        Codec.write(error, into: &w)
+        return w.bytes
+    }
+
+    static func write(_ ids: IdentifierBatch, asked: StaticString, answered: StaticString, pieces: [Piece],
+                      answerBytes: [UInt8], errors: [[UInt8]]) -> [UInt8] {
+        precondition(ids.isPlainASCII, "a batch with identifiers to escape goes through JSONWriter")
         let head: StaticString = #"{"mappings":["#, tail: StaticString = "]}"
+        // {"<asked>":"  <id>  ","<answered>":"  <answer>  "}      or      {"<asked>":"  <id>  ",  error  }
+        let open = 5 + asked.utf8CodeUnitCount, between = 6 + answered.utf8CodeUnitCount, errorOpen = 2
         var total = head.utf8CodeUnitCount + tail.utf8CodeUnitCount + max(0, ids.count - 1)
-        for (i, answer) in answers.answers.enumerated() {
-            total += open.utf8CodeUnitCount + Int(ids.spans[i].length)
-            if case .linked(_, let count) = answer {
-                total += cloud.utf8CodeUnitCount + count + close.utf8CodeUnitCount
-            } else {
-                total += errorOpen.utf8CodeUnitCount + error.count + 1
+        for (i, piece) in pieces.enumerated() {
+            total += open + Int(ids.spans[i].length)
+            switch piece {
+            case .found(_, let count): total += between + count + 2
+            case .error(let e): total += errorOpen + errors[e].count + 1
             }
         }
         return [UInt8](unsafeUninitializedCapacity: total) { out, written in
@@ -110,27 +134,26 @@ enum LocalToCloudBody {
                 at += s.utf8CodeUnitCount
             }
             @inline(__always) func put(_ p: UnsafePointer<UInt8>, _ count: Int) {
-                at.update(from: p, count: count)
+                if count > 0 { at.update(from: p, count: count) }
                 at += count
             }
             put(head)
             ids.bytes.withUnsafeBufferPointer { idBytes in
-                answers.bytes.withUnsafeBufferPointer { cloudBytes in
-                    error.withUnsafeBufferPointer { error in
-                        for (i, answer) in answers.answers.enumerated() {
-                            if i > 0 { at.pointee = UInt8(ascii: ","); at += 1 }
-                            put(open)
-                            let span = ids.spans[i]
-                            if span.length > 0 { put(idBytes.baseAddress! + Int(span.start), Int(span.length)) }
-                            if case .linked(let start, let count) = answer {
-                                put(cloud)
-                                if count > 0 { put(cloudBytes.baseAddress! + start, count) }
-                                put(close)
-                            } else {
-                                put(errorOpen)
-                                put(error.baseAddress!, error.count)
-                                at.pointee = UInt8(ascii: "}"); at += 1
-                            }
+                answerBytes.withUnsafeBufferPointer { answerBytes in
+                    for (i, piece) in pieces.enumerated() {
+                        if i > 0 { put(",") }
+                        put("{\""); put(asked); put("\":\"")
+                        let span = ids.spans[i]
+                        put(idBytes.baseAddress! + Int(span.start), Int(span.length))
+                        switch piece {
+                        case .found(let start, let count):
+                            put("\",\""); put(answered); put("\":\"")
+                            put(answerBytes.baseAddress! + start, count)
+                            put("\"}")
+                        case .error(let e):
+                            put("\",")
+                            errors[e].withUnsafeBufferPointer { put($0.baseAddress!, $0.count) }
+                            put("}")
                         }
                     }
                 }
@@ -145,25 +168,61 @@ enum LocalToCloudBody {
 /// `{"mappings": [...]}` of cloud → local: per item the cloud identifier asked for (copied from
 /// the batch, escaped only when it needs to be), then its `localIdentifier` or `error`; counts
 /// each outcome for `/metrics`.
-private func cloudToLocalAnswer(_ ids: IdentifierBatch, _ results: [MappingResult], _ metrics: AppMetrics) -> HTTPResponse {
+private func cloudToLocalAnswer(_ ids: IdentifierBatch, _ answers: LocalIdentifierAnswers, _ metrics: AppMetrics) -> HTTPResponse {
     var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
-    defer { metrics.recordMappings(.cloudToLocal, tally) }
-    return Codec.json(capacity: 64 + 160 * results.count) { w in
+    for answer in answers.answers {
+        switch answer {
+        case .found: tally[AppMetrics.Outcome.found.rawValue] += 1
+        case .error(let error): tally[AppMetrics.Outcome(.error(error)).rawValue] += 1
+        }
+    }
+    metrics.recordMappings(.cloudToLocal, tally)
+    let plain = ids.isPlainASCII && answers.bytes.withUnsafeBufferPointer { IdentifierBatch.isPlainASCII($0) }
+    let body = plain ? CloudToLocalBody.plain(ids, answers) : CloudToLocalBody.written(ids, answers)
+    return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json")]), body: body)
+}
+
+/// The body of a cloud → local answer, two ways with the same bytes (a table test holds them equal).
+enum CloudToLocalBody {
+    /// Through `JSONWriter`, escaping each identifier: for any batch.
+    static func written(_ ids: IdentifierBatch, _ answers: LocalIdentifierAnswers) -> [UInt8] {
+        var w = JSONWriter(capacity: 64 + 160 * ids.count)
         w.beginObject()
         w.key(plain: "mappings")
         w.beginArray()
-        for (i, result) in results.enumerated() {
-            tally[AppMetrics.Outcome(result).rawValue] += 1
-            w.beginObject()
-            w.key(plain: "cloudIdentifier")
-            ids.withIdentifier(i) { ids.isPlainASCII ? w.string(plainASCII: $0) : w.string(utf8: $0) }
-            switch result {
-            case .found(let local): w.key(plain: "localIdentifier"); w.string(local)
-            case .error(let error): w.key(plain: "error"); Codec.write(error, into: &w)
+        answers.bytes.withUnsafeBufferPointer { bytes in
+            for (i, answer) in answers.answers.enumerated() {
+                w.beginObject()
+                w.key(plain: "cloudIdentifier")
+                ids.withIdentifier(i) { ids.isPlainASCII ? w.string(plainASCII: $0) : w.string(utf8: $0) }
+                switch answer {
+                case .found(let start, let count): w.key(plain: "localIdentifier"); w.string(utf8: UnsafeBufferPointer(rebasing: bytes[start..<start + count]))
+                case .error(let error): w.key(plain: "error"); Codec.write(error, into: &w)
+                }
+                w.endObject()
             }
-            w.endObject()
         }
         w.endArray()
         w.endObject()
+        return w.bytes
+    }
+
+    /// For a plain-ASCII batch whose local identifiers are plain ASCII too (`PlainMappingsBody`);
+    /// each distinct error other than a list of candidates is rendered once.
+    static func plain(_ ids: IdentifierBatch, _ answers: LocalIdentifierAnswers) -> [UInt8] {
+        var errors: [[UInt8]] = []
+        var rendered: [ItemError: Int] = [:]
+        let pieces = answers.answers.map { answer -> PlainMappingsBody.Piece in
+            switch answer {
+            case .found(let start, let count): return .found(start: start, count: count)
+            case .error(let error):
+                if let e = rendered[error] { return .error(e) }
+                errors.append(PlainMappingsBody.render(error))
+                if case .multipleIdentifiersFound = error {} else { rendered[error] = errors.count - 1 }
+                return .error(errors.count - 1)
+            }
+        }
+        return PlainMappingsBody.write(ids, asked: "cloudIdentifier", answered: "localIdentifier", pieces: pieces,
+                                       answerBytes: answers.bytes, errors: errors)
     }
 }

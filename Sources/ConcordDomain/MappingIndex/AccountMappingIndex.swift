@@ -37,7 +37,9 @@ struct GUIDKey: Hashable, Sendable {
         self = key
     }
 
-    init?(bytes b: UnsafeBufferPointer<UInt8>) {
+    /// `anyCase`: lower-case hex digits read as their upper-case selves (a cloud identifier's GUID
+    /// may be spelled either way, §2); otherwise only the canonical form has a key.
+    init?(bytes b: UnsafeBufferPointer<UInt8>, anyCase: Bool = false) {
         guard b.count == 36 else { return nil }
         var high: UInt64 = 0, low: UInt64 = 0
         var digits = 0
@@ -51,6 +53,7 @@ struct GUIDKey: Hashable, Sendable {
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
             case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+            case UInt8(ascii: "a")...UInt8(ascii: "f") where anyCase: v = c - UInt8(ascii: "a") + 10
             default: return nil
             }
             if digits < 16 { high = high << 4 | UInt64(v) } else { low = low << 4 | UInt64(v) }
@@ -296,6 +299,50 @@ final class AccountMappingIndex {
                 }
             }
           }
+        }
+        return LinkLookups(lookups: lookups, bytes: bytes)
+    }
+
+    /// Cloud → local step 2 for a batch, read from its bytes: `.linked` (the local identifier's bytes)
+    /// where the identifier is well formed, its record exists with its type and an object of the
+    /// device is linked to it; `.missing` for every other item, which the caller resolves in full.
+    ///
+    /// The warm path of cloud → local, made like local → cloud's: no string or value per item,
+    /// passes over the batch that prefetch what the next reads (record numbers, then the device's
+    /// links, then the identifiers' bytes), and the answers copied into one buffer sized exactly.
+    func linkedLocalIdentifiers(_ deviceID: String, cloudIdentifiers batch: IdentifierBatch) -> LinkLookups {
+        let n = batch.count
+        var lookups = [LinkLookup](repeating: .missing, count: n)
+        guard let device = self.devices[deviceID], n > 0, !self.records.isEmpty else { return LinkLookups(lookups: lookups) }
+        var keys = [GUIDKey?](repeating: nil, count: n)
+        var types = [ObjectType](repeating: .asset, count: n)
+        batch.bytes.withUnsafeBufferPointer { b in
+            for (i, span) in batch.spans.enumerated() {
+                let id = UnsafeBufferPointer(rebasing: b[Int(span.start)..<Int(span.start) + Int(span.length)])
+                guard let type = CloudIdentifier.wellFormedType(id) else { continue }
+                keys[i] = GUIDKey(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36]), anyCase: true)
+                types[i] = type
+            }
+        }
+        var numbers = self.records.withUnsafeBufferPointer { self.recordTable.numbers(of: keys, records: $0) }
+        self.records.withUnsafeBufferPointer { records in
+            for i in 0..<n where numbers[i] >= 0 && records[Int(numbers[i])].type != types[i] { numbers[i] = -1 }
+        }
+        let linked = device.linkedSlots(records: numbers)
+        let bytes = device.withLookup { l -> [UInt8] in
+            var total = 0
+            for s in linked where s >= 0 { total += Int(l.slots[Int(s)].length) }
+            return [UInt8](unsafeUninitializedCapacity: total) { out, written in
+                var at = 0
+                for (i, s) in linked.enumerated() where s >= 0 {
+                    let slot = l.slots[Int(s)]
+                    let count = Int(slot.length)
+                    if count > 0 { (out.baseAddress! + at).update(from: l.arena! + Int(slot.offset), count: count) }
+                    lookups[i] = .linked(start: at, count: count)
+                    at += count
+                }
+                written = at
+            }
         }
         return LinkLookups(lookups: lookups, bytes: bytes)
     }
@@ -605,6 +652,10 @@ struct IndexedMappingReads: MappingReads {
 
     func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup] {
         self.index.recordLookups(device.deviceID, identifiers: identifiers)
+    }
+
+    func linkedLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch) throws -> LinkLookups? {
+        self.index.linkedLocalIdentifiers(device.deviceID, cloudIdentifiers: batch)
     }
 
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
