@@ -210,20 +210,19 @@ public struct MappingService: ServiceArea {
     /// bytes of one buffer (what the route copies into its answer).
     /// `contentMatch` false: no step 4 (§5; PhotoKit's `localIdentifierMappings(forSynced:)`).
     ///
-    /// One read transaction: step 2 straight from the batch's bytes where the reader can
-    /// (`linkedLocalIdentifiers`, the mapping index), then steps 1–4 in full for the items it left.
+    /// One read transaction: the answers the reader can decide straight from the batch's bytes
+    /// (`quickLocalIdentifiers`, the mapping index), then steps 1–4 in full for the items it left.
     public func localIdentifierAnswers(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef,
                                        contentMatch: Bool = true) throws(DomainError) -> LocalIdentifierAnswers {
         guard batch.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        var linked = LinkLookups()
+        var quick = QuickLocalIdentifiers(lookups: [])
         var rest: [(item: Int, identifier: CloudIdentifier?)] = []   // nil: step 1, invalidIdentifier
         var resolved = Resolution()
         let limited = try self.mappingRead(device) { _, reads, state in
             let limited = state.authorization == .limited
-            linked = try reads.linkedLocalIdentifiers(device, cloudIdentifiers: batch)
-                ?? LinkLookups(lookups: [LinkLookup](repeating: .missing, count: batch.count))
-            for (i, lookup) in linked.lookups.enumerated() {
-                if case .linked = lookup { continue }
+            quick = try reads.quickLocalIdentifiers(device, cloudIdentifiers: batch, contentMatch: contentMatch)
+                ?? QuickLocalIdentifiers(lookups: [QuickLocalIdentifiers.Lookup](repeating: .undecided, count: batch.count))
+            for (i, lookup) in quick.lookups.enumerated() where lookup == .undecided {
                 rest.append((i, batch.withIdentifier(i) { CloudIdentifier(parsing: $0) }))
             }
             resolved = try Self.resolve(reads, device: device, identifiers: rest.compactMap(\.identifier), limited: limited, contentMatch: contentMatch)
@@ -238,12 +237,16 @@ public struct MappingService: ServiceArea {
         // Local copies: the closure above captures these, and reading a captured variable inside a
         // loop would retain its array once per item.
         let resolvedAnswers = resolved.answers, remaining = rest
-        var result = LocalIdentifierAnswers(answers: [], bytes: linked.bytes)
-        result.answers.reserveCapacity(batch.count)
-        for lookup in linked.lookups {
-            if case .linked(let start, let count) = lookup { result.answers.append(.found(start: start, count: count)) } else { result.answers.append(.error(.invalidIdentifier)) }
-        }
         let notFound = ItemError.identifierNotFound(limitedLibrary: limited)
+        var result = LocalIdentifierAnswers(answers: [], bytes: quick.bytes)
+        result.answers.reserveCapacity(batch.count)
+        for lookup in quick.lookups {
+            switch lookup {
+            case .found(let start, let count): result.answers.append(.found(start: start, count: count))
+            case .notFound: result.answers.append(.error(notFound))
+            case .invalid, .undecided: result.answers.append(.error(.invalidIdentifier))   // undecided: replaced below
+            }
+        }
         var answerIndex = 0
         for (item, identifier) in remaining {
             guard identifier != nil else { continue }   // stays invalidIdentifier

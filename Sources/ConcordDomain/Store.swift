@@ -309,15 +309,36 @@ public protocol MappingReads {
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage
     /// Counts over the device's library.
     func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus
-    /// Cloud → local step 2 straight from the batch's bytes, where a reader can do it cheaply:
-    /// `.linked` with the local identifier's bytes, `.missing` for every item to resolve in full
-    /// (`recordLookups` and on). Nil: resolve every item in full.
-    func linkedLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch) throws -> LinkLookups?
+    /// Cloud → local answers decided straight from the batch's bytes, where a reader can do that
+    /// cheaply (the mapping index); `.undecided` items are resolved in full (`recordLookups` and
+    /// on). Nil: resolve every item in full.
+    func quickLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) throws -> QuickLocalIdentifiers?
 }
 
 extension MappingReads {
-    /// Storage resolves every item in full: its step 2 is one query with steps 3's inputs.
-    public func linkedLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch) throws -> LinkLookups? { nil }
+    /// Storage resolves every item in full: its step 2 is one query with step 3's inputs.
+    public func quickLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) throws -> QuickLocalIdentifiers? { nil }
+}
+
+/// Cloud → local answers a reader decided from a batch's bytes alone (`MappingReads.quickLocalIdentifiers`).
+public struct QuickLocalIdentifiers: Sendable {
+    public enum Lookup: Sendable, Equatable {
+        /// Step 2: the linked object's local identifier is `bytes[start ..< start + count]`.
+        case found(start: Int, count: Int)
+        /// Not a well-formed cloud identifier (step 1).
+        case invalid
+        /// No link, no object carrying one of the record's keys, no object with the content (or no
+        /// content match asked).
+        case notFound
+        /// To resolve in full.
+        case undecided
+    }
+    public var lookups: [Lookup]
+    public var bytes: [UInt8]
+    public init(lookups: [Lookup], bytes: [UInt8] = []) {
+        self.lookups = lookups
+        self.bytes = bytes
+    }
 }
 
 extension AccountReadTransaction {

@@ -126,11 +126,10 @@ final class AccountMappingIndex {
 
     // MARK: Fingerprints, interned per account
 
-    /// Fingerprint bytes, each distinct fingerprint once.
-    private var fingerprintBytes: [UInt8] = []
-    /// Fingerprint number → (offset, length) in `fingerprintBytes`.
-    private var fingerprintSlices: [(offset: UInt32, length: UInt8)] = []
-    private var fingerprintNumbers: [ByteKey: UInt32] = [:]
+    /// Each distinct fingerprint once, numbered.
+    private var fingerprints = ByteTable()
+    private var fingerprintBytes: [UInt8] { self.fingerprints.arena }
+    private var fingerprintSlices: [(offset: UInt32, length: UInt8)] { self.fingerprints.slices }
 
     // MARK: Records
 
@@ -161,7 +160,7 @@ final class AccountMappingIndex {
     /// arena bytes, and the dictionaries' entries at twice their size (at most 75 % full, growing by
     /// doubling). Measured against the process's resident size in docs/benchmarks.md.
     var estimatedBytes: Int {
-        var total = self.fingerprintBytes.capacity + self.fingerprintSlices.capacity * 8 + self.fingerprintNumbers.count * 2 * 24
+        var total = self.fingerprints.estimatedBytes
         // An interned key: its dictionary entry (twice its size) and the string's heap copy.
         total += self.keyTable.estimatedBytes + self.moreRecordKeys.count * 2 * 48
         for answers in self.deviceAnswers.values { total += answers.wanted.capacity * 4 + 96 }
@@ -211,14 +210,8 @@ final class AccountMappingIndex {
     }
 
     private func intern(_ fingerprint: String) -> UInt32 {
-        let key = ByteKey(fingerprint)
-        if let n = self.fingerprintNumbers[key] { return n }
-        let n = UInt32(self.fingerprintSlices.count)
-        let offset = UInt32(self.fingerprintBytes.count)
-        self.fingerprintBytes.append(contentsOf: fingerprint.utf8)
-        self.fingerprintSlices.append((offset, UInt8(truncatingIfNeeded: fingerprint.utf8.count)))
-        self.fingerprintNumbers[key] = n
-        return n
+        var s = fingerprint
+        return s.withUTF8 { self.fingerprints.intern($0) }
     }
 
     /// The record's key numbers.
@@ -303,24 +296,29 @@ final class AccountMappingIndex {
         return LinkLookups(lookups: lookups, bytes: bytes)
     }
 
-    /// Cloud → local step 2 for a batch, read from its bytes: `.linked` (the local identifier's bytes)
-    /// where the identifier is well formed, its record exists with its type and an object of the
-    /// device is linked to it; `.missing` for every other item, which the caller resolves in full.
+    /// Cloud → local for a batch, read from its bytes, where that decides an item: found by its
+    /// link (step 2), not well formed (step 1), or not found (no link, no object carrying one of
+    /// its record's keys, and no object with its content, or no content match asked). Items with
+    /// candidates to weigh (or links to store) are `.undecided`: the caller resolves them in full.
     ///
     /// The warm path of cloud → local, made like local → cloud's: no string or value per item,
     /// passes over the batch that prefetch what the next reads (record numbers, then the device's
     /// links, then the identifiers' bytes), and the answers copied into one buffer sized exactly.
-    func linkedLocalIdentifiers(_ deviceID: String, cloudIdentifiers batch: IdentifierBatch) -> LinkLookups {
+    func quickLocalIdentifiers(_ deviceID: String, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) -> QuickLocalIdentifiers {
         let n = batch.count
-        var lookups = [LinkLookup](repeating: .missing, count: n)
-        guard let device = self.devices[deviceID], n > 0, !self.records.isEmpty else { return LinkLookups(lookups: lookups) }
+        var lookups = [QuickLocalIdentifiers.Lookup](repeating: .undecided, count: n)
+        guard let device = self.devices[deviceID], n > 0 else { return QuickLocalIdentifiers(lookups: lookups) }
         var keys = [GUIDKey?](repeating: nil, count: n)
         var types = [ObjectType](repeating: .asset, count: n)
         batch.bytes.withUnsafeBufferPointer { b in
             for (i, span) in batch.spans.enumerated() {
                 let id = UnsafeBufferPointer(rebasing: b[Int(span.start)..<Int(span.start) + Int(span.length)])
-                guard let type = CloudIdentifier.wellFormedType(id) else { continue }
-                keys[i] = GUIDKey(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36]), anyCase: true)
+                guard let type = CloudIdentifier.wellFormedType(id),
+                      let key = GUIDKey(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36]), anyCase: true) else {
+                    lookups[i] = .invalid
+                    continue
+                }
+                keys[i] = key
                 types[i] = type
             }
         }
@@ -329,6 +327,20 @@ final class AccountMappingIndex {
             for i in 0..<n where numbers[i] >= 0 && records[Int(numbers[i])].type != types[i] { numbers[i] = -1 }
         }
         let linked = device.linkedSlots(records: numbers)
+        // Not linked: not found when no key and no content can match (steps 3 and 4).
+        batch.bytes.withUnsafeBufferPointer { b in
+            for i in 0..<n where linked[i] < 0 && keys[i] != nil {
+                let record = numbers[i]
+                if record >= 0 && self.deviceCarriesAKey(of: Int(record), device) { continue }
+                let span = batch.spans[Int(i)]
+                let fingerprint = UnsafeBufferPointer(rebasing: b[Int(span.start) + 41..<Int(span.start) + Int(span.length)])
+                if fingerprint.isEmpty || !contentMatch { lookups[i] = .notFound; continue }
+                guard let fp = self.fingerprints.number(fingerprint), device.hasContent(fp, type: types[i]) else {
+                    lookups[i] = .notFound
+                    continue
+                }
+            }
+        }
         let bytes = device.withLookup { l -> [UInt8] in
             var total = 0
             for s in linked where s >= 0 { total += Int(l.slots[Int(s)].length) }
@@ -338,13 +350,21 @@ final class AccountMappingIndex {
                     let slot = l.slots[Int(s)]
                     let count = Int(slot.length)
                     if count > 0 { (out.baseAddress! + at).update(from: l.arena! + Int(slot.offset), count: count) }
-                    lookups[i] = .linked(start: at, count: count)
+                    lookups[i] = .found(start: at, count: count)
                     at += count
                 }
                 written = at
             }
         }
-        return LinkLookups(lookups: lookups, bytes: bytes)
+        return QuickLocalIdentifiers(lookups: lookups, bytes: bytes)
+    }
+
+    /// Whether an object of the device carries one of the record's keys.
+    private func deviceCarriesAKey(of record: Int, _ device: DeviceTable) -> Bool {
+        let first = self.records[record].key
+        guard first != Self.noKey else { return false }
+        if device.hasKey(first) { return true }
+        return self.moreRecordKeys[UInt32(record)]?.contains { device.hasKey($0) } ?? false
     }
 
     /// Cloud → local steps 2–4 inputs: per identifier, the device's object linked to its record
@@ -515,7 +535,8 @@ final class AccountMappingIndex {
         guard let device = self.devices[deviceID] else { return [] }
         var result: [StoredObject] = []
         for key in keys {
-            guard let fp = self.fingerprintNumbers[ByteKey(key.fingerprint)] else { continue }
+            var wanted = key.fingerprint
+            guard let fp = wanted.withUTF8({ self.fingerprints.number($0) }) else { continue }
             for slot in device.slots(withContent: fp, type: key.type) {
                 let o = device.objectSlots[Int(slot)]
                 let id = device.identifier(of: o)
@@ -654,8 +675,8 @@ struct IndexedMappingReads: MappingReads {
         self.index.recordLookups(device.deviceID, identifiers: identifiers)
     }
 
-    func linkedLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch) throws -> LinkLookups? {
-        self.index.linkedLocalIdentifiers(device.deviceID, cloudIdentifiers: batch)
+    func quickLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) throws -> QuickLocalIdentifiers? {
+        self.index.quickLocalIdentifiers(device.deviceID, cloudIdentifiers: batch, contentMatch: contentMatch)
     }
 
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {

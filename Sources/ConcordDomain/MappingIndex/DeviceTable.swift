@@ -245,6 +245,9 @@ final class DeviceTable {
         return result
     }
 
+    /// Whether some object has this content.
+    func hasContent(_ fingerprint: UInt32, type: ObjectType) -> Bool { self.contentHeads[Self.contentKey(type, fingerprint)] != nil }
+
     /// The slots carrying this key.
     func slots(withKey key: UInt32) -> [Int32] {
         var result: [Int32] = []

@@ -1,13 +1,14 @@
-/// The account's keys (API.md §2: (A, type)), each numbered once: the bytes in one arena and an
-/// open-addressing table of numbers, about 50 bytes per distinct key where a `[String: UInt32]`
-/// costs over 100 (a String heap copy plus a dictionary entry at twice its size). Devices on one
-/// iCloud library share their keys, so the cost per object falls with each device.
-struct KeyTable {
-    /// Each key as its type code's first digit-free byte (the type's raw value) followed by A.
-    private var arena: [UInt8] = []
-    /// Key number → (offset, length) in `arena`.
-    private var slices: [(offset: UInt32, length: UInt8)] = []
-    /// Key numbers, -1 empty; the capacity is a power of two, at most half full.
+/// Byte strings of at most 255 bytes, each numbered once: the bytes in one arena and an
+/// open-addressing table of numbers, about 20 bytes per entry plus its bytes where a
+/// `[String: UInt32]` costs over 100 (a String heap copy plus a dictionary entry at twice its
+/// size). Looked up by bytes, so a request's bytes need no `String` to be found. An
+/// `AccountMappingIndex` numbers its fingerprints and its keys this way.
+struct ByteTable {
+    /// Every entry's bytes, one after another.
+    private(set) var arena: [UInt8] = []
+    /// Entry number → (offset, length) in `arena`.
+    private(set) var slices: [(offset: UInt32, length: UInt8)] = []
+    /// Entry numbers, -1 empty; the capacity is a power of two, at most half full.
     private var buckets = [Int32](repeating: -1, count: 16)
     private var hashes: [UInt32] = []
 
@@ -15,34 +16,26 @@ struct KeyTable {
 
     var estimatedBytes: Int { self.arena.capacity + self.slices.capacity * 8 + self.buckets.capacity * 4 + self.hashes.capacity * 4 }
 
-    /// The key's number, nil when no object or record of the account has carried it.
-    func number(type: ObjectType, a: String) -> UInt32? {
-        Self.withBytes(type, a) { bytes, hash in self.find(bytes, hash: hash).number }
+    /// The entry's number, nil when absent.
+    func number(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32? {
+        self.find(bytes, hash: DeviceTable.hash(UnsafeRawBufferPointer(bytes))).number
     }
 
-    /// The key's number, numbering it when new.
-    mutating func intern(type: ObjectType, a: String) -> UInt32 {
-        Self.withBytes(type, a) { bytes, hash in
-            let (found, bucket) = self.find(bytes, hash: hash)
-            if let found { return found }
-            let n = UInt32(self.slices.count)
-            self.slices.append((UInt32(self.arena.count), UInt8(truncatingIfNeeded: bytes.count)))
-            self.arena.append(contentsOf: bytes)
-            self.hashes.append(hash)
-            self.buckets[bucket] = Int32(n)
-            if self.slices.count * 2 > self.buckets.count { self.grow() }
-            return n
-        }
+    /// The entry's number, numbering it when new. At most 255 bytes.
+    mutating func intern(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
+        let hash = DeviceTable.hash(UnsafeRawBufferPointer(bytes))
+        let (found, bucket) = self.find(bytes, hash: hash)
+        if let found { return found }
+        let n = UInt32(self.slices.count)
+        self.slices.append((UInt32(self.arena.count), UInt8(truncatingIfNeeded: bytes.count)))
+        self.arena.append(contentsOf: bytes)
+        self.hashes.append(hash)
+        self.buckets[bucket] = Int32(n)
+        if self.slices.count * 2 > self.buckets.count { self.grow() }
+        return n
     }
 
-    /// The key's bytes (type byte, then A) and their hash.
-    private static func withBytes<T>(_ type: ObjectType, _ a: String, _ body: (UnsafeBufferPointer<UInt8>, UInt32) -> T) -> T {
-        var bytes = [UInt8(truncatingIfNeeded: type.rawValue)]
-        bytes.append(contentsOf: a.utf8)   // A is at most 128 bytes (§2): type byte + A fits a UInt8 length
-        return bytes.withUnsafeBufferPointer { b in body(b, DeviceTable.hash(UnsafeRawBufferPointer(b))) }
-    }
-
-    /// The key's number, or the empty bucket where it would go.
+    /// The entry's number, or the empty bucket where it would go.
     private func find(_ bytes: UnsafeBufferPointer<UInt8>, hash: UInt32) -> (number: UInt32?, bucket: Int) {
         let mask = self.buckets.count - 1
         var i = Int(hash) & mask
@@ -67,5 +60,32 @@ struct KeyTable {
             buckets[i] = Int32(n)
         }
         self.buckets = buckets
+    }
+}
+
+/// The account's keys (API.md §2: (A, type)), each numbered once in a `ByteTable` as the type's
+/// raw value byte followed by A. Devices on one iCloud library share their keys, so the cost per
+/// object falls with each device.
+struct KeyTable {
+    private var table = ByteTable()
+
+    var count: Int { self.table.count }
+    var estimatedBytes: Int { self.table.estimatedBytes }
+
+    /// The key's number, nil when no object or record of the account has carried it.
+    func number(type: ObjectType, a: String) -> UInt32? {
+        Self.withBytes(type, a) { self.table.number($0) }
+    }
+
+    /// The key's number, numbering it when new.
+    mutating func intern(type: ObjectType, a: String) -> UInt32 {
+        Self.withBytes(type, a) { self.table.intern($0) }
+    }
+
+    /// The key's bytes: type byte, then A (at most 128 bytes, §2: the whole fits a UInt8 length).
+    private static func withBytes<T>(_ type: ObjectType, _ a: String, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        var bytes = [UInt8(truncatingIfNeeded: type.rawValue)]
+        bytes.append(contentsOf: a.utf8)
+        return bytes.withUnsafeBufferPointer(body)
     }
 }
