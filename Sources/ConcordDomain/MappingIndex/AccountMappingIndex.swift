@@ -193,6 +193,9 @@ final class AccountMappingIndex {
             rows += 1
             if rows & 4095 == 0 { try index.checkBudget(self) }
         })
+        self.records = self.records.withUnsafeBufferPointer { Array($0) }
+        self.fingerprints.shrinkToFit()
+        for device in self.devices.values { device.shrinkToFit() }
         try index.checkBudget(self)
     }
 
@@ -282,7 +285,8 @@ final class AccountMappingIndex {
                         for (i, n) in found.enumerated() where n >= 0 {
                             let o = slots[Int(n)]
                             guard o.hasLink else { lookups[i] = .unlinked; continue }
-                            let count = Self.writeCloudIdentifier(guid: o.linkedGUID, type: o.type, fingerprint: slices[Int(fingerprint(o))],
+                            let guid = o.record >= 0 ? records[Int(o.record)].guid : device.orphanGUID(ofSlot: n)
+                            let count = Self.writeCloudIdentifier(guid: guid, type: o.type, fingerprint: slices[Int(fingerprint(o))],
                                                                   from: fingerprints, to: out.baseAddress! + at)
                             lookups[i] = .linked(start: at, count: count)
                             at += count
@@ -421,7 +425,7 @@ final class AccountMappingIndex {
                 let r = self.records[Int(o.record)]
                 link = CloudRecord(guid: r.guid.string, type: r.type, fingerprint: self.fingerprint(r.fingerprint))
             } else {
-                link = CloudRecord(guid: o.linkedGUID.string, type: o.type, fingerprint: self.fingerprint(o.fingerprint))
+                link = CloudRecord(guid: device.orphanGUID(ofSlot: slot).string, type: o.type, fingerprint: self.fingerprint(o.fingerprint))
             }
         }
         return StoredObject(object: LibraryObject(localIdentifier: device.identifier(of: o), type: o.type, fingerprint: self.fingerprint(o.fingerprint)),

@@ -9,28 +9,52 @@ import Darwin
 /// over an array of plain slots, with the local identifiers' bytes in one arena. Identifiers are
 /// hashed and compared as bytes. Not thread-safe (the account's lock guards it).
 final class DeviceTable {
-    /// Fields ordered widest first: 64 bytes a slot.
+    /// 36 bytes a slot, every field 4 bytes wide or less (an `Int64` would pad it to 48): a
+    /// million-object library's slots take 36 MB. The identifier's hash is not kept (its bytes are
+    /// compared instead, and a rehash reads them again), nor the GUID of a link (its record's).
     struct Slot {
-        var linkedGUID: GUIDKey
-        /// `creationDate` in whole seconds (`Int64.min`: none), for the wanted rule.
-        var creationSecond: Int64
         /// The identifier's bytes in `arena`.
         var offset: UInt32
         var fingerprint: UInt32
-        /// The linked record's number in the account, -1 when unlinked or when no record has the GUID.
+        /// The linked record's number in the account, -1 when unlinked or when no record has the
+        /// GUID (an orphan link: its GUID is in `orphanGUIDs`).
         var record: Int32
-        var hash: UInt32
-        /// Other slots with the same content, as a doubly linked list (-1 ends it).
+        /// The next slot with the same fingerprint (any type; -1 ends it).
         var nextSameContent: Int32
-        var previousSameContent: Int32
         /// The key's number in the account (`AccountMappingIndex.noKey`: none), and the next slot
         /// with the same key (-1 ends it; several objects of a device rarely share one).
         var key: UInt32
         var nextSameKey: Int32
+        /// `creationDate` in whole seconds (`Int64.min`: none), in two halves.
+        private var creationLow: UInt32
+        private var creationHigh: Int32
         var length: UInt16
         var type: ObjectType
-        var live: Bool
-        var hasLink: Bool
+        private var flags: UInt8
+
+        init(offset: UInt32, fingerprint: UInt32, record: Int32, key: UInt32, creationSecond: Int64, length: UInt16, type: ObjectType, hasLink: Bool) {
+            self.offset = offset
+            self.fingerprint = fingerprint
+            self.record = record
+            self.nextSameContent = -1
+            self.key = key
+            self.nextSameKey = -1
+            self.creationLow = UInt32(truncatingIfNeeded: creationSecond)
+            self.creationHigh = Int32(truncatingIfNeeded: creationSecond >> 32)
+            self.length = length
+            self.type = type
+            self.flags = 1 | (hasLink ? 2 : 0)
+        }
+
+        var creationSecond: Int64 { Int64(self.creationHigh) << 32 | Int64(self.creationLow) }
+        var live: Bool {
+            get { self.flags & 1 != 0 }
+            set { self.flags = newValue ? self.flags | 1 : self.flags & ~1 }
+        }
+        var hasLink: Bool {
+            get { self.flags & 2 != 0 }
+            set { self.flags = newValue ? self.flags | 2 : self.flags & ~2 }
+        }
     }
 
     private(set) var objectSlots: [Slot] = []
@@ -42,14 +66,15 @@ final class DeviceTable {
     private var buckets: [Int32] = [Int32](repeating: -1, count: 16)
     private var live = 0
     private var tombstones = 0
-    /// Content (type, fingerprint number) → first slot with it.
-    private var contentHeads: [UInt64: Int32] = [:]
+    /// Fingerprint number (the account's) → first slot with it, -1 when none; grown on demand.
+    private var contentHeads: [Int32] = []
     /// Key number → first slot carrying it, -1 when none (grown to the account's key count).
     private var keyHeads: [Int32] = []
     /// Record number → the slot linked to it, -1 when none (a record links to one object per device).
     private var linkOfRecord: [Int32]
-    /// Links to GUIDs no record has (storage allows them; the service never makes them).
+    /// Links to GUIDs no record has (storage allows them; the service never makes them), both ways.
     private var orphanLinks: [GUIDKey: Int32] = [:]
+    private var orphanGUIDs: [Int32: GUIDKey] = [:]
 
     init(recordCount: Int) {
         self.linkOfRecord = [Int32](repeating: -1, count: recordCount)
@@ -57,7 +82,15 @@ final class DeviceTable {
 
     var estimatedBytes: Int {
         self.arena.capacity + self.objectSlots.capacity * MemoryLayout<Slot>.stride + self.buckets.capacity * 4
-            + self.freeSlots.capacity * 4 + self.contentHeads.count * 2 * 16 + self.keyHeads.capacity * 4 + self.linkOfRecord.capacity * 4 + 256
+            + self.freeSlots.capacity * 4 + self.contentHeads.capacity * 4 + self.keyHeads.capacity * 4 + self.linkOfRecord.capacity * 4
+            + self.orphanLinks.count * 2 * 24 + 256
+    }
+
+    /// Lets go of the spare capacity the arrays grew into while loading (up to half of each).
+    func shrinkToFit() {
+        self.objectSlots = self.objectSlots.withUnsafeBufferPointer { Array($0) }
+        self.arena = self.arena.withUnsafeBufferPointer { Array($0) }
+        self.linkOfRecord = self.linkOfRecord.withUnsafeBufferPointer { Array($0) }
     }
 
     // MARK: - Hashing and finding
@@ -111,7 +144,7 @@ final class DeviceTable {
             while true {
                 let n = self.buckets[i]
                 if n == -1 { return nil }
-                if n >= 0, self.slots[Int(n)].hash == h, self.matches(self.slots[Int(n)], id) { return (i, n) }
+                if n >= 0, self.matches(self.slots[Int(n)], id) { return (i, n) }
                 i = (i + 1) & mask
             }
         }
@@ -168,11 +201,11 @@ final class DeviceTable {
                 found[i] = slot
                 if slot >= 0 { lookup.prefetchSlot(Int(slot)) }
             }
-            // Pass 3: for candidates whose slot has the same hash, prefetch their bytes; mark the
+            // Pass 3: for candidates whose slot has the same length, prefetch their bytes; mark the
             // others (-3) to probe on.
             for i in 0..<n where found[i] >= 0 {
                 let slot = lookup.slots[Int(found[i])]
-                if slot.hash == hashes[i], let arena = lookup.arena { concord_prefetch(arena + Int(slot.offset)) } else { found[i] = -3 }
+                if slot.length == spans[i].length, let arena = lookup.arena { concord_prefetch(arena + Int(slot.offset)) } else { found[i] = -3 }
             }
             // Pass 4: compare the bytes; anything else probes on from the next bucket.
             for i in 0..<n where found[i] != -1 {
@@ -237,16 +270,26 @@ final class DeviceTable {
     /// The slots with this content.
     func slots(withContent fingerprint: UInt32, type: ObjectType) -> [Int32] {
         var result: [Int32] = []
-        var n = self.contentHeads[Self.contentKey(type, fingerprint)] ?? -1
+        var n = Int(fingerprint) < self.contentHeads.count ? self.contentHeads[Int(fingerprint)] : -1
         while n >= 0 {
-            result.append(n)
+            if self.objectSlots[Int(n)].type == type { result.append(n) }
             n = self.objectSlots[Int(n)].nextSameContent
         }
         return result
     }
 
     /// Whether some object has this content.
-    func hasContent(_ fingerprint: UInt32, type: ObjectType) -> Bool { self.contentHeads[Self.contentKey(type, fingerprint)] != nil }
+    func hasContent(_ fingerprint: UInt32, type: ObjectType) -> Bool {
+        var n = Int(fingerprint) < self.contentHeads.count ? self.contentHeads[Int(fingerprint)] : -1
+        while n >= 0 {
+            if self.objectSlots[Int(n)].type == type { return true }
+            n = self.objectSlots[Int(n)].nextSameContent
+        }
+        return false
+    }
+
+    /// The GUID of an orphan link (a slot linked with `record` -1).
+    func orphanGUID(ofSlot n: Int32) -> GUIDKey { self.orphanGUIDs[n] ?? .zero }
 
     /// The slots carrying this key.
     func slots(withKey key: UInt32) -> [Int32] {
@@ -282,10 +325,6 @@ final class DeviceTable {
     /// The slot linked to record `number`, -1 when none.
     func linkedSlot(record number: Int) -> Int32 { number < self.linkOfRecord.count ? self.linkOfRecord[number] : -1 }
 
-    private static func contentKey(_ type: ObjectType, _ fingerprint: UInt32) -> UInt64 {
-        UInt64(type.rawValue) << 32 | UInt64(fingerprint)
-    }
-
     // MARK: - Changes
 
     /// Inserts or replaces the object.
@@ -297,10 +336,8 @@ final class DeviceTable {
         let offset = UInt32(self.arena.count)
         self.arena.append(contentsOf: bytes)
         let h = bytes.withUnsafeBytes { Self.hash($0) }
-        let slot = Slot(linkedGUID: linkedGUID ?? GUIDKey.zero, creationSecond: creationSecond ?? Int64.min, offset: offset,
-                        fingerprint: fingerprint, record: linkedGUID == nil ? -1 : record, hash: h,
-                        nextSameContent: -1, previousSameContent: -1, key: key, nextSameKey: -1,
-                        length: UInt16(bytes.count), type: type, live: true, hasLink: linkedGUID != nil)
+        let slot = Slot(offset: offset, fingerprint: fingerprint, record: linkedGUID == nil ? -1 : record, key: key,
+                        creationSecond: creationSecond ?? Int64.min, length: UInt16(bytes.count), type: type, hasLink: linkedGUID != nil)
         let n: Int32
         if let free = self.freeSlots.popLast() {
             n = free
@@ -316,12 +353,12 @@ final class DeviceTable {
         self.buckets[i] = n
         self.live += 1
         // Content list: the new slot becomes the head.
-        let key = Self.contentKey(type, fingerprint)
-        if let head = self.contentHeads[key] {
-            self.objectSlots[Int(n)].nextSameContent = head
-            self.objectSlots[Int(head)].previousSameContent = n
+        let f = Int(fingerprint)
+        if f >= self.contentHeads.count {
+            self.contentHeads.append(contentsOf: repeatElement(-1, count: max(f + 1, self.contentHeads.count * 2) - self.contentHeads.count))
         }
-        self.contentHeads[key] = n
+        self.objectSlots[Int(n)].nextSameContent = self.contentHeads[f]
+        self.contentHeads[f] = n
         if slot.key != AccountMappingIndex.noKey {
             let k = Int(slot.key)
             if k >= self.keyHeads.count { self.keyHeads.append(contentsOf: repeatElement(-1, count: k + 1 - self.keyHeads.count)) }
@@ -336,14 +373,18 @@ final class DeviceTable {
         guard let (bucket, n) = self.bucket(of: id) else { return }
         self.detachLink(slot: n)
         let slot = self.objectSlots[Int(n)]
-        // Unlink from its content list.
-        if slot.previousSameContent >= 0 {
-            self.objectSlots[Int(slot.previousSameContent)].nextSameContent = slot.nextSameContent
+        // Unlink from its content list (singly linked: walk from the head, usually this slot).
+        let f = Int(slot.fingerprint)
+        if self.contentHeads[f] == n {
+            self.contentHeads[f] = slot.nextSameContent
         } else {
-            let key = Self.contentKey(slot.type, slot.fingerprint)
-            if slot.nextSameContent >= 0 { self.contentHeads[key] = slot.nextSameContent } else { self.contentHeads[key] = nil }
+            var m = self.contentHeads[f]
+            while m >= 0 {
+                let next = self.objectSlots[Int(m)].nextSameContent
+                if next == n { self.objectSlots[Int(m)].nextSameContent = slot.nextSameContent; break }
+                m = next
+            }
         }
-        if slot.nextSameContent >= 0 { self.objectSlots[Int(slot.nextSameContent)].previousSameContent = slot.previousSameContent }
         if slot.key != AccountMappingIndex.noKey {
             // Unlink from its key's list (singly linked: walk from the head, usually this slot).
             let k = Int(slot.key)
@@ -372,14 +413,15 @@ final class DeviceTable {
         guard let (_, n) = self.bucket(of: id) else { return }
         self.detachLink(slot: n)
         self.objectSlots[Int(n)].hasLink = true
-        self.objectSlots[Int(n)].linkedGUID = guid
         self.attachLink(slot: n, guid: guid, record: record)
     }
 
     /// Drops the link to this record (or orphan GUID), whichever object holds it.
     func dropLink(guid: GUIDKey, record: Int32) {
         let n = record >= 0 ? (Int(record) < self.linkOfRecord.count ? self.linkOfRecord[Int(record)] : -1) : (self.orphanLinks[guid] ?? -1)
-        guard n >= 0, self.objectSlots[Int(n)].live, self.objectSlots[Int(n)].hasLink, self.objectSlots[Int(n)].linkedGUID == guid else { return }
+        // A slot found through `linkOfRecord` is linked to that record, hence to its GUID.
+        guard n >= 0, self.objectSlots[Int(n)].live, self.objectSlots[Int(n)].hasLink,
+              record >= 0 || self.orphanGUIDs[n] == guid else { return }
         self.detachLink(slot: n)
     }
 
@@ -390,12 +432,14 @@ final class DeviceTable {
         }
         for i in self.linkOfRecord.indices { self.linkOfRecord[i] = -1 }
         self.orphanLinks.removeAll()
+        self.orphanGUIDs.removeAll()
     }
 
     /// A record was added to the account: it has no link here, unless an orphan link named its GUID.
     func recordAdded(_ guid: GUIDKey, number: UInt32) {
         self.linkOfRecord.append(-1)
         if let n = self.orphanLinks.removeValue(forKey: guid) {
+            self.orphanGUIDs[n] = nil
             self.linkOfRecord[Int(number)] = n
             self.objectSlots[Int(n)].record = Int32(number)
         }
@@ -403,7 +447,12 @@ final class DeviceTable {
 
     private func attachLink(slot n: Int32, guid: GUIDKey, record: Int32) {
         self.objectSlots[Int(n)].record = record
-        if record >= 0 { self.linkOfRecord[Int(record)] = n } else { self.orphanLinks[guid] = n }
+        if record >= 0 {
+            self.linkOfRecord[Int(record)] = n
+        } else {
+            self.orphanLinks[guid] = n
+            self.orphanGUIDs[n] = guid
+        }
     }
 
     private func detachLink(slot n: Int32) {
@@ -411,8 +460,8 @@ final class DeviceTable {
         guard slot.hasLink else { return }
         if slot.record >= 0 {
             if self.linkOfRecord[Int(slot.record)] == n { self.linkOfRecord[Int(slot.record)] = -1 }
-        } else if self.orphanLinks[slot.linkedGUID] == n {
-            self.orphanLinks[slot.linkedGUID] = nil
+        } else if let guid = self.orphanGUIDs.removeValue(forKey: n), self.orphanLinks[guid] == n {
+            self.orphanLinks[guid] = nil
         }
         self.objectSlots[Int(n)].hasLink = false
         self.objectSlots[Int(n)].record = -1
@@ -424,8 +473,10 @@ final class DeviceTable {
         while (self.live + 1) * 4 > capacity { capacity *= 2 }   // a quarter full after growing
         var buckets = [Int32](repeating: -1, count: capacity)
         let mask = capacity - 1
+        let arena = self.arena
         for (n, slot) in self.objectSlots.enumerated() where slot.live {
-            var i = Int(slot.hash) & mask
+            let h = arena.withUnsafeBytes { Self.hash(UnsafeRawBufferPointer(rebasing: $0[Int(slot.offset)..<Int(slot.offset) + Int(slot.length)])) }
+            var i = Int(h) & mask
             while buckets[i] != -1 { i = (i + 1) & mask }
             buckets[i] = Int32(n)
         }

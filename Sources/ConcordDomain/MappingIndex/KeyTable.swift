@@ -16,6 +16,13 @@ struct ByteTable {
 
     var estimatedBytes: Int { self.arena.capacity + self.slices.capacity * 8 + self.buckets.capacity * 4 + self.hashes.capacity * 4 }
 
+    /// Lets go of the spare capacity the arrays grew into while loading.
+    mutating func shrinkToFit() {
+        self.arena = self.arena.withUnsafeBufferPointer { Array($0) }
+        self.slices = self.slices.withUnsafeBufferPointer { Array($0) }
+        self.hashes = self.hashes.withUnsafeBufferPointer { Array($0) }
+    }
+
     /// The entry's number, nil when absent.
     func number(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32? {
         self.find(bytes, hash: DeviceTable.hash(UnsafeRawBufferPointer(bytes))).number
