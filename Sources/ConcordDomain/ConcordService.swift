@@ -83,7 +83,17 @@ public final class ServiceCore: Sendable {
         self.tokens = tokens
         self.clock = clock
         self.newID = newID
-        self.index = configuration.mappingIndexBytes > 0 ? MappingIndex(budgetBytes: configuration.mappingIndexBytes, now: clock) : nil
+        let index = configuration.mappingIndexBytes > 0
+            ? MappingIndex(budgetBytes: configuration.mappingIndexBytes, protectSeconds: configuration.mappingIndexProtectSeconds, now: clock) : nil
+        self.index = index
+        // A too-large account's load is retried off the request path, from a snapshot of its own.
+        index?.setRetryLoad { [weak index, store] accountID in
+            guard let index else { return }
+            _ = try? store.read(account: accountID) { tx in
+                let version = try tx.mappingVersion()
+                index.loadInBackground(account: accountID, version: version) { fresh in try fresh.load(from: tx, checkingBudget: index) }
+            }
+        }
     }
 
     /// The one way the service writes an account: the store's write transaction of that account.

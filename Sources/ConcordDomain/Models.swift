@@ -298,6 +298,9 @@ public struct DomainConfiguration: Sendable {
     /// Memory the in-memory mapping index may hold, in bytes (`mappingIndexMegabytes`); 0 turns it
     /// off (every mapping is answered from storage).
     public var mappingIndexBytes = 256 << 20
+    /// An account used this recently is not evicted from the mapping index to admit another (the
+    /// no-thrash admission; 0: least recently used is evicted, whenever it was used).
+    public var mappingIndexProtectSeconds: Double = 30
     /// Per-account quotas (`quotas.*`); beyond one, `403 quotaExceeded` and nothing stored.
     public var quotas = Quotas()
     /// Byte bounds on what a caller leaves stored or is answered at once (issue 23).

@@ -97,11 +97,12 @@ private final class Scenario {
         let service: ConcordService
         var accounts: [String] = []
         var devices: [DeviceRef] = []
-        init(_ name: String, engine: TestEngine, indexBytes: Int, clock: ManualClock) throws {
+        init(_ name: String, engine: TestEngine, indexBytes: Int, protectSeconds: Double = 0, clock: ManualClock) throws {
             self.name = name
             self.database = try TestDatabase(engine)
             var configuration = DomainConfiguration()
             configuration.mappingIndexBytes = indexBytes
+            configuration.mappingIndexProtectSeconds = protectSeconds
             configuration.maxBatch = 500
             let ids = SequentialIDs()
             self.service = try ConcordService(store: self.database.store, configuration: configuration, clock: { clock.now }, newID: { ids.make() })
@@ -129,6 +130,8 @@ private final class Scenario {
             try Side("index", engine: engine, indexBytes: 256 << 20, clock: self.clock),
             try Side("tiny index", engine: engine, indexBytes: 10_000, clock: self.clock),
             try Side("index nothing fits", engine: engine, indexBytes: 4_000, clock: self.clock),
+            // The no-thrash admission: an account used in the last 30 steps is not evicted.
+            try Side("tiny index, no thrash", engine: engine, indexBytes: 10_000, protectSeconds: 30, clock: self.clock),
         ]
     }
 
@@ -212,7 +215,9 @@ private final class Scenario {
         let none = try #require(self.sides[3].service.mappingIndex?.statistics)
         #expect(tiny.evictions > 10 && tiny.hits > 0, "\(tiny)")
         #expect(none.tooLarge > 10, "\(none)")
-        print("differential seed \(self.seed) \(self.engine): index \(full); tiny \(tiny); nothing fits \(none)")
+        let guarded = try #require(self.sides[4].service.mappingIndex?.statistics)
+        #expect(guarded.refusedAdmissions > 10 && guarded.hits > 0 && guarded.evictions < tiny.evictions, "\(guarded)")
+        print("differential seed \(self.seed) \(self.engine): index \(full); tiny \(tiny); nothing fits \(none); no thrash \(guarded)")
         for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "linked", "wanted", "adopted"] {
             #expect(self.outcomes[outcome, default: 0] > 0, "seed \(self.seed): the run met \(outcome) only \(self.outcomes[outcome, default: 0]) times: \(self.outcomes)")
         }

@@ -154,7 +154,8 @@ public struct Configuration: Sendable, Equatable {
     /// How much of the SQLite file is read through a memory map, in MiB (0: none).
     public var sqliteMmapMegabytes = SQLiteMemory().mmapBytes >> 20
     /// Memory the in-memory mapping index may hold, in MiB (0: off, every mapping read from storage).
-    public var mappingIndexMegabytes = DomainConfiguration().mappingIndexBytes >> 20
+    /// By default a quarter of the memory the process may use (its cgroup's limit or the machine's).
+    public var mappingIndexMegabytes = MemoryLimit.defaultIndexMegabytes()
 
     public init() {}
 }

@@ -23,6 +23,8 @@ struct Setting: Sendable {
         case choice([String])
         /// IP addresses or CIDR blocks: a JSON array of strings in the file, comma-separated elsewhere.
         case addressRanges
+        /// An integer, or `auto` for the value `auto` gives (a size derived from the machine's memory).
+        case intOrAuto(ClosedRange<Int>, auto: @Sendable () -> Int)
     }
 
     /// Dotted path in the JSON file, e.g. `server.limits.bodyBytes`.
@@ -63,6 +65,7 @@ struct Setting: Sendable {
         case .database: "sqlite:PATH, a file path, or postgres://user:password@host:port/dbname"
         case .choice(let words): "one of " + words.joined(separator: ", ")
         case .addressRanges: "IP addresses or CIDR blocks (10.0.0.0/8, 2001:db8::/32), comma-separated"
+        case .intOrAuto(let range, _): "auto, or an integer from \(range.lowerBound) to \(range.upperBound)"
         }
     }
 
@@ -73,6 +76,11 @@ struct Setting: Sendable {
         switch self.kind {
         case .int(let range):
             guard let v = Int(text.trimmingASCIISpaces()), range.contains(v) else { return nil }
+            return .int(v)
+        case .intOrAuto(let range, let auto):
+            let trimmed = text.trimmingASCIISpaces()
+            if trimmed == "auto" { return .int(auto()) }
+            guard let v = Int(trimmed), range.contains(v) else { return nil }
             return .int(v)
         case .double(let range):
             guard let v = Double(text.trimmingASCIISpaces()), v.isFinite, range.contains(v) else { return nil }
@@ -100,7 +108,7 @@ struct Setting: Sendable {
     /// Validates a value from the JSON file (types are checked, not coerced).
     func parse(json: JSONValue) -> Value? {
         switch (self.kind, json) {
-        case (.int(let range), .number(let d)):
+        case (.int(let range), .number(let d)), (.intOrAuto(let range, _), .number(let d)):
             guard let v = Int(exactly: d), range.contains(v) else { return nil }
             return .int(v)
         case (.double(let range), .number(let d)):
@@ -193,7 +201,7 @@ public enum ConfigurationLoader {
         },
         Setting(key: "sqliteCacheMegabytes", kind: .int(1...65_536), flag: nil) { $0.sqliteCacheMegabytes = $1.int },
         Setting(key: "sqliteMmapMegabytes", kind: .int(0...1_048_576), flag: nil) { $0.sqliteMmapMegabytes = $1.int },
-        Setting(key: "mappingIndexMegabytes", kind: .int(0...1_048_576), flag: nil) { $0.mappingIndexMegabytes = $1.int },
+        Setting(key: "mappingIndexMegabytes", kind: .intOrAuto(0...1_048_576, auto: { MemoryLimit.defaultIndexMegabytes() }), flag: nil) { $0.mappingIndexMegabytes = $1.int },
         // The front door's hardening (issue 23).
         Setting(key: "server.limits.maxConnectionsPerAddress", kind: .int(0...maxInt), flag: "--max-connections-per-address") {
             $0.server.limits.maxConnectionsPerAddress = $1.int

@@ -183,10 +183,15 @@ private func registerMappingIndexMetrics(_ metrics: MetricsRegistry, _ index: Ma
         ("concord_mapping_index_applied_writes_total", "Write transactions applied to an account index after their commit.", { $0.appliedWrites }),
         ("concord_mapping_index_evictions_total", "Account indexes evicted to stay within mappingIndexMegabytes.", { $0.evictions }),
         ("concord_mapping_index_too_large_total", "Mapping reads served from storage because the account does not fit the budget.", { $0.tooLarge }),
+        ("concord_mapping_index_over_budget_loads_total", "Loads given up in a request because the account did not fit the budget (retried off the request path).", { $0.overBudgetLoads }),
+        ("concord_mapping_index_admissions_refused_total", "Mapping reads served from storage because loading the account would have evicted one in use.", { $0.refusedAdmissions }),
+        ("concord_mapping_index_background_loads_total", "Too-large accounts' loads retried off the request path.", { $0.backgroundLoads }),
+        ("concord_mapping_index_background_loads_fitted_total", "Background loads of too-large accounts that then fitted the budget.", { $0.backgroundLoadsFitted }),
     ]
     for (name, help, read) in counters {
         metrics.gauge(name, help: help) { Double(read(index.statistics)) }
     }
+    metrics.gauge("concord_mapping_index_budget_bytes", help: "Memory the mapping index may hold (mappingIndexMegabytes).") { Double(index.budgetBytes) }
     metrics.gauge("concord_mapping_index_resident_bytes", help: "Estimated bytes held by the loaded account indexes.") { Double(index.statistics.residentBytes) }
     metrics.gauge("concord_mapping_index_accounts", help: "Accounts whose index is loaded.") { Double(index.statistics.accounts) }
 }

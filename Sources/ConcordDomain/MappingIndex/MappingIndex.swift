@@ -17,23 +17,34 @@ import Synchronization
 ///   applied, and otherwise (a write through another instance) is reloaded from the reader's own
 ///   snapshot — so an answer is never older than the storage read that started it.
 ///
-/// Memory is bounded by `budgetBytes`: least recently used accounts are evicted whole, and an
-/// account that alone does not fit is served from storage (its load is retried after a minute).
+/// Memory is bounded by `budgetBytes`: least recently used accounts are evicted whole. Admission
+/// never thrashes (issue 24):
+/// - an account whose load would evict one used in the last `protectSeconds` is served from
+///   storage instead (its size is remembered from that load, so it is not loaded again while the
+///   others stay busy);
+/// - an account that alone does not fit is served from storage, and its load is retried off the
+///   request path (`retryLoad`, every `retrySeconds`), never in a request.
 public final class MappingIndex: Sendable {
     /// One account's slot: its lock, its index (nil: not loaded, evicted or too large) and the
     /// bookkeeping of this process's writes.
     final class Entry: @unchecked Sendable {
         // @unchecked Sendable: every var is only touched while holding `condition`, except
-        // `lastUse` and `bytes`, which are only touched while holding the cache's `table` lock.
+        // those marked as under the cache's `table` lock.
         let condition = NSCondition()
         var index: AccountMappingIndex?
         /// Versions this process committed (or is committing) and has not applied yet.
         var expected = Set<Int64>()
         /// Committed changes waiting for an earlier version to be applied first.
         var pending: [Int64: [MappingMutation]] = [:]
-        /// Until when a load is not tried again (the account did not fit).
-        var tooLargeUntil: Double = 0
+        /// The account did not fit the whole budget: served from storage until a retry off the
+        /// request path fits it.
+        var tooLarge = false
+        // Under the cache's `table` lock:
+        /// The size of its last load (0: never loaded), to decide its admission without loading it.
+        var knownBytes = 0
         var lastUse: UInt64 = 0
+        /// When it was last used (the service's clock, seconds).
+        var lastUseTime: Double = 0
         var bytes = 0
     }
 
@@ -44,15 +55,29 @@ public final class MappingIndex: Sendable {
     }
 
     public let budgetBytes: Int
+    /// An account used this recently is not evicted to admit another.
+    public let protectSeconds: Double
+    /// How long a too-large account waits before its load is retried off the request path.
+    public let retrySeconds: Double
     private let table = Mutex(Table())
     private let counters = Counters()
+    /// Loads an account's index off the request path (`ServiceCore` sets it: a read transaction of
+    /// its own, then `loadInBackground`). Nil: too-large accounts are not retried.
+    private let retryLoad = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     /// The time the retry of a too-large account counts from (the service's clock: tests set it).
     private let now: @Sendable () -> Date
 
-    public init(budgetBytes: Int, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(budgetBytes: Int, protectSeconds: Double = 30, retrySeconds: Double = 600, now: @escaping @Sendable () -> Date = { Date() }) {
         self.budgetBytes = budgetBytes
+        self.protectSeconds = protectSeconds
+        self.retrySeconds = retrySeconds
         self.now = now
+    }
+
+    /// Sets how a too-large account's load is retried off the request path.
+    func setRetryLoad(_ load: @escaping @Sendable (String) -> Void) {
+        self.retryLoad.withLock { $0 = load }
     }
 
     // MARK: - Metrics
@@ -71,6 +96,15 @@ public final class MappingIndex: Sendable {
         public var evictions: Int
         /// Reads served from storage because the account does not fit the budget.
         public var tooLarge: Int
+        /// Loads given up in a request because the account did not fit (once per account: it is
+        /// then retried off the request path only).
+        public var overBudgetLoads: Int
+        /// Reads served from storage because loading the account would have evicted one used in
+        /// the last `protectSeconds` (the no-thrash admission).
+        public var refusedAdmissions: Int
+        /// Too-large accounts' loads retried off the request path, and those that then fit.
+        public var backgroundLoads: Int
+        public var backgroundLoadsFitted: Int
         /// Estimated bytes held by every loaded account.
         public var residentBytes: Int
         /// Accounts loaded now.
@@ -79,7 +113,8 @@ public final class MappingIndex: Sendable {
 
     final class Counters: Sendable {
         let hits = Atomic<Int>(0), loads = Atomic<Int>(0), catchUps = Atomic<Int>(0), appliedWrites = Atomic<Int>(0)
-        let evictions = Atomic<Int>(0), tooLarge = Atomic<Int>(0)
+        let evictions = Atomic<Int>(0), tooLarge = Atomic<Int>(0), refusedAdmissions = Atomic<Int>(0)
+        let backgroundLoads = Atomic<Int>(0), backgroundLoadsFitted = Atomic<Int>(0), overBudgetLoads = Atomic<Int>(0)
     }
 
     public var statistics: Statistics {
@@ -88,6 +123,8 @@ public final class MappingIndex: Sendable {
         return Statistics(hits: c.hits.load(ordering: .relaxed), loads: c.loads.load(ordering: .relaxed),
                           catchUps: c.catchUps.load(ordering: .relaxed), appliedWrites: c.appliedWrites.load(ordering: .relaxed),
                           evictions: c.evictions.load(ordering: .relaxed), tooLarge: c.tooLarge.load(ordering: .relaxed),
+                          overBudgetLoads: c.overBudgetLoads.load(ordering: .relaxed), refusedAdmissions: c.refusedAdmissions.load(ordering: .relaxed),
+                          backgroundLoads: c.backgroundLoads.load(ordering: .relaxed), backgroundLoadsFitted: c.backgroundLoadsFitted.load(ordering: .relaxed),
                           residentBytes: bytes, accounts: accounts)
     }
 
@@ -102,21 +139,29 @@ public final class MappingIndex: Sendable {
         entry.condition.lock()
         var bytes = entry.bytes
         let result: T?
+        let loaded: AccountMappingIndex?
         do {
-            result = try self.readLocked(entry, version: version, load: load, body)
+            let wasResident = entry.index != nil
+            result = try self.readLocked(entry, accountID: accountID, version: version, load: load, body)
             bytes = entry.index?.estimatedBytes ?? 0
+            loaded = wasResident ? nil : entry.index
             entry.condition.unlock()
         } catch {
             entry.condition.unlock()
             throw error
         }
         // Eviction takes other accounts' locks: never while holding this one.
-        self.touch(entry, bytes: bytes)
+        if !self.touch(entry, bytes: bytes, admitting: loaded != nil), let loaded {
+            // Admitting it would have evicted an account in use: this load answered its read, and
+            // storage answers the next ones while the others stay busy.
+            self.drop(entry, ifStill: loaded)
+            self.counters.refusedAdmissions.add(1, ordering: .relaxed)
+        }
         return result
     }
 
     /// `read`, holding the entry's lock.
-    private func readLocked<T>(_ entry: Entry, version: Int64, load: (AccountMappingIndex) throws -> Void,
+    private func readLocked<T>(_ entry: Entry, accountID: String, version: Int64, load: (AccountMappingIndex) throws -> Void,
                                _ body: (AccountMappingIndex) throws -> T) throws -> T? {
         // A write of this process that committed `version` (or earlier) is applied within moments:
         // wait for it rather than reload. Bounded: a stuck writer costs one reload, not a hang.
@@ -129,9 +174,12 @@ public final class MappingIndex: Sendable {
             self.counters.hits.add(1, ordering: .relaxed)
             return try body(index)
         }
-        let now = self.now().timeIntervalSince1970
-        guard now >= entry.tooLargeUntil else {
+        guard !entry.tooLarge else {
             self.counters.tooLarge.add(1, ordering: .relaxed)
+            return nil
+        }
+        if entry.index == nil, self.wouldEvictRecentlyUsed(entry) {
+            self.counters.refusedAdmissions.add(1, ordering: .relaxed)
             return nil
         }
         let wasLoaded = entry.index != nil
@@ -142,8 +190,9 @@ public final class MappingIndex: Sendable {
             guard fresh.isExact else { throw OverBudget() }
         } catch is OverBudget {
             entry.pending.removeAll()
-            entry.tooLargeUntil = now + 60
+            self.markTooLarge(entry, accountID: accountID)
             self.counters.tooLarge.add(1, ordering: .relaxed)
+            self.counters.overBudgetLoads.add(1, ordering: .relaxed)
             return nil
         }
         fresh.version = version
@@ -191,13 +240,13 @@ public final class MappingIndex: Sendable {
             if index.estimatedBytes > self.budgetBytes || !index.isExact {
                 entry.index = nil
                 entry.pending.removeAll()
-                entry.tooLargeUntil = self.now().timeIntervalSince1970 + 60
+                self.markTooLarge(entry, accountID: accountID)
             }
         }
         let bytes = entry.index?.estimatedBytes ?? 0
         entry.condition.broadcast()
         entry.condition.unlock()
-        self.touch(entry, bytes: bytes, used: false)
+        _ = self.touch(entry, bytes: bytes, used: false)
     }
 
     /// Applies the pending writes that follow the index's version, in order. Holding `entry.condition`.
@@ -235,24 +284,109 @@ public final class MappingIndex: Sendable {
         }
     }
 
+    // MARK: - Admission
+
+    /// Marks the account too large (holding its lock) and has its load retried off the request
+    /// path in `retrySeconds`.
+    private func markTooLarge(_ entry: Entry, accountID: String) {
+        let scheduled = entry.tooLarge
+        entry.tooLarge = true
+        guard !scheduled, let retry = self.retryLoad.withLock({ $0 }) else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + self.retrySeconds) { retry(accountID) }
+    }
+
+    /// Off the request path (`retryLoad`): loads a too-large account's index from a snapshot at
+    /// `version`, outside its lock, and installs it when it fits (else retries later). A write of
+    /// this process committed meanwhile makes the next read catch up, as after another instance's.
+    func loadInBackground(account accountID: String, version: Int64, load: (AccountMappingIndex) throws -> Void) {
+        let entry = self.entry(accountID)
+        self.counters.backgroundLoads.add(1, ordering: .relaxed)
+        let fresh = AccountMappingIndex()
+        let fits = (try? load(fresh)) != nil && fresh.isExact
+        entry.condition.lock()
+        entry.tooLarge = false
+        guard fits else {
+            self.markTooLarge(entry, accountID: accountID)
+            entry.condition.unlock()
+            return
+        }
+        var installed = false
+        if entry.index == nil {
+            fresh.version = version
+            entry.index = fresh
+            entry.pending.removeAll()
+            installed = true
+        }
+        entry.condition.unlock()
+        self.counters.backgroundLoadsFitted.add(1, ordering: .relaxed)
+        if installed, !self.touch(entry, bytes: fresh.estimatedBytes, used: false, admitting: true) { self.drop(entry, ifStill: fresh) }
+    }
+
+    /// Whether loading the account (its size known from an earlier load) would evict an account
+    /// used in the last `protectSeconds`. False when its size is not known yet.
+    private func wouldEvictRecentlyUsed(_ entry: Entry) -> Bool {
+        let now = self.now().timeIntervalSince1970
+        return self.table.withLock { t in
+            entry.knownBytes > 0
+                && !self.victims(in: t, toFit: entry.knownBytes - entry.bytes, sparing: entry, recentAfter: now - self.protectSeconds).admits
+        }
+    }
+
+    /// The least recently used accounts to evict so that `extra` more bytes fit; `admits` false
+    /// when one of them was used after `recentAfter`.
+    private func victims(in t: Table, toFit extra: Int, sparing entry: Entry, recentAfter: Double) -> (victims: [Entry], admits: Bool) {
+        var excess = t.bytes + extra - self.budgetBytes
+        guard excess > 0 else { return ([], true) }
+        let byAge = t.entries.values.filter { $0.bytes > 0 && $0 !== entry }.sorted { $0.lastUse < $1.lastUse }
+        var victims: [Entry] = []
+        for victim in byAge where excess > 0 {
+            if victim.lastUseTime > recentAfter { return (victims, false) }
+            excess -= victim.bytes
+            victims.append(victim)
+        }
+        return (victims, true)
+    }
+
+    /// Drops the entry's index if it is still `index` (not admitted after all).
+    private func drop(_ entry: Entry, ifStill index: AccountMappingIndex) {
+        entry.condition.lock()
+        let dropped = entry.index === index
+        if dropped {
+            entry.index = nil
+            entry.pending.removeAll()
+        }
+        entry.condition.unlock()
+        if dropped { _ = self.touch(entry, bytes: 0, used: false) }
+    }
+
     /// Records the entry's size (and use), then evicts least recently used accounts until the
     /// total fits. Called holding no entry's lock (it takes the victims'). The total is an
     /// estimate kept under the table lock: a victim reloaded by another reader between its
     /// eviction and the total's update is counted again at that reader's next size change.
-    private func touch(_ entry: Entry, bytes: Int, used: Bool = true) {
+    ///
+    /// `admitting`: the entry was just loaded; if fitting it would evict an account used in the
+    /// last `protectSeconds`, nothing is evicted and false is returned (the caller drops it).
+    @discardableResult
+    private func touch(_ entry: Entry, bytes: Int, used: Bool = true, admitting: Bool = false) -> Bool {
         var victims: [Entry] = []
-        self.table.withLock { t in
+        let now = self.now().timeIntervalSince1970
+        let admitted = self.table.withLock { t -> Bool in
             t.clock += 1
-            if used { entry.lastUse = t.clock }
+            if used {
+                entry.lastUse = t.clock
+                entry.lastUseTime = now
+            }
+            if bytes > 0 { entry.knownBytes = bytes }
+            if admitting {
+                let (chosen, admits) = self.victims(in: t, toFit: bytes - entry.bytes, sparing: entry, recentAfter: now - self.protectSeconds)
+                guard admits else { return false }
+                victims = chosen
+            } else {
+                victims = self.victims(in: t, toFit: bytes - entry.bytes, sparing: entry, recentAfter: .infinity).victims
+            }
             t.bytes += bytes - entry.bytes
             entry.bytes = bytes
-            guard t.bytes > self.budgetBytes else { return }
-            let byAge = t.entries.values.filter { $0.bytes > 0 && $0 !== entry }.sorted { $0.lastUse < $1.lastUse }
-            var excess = t.bytes - self.budgetBytes
-            for victim in byAge where excess > 0 {
-                excess -= victim.bytes
-                victims.append(victim)
-            }
+            return true
         }
         for victim in victims {
             victim.condition.lock()
@@ -265,5 +399,6 @@ public final class MappingIndex: Sendable {
             }
             self.counters.evictions.add(1, ordering: .relaxed)
         }
+        return admitted
     }
 }
