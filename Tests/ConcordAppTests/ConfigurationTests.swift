@@ -238,3 +238,17 @@ func commandLineParsesCommandsAndFlags(_ index: Int) {
         #expect(throws: ConfigurationError.self, "\(name)") { _ = try ConfigurationLoader.load(flags: [], environment: [name: value]) }
     }
 }
+
+/// `mappingIndexMegabytes: auto` (the default) is a quarter of the process's memory, at least 64 MiB.
+@Test(arguments: [(nil, 256), (128 << 20, 64), (1 << 30, 256), (24 << 30, 6144)] as [(Int?, Int)])
+func theIndexBudgetIsAQuarterOfTheMemory(_ memory: Int?, _ megabytes: Int) throws {
+    #expect(MemoryLimit.defaultIndexMegabytes(memoryBytes: memory) == megabytes)
+}
+
+@Test func theIndexBudgetIsAutoOrANumberEverywhere() throws {
+    let auto = try ConfigurationLoader.load(flags: [], environment: ["CONCORD_MAPPING_INDEX_MEGABYTES": "auto"])
+    #expect(auto.mappingIndexMegabytes == MemoryLimit.defaultIndexMegabytes() && auto == Configuration())
+    let set = try ConfigurationLoader.load(flags: [("--config", writeConfig(#"{"mappingIndexMegabytes": 512}"#))], environment: [:])
+    #expect(set.mappingIndexMegabytes == 512)
+    #expect(throws: (any Error).self) { try ConfigurationLoader.load(flags: [], environment: ["CONCORD_MAPPING_INDEX_MEGABYTES": "lots"]) }
+}

@@ -26,6 +26,6 @@ enum MemoryLimit {
     /// process may use, at least 64 MiB; 256 MiB when the memory cannot be read.
     static func defaultIndexMegabytes(memoryBytes: Int? = MemoryLimit.bytes()) -> Int {
         guard let memoryBytes else { return 256 }
-        return max(64, memoryBytes / 4 >> 20)
+        return max(64, (memoryBytes / 4) >> 20)
     }
 }
