@@ -44,3 +44,25 @@ import Testing
     }
 }
 
+
+/// A GUID's key from its 36 bytes: canonical upper case always, lower case only when asked, and
+/// nothing else — each byte that is not a hex digit, and a dash out of place, refused.
+@Test(arguments: [
+    ("0123ABCD-4567-89EF-0123-456789ABCDEF", true, true),
+    ("0123abcd-4567-89ef-0123-456789abcdef", false, true),
+    ("0123ABCD-4567-89EF-0123-456789ABCDEG", false, false),
+    ("0123ABCD-4567-89EF-0123-456789ABCDEg", false, false),
+    ("0123ABCD-4567-89EF-0123-456789ABCDE@", false, false),
+    ("0123ABCD-4567-89EF-0123-456789ABCDE`", false, false),
+    ("0123ABCD-4567-89EF-0123-456789ABCDE/", false, false),
+    ("0123ABCD-4567-89EF-0123-456789ABCDE:", false, false),
+    ("0123ABCD-4567-89EF-0123-456789ABCDE ", false, false),
+    ("0123ABCD-4567-89EF-01234-56789ABCDEF", false, false),
+    ("0123ABCD-4567-89EF-0123-456789ABCDE", false, false),
+]) func aGUIDKeyIsReadFromHexDigitsOnly(_ guid: String, _ canonical: Bool, _ anyCase: Bool) {
+    var s = guid
+    let strict = s.withUTF8 { GUIDKey(bytes: $0) }
+    let lenient = s.withUTF8 { GUIDKey(bytes: $0, anyCase: true) }
+    #expect((strict != nil) == canonical && (lenient != nil) == anyCase, "\(guid)")
+    if let lenient { #expect(lenient.string == guid.uppercased() && lenient == GUIDKey(guid.uppercased())) }
+}

@@ -40,27 +40,32 @@ struct GUIDKey: Hashable, Sendable {
     /// `anyCase`: lower-case hex digits read as their upper-case selves (a cloud identifier's GUID
     /// may be spelled either way, §2); otherwise only the canonical form has a key.
     init?(bytes b: UnsafeBufferPointer<UInt8>, anyCase: Bool = false) {
-        guard b.count == 36 else { return nil }
-        var high: UInt64 = 0, low: UInt64 = 0
-        var digits = 0
-        for i in 0..<36 {
-            let c = b[i]
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard c == UInt8(ascii: "-") else { return nil }
-                continue
+        guard b.count == 36, let p = b.baseAddress,
+              p[8] == UInt8(ascii: "-"), p[13] == UInt8(ascii: "-"), p[18] == UInt8(ascii: "-"), p[23] == UInt8(ascii: "-") else { return nil }
+        // 32 digits in runs of 8, 4, 4, 4, 4+8; a digit's value, or a bit above 15 when it is not one.
+        var bad: UInt64 = 0
+        @inline(__always) func digits(_ at: Int, _ count: Int, into v: inout UInt64) {
+            for i in at..<at + count {
+                let d = UInt64(Self.digitValue(p[i], anyCase: anyCase))
+                bad |= d
+                v = v << 4 | (d & 15)
             }
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-            case UInt8(ascii: "a")...UInt8(ascii: "f") where anyCase: v = c - UInt8(ascii: "a") + 10
-            default: return nil
-            }
-            if digits < 16 { high = high << 4 | UInt64(v) } else { low = low << 4 | UInt64(v) }
-            digits += 1
         }
+        var high: UInt64 = 0, low: UInt64 = 0
+        digits(0, 8, into: &high); digits(9, 4, into: &high); digits(14, 4, into: &high)
+        digits(19, 4, into: &low); digits(24, 12, into: &low)
+        guard bad < 16 else { return nil }
         self.high = high
         self.low = low
+    }
+
+    /// A hex digit's value, 16 or more when the byte is not one (lower case only with `anyCase`).
+    @inline(__always)
+    private static func digitValue(_ c: UInt8, anyCase: Bool) -> UInt8 {
+        let digit = c &- UInt8(ascii: "0")
+        if digit < 10 { return digit }
+        let upper = (anyCase ? c & ~0x20 : c) &- UInt8(ascii: "A")
+        return upper < 6 ? upper + 10 : 0x10
     }
 
     init(high: UInt64, low: UInt64) {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Byte strings of at most 255 bytes, each numbered once: the bytes in one arena and an
 /// open-addressing table of numbers, about 20 bytes per entry plus its bytes where a
 /// `[String: UInt32]` costs over 100 (a String heap copy plus a dictionary entry at twice its
@@ -44,17 +50,25 @@ struct ByteTable {
 
     /// The entry's number, or the empty bucket where it would go.
     private func find(_ bytes: UnsafeBufferPointer<UInt8>, hash: UInt32) -> (number: UInt32?, bucket: Int) {
-        let mask = self.buckets.count - 1
-        var i = Int(hash) & mask
-        while true {
-            let n = self.buckets[i]
-            if n < 0 { return (nil, i) }
-            let slice = self.slices[Int(n)]
-            if self.hashes[Int(n)] == hash, Int(slice.length) == bytes.count,
-               self.arena[Int(slice.offset)..<Int(slice.offset) + bytes.count].elementsEqual(bytes) {
-                return (UInt32(n), i)
+        self.buckets.withUnsafeBufferPointer { buckets in
+            self.slices.withUnsafeBufferPointer { slices in
+                self.hashes.withUnsafeBufferPointer { hashes in
+                    self.arena.withUnsafeBufferPointer { arena in
+                        let mask = buckets.count - 1
+                        var i = Int(hash) & mask
+                        while true {
+                            let n = buckets[i]
+                            if n < 0 { return (nil, i) }
+                            let slice = slices[Int(n)]
+                            if hashes[Int(n)] == hash, Int(slice.length) == bytes.count,
+                               bytes.isEmpty || memcmp(arena.baseAddress! + Int(slice.offset), bytes.baseAddress!, bytes.count) == 0 {
+                                return (UInt32(n), i)
+                            }
+                            i = (i + 1) & mask
+                        }
+                    }
+                }
             }
-            i = (i + 1) & mask
         }
     }
 
