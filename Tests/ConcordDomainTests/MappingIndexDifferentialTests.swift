@@ -138,10 +138,18 @@ private final class Scenario {
     func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &self.random)] }
     func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self.random) < p }
 
-    /// A local identifier of the pool (some in NFD/NFC pairs: distinct bytes, canonically equal).
+    /// A local identifier of the pool (some in NFD/NFC pairs: distinct bytes, canonically equal;
+    /// some PhotoKit-shaped, which the index stores compactly, beside others that are not and
+    /// sort among them).
     func localID() -> String {
         let n = Int.random(in: 0..<24, using: &self.random)
         switch n {
+        case 16: return "6F9619FF-8B86-D011-B42D-00C04FC964FF/L0/001"
+        case 17: return "6F9619FF-8B86-D011-B42D-00C04FC964FF"
+        case 18: return "6f9619ff-8b86-d011-b42d-00c04fc964ff/L0/001"   // lower case: stored as it is
+        case 19: return "6F9619FF-ZZ/L0/001"
+        case 20: return "00000000-0000-0000-0000-000000000000/L0/002"
+        case 21: return "A0000000-0000-0000-0000-00000000000F/L0/001"
         case 22: return "CAF\u{00C9}/L0/001"
         case 23: return "CAFE\u{0301}/L0/001"
         default: return "IMG-\(n)/L0/001"

@@ -352,13 +352,11 @@ final class AccountMappingIndex {
         }
         let bytes = device.withLookup { l -> [UInt8] in
             var total = 0
-            for s in linked where s >= 0 { total += Int(l.slots[Int(s)].length) }
+            for s in linked where s >= 0 { total += device.spelledLength(ofSlot: s, l) }
             return [UInt8](unsafeUninitializedCapacity: total) { out, written in
                 var at = 0
                 for (i, s) in linked.enumerated() where s >= 0 {
-                    let slot = l.slots[Int(s)]
-                    let count = Int(slot.length)
-                    if count > 0 { (out.baseAddress! + at).update(from: l.arena! + Int(slot.offset), count: count) }
+                    let count = device.spell(slot: s, l, into: out.baseAddress! + at)
                     lookups[i] = .found(start: at, count: count)
                     at += count
                 }

@@ -93,6 +93,58 @@ final class DeviceTable {
         self.linkOfRecord = self.linkOfRecord.withUnsafeBufferPointer { Array($0) }
     }
 
+    // MARK: - Identifiers as stored
+
+    /// PhotoKit's local identifiers begin with an upper-case UUID (`…/L0/001`): stored as the byte
+    /// 0x01 (never in an identifier: no control characters, §2), the UUID's 16 bytes (big-endian,
+    /// so byte order is the digits' order), then the rest — 24 bytes for 43. Any other identifier
+    /// is stored as it is. An identifier asked for is put in the same form before it is hashed and
+    /// compared, so one identifier has one stored form.
+    static let compactMarker: UInt8 = 1
+
+    /// Writes the stored form of `id` at `out` (room for `id.count` bytes); returns its length.
+    static func store(_ id: UnsafeBufferPointer<UInt8>, into out: UnsafeMutablePointer<UInt8>) -> Int {
+        if id.count >= 36, let key = GUIDKey(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36])) {
+            out[0] = Self.compactMarker
+            UnsafeMutableRawPointer(out + 1).storeBytes(of: key.high.bigEndian, as: UInt64.self)
+            UnsafeMutableRawPointer(out + 9).storeBytes(of: key.low.bigEndian, as: UInt64.self)
+            if id.count > 36 { (out + 17).update(from: id.baseAddress! + 36, count: id.count - 36) }
+            return 17 + id.count - 36
+        }
+        if !id.isEmpty { out.update(from: id.baseAddress!, count: id.count) }
+        return id.count
+    }
+
+    /// `body` with the stored form of `id`.
+    static func withStored<T>(_ id: String, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        var s = id
+        return s.withUTF8 { b in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, b.count)) { out in
+                body(UnsafeBufferPointer(start: out.baseAddress!, count: Self.store(b, into: out.baseAddress!)))
+            }
+        }
+    }
+
+    /// The length of the identifier whose stored form is `count` bytes at `stored`.
+    @inline(__always)
+    static func spelledLength(_ stored: UnsafePointer<UInt8>, _ count: Int) -> Int {
+        count > 0 && stored[0] == Self.compactMarker ? count + 19 : count
+    }
+
+    /// Writes the identifier whose stored form is `count` bytes at `stored`; returns its length.
+    @inline(__always)
+    static func spell(_ stored: UnsafePointer<UInt8>, _ count: Int, into out: UnsafeMutablePointer<UInt8>) -> Int {
+        guard count > 0, stored[0] == Self.compactMarker else {
+            if count > 0 { out.update(from: stored, count: count) }
+            return count
+        }
+        let high = UInt64(bigEndian: UnsafeRawPointer(stored + 1).loadUnaligned(as: UInt64.self))
+        let low = UInt64(bigEndian: UnsafeRawPointer(stored + 9).loadUnaligned(as: UInt64.self))
+        GUIDKey(high: high, low: low).write(into: out)
+        if count > 17 { (out + 36).update(from: stored + 17, count: count - 17) }
+        return count + 19
+    }
+
     // MARK: - Hashing and finding
 
     /// A fast multiply-mix hash of the identifier's bytes (not keyed: identifiers come from the
@@ -151,8 +203,7 @@ final class DeviceTable {
 
         /// The bucket and slot number of `id`, nil when the device does not have it.
         func locate(_ id: String) -> (bucket: Int, slot: Int32)? {
-            var s = id
-            return s.withUTF8 { b in
+            DeviceTable.withStored(id) { b in
                 let h = DeviceTable.hash(UnsafeRawBufferPointer(b))
                 return self.locate(b, hash: h, from: Int(h) & (self.buckets.count - 1))
             }
@@ -169,8 +220,22 @@ final class DeviceTable {
         let n = ids.count
         var found = [Int32](repeating: -1, count: n)
         guard n > 0, self.live > 0 else { return found }
-        ids.bytes.withUnsafeBufferPointer { bytes in
-            ids.spans.withUnsafeBufferPointer { spans in
+        // The identifiers' stored forms, in one buffer no larger than the batch's.
+        var spans = [IdentifierBatch.Span](repeating: IdentifierBatch.Span(start: 0, length: 0), count: n)
+        let stored = ids.bytes.withUnsafeBufferPointer { bytes in
+            [UInt8](unsafeUninitializedCapacity: max(1, bytes.count)) { out, written in
+                var at = 0
+                for (i, span) in ids.spans.enumerated() {
+                    let id = UnsafeBufferPointer(rebasing: bytes[Int(span.start)..<Int(span.start) + Int(span.length)])
+                    let count = Self.store(id, into: out.baseAddress! + at)
+                    spans[i] = IdentifierBatch.Span(start: UInt32(at), length: UInt32(count))
+                    at += count
+                }
+                written = at
+            }
+        }
+        stored.withUnsafeBufferPointer { bytes in
+            spans.withUnsafeBufferPointer { spans in
                 found.withUnsafeMutableBufferPointer { found in
                     self.withLookup { lookup in
                         Self.findAll(bytes, spans, lookup, into: found)
@@ -233,8 +298,22 @@ final class DeviceTable {
 
     func identifier(of slot: Slot) -> String {
         self.arena.withUnsafeBufferPointer { a in
-            String(decoding: UnsafeBufferPointer(rebasing: a[Int(slot.offset)..<Int(slot.offset) + Int(slot.length)]), as: UTF8.self)
+            let stored = a.baseAddress! + Int(slot.offset)
+            return String(unsafeUninitializedCapacity: Self.spelledLength(stored, Int(slot.length))) { out in
+                Self.spell(stored, Int(slot.length), into: out.baseAddress!)
+            }
         }
+    }
+
+    /// The identifier's length in slot `n`, and a copy of it at `out`, for answers made of bytes.
+    func spelledLength(ofSlot n: Int32, _ l: Lookup) -> Int {
+        let slot = l.slots[Int(n)]
+        return Self.spelledLength(l.arena! + Int(slot.offset), Int(slot.length))
+    }
+
+    func spell(slot n: Int32, _ l: Lookup, into out: UnsafeMutablePointer<UInt8>) -> Int {
+        let slot = l.slots[Int(n)]
+        return Self.spell(l.arena! + Int(slot.offset), Int(slot.length), into: out)
     }
 
     /// The slot linked to each record number (-1 for none, or where the number is -1), and its
@@ -309,15 +388,18 @@ final class DeviceTable {
     /// newest records came after this table's last growth (those have no link here).
     var linksByRecord: [Int32] { self.linkOfRecord }
 
-    /// Sorts slot numbers by their identifiers' bytes (memcmp over the arena, no string each).
+    /// Sorts slot numbers by their identifiers' bytes (spelled out into two buffers, no string each).
     func sortByIdentifier(_ numbers: inout [Int32]) {
         self.withLookup { l in
-            guard let arena = l.arena else { return }
-            numbers.sort { a, b in
-                let x = l.slots[Int(a)], y = l.slots[Int(b)]
-                let shorter = min(Int(x.length), Int(y.length))
-                let c = shorter == 0 ? 0 : memcmp(arena + Int(x.offset), arena + Int(y.offset), shorter)
-                return c != 0 ? c < 0 : x.length < y.length
+            guard l.arena != nil else { return }
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { buffer in
+                let x = buffer.baseAddress!, y = buffer.baseAddress! + 256
+                numbers.sort { a, b in
+                    let m = self.spell(slot: a, l, into: x), n = self.spell(slot: b, l, into: y)
+                    let shorter = min(m, n)
+                    let c = shorter == 0 ? 0 : memcmp(x, y, shorter)
+                    return c != 0 ? c < 0 : m < n
+                }
             }
         }
     }
@@ -332,7 +414,7 @@ final class DeviceTable {
              key: UInt32 = AccountMappingIndex.noKey, creationSecond: Int64? = nil) {
         self.remove(id)
         if (self.live + self.tombstones + 1) * 2 >= self.buckets.count { self.rehash() }   // at most half full
-        let bytes = Array(id.utf8)
+        let bytes = Self.withStored(id) { Array($0) }
         let offset = UInt32(self.arena.count)
         self.arena.append(contentsOf: bytes)
         let h = bytes.withUnsafeBytes { Self.hash($0) }
