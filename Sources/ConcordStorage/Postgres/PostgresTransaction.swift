@@ -373,12 +373,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
             FROM unnest($3::text[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::text[],
                         $9::bool[], $10::bool[], $11::text[], $12::text[], $13::bool[], $14::text[],
                         $15::text[], $16::text[], $17::text[]) AS u(l, t, f, m, cd, md, ha, fa, ti, me, ac, rg, pk, ka, cs)
-            ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET
-                type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
-                creation_date = excluded.creation_date, modification_date = excluded.modification_date,
-                has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
-                members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
-                pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
+            ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET \(StorageRows.objectUpsertSet)
             """, [
                 .text(device.accountID), .text(device.deviceID),
                 .textArray(rows.map(\.object.localIdentifier)), .intArray(rows.map { Int64($0.object.type.rawValue) }),

@@ -514,12 +514,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
             SELECT ?1, ?2, v.* FROM (
             """, width: 15, tail: """
             ) AS v WHERE true
-            ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET
-                type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
-                creation_date = excluded.creation_date, modification_date = excluded.modification_date,
-                has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
-                members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
-                pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
+            ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET \(StorageRows.objectUpsertSet)
             """, fixed: [.int(k.account), .int(k.device)], rows)
     }
 
