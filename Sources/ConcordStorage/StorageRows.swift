@@ -89,6 +89,15 @@ enum StorageRows {
 
     /// Columns of an object row, its linked record's type and fingerprint (`LEFT JOIN records r`),
     /// then its photoKitCloudIdentifier.
+    /// What an upsert of an object row sets when the object exists (both engines' `putObjects`).
+    static let objectUpsertSet = """
+        type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
+        creation_date = excluded.creation_date, modification_date = excluded.modification_date,
+        has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
+        members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
+        pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
+        """
+
     static let objectColumns = """
         o.local_id, o.type, o.fingerprint, o.media_type, o.creation_date, o.modification_date, o.has_adjustments, \
         o.is_favorite, o.title, o.members, o.app_created, o.record_guid, r.type, r.fingerprint, o.pk_identifier

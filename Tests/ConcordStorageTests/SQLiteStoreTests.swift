@@ -141,6 +141,7 @@ struct Boom: Error {}
         ("linkStates", SQLiteTransaction.linkStatesSQL),
         ("recordLinks", SQLiteTransaction.recordLinksSQL),
         ("unlinkedRecords", SQLiteTransaction.unlinkedRecordsSQL),
+        ("containerPage", SQLiteTransaction.containerPageSQL),
     ])
     func batchQueriesUseIndexes(_ name: String, _ sql: String) throws {
         let dir = try TempDir()
@@ -153,6 +154,17 @@ struct Boom: Error {}
         }
         #expect(scans.isEmpty, "\(name): \(plan)")
         #expect(plan.contains { $0.contains("USING") && ($0.contains("INDEX") || $0.contains("PRIMARY KEY")) }, "\(name): \(plan)")
+    }
+
+    /// Assets page through the primary key from `after` on (migration 9 dropped their index by
+    /// type): a range search, never a scan of the library from its start.
+    @Test func assetPagesSearchThePrimaryKeyFromAfter() throws {
+        let dir = try TempDir()
+        let store = try SQLiteStore(path: dir.db)
+        var plan: [String] = []
+        try store.writer.query("EXPLAIN QUERY PLAN " + SQLiteTransaction.assetPageSQL) { s in plan.append(s.text(3)) }
+        #expect(plan.contains { $0.hasPrefix("SEARCH o USING PRIMARY KEY (account_key=? AND device_key=? AND local_id>?)") }, "\(plan)")
+        #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
     }
 }
 

@@ -177,6 +177,18 @@ enum PostgresMigrations {
         );
         CREATE INDEX upload_objects_by_part ON upload_objects (account_id, upload_id, part);
         """),
+        // Migration 9: a smaller database (as SQLite's migration 9): one unique index for links in
+        // place of two, albums and folders only in objects_by_type (assets page through the primary
+        // key), objects with a fingerprint only in objects_by_content.
+        (9, """
+        DROP INDEX objects_by_record;
+        DROP INDEX objects_by_link;
+        CREATE UNIQUE INDEX objects_by_link ON objects (account_id, record_guid, device_id) WHERE record_guid IS NOT NULL;
+        DROP INDEX objects_by_type;
+        CREATE INDEX objects_by_type ON objects (account_id, device_id, type, local_id) WHERE type <> 1;
+        DROP INDEX objects_by_content;
+        CREATE INDEX objects_by_content ON objects (account_id, device_id, type, fingerprint, local_id) WHERE fingerprint <> '';
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

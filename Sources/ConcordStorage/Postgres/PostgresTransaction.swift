@@ -316,7 +316,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         var result: [LibraryObject] = []
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_id = $1 AND o.device_id = $2 AND o.type = $3 AND o.local_id > $4
+            WHERE o.account_id = $1 AND o.device_id = $2 AND o.type = $3 AND o.local_id > $4 \(type == .asset ? "" : "AND o.type <> 1")
             ORDER BY o.local_id LIMIT $5
             """, [.text(device.accountID), .text(device.deviceID), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { r in
             result.append(StorageRows.libraryObject(r))
@@ -327,13 +327,29 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         guard !keys.isEmpty else { return [] }
         var result: [StoredObject] = []
-        try self.db.query("""
-            SELECT \(Self.objectColumns) FROM unnest($3::int8[], $4::text[]) AS k(type, fingerprint)
-            JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.type = k.type AND o.fingerprint = k.fingerprint
-            \(Self.linkJoin)
-            ORDER BY o.local_id
-            """, [.text(device.accountID), .text(device.deviceID), .intArray(keys.map { Int64($0.type.rawValue) }),
-                  .textArray(keys.map(\.fingerprint))]) { r in result.append(StorageRows.storedObject(r)) }
+        // objects_by_content holds objects with a fingerprint only (migration 9): the query says so.
+        let withFingerprint = keys.filter { !$0.fingerprint.isEmpty }
+        if !withFingerprint.isEmpty {
+            try self.db.query("""
+                SELECT \(Self.objectColumns) FROM unnest($3::int8[], $4::text[]) AS k(type, fingerprint)
+                JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.type = k.type AND o.fingerprint = k.fingerprint
+                    AND o.fingerprint <> ''
+                \(Self.linkJoin)
+                ORDER BY o.local_id
+                """, [.text(device.accountID), .text(device.deviceID), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
+                      .textArray(withFingerprint.map(\.fingerprint))]) { r in result.append(StorageRows.storedObject(r)) }
+        }
+        let emptyTypes = Set(keys.filter(\.fingerprint.isEmpty).map { Int64($0.type.rawValue) })
+        if !emptyTypes.isEmpty {
+            try self.db.query("""
+                SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
+                WHERE o.account_id = $1 AND o.device_id = $2 AND o.fingerprint = '' AND o.type = ANY($3)
+                ORDER BY o.local_id
+                """, [.text(device.accountID), .text(device.deviceID), .intArray(emptyTypes.sorted())]) { r in
+                result.append(StorageRows.storedObject(r))
+            }
+            if !withFingerprint.isEmpty { result.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) } }
+        }
         return result
     }
 
@@ -357,12 +373,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
             FROM unnest($3::text[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::text[],
                         $9::bool[], $10::bool[], $11::text[], $12::text[], $13::bool[], $14::text[],
                         $15::text[], $16::text[], $17::text[]) AS u(l, t, f, m, cd, md, ha, fa, ti, me, ac, rg, pk, ka, cs)
-            ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET
-                type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
-                creation_date = excluded.creation_date, modification_date = excluded.modification_date,
-                has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
-                members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
-                pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
+            ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET \(StorageRows.objectUpsertSet)
             """, [
                 .text(device.accountID), .text(device.deviceID),
                 .textArray(rows.map(\.object.localIdentifier)), .intArray(rows.map { Int64($0.object.type.rawValue) }),
@@ -551,6 +562,11 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
         self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
+        // UPDATE … FROM applies one arbitrary row of several for the same object: an identifier given
+        // twice takes its last link, as on SQLite (and as one statement per link did).
+        var last: [[UInt8]: Int] = [:]
+        for (i, l) in links.enumerated() { last[Array(l.localIdentifier.utf8)] = i }
+        let links = links.enumerated().filter { last[Array($0.element.localIdentifier.utf8)] == $0.offset }.map(\.element)
         try self.db.query("""
             UPDATE objects o SET record_guid = l.guid
             FROM unnest($3::text[], $4::text[]) AS l(local_id, guid)

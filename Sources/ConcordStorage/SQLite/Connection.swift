@@ -34,6 +34,8 @@ final class Connection {
     let handle: OpaquePointer
     let path: String
     private var cache: [String: Statement] = [:]
+    /// `runRows`' statement texts by shape, built once per connection.
+    private var valuesSQLCache: [String: String] = [:]
     /// True once `close()` ran; the handle must not be used after that.
     private(set) var isClosed = false
 
@@ -115,6 +117,47 @@ final class Connection {
         try s.bind(values)
         while try s.step() {}
         return Int(sqlite3_changes(self.handle))
+    }
+
+    /// Runs one statement per chunk of `rows`: `head` followed by the chunk's rows as a `VALUES` list
+    /// (`(?k+1, …, ?k+width), …`) and `tail`, where `fixed` binds `?1…?k` (the same in every chunk;
+    /// `head` and `tail` may use them). Chunks are powers of two up to `maxRows`, so a handful of
+    /// statement shapes are prepared and cached per connection however large the batch; a batch is
+    /// then a few statements instead of one per row. `rows` is flat: `width` values per row.
+    func runRows(_ head: String, width: Int, tail: String = "", fixed: [SQLValue] = [], _ rows: [SQLValue], maxRows: Int = 512) throws {
+        precondition(width > 0 && rows.count % width == 0)
+        let total = rows.count / width
+        var done = 0
+        while done < total {
+            var n = maxRows
+            while n > total - done { n /= 2 }
+            let key = "\(n) \(width) \(fixed.count)\u{0}\(head)\u{0}\(tail)"
+            let sql: String
+            if let known = self.valuesSQLCache[key] {
+                sql = known
+            } else {
+                sql = Self.valuesSQL(head, width: width, rows: n, first: fixed.count + 1, tail: tail)
+                self.valuesSQLCache[key] = sql
+            }
+            try self.run(sql, fixed + rows[(done * width)..<((done + n) * width)])
+            done += n
+        }
+    }
+
+    /// `head VALUES (?first, …), … tail` for `rows` rows of `width` numbered parameters.
+    private static func valuesSQL(_ head: String, width: Int, rows: Int, first: Int, tail: String) -> String {
+        var sql = head + " VALUES "
+        var p = first
+        for r in 0..<rows {
+            sql += r == 0 ? "(" : ", ("
+            for c in 0..<width {
+                if c > 0 { sql += ", " }
+                sql += "?\(p)"
+                p += 1
+            }
+            sql += ")"
+        }
+        return tail.isEmpty ? sql : sql + " " + tail
     }
 
     /// A single integer (first column of the first row), nil when no row or NULL.

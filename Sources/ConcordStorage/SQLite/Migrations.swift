@@ -191,6 +191,28 @@ enum SQLiteMigrations {
         ) WITHOUT ROWID;
         CREATE INDEX upload_objects_by_part ON upload_objects (account_key, upload_id, part);
         """),
+        // Migration 9: a smaller database (issue 24, docs/scaling.md "Storage layout and database
+        // size"). Three of the five secondary indexes of `objects` held an entry per object that no
+        // query needed:
+        // - objects_by_record (account, device, record_guid) and objects_by_link (account,
+        //   record_guid) indexed every link twice: one unique index (account, record_guid, device)
+        //   answers both (a record's link on one device, its links on every device) and keeps "a
+        //   record links to at most one object per device".
+        // - objects_by_type indexed every asset for the paged listing by type: assets are most of a
+        //   library, so they page through the primary key (in local identifier order already) and
+        //   only albums and folders (type <> 1) keep an index, which the album scan of a deleting
+        //   change batch needs.
+        // - objects_by_content indexed objects without a fingerprint under '' (a library uploaded
+        //   before hashing is mostly such): lookups by content are by non-empty fingerprints only.
+        (9, """
+        DROP INDEX objects_by_record;
+        DROP INDEX objects_by_link;
+        CREATE UNIQUE INDEX objects_by_link ON objects (account_key, record_guid, device_key) WHERE record_guid IS NOT NULL;
+        DROP INDEX objects_by_type;
+        CREATE INDEX objects_by_type ON objects (account_key, device_key, type, local_id) WHERE type <> 1;
+        DROP INDEX objects_by_content;
+        CREATE INDEX objects_by_content ON objects (account_key, device_key, type, fingerprint, local_id) WHERE fingerprint <> '';
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

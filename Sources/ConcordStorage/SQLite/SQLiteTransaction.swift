@@ -68,7 +68,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         CROSS JOIN objects x INDEXED BY objects_by_link ON x.account_key = ?1 AND x.record_guid = r.guid
         WHERE r.account_key = ?1 AND r.fingerprint <> ''
           AND EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_link WHERE y.account_key = ?1 AND y.record_guid = r.guid AND y.device_key <> ?2)
-          AND NOT EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_record WHERE y.account_key = ?1 AND y.device_key = ?2 AND y.record_guid = r.guid)
+          AND NOT EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_link WHERE y.account_key = ?1 AND y.device_key = ?2 AND y.record_guid = r.guid)
           AND NOT EXISTS (SELECT 1 FROM record_keys k CROSS JOIN objects y INDEXED BY objects_by_key
                           ON y.account_key = ?1 AND y.device_key = ?2 AND y.type = k.type AND y.key_a = k.key_a
                           WHERE k.account_key = ?1 AND k.guid = r.guid)
@@ -77,14 +77,22 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     static let recordLinksSQL = """
         SELECT j.key, r.guid, r.type, r.fingerprint, o.local_id FROM json_each(?3) j
         CROSS JOIN records r ON r.account_key = ?1 AND r.guid = j.value
-        LEFT JOIN objects o INDEXED BY objects_by_record ON o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid
+        LEFT JOIN objects o INDEXED BY objects_by_link ON o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid
         """
 
+    /// By non-empty fingerprints: objects_by_content holds only objects with one (migration 9).
     static let objectsByContentSQL = """
         SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
         CROSS JOIN objects o INDEXED BY objects_by_content ON o.account_key = ?1 AND o.device_key = ?2
-            AND o.type = json_extract(j.value, '$[0]') AND o.fingerprint = json_extract(j.value, '$[1]')
+            AND o.type = json_extract(j.value, '$[0]') AND o.fingerprint = json_extract(j.value, '$[1]') AND o.fingerprint <> ''
         \(SQLiteTransaction.linkJoin)
+        ORDER BY o.local_id
+        """
+
+    /// Objects without a fingerprint of the given types (no index holds them by content).
+    static let objectsWithoutFingerprintSQL = """
+        SELECT \(SQLiteTransaction.objectColumns) FROM objects o \(SQLiteTransaction.linkJoin)
+        WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.fingerprint = '' AND o.type IN (SELECT value FROM json_each(?3))
         ORDER BY o.local_id
         """
 
@@ -385,7 +393,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         guard !localIdentifiers.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
         result.reserveCapacity(localIdentifiers.count)
-        try self.db.query(Self.objectsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))]) { s in
+        try self.db.query(Self.objectsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(localIdentifiers)))]) { s in
             result.append(StorageRows.storedObject(s))
         }
         return result
@@ -426,21 +434,32 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         return result
     }
 
+    /// Assets (most of a library) page through the primary key, in local identifier order already,
+    /// skipping the few albums and folders; those have an index of their own (migration 9).
+    static let assetPageSQL = """
+        SELECT \(SQLiteTransaction.objectColumns) FROM objects o \(SQLiteTransaction.linkJoin)
+        WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.local_id > ?4 AND o.type = ?3
+        ORDER BY o.local_id LIMIT ?5
+        """
+    static let containerPageSQL = """
+        SELECT \(SQLiteTransaction.objectColumns) FROM objects o INDEXED BY objects_by_type \(SQLiteTransaction.linkJoin)
+        WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.type = ?3 AND o.type <> 1 AND o.local_id > ?4
+        ORDER BY o.local_id LIMIT ?5
+        """
+
     func objectPage(_ device: DeviceRef, type: ObjectType, after: String?, limit: Int) throws -> [LibraryObject] {
         guard let k = try self.keys(device) else { return [] }
         var result: [LibraryObject] = []
-        try self.db.query("""
-            SELECT \(Self.objectColumns) FROM objects o INDEXED BY objects_by_type \(Self.linkJoin)
-            WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.type = ?3 AND o.local_id > ?4
-            ORDER BY o.local_id LIMIT ?5
-            """, [.int(k.account), .int(k.device), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { s in
+        try self.db.query(type == .asset ? Self.assetPageSQL : Self.containerPageSQL, [.int(k.account), .int(k.device), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { s in
             result.append(StorageRows.libraryObject(s))
         }
         return result
     }
 
     /// `[[type, text], ...]` as JSON: (type, fingerprint) content keys, (type, A) object keys.
-    private static func typedPairsJSON(_ pairs: [(type: ObjectType, text: String)]) -> String {
+    /// `sorted`: in (type, text) order, for queries whose answer does not depend on the input's order.
+    private static func typedPairsJSON(_ pairs: [(type: ObjectType, text: String)], sorted: Bool = false) -> String {
+        let pairs = sorted ? pairs.sorted { ($0.type.rawValue, $0.text) < ($1.type.rawValue, $1.text) } : pairs
         var out = "["
         for (i, p) in pairs.enumerated() {
             if i > 0 { out += "," }
@@ -452,8 +471,18 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
-        try self.db.query(Self.objectsByContentSQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(keys.map { ($0.type, $0.fingerprint) }))]) { s in
-            result.append(StorageRows.storedObject(s))
+        let withFingerprint = keys.filter { !$0.fingerprint.isEmpty }
+        if !withFingerprint.isEmpty {
+            try self.db.query(Self.objectsByContentSQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(withFingerprint.map { ($0.type, $0.fingerprint) }, sorted: true))]) { s in
+                result.append(StorageRows.storedObject(s))
+            }
+        }
+        let emptyTypes = Set(keys.filter(\.fingerprint.isEmpty).map(\.type.rawValue))
+        if !emptyTypes.isEmpty {
+            try self.db.query(Self.objectsWithoutFingerprintSQL, [.int(k.account), .int(k.device), .text("[" + emptyTypes.sorted().map(String.init).joined(separator: ",") + "]")]) { s in
+                result.append(StorageRows.storedObject(s))
+            }
+            if !withFingerprint.isEmpty { result.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) } }
         }
         return result
     }
@@ -462,29 +491,46 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         self.observers.didChange(.putting(objects, on: device))
         guard !objects.isEmpty else { return }
         let k = try self.requireKeys(device)
-        for s in objects {
+        // Multi-row statements (`runRows`): a later duplicate of an identifier updates the row the
+        // earlier one inserted, as row by row. In byte order of the identifiers, so the primary key's
+        // leaf pages are visited once each, in order, however large the library.
+        var rows: [SQLValue] = []
+        rows.reserveCapacity(objects.count * 15)
+        for s in Self.inByteOrder(objects) {
             let o = s.object
-            try self.db.run("""
-                INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
-                                     has_adjustments, is_favorite, title, members, app_created, record_guid,
-                                     pk_identifier, key_a, creation_second)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
-                ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET
-                    type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
-                    creation_date = excluded.creation_date, modification_date = excluded.modification_date,
-                    has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
-                    members = excluded.members, app_created = excluded.app_created, record_guid = excluded.record_guid,
-                    pk_identifier = excluded.pk_identifier, key_a = excluded.key_a, creation_second = excluded.creation_second
-                """, [
-                    .int(k.account), .int(k.device), .text(o.localIdentifier), .int(Int64(o.type.rawValue)),
-                    .text(o.fingerprint), .text(o.mediaType.rawValue), o.creationDate.map { .text($0) } ?? .null,
-                    o.modificationDate.map { .text($0) } ?? .null, .int(o.hasAdjustments ? 1 : 0), .int(o.isFavorite ? 1 : 0),
-                    o.title.map { .text($0) } ?? .null, .text(o.members.joined(separator: "\n")), .int(o.appCreated ? 1 : 0),
-                    s.link.map { .text($0.guid) } ?? .null,
-                    o.photoKitCloudIdentifier.map { .text($0) } ?? .null, o.key.map { .text($0.a) } ?? .null,
-                    o.creationSecond.map { .int($0) } ?? .null,
-                ])
+            rows.append(.text(o.localIdentifier)); rows.append(.int(Int64(o.type.rawValue)))
+            rows.append(.text(o.fingerprint)); rows.append(.text(o.mediaType.rawValue))
+            rows.append(o.creationDate.map { .text($0) } ?? .null); rows.append(o.modificationDate.map { .text($0) } ?? .null)
+            rows.append(.int(o.hasAdjustments ? 1 : 0)); rows.append(.int(o.isFavorite ? 1 : 0))
+            rows.append(o.title.map { .text($0) } ?? .null); rows.append(.text(o.members.joined(separator: "\n")))
+            rows.append(.int(o.appCreated ? 1 : 0)); rows.append(s.link.map { .text($0.guid) } ?? .null)
+            rows.append(o.photoKitCloudIdentifier.map { .text($0) } ?? .null); rows.append(o.key.map { .text($0.a) } ?? .null)
+            rows.append(o.creationSecond.map { .int($0) } ?? .null)
         }
+        try self.db.runRows("""
+            INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
+                                 has_adjustments, is_favorite, title, members, app_created, record_guid,
+                                 pk_identifier, key_a, creation_second)
+            SELECT ?1, ?2, v.* FROM (
+            """, width: 15, tail: """
+            ) AS v WHERE true
+            ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET \(StorageRows.objectUpsertSet)
+            """, fixed: [.int(k.account), .int(k.device)], rows)
+    }
+
+    /// Keys in (about) the order of the B-trees they are looked up in, for lookups whose answer does
+    /// not depend on the input's order: a batch then visits each page once, in order, instead of
+    /// jumping about a library larger than the page cache. `<` is byte order for ASCII (what
+    /// identifiers mostly are); anything else only costs locality, never an answer.
+    static func inKeyOrder(_ keys: [String]) -> [String] { keys.sorted(by: <) }
+
+    /// `objects` stably sorted by local identifier bytes (duplicates keep their order).
+    private static func inByteOrder(_ objects: [StoredObject]) -> [StoredObject] {
+        let keys = objects.map { Array($0.object.localIdentifier.utf8) }
+        let order = keys.indices.sorted { a, b in
+            keys[a].lexicographicallyPrecedes(keys[b]) || (keys[a] == keys[b] && a < b)
+        }
+        return order.map { objects[$0] }
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
@@ -492,7 +538,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         guard !localIdentifiers.isEmpty else { return }
         let k = try self.requireKeys(device)
         try self.db.run("DELETE FROM objects WHERE account_key = ?1 AND device_key = ?2 AND local_id IN (SELECT value FROM json_each(?3))",
-                        [.int(k.account), .int(k.device), .text(jsonArray(localIdentifiers))])
+                        [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(localIdentifiers)))])
     }
 
     // MARK: - Records and links
@@ -507,7 +553,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         guard !guids.isEmpty, let a = try self.accountKey(self.accountID) else { return [] }
         var result: [CloudRecord] = []
         result.reserveCapacity(guids.count)
-        try self.db.query(Self.recordsByGUIDSQL, [.int(a), .text(jsonArray(guids))]) { s in
+        try self.db.query(Self.recordsByGUIDSQL, [.int(a), .text(jsonArray(Self.inKeyOrder(guids)))]) { s in
             if let type = ObjectType(rawValue: Int(s.int(1))) { result.append(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2))) }
         }
         return result
@@ -517,7 +563,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         guard !guids.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [(guid: String, localIdentifier: String)] = []
         result.reserveCapacity(guids.count)
-        try self.db.query(Self.linkedObjectsSQL, [.int(k.account), .int(k.device), .text(jsonArray(guids))]) { s in
+        try self.db.query(Self.linkedObjectsSQL, [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(guids)))]) { s in
             result.append((s.text(0), s.text(1)))
         }
         return result
@@ -526,7 +572,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord] {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [CloudRecord] = []
-        try self.db.query(Self.unlinkedRecordsSQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(keys.map { ($0.type, $0.fingerprint) }))]) { s in
+        try self.db.query(Self.unlinkedRecordsSQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(keys.map { ($0.type, $0.fingerprint) }, sorted: true))]) { s in
             if let type = ObjectType(rawValue: Int(s.int(1))) { result.append(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2))) }
         }
         return result
@@ -535,7 +581,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func keyMatches(_ device: DeviceRef, guids: [String]) throws -> [String: [StoredObject]] {
         guard !guids.isEmpty, let k = try self.keys(device) else { return [:] }
         var result: [String: [StoredObject]] = [:]
-        try self.db.query(Self.keyMatchesSQL, [.int(k.account), .int(k.device), .text(jsonArray(guids))]) { s in
+        try self.db.query(Self.keyMatchesSQL, [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(guids)))]) { s in
             result[s.text(0), default: []].append(StorageRows.storedObject(ShiftedRow(row: s, by: 1)))
         }
         return result
@@ -545,7 +591,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         guard !guids.isEmpty, let a = try self.accountKey(self.accountID) else { return [:] }
         var result: [String: [ObjectKey]] = [:]
         try self.db.query("SELECT k.guid, k.type, k.key_a FROM json_each(?2) j CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = j.value",
-                          [.int(a), .text(jsonArray(guids))]) { s in
+                          [.int(a), .text(jsonArray(Self.inKeyOrder(guids)))]) { s in
             if let type = ObjectType(rawValue: Int(s.int(1))) { result[s.text(0), default: []].append(ObjectKey(type: type, a: s.text(2))) }
         }
         return result
@@ -564,26 +610,33 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func recordsCarryingKeys(of device: DeviceRef, guids: [String]) throws -> Set<String> {
         guard !guids.isEmpty, let k = try self.keys(device) else { return [] }
         var result = Set<String>()
-        try self.db.query(Self.recordsCarryingKeysSQL, [.int(k.account), .int(k.device), .text(jsonArray(guids))]) { s in result.insert(s.text(0)) }
+        try self.db.query(Self.recordsCarryingKeysSQL, [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(guids)))]) { s in result.insert(s.text(0)) }
         return result
     }
 
     func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws {
         self.observers.didChange(.addRecordKeys(keys))
         guard !keys.isEmpty, let a = try self.accountKey(self.accountID) else { return }
-        for (guid, key) in keys {
-            try self.db.run("INSERT OR IGNORE INTO record_keys (account_key, guid, type, key_a) VALUES (?, ?, ?, ?)",
-                            [.int(a), .text(guid), .int(Int64(key.type.rawValue)), .text(key.a)])
-        }
+        var rows: [SQLValue] = []
+        rows.reserveCapacity(keys.count * 3)
+        for (guid, key) in keys.sorted(by: { $0.guid < $1.guid }) { rows.append(.text(guid)); rows.append(.int(Int64(key.type.rawValue))); rows.append(.text(key.a)) }
+        try self.db.runRows("INSERT OR IGNORE INTO record_keys (account_key, guid, type, key_a) SELECT ?1, v.* FROM (",
+                            width: 3, tail: ") AS v", fixed: [.int(a)], rows)
     }
 
     func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
         self.observers.didChange(.fillRecordFingerprints(fills))
         guard !fills.isEmpty, let a = try self.accountKey(self.accountID) else { return }
-        for (guid, fingerprint) in fills where !fingerprint.isEmpty {
-            try self.db.run("UPDATE records SET fingerprint = ? WHERE account_key = ? AND guid = ? AND fingerprint = ''",
-                            [.text(fingerprint), .int(a), .text(guid)])
-        }
+        // The first fill of a record wins, as row by row would (the later ones find it filled).
+        var seen = Set<String>()
+        var rows: [SQLValue] = []
+        var first: [(guid: String, fingerprint: String)] = []
+        for (guid, fingerprint) in fills where !fingerprint.isEmpty && seen.insert(guid).inserted { first.append((guid, fingerprint)) }
+        for (guid, fingerprint) in first.sorted(by: { $0.guid < $1.guid }) { rows.append(.text(guid)); rows.append(.text(fingerprint)) }
+        guard !rows.isEmpty else { return }
+        try self.db.runRows("UPDATE records SET fingerprint = v.column2 FROM (", width: 2,
+                            tail: ") AS v WHERE records.account_key = ?1 AND records.guid = v.column1 AND records.fingerprint = ''",
+                            fixed: [.int(a)], rows)
     }
 
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
@@ -616,26 +669,37 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         guard !records.isEmpty else { return }
         // Writes are serialised, so reading and bumping the account's counter cannot interleave.
         guard let a = try self.accountKey(self.accountID),
-              var order = try self.db.scalarInt("SELECT next_record_order FROM accounts WHERE account_key = ?", [.int(a)]) else {
+              let first = try self.db.scalarInt("SELECT next_record_order FROM accounts WHERE account_key = ?", [.int(a)]) else {
             throw DomainError.notFound(message: "No such account.")
         }
-        for r in records {
-            try self.db.run("INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                            [.int(a), .text(r.guid), .int(Int64(r.type.rawValue)), .text(r.fingerprint), .int(order),
-                             .double(createdAt.timeIntervalSince1970)])
-            order += 1
+        var rows: [SQLValue] = []
+        rows.reserveCapacity(records.count * 4)
+        // Creation orders follow the batch's order; the rows go in GUID order (locality, as above).
+        for (i, r) in records.enumerated().sorted(by: { $0.element.guid < $1.element.guid }) {
+            rows.append(.text(r.guid)); rows.append(.int(Int64(r.type.rawValue))); rows.append(.text(r.fingerprint)); rows.append(.int(first + Int64(i)))
         }
-        try self.db.run("UPDATE accounts SET next_record_order = ? WHERE account_key = ?", [.int(order), .int(a)])
+        try self.db.runRows("INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) SELECT ?1, v.*, ?2 FROM (",
+                            width: 4, tail: ") AS v", fixed: [.int(a), .double(createdAt.timeIntervalSince1970)], rows)
+        try self.db.run("UPDATE accounts SET next_record_order = ? WHERE account_key = ?", [.int(first + Int64(records.count)), .int(a)])
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
         self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
         let k = try self.requireKeys(device)
-        for (local, guid) in links {
-            try self.db.run("UPDATE objects SET record_guid = ? WHERE account_key = ? AND device_key = ? AND local_id = ?",
-                            [.text(guid), .int(k.account), .int(k.device), .text(local)])
+        // One UPDATE … FROM per chunk, the VALUES list driving primary-key lookups. An identifier
+        // given twice takes its last link, as row by row would.
+        var last: [[UInt8]: Int] = [:]
+        for (i, l) in links.enumerated() { last[Array(l.localIdentifier.utf8)] = i }
+        var rows: [SQLValue] = []
+        rows.reserveCapacity(links.count * 2)
+        for (i, l) in links.enumerated().sorted(by: { $0.element.localIdentifier < $1.element.localIdentifier })
+        where last[Array(l.localIdentifier.utf8)] == i {
+            rows.append(.text(l.localIdentifier)); rows.append(.text(l.guid))
         }
+        try self.db.runRows("UPDATE objects SET record_guid = v.column2 FROM (", width: 2,
+                            tail: ") AS v WHERE objects.account_key = ?1 AND objects.device_key = ?2 AND objects.local_id = v.column1",
+                            fixed: [.int(k.account), .int(k.device)], rows)
     }
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {
@@ -645,7 +709,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("""
             UPDATE objects SET record_guid = NULL
             WHERE account_key = ?1 AND device_key = ?2 AND record_guid IN (SELECT value FROM json_each(?3))
-            """, [.int(k.account), .int(k.device), .text(jsonArray(guids))])
+            """, [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(guids)))])
     }
 
     func dropAllLinks(_ device: DeviceRef) throws {
