@@ -48,7 +48,7 @@ public final class ConcordService: Sendable {
     ///     (tests make them reproducible).
     public init(store: any ConcordStore, configuration: DomainConfiguration = DomainConfiguration(),
                 clock: @escaping @Sendable () -> Date = { Date() },
-                newID: @escaping @Sendable () -> String = { UUID().uuidString }) throws(DomainError) {
+                newID: @escaping @Sendable () -> String = { Identifiers.newUUID() }) throws(DomainError) {
         let keys = try ServiceCore.run { try ChangeKeys.loadOrCreate(store) }
         let codec = ChangeTokenCodec(keys: keys, reload: { try? store.readServer { tx in try ChangeKeys.load(tx) } })
         let core = ServiceCore(configuration: configuration, store: store, tokens: codec, clock: clock, newID: newID)

@@ -1,4 +1,5 @@
 @testable import ConcordDomain
+import Foundation
 import Testing
 
 /// The mapping index's GUID → record table: every record found by both lookups (one key, and a
@@ -65,4 +66,16 @@ import Testing
     let lenient = s.withUTF8 { GUIDKey(bytes: $0, anyCase: true) }
     #expect((strict != nil) == canonical && (lenient != nil) == anyCase, "\(guid)")
     if let lenient { #expect(lenient.string == guid.uppercased() && lenient == GUIDKey(guid.uppercased())) }
+}
+
+/// New IDs are version-4 UUIDs in upper case, as `UUID().uuidString` spells them, and differ.
+@Test func newIDsAreRandomVersion4UUIDsInUpperCase() {
+    let ids = (0..<1000).map { _ in Identifiers.newUUID() }
+    #expect(Set(ids).count == ids.count)
+    for id in ids {
+        let parsed = UUID(uuidString: id)
+        #expect(parsed?.uuidString == id, "\(id)")
+        let version = id[id.index(id.startIndex, offsetBy: 14)], variant = id[id.index(id.startIndex, offsetBy: 19)]
+        #expect(version == "4" && "89AB".contains(variant), "\(id)")
+    }
 }
