@@ -60,12 +60,15 @@ struct GUIDKey: Hashable, Sendable {
     }
 
     /// A hex digit's value, 16 or more when the byte is not one (lower case only with `anyCase`).
+    /// Without branches (digits and letters come in random order, and a mispredicted branch per
+    /// digit cost more than the rest of a lookup): both readings are made and one is selected.
     @inline(__always)
     private static func digitValue(_ c: UInt8, anyCase: Bool) -> UInt8 {
         let digit = c &- UInt8(ascii: "0")
-        if digit < 10 { return digit }
-        let upper = (anyCase ? c & ~0x20 : c) &- UInt8(ascii: "A")
-        return upper < 6 ? upper + 10 : 0x10
+        // 'A'–'F' (and 'a'–'f' with anyCase) to 0–5; anything else to 6 or more.
+        let letter = (anyCase ? c | 0x20 : c &+ 0x20) &- UInt8(ascii: "a")
+        let asLetter = letter < 6 ? letter &+ 10 : 0x10
+        return digit < 10 ? digit : asLetter
     }
 
     init(high: UInt64, low: UInt64) {
