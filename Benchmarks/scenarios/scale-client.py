@@ -374,6 +374,8 @@ def timed_batches(label, items, fn):
                "wall_p50_ms": round(1000 * statistics.median(walls), 2),
                "wall_p99_ms": round(1000 * sorted(walls)[min(len(walls) - 1, int(len(walls) * 0.99))], 2),
                "wall_max_ms": round(1000 * max(walls), 1),
+               # Requests that took over a second (a stall: a reload attempt, a checkpoint): their numbers.
+               "slow": [(k + 1, round(w, 2)) for k, w in enumerate(walls) if w > 1.0],
                "peak_rss_mib": SAMPLER.peak_mib()}
     log(f"{label}: {summary}")
     return summary
@@ -390,6 +392,10 @@ def db_size():
         p = base + suffix
         sizes["file" if not suffix else suffix[1:]] = os.path.getsize(p) if os.path.exists(p) else 0
     sizes["total"] = sum(sizes.values())
+    if SERVER.proc is None:   # stopped: how much of the file is free pages (deleted rows, the upload's parts)
+        out = subprocess.run(["sqlite3", base, "PRAGMA freelist_count; PRAGMA page_size;"], capture_output=True, text=True).stdout.split()
+        if len(out) == 2:
+            sizes["free"] = int(out[0]) * int(out[1])
     return sizes
 
 
@@ -697,15 +703,15 @@ brow(f"end: device 1, deleting them", [x for x in end if x["kind"] == "delete"])
 out.append("")
 out.append("### 3. First-time mapping, 1000 ids per request")
 out.append("")
-hdr = "| direction | ids | wall | server CPU | server CPU per 1000" + (" | PostgreSQL CPU per 1000" if pgnote else "") + " | wall per request p50 / p99 / max | peak RSS |"
+hdr = "| direction | ids | wall | server CPU | server CPU per 1000" + (" | PostgreSQL CPU per 1000" if pgnote else "") + " | wall per request p50 / p99 / max | requests over 1 s | peak RSS |"
 out.append(hdr)
-out.append("|---|---:|---:|---:|---:|" + ("---:|" if pgnote else "") + "---|---:|")
+out.append("|---|---:|---:|---:|---:|" + ("---:|" if pgnote else "") + "---|---:|---:|")
 
 
 def mrow(label, s):
     line = (f"| {label} | {s['ids']:,} | {s['wall_s']} s | {s['cpu_s']} s | **{s['cpu_ms_per_1000']:.2f} ms**"
             + (f" | {s['pg_cpu_ms_per_1000']:.2f} ms" if pgnote else "")
-            + f" | {s['wall_p50_ms']} / {s['wall_p99_ms']} / {s['wall_max_ms']} ms | {s['peak_rss_mib']} MiB |")
+            + f" | {s['wall_p50_ms']} / {s['wall_p99_ms']} / {s['wall_max_ms']} ms | {len(s['slow'])} | {s['peak_rss_mib']} MiB |")
     out.append(line)
 
 
@@ -713,6 +719,11 @@ mrow("local → cloud, device 1 (records created)", R["map_l2c_first"])
 mrow("cloud → local, device 2 (linked by content)", R["map_c2l_first"])
 mrow("local → cloud, device 2 (linked already)", R["map_l2c_d2"])
 out.append("")
+for key, label in (("map_l2c_first", "local → cloud, device 1"), ("map_c2l_first", "cloud → local, device 2"), ("map_l2c_d2", "local → cloud, device 2")):
+    if R[key]["slow"]:
+        out.append(f"Requests over 1 s, {label} (request number, seconds): " + ", ".join(f"#{k} {w} s" for k, w in R[key]["slow"][:30])
+                   + (" …" if len(R[key]["slow"]) > 30 else "") + ".")
+        out.append("")
 out.append(f"Mapping index during these: {R['metrics_first_mapping']}.")
 out.append("")
 RS = R["restart"]
@@ -734,7 +745,7 @@ out.append("")
 out.append(f"### 5. Warm batches, {W} × 1000 ids each way")
 out.append("")
 out.append(hdr)
-out.append("|---|---:|---:|---:|---:|" + ("---:|" if pgnote else "") + "---|---:|")
+out.append("|---|---:|---:|---:|---:|" + ("---:|" if pgnote else "") + "---|---:|---:|")
 mrow("local → cloud, device 1", R["warm_l2c"])
 mrow("cloud → local, device 2", R["warm_c2l"])
 out.append("")
@@ -766,7 +777,7 @@ out.append("### 7. Database size")
 out.append("")
 if args.engine == "sqlite":
     def sq(s):
-        return f"{mb(s['total'])} (file {mb(s['file'])} + WAL {mb(s['wal'])})"
+        return f"{mb(s['total'])} (file {mb(s['file'])} + WAL {mb(s['wal'])}" + (f"; free pages {mb(s['free'])}" if "free" in s else "") + ")"
     out.append(f"- after the uploads (server running): {sq(R['db_after_uploads'])}")
     out.append(f"- after the first-time mapping (server running): {sq(R['db_after_mapping'])}")
     out.append(f"- **account A ({N:,} × 2, mapped both ways), after a clean shutdown** (the WAL checkpointed): {sq(R['db_after_restart'])}")
