@@ -452,8 +452,15 @@ R["upload_parts"] = {"objects": N, "parts": (N + args.part - 1) // args.part, "a
                      "rss_before_mib": rss0, "peak_rss_sending_mib": peak_sending, "peak_rss_mib": SAMPLER.peak_mib(),
                      "rss_after_mib": round(rss_kib(SERVER.pid) / 1024, 1)}
 log(f"upload in parts: {R['upload_parts']}")
-if device_status(D1)["objects"] != N:
+SAMPLER.reset()
+with Meter() as m_status:
+    st = device_status(D1)
+if st["objects"] != N:
     fail("device 1 does not hold the whole library after the commit")
+# GET /v1/library/status on the new library: what it costs (it walks the library).
+R["status_after_upload"] = {"wall_s": round(m_status.wall, 2), "cpu_s": round(m_status.cpu, 2), "pg_cpu_s": round(m_status.pg, 2),
+                            "peak_rss_mib": SAMPLER.peak_mib(), "rss_after_mib": round(rss_kib(SERVER.pid) / 1024, 1)}
+log(f"GET /v1/library/status: {R['status_after_upload']}")
 
 # Device 2: PUT /v1/library of as much as the default body limit takes (multiples of 10 000).
 one = len(asset_json(TAG2, SPACE_A, N - 1)) + 1
@@ -672,6 +679,11 @@ if rest:
     out.append(f"| device 2, the rest: {len(rest)} `POST /v1/library/changes` of {CHANGES:,} | {N - P_['objects']:,} | inserted each | – | "
                f"{sum(w):.1f} s / {sum(c):.1f} s" + (f" / {sum(x['pg_cpu_s'] for x in rest):.1f} s" if pgnote else "")
                + f" | {1e6 * sum(c) / (N - P_['objects']):.1f} ms | – |")
+out.append("")
+S_ = R["status_after_upload"]
+out.append(f"`GET /v1/library/status` of device 1 right after the commit: {S_['wall_s']} s, {S_['cpu_s']} s server CPU"
+           + (f", {S_['pg_cpu_s']} s PostgreSQL CPU" if pgnote else "") + f", RSS peak {S_['peak_rss_mib']} MiB, after {S_['rss_after_mib']} MiB"
+           + " (the PUT's \"RSS before\" follows it).")
 out.append("")
 out.append(f"The default body limit (64 MiB) takes {P_['objects']:,} of these assets in one `PUT /v1/library`"
            + (f"; the remaining {N - P_['objects']:,} went in changes batches (table 2)." if rest else "; the whole library fitted."))
