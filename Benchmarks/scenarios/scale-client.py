@@ -642,6 +642,11 @@ SERVER.stop()
 R["db_final"] = db_size()
 label, tables = largest_tables()
 R["largest"] = {"label": label, "rows": tables}
+if args.engine == "postgres":
+    # How much of it is dead rows not vacuumed yet (the upload's parts, deleted objects, updated links).
+    q = "SELECT relname, n_live_tup, n_dead_tup FROM pg_stat_user_tables ORDER BY n_dead_tup DESC LIMIT 4"
+    out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c", q], capture_output=True, text=True).stdout
+    R["dead_rows"] = [(r.split("|")[0], int(r.split("|")[1]), int(r.split("|")[2])) for r in out.strip().splitlines() if r.count("|") == 2]
 RAW["wall_s"] = round(time.time() - T_START, 1)
 
 # ================================================================== the report
@@ -799,6 +804,8 @@ else:
     out.append(f"- after the first-time mapping: {mb(R['db_after_mapping']['total'])}")
     out.append(f"- **account A ({N:,} × 2, mapped both ways)**, server stopped: {mb(R['db_after_restart']['total'])} (dead rows included until vacuum)")
     out.append(f"- at the end, with accounts B and C as well: {mb(R['db_final']['total'])}")
+if R.get("dead_rows"):
+    out.append("- rows live / dead (not vacuumed yet) at the end, `pg_stat_user_tables`: " + ", ".join(f"`{n}` {l:,} / {d:,}" for n, l, d in R["dead_rows"]))
 out.append(f"- largest at the end ({R['largest']['label']}): " + ", ".join(f"`{n}` {mb(b)}" for n, b in R["largest"]["rows"]))
 out.append("")
 report = "\n".join(out)
