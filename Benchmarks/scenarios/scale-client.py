@@ -21,7 +21,7 @@ Server CPU is utime + stime of the server process (/proc/<pid>/stat), plus Postg
 (its postmaster and children) on PostgreSQL. Every answer is checked; any surprise stops the run.
 Python stdlib only.
 """
-import argparse, base64, hashlib, http.client, json, os, random, signal, statistics, subprocess, sys, threading, time
+import argparse, atexit, base64, hashlib, http.client, json, os, random, signal, statistics, subprocess, sys, threading, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
@@ -75,6 +75,8 @@ class Server:
         self.proc = subprocess.Popen([args.bin, "serve", "--host", "127.0.0.1", "--port", str(self.port),
                                       "--database", args.database, "--admin-token", ADMIN, "--log-level", "error"],
                                      stdout=logf, stderr=subprocess.STDOUT)
+        with open(os.path.join(args.work, "server.pid"), "w") as f:
+            f.write(str(self.proc.pid))
         t0 = time.time()
         while True:
             if self.proc.poll() is not None:
@@ -112,6 +114,16 @@ class Server:
 
 
 SERVER = Server()
+
+
+def _leave():
+    # Never leave a server behind, whatever ends the run (a failed check, an exception, SIGTERM).
+    if SERVER.proc is not None and SERVER.proc.poll() is None:
+        SERVER.proc.kill(); SERVER.proc.wait()
+
+
+atexit.register(_leave)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 def proc_cpu(pid):

@@ -38,10 +38,22 @@ NAME="scale-$ENGINE${SCALE_TAG:+-$SCALE_TAG}"
 WORK="$(mktemp -d /tmp/concord-scale.XXXXXX)"
 chmod 755 "$WORK"   # the throwaway cluster's postgres user must reach $WORK/pg
 PG_DIR=""
+CLIENT=""
 
 log() { printf '[scale] %s\n' "$*" >&2; }
 cleanup() {
-    # scale-client.py stops its server itself (also when it fails); the cluster is ours to remove.
+    # scale-client.py stops its server itself (also when it fails); if it was killed, its server's pid
+    # is in run/server.pid: that process only, and only while it is still our concord.
+    local pid
+    # The client in the background and `wait`: a signal to this script is handled at once, not
+    # after the client's end; the client's SIGTERM handler stops its server.
+    if [[ -n "$CLIENT" ]] && kill -0 "$CLIENT" 2>/dev/null; then
+        kill -TERM "$CLIENT" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$CLIENT" 2>/dev/null || break; sleep 0.1; done
+    fi
+    pid="$(cat "$WORK/run/server.pid" 2>/dev/null || true)"
+    if [[ -n "$pid" ]] && [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$BIN" ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
+    # The cluster is ours to remove.
     if [[ -n "$PG_DIR" ]]; then CONCORD_PG_DIR="$PG_DIR" "$ROOT/.ci/pg-cluster" destroy >/dev/null 2>&1 || true; fi
     rm -rf "$WORK"
 }
@@ -77,8 +89,10 @@ python3 -u "$ROOT/Benchmarks/scenarios/scale-client.py" --bin "$BIN" --database 
     --engine "$ENGINE" ${PG_DIR:+--pg-dir "$PG_DIR"} --assets "$ASSETS" --alt-assets "$ALT" \
     --put-assets "${SCALE_PUT_ASSETS:-auto}" --warm-batches "${SCALE_WARM_BATCHES:-200}" \
     --alt-requests "${SCALE_ALT_REQUESTS:-20}" --json "$RESULTS/$NAME.json" \
-    --command "$command" --commit "$commit" >"$WORK/report.md" \
-    || { log "the scenario failed; the server's log:"; tail -n 20 "$WORK"/run/server-*.log >&2 2>/dev/null || true; exit 1; }
+    --command "$command" --commit "$commit" >"$WORK/report.md" &
+CLIENT=$!
+wait "$CLIENT" || { log "the scenario failed; the server's log:"; tail -n 20 "$WORK"/run/server-*.log >&2 2>/dev/null || true; exit 1; }
+CLIENT=
 cp "$WORK/report.md" "$RESULTS/$NAME.md"
 cat "$WORK/report.md"
 log "written to Benchmarks/results/$NAME.md"
