@@ -1,0 +1,827 @@
+#!/usr/bin/env python3
+"""The scale scenario's client (issue 24): runs and restarts one Concord, drives every phase, checks
+every answer, measures from outside and prints a Markdown report. Started by scale.sh.
+
+scale-client.py --bin BIN --database URL --work DIR --engine sqlite|postgres [--pg-dir DIR]
+                [--assets N] [--alt-assets N] [--put-assets N|auto] [--warm-batches N]
+                [--alt-requests N] [--json FILE] [--command TEXT] [--commit TEXT]
+
+Phases (see docs/benchmarks.md, "Scale scenario (issue 24)"):
+  1. account A: device 1 uploads N assets in parts of 10 000 at defaults; device 2 PUT /v1/library of
+     as much as the default body limit takes, the rest in POST /v1/library/changes batches of 10 000;
+  2. changes batches of 10 000 at the start (a fresh device 3, 0 → 50 000, then deleted) and at the end
+     (device 1 at N: 5 batches of new assets, then 5 batches deleting them), after the mapping;
+  3. first-time mapping: local → cloud of all of device 1's ids (records created), cloud → local of
+     those on device 2 (linked by content), local → cloud on device 2 (linked already); 1000 per batch;
+  4. restart on the same database: the first mapping requests, the mapping index's metrics;
+  5. warm batches of 1000 both ways;
+  6. accounts B and C, ALT × 2 devices each, mapped both ways, then requests alternating between them;
+  7. the database's size.
+Server CPU is utime + stime of the server process (/proc/<pid>/stat), plus PostgreSQL's processes
+(its postmaster and children) on PostgreSQL. Every answer is checked; any surprise stops the run.
+Python stdlib only.
+"""
+import argparse, atexit, base64, hashlib, http.client, json, os, random, signal, statistics, subprocess, sys, threading, time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin", required=True)
+ap.add_argument("--database", required=True)
+ap.add_argument("--work", required=True)
+ap.add_argument("--engine", required=True, choices=["sqlite", "postgres"])
+ap.add_argument("--pg-dir", default="")
+ap.add_argument("--assets", type=int, default=1_000_000)
+ap.add_argument("--alt-assets", type=int, default=300_000)
+ap.add_argument("--put-assets", default="auto")
+ap.add_argument("--part", type=int, default=10_000)
+ap.add_argument("--warm-batches", type=int, default=200)
+ap.add_argument("--alt-requests", type=int, default=20)
+ap.add_argument("--json", default="")
+ap.add_argument("--command", default="")
+ap.add_argument("--commit", default="")
+args = ap.parse_args()
+
+N = args.assets
+BATCH = 1000
+CHANGES = 10_000
+BODY_LIMIT = 64 * 1024 * 1024          # server.limits.bodyBytes' default (docs/configuration.md)
+ADMIN = "scale-admin-token-" + os.urandom(12).hex()
+TICK = os.sysconf("SC_CLK_TCK")
+T_START = time.time()
+RAW = {"engine": args.engine, "assets": N, "phases": {}}
+
+
+def log(msg):
+    print(f"[scale {time.time() - T_START:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def fail(msg):
+    log("FAILED: " + msg)
+    raise SystemExit(1)
+
+
+# ------------------------------------------------------------------ the server process
+
+class Server:
+    def __init__(self):
+        self.proc = None
+        self.port = None
+        self.starts = 0
+
+    def start(self):
+        import socket
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); self.port = s.getsockname()[1]; s.close()
+        self.starts += 1
+        logf = open(os.path.join(args.work, f"server-{self.starts}.log"), "wb")
+        self.proc = subprocess.Popen([args.bin, "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                                      "--database", args.database, "--admin-token", ADMIN, "--log-level", "error"],
+                                     stdout=logf, stderr=subprocess.STDOUT)
+        with open(os.path.join(args.work, "server.pid"), "w") as f:
+            f.write(str(self.proc.pid))
+        t0 = time.time()
+        while True:
+            if self.proc.poll() is not None:
+                fail(f"the server exited with {self.proc.returncode} at start; see {logf.name}")
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                c.request("GET", "/health"); r = c.getresponse(); r.read(); c.close()
+                if r.status == 200:
+                    break
+            except OSError:
+                pass
+            if time.time() - t0 > 120:
+                fail("the server did not answer /health within 120 s")
+            time.sleep(0.05)
+        self.started_in = time.time() - t0
+        return self.started_in
+
+    def stop(self):
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            log("server did not stop within 120 s of SIGTERM: killing it")
+            self.proc.kill(); self.proc.wait()
+        code = self.proc.returncode
+        self.proc = None
+        if code != 0:
+            fail(f"the server exited with status {code} on SIGTERM")
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+
+SERVER = Server()
+
+
+def _leave():
+    # Never leave a server behind, whatever ends the run (a failed check, an exception, SIGTERM).
+    if SERVER.proc is not None and SERVER.proc.poll() is None:
+        SERVER.proc.kill(); SERVER.proc.wait()
+
+
+atexit.register(_leave)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+def proc_cpu(pid):
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / TICK
+    except OSError:
+        return 0.0
+
+
+def pg_pids():
+    """The throwaway cluster's postmaster and its children (not any other PostgreSQL on the machine)."""
+    if not args.pg_dir:
+        return []
+    try:
+        master = int(open(os.path.join(args.pg_dir, "data", "postmaster.pid")).readline())
+    except OSError:
+        return []
+    pids = [master]
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+            if int(f[1]) == master:
+                pids.append(int(p))
+        except OSError:
+            pass
+    return pids
+
+
+def pg_cpu():
+    # Exited backends take their CPU with them: the scenario's connections are pooled and long-lived.
+    return sum(proc_cpu(p) for p in pg_pids())
+
+
+def rss_kib(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Sampler:
+    """The server's RSS every 50 ms; peak() since the last reset()."""
+    def __init__(self):
+        self.peak_kib = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        while True:
+            proc = SERVER.proc
+            if proc is not None:
+                r = rss_kib(proc.pid)
+                with self.lock:
+                    self.peak_kib = max(self.peak_kib, r)
+            time.sleep(0.05)
+
+    def reset(self):
+        with self.lock:
+            self.peak_kib = rss_kib(SERVER.pid) if SERVER.proc else 0
+
+    def peak_mib(self):
+        with self.lock:
+            return round(max(self.peak_kib, rss_kib(SERVER.pid)) / 1024, 1)
+
+
+SAMPLER = None
+
+
+class Meter:
+    """Wall, server CPU and PostgreSQL CPU around a block."""
+    def __enter__(self):
+        self.w0 = time.perf_counter(); self.c0 = proc_cpu(SERVER.pid); self.p0 = pg_cpu() if args.pg_dir else 0.0
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.w0
+        self.cpu = proc_cpu(SERVER.pid) - self.c0
+        self.pg = (pg_cpu() - self.p0) if args.pg_dir else 0.0
+        return False
+
+
+# ------------------------------------------------------------------ HTTP
+
+class Conn:
+    def __init__(self):
+        self.c = None
+
+    def call(self, method, path, token, body=None, expect=(200,)):
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        if isinstance(body, str):
+            body = body.encode()
+        headers = {"Authorization": "Bearer " + token}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in (1, 2):
+            if self.c is None:
+                self.c = http.client.HTTPConnection("127.0.0.1", SERVER.port, timeout=1800)
+            try:
+                self.c.request(method, path, body=body, headers=headers)
+                r = self.c.getresponse(); data = r.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                # A keep-alive connection the server closed while idle: one retry on a fresh one.
+                self.c.close(); self.c = None
+                if attempt == 2:
+                    raise
+        if r.will_close:
+            self.c.close(); self.c = None
+        if r.status not in expect:
+            fail(f"{method} {path}: {r.status} {data[:400]!r}")
+        return r.status, (json.loads(data) if data and data[:1] in b"{[" else data)
+
+    def reset(self):
+        if self.c is not None:
+            self.c.close()
+        self.c = None
+
+
+CONN = Conn()
+
+
+def metrics():
+    c = http.client.HTTPConnection("127.0.0.1", SERVER.port, timeout=60)
+    c.request("GET", "/metrics"); r = c.getresponse(); text = r.read().decode(); c.close()
+    if r.status != 200:
+        fail(f"GET /metrics: {r.status}")
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("concord_mapping_index_"):
+            name, value = line.rsplit(" ", 1)
+            out[name.replace("concord_mapping_index_", "")] = float(value)
+    if "loads_total" not in out:
+        fail("no concord_mapping_index_* metrics in /metrics")
+    return out
+
+
+def mdelta(before, after, keys=("hits_total", "loads_total", "evictions_total", "too_large_total", "catch_ups_total")):
+    return {k.replace("_total", ""): int(after[k] - before[k]) for k in keys}
+
+
+# ------------------------------------------------------------------ the library
+
+def fp(space, i):
+    return base64.urlsafe_b64encode(hashlib.sha256(f"{space}-{i}".encode()).digest()).decode().rstrip("=")
+
+
+def lid(device_tag, i):
+    # PhotoKit-shaped, different on every device (as local identifiers are).
+    return "%08X-%04X-4000-8000-%012X/L0/001" % (i, device_tag & 0xFFFF, device_tag)
+
+
+def asset_json(device_tag, space, i):
+    return ('{"localIdentifier":"%s","fingerprint":"%s","creationDate":"2024-01-01T00:00:00Z","mediaType":"image"}'
+            % (lid(device_tag, i), fp(space, i)))
+
+
+def assets_body(device_tag, space, lo, hi, key="assets"):
+    return '{"%s":[%s]}' % (key, ",".join(asset_json(device_tag, space, i) for i in range(lo, hi)))
+
+
+def changes_body(device_tag, space, lo, hi):
+    return '{"assets":{"upsert":[%s]}}' % ",".join(asset_json(device_tag, space, i) for i in range(lo, hi))
+
+
+def delete_body(device_tag, lo, hi):
+    return json.dumps({"assets": {"delete": [lid(device_tag, i) for i in range(lo, hi)]}})
+
+
+def l2c_body(device_tag, ids):
+    return '{"localIdentifiers":[%s]}' % ",".join('"%s"' % lid(device_tag, i) for i in ids)
+
+
+def c2l_body(clouds, ids):
+    return '{"cloudIdentifiers":[%s]}' % ",".join('"%s"' % clouds[i] for i in ids)
+
+
+def new_account(name):
+    _, a = CONN.call("POST", "/v1/accounts", ADMIN, {"name": name}, expect=(201,))
+    return a["accountToken"]
+
+
+def new_device(account_token, name):
+    _, d = CONN.call("POST", "/v1/devices", account_token, {"name": name, "platform": "iOS"}, expect=(201,))
+    return d["deviceID"], d["deviceToken"]
+
+
+def check_counts(answer, what, inserted=None, deleted=None):
+    if inserted is not None and answer.get("inserted") != inserted:
+        fail(f"{what}: inserted {answer.get('inserted')}, expected {inserted} ({answer})")
+    if deleted is not None and answer.get("deleted") != deleted:
+        fail(f"{what}: deleted {answer.get('deleted')}, expected {deleted} ({answer})")
+
+
+def device_status(token):
+    _, s = CONN.call("GET", "/v1/library/status", token)
+    return s
+
+
+# ------------------------------------------------------------------ mapping, checked
+
+def map_l2c(token, device_tag, space, ids, clouds=None, expect_clouds=None):
+    """POST /v1/library/cloud-identifiers for ids; every answer must be a cloud identifier of the
+    asset's content; fills clouds[i]; when expect_clouds is given, the same record must come back."""
+    st, a = CONN.call("POST", "/v1/library/cloud-identifiers", token, l2c_body(device_tag, ids))
+    m = a["mappings"]
+    if len(m) != len(ids):
+        fail(f"local → cloud: {len(m)} answers for {len(ids)} ids")
+    for k, i in enumerate(ids):
+        item = m[k]
+        if item.get("localIdentifier") != lid(device_tag, i) or "cloudIdentifier" not in item:
+            fail(f"local → cloud of {lid(device_tag, i)}: {item}")
+        cid = item["cloudIdentifier"]
+        parts = cid.split(":")
+        if len(parts) != 3 or parts[1] != "001" or parts[2] != fp(space, i):
+            fail(f"local → cloud of {lid(device_tag, i)}: {cid} is not an asset record of its fingerprint")
+        if expect_clouds is not None and parts[0].upper() != expect_clouds[i].split(":")[0].upper():
+            fail(f"local → cloud of {lid(device_tag, i)}: {cid}, expected the record {expect_clouds[i]}")
+        if clouds is not None:
+            clouds[i] = cid
+
+
+def map_c2l(token, device_tag, clouds, ids):
+    """POST /v1/library/local-identifiers: every answer must be device_tag's local identifier of i."""
+    st, a = CONN.call("POST", "/v1/library/local-identifiers", token, c2l_body(clouds, ids))
+    m = a["mappings"]
+    if len(m) != len(ids):
+        fail(f"cloud → local: {len(m)} answers for {len(ids)} ids")
+    for k, i in enumerate(ids):
+        item = m[k]
+        if item.get("cloudIdentifier") != clouds[i] or item.get("localIdentifier") != lid(device_tag, i):
+            fail(f"cloud → local of {clouds[i]}: {item}, expected {lid(device_tag, i)}")
+
+
+def batches(n, size=BATCH):
+    return [list(range(k, min(n, k + size))) for k in range(0, n, size)]
+
+
+def timed_batches(label, items, fn):
+    """Runs fn(batch) for each; per-batch wall and server CPU; returns a summary dict."""
+    walls, cpus = [], []
+    SAMPLER.reset()
+    with Meter() as total:
+        for b in items:
+            c0 = proc_cpu(SERVER.pid); w0 = time.perf_counter()
+            fn(b)
+            walls.append(time.perf_counter() - w0); cpus.append(proc_cpu(SERVER.pid) - c0)
+    ids = sum(len(b) for b in items)
+    summary = {"label": label, "batches": len(items), "ids": ids, "wall_s": round(total.wall, 2),
+               "cpu_s": round(total.cpu, 2), "pg_cpu_s": round(total.pg, 2),
+               "cpu_ms_per_1000": round(1000 * total.cpu / ids * 1000, 3) if ids else 0,
+               "pg_cpu_ms_per_1000": round(1000 * total.pg / ids * 1000, 3) if ids else 0,
+               "wall_ms_per_1000": round(1000 * total.wall / ids * 1000, 3) if ids else 0,
+               "wall_p50_ms": round(1000 * statistics.median(walls), 2),
+               "wall_p99_ms": round(1000 * sorted(walls)[min(len(walls) - 1, int(len(walls) * 0.99))], 2),
+               "wall_max_ms": round(1000 * max(walls), 1),
+               # Requests that took over a second (a stall: a reload attempt, a checkpoint): their numbers.
+               "slow": [(k + 1, round(w, 2)) for k, w in enumerate(walls) if w > 1.0],
+               "peak_rss_mib": SAMPLER.peak_mib()}
+    log(f"{label}: {summary}")
+    return summary
+
+
+def db_size():
+    if args.engine == "postgres":
+        out = subprocess.run(["psql", args.database, "-Atc", "SELECT pg_database_size(current_database())"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        return {"total": int(out)}
+    base = args.database[len("sqlite:"):]
+    sizes = {}
+    for suffix in ("", "-wal", "-shm"):
+        p = base + suffix
+        sizes["file" if not suffix else suffix[1:]] = os.path.getsize(p) if os.path.exists(p) else 0
+    sizes["total"] = sum(sizes.values())
+    if SERVER.proc is None:   # stopped: how much of the file is free pages (deleted rows, the upload's parts)
+        out = subprocess.run(["sqlite3", base, "PRAGMA freelist_count; PRAGMA page_size;"], capture_output=True, text=True).stdout.split()
+        if len(out) == 2:
+            sizes["free"] = int(out[0]) * int(out[1])
+    return sizes
+
+
+def largest_tables():
+    if args.engine == "postgres":
+        q = ("SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+             "WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 2 DESC LIMIT 8")
+        out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c", q], capture_output=True, text=True).stdout
+        label = "tables with their indexes and TOAST"
+    else:
+        q = "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 10"
+        out = subprocess.run(["sqlite3", args.database[len("sqlite:"):], q], capture_output=True, text=True).stdout
+        label = "tables and indexes, dbstat"
+    rows = [l.split("|") for l in out.strip().splitlines() if "|" in l]
+    return label, [(r[0], int(r[1])) for r in rows]
+
+
+def mb(b):
+    return f"{b / 1e6:,.0f} MB"
+
+
+# ================================================================== the run
+
+os.makedirs(args.work, exist_ok=True)
+SERVER.start()
+SAMPLER = Sampler()
+log(f"server pid {SERVER.pid} on port {SERVER.port} ({args.engine}), {N} assets")
+R = RAW["phases"]
+
+# ---------------------------------------------------------------- 1. whole-library uploads
+A = new_account("scale-A")
+D1_ID, D1 = new_device(A, "phone")
+D2_ID, D2 = new_device(A, "tablet")
+TAG1, TAG2, TAG3 = 1, 2, 3
+SPACE_A = "A"
+
+# Device 1: an upload in parts at defaults.
+SAMPLER.reset(); rss0 = round(rss_kib(SERVER.pid) / 1024, 1)
+with Meter() as m_parts:
+    _, u = CONN.call("POST", "/v1/library/uploads", D1, "{}", expect=(201,))
+    uid = u["uploadID"]
+    for k, lo in enumerate(range(0, N, args.part)):
+        body = assets_body(TAG1, SPACE_A, lo, min(N, lo + args.part))
+        _, p = CONN.call("PUT", f"/v1/library/uploads/{uid}/parts/{k + 1}", D1, body)
+        if p.get("objects") != min(N, lo + args.part):
+            fail(f"part {k + 1}: the upload holds {p.get('objects')} objects, expected {min(N, lo + args.part)}")
+peak_sending = SAMPLER.peak_mib()
+with Meter() as m_commit:
+    _, answer = CONN.call("POST", f"/v1/library/uploads/{uid}/commit", D1, "{}")
+check_counts(answer, "commit of the upload in parts", inserted=N)
+R["upload_parts"] = {"objects": N, "parts": (N + args.part - 1) // args.part, "answer": answer,
+                     "send_wall_s": round(m_parts.wall, 2), "send_cpu_s": round(m_parts.cpu, 2), "send_pg_cpu_s": round(m_parts.pg, 2),
+                     "commit_wall_s": round(m_commit.wall, 2), "commit_cpu_s": round(m_commit.cpu, 2), "commit_pg_cpu_s": round(m_commit.pg, 2),
+                     "rss_before_mib": rss0, "peak_rss_sending_mib": peak_sending, "peak_rss_mib": SAMPLER.peak_mib(),
+                     "rss_after_mib": round(rss_kib(SERVER.pid) / 1024, 1)}
+log(f"upload in parts: {R['upload_parts']}")
+SAMPLER.reset()
+with Meter() as m_status:
+    st = device_status(D1)
+if st["objects"] != N:
+    fail("device 1 does not hold the whole library after the commit")
+# GET /v1/library/status on the new library: what it costs (it walks the library).
+R["status_after_upload"] = {"wall_s": round(m_status.wall, 2), "cpu_s": round(m_status.cpu, 2), "pg_cpu_s": round(m_status.pg, 2),
+                            "peak_rss_mib": SAMPLER.peak_mib(), "rss_after_mib": round(rss_kib(SERVER.pid) / 1024, 1)}
+log(f"GET /v1/library/status: {R['status_after_upload']}")
+
+# Device 2: PUT /v1/library of as much as the default body limit takes (multiples of 10 000).
+one = len(asset_json(TAG2, SPACE_A, N - 1)) + 1
+if args.put_assets == "auto":
+    P = min(N, ((BODY_LIMIT - 1024) // one) // CHANGES * CHANGES)
+else:
+    P = min(N, int(args.put_assets))
+body = assets_body(TAG2, SPACE_A, 0, P)
+if len(body) > BODY_LIMIT:
+    fail(f"PUT body of {P} assets is {len(body)} bytes, over the default limit")
+SAMPLER.reset(); rss0 = round(rss_kib(SERVER.pid) / 1024, 1)
+with Meter() as m_put:
+    _, answer = CONN.call("PUT", "/v1/library", D2, body)
+check_counts(answer, "PUT /v1/library", inserted=P)
+R["upload_put"] = {"objects": P, "body_bytes": len(body), "answer": answer, "wall_s": round(m_put.wall, 2),
+                   "cpu_s": round(m_put.cpu, 2), "pg_cpu_s": round(m_put.pg, 2), "rss_before_mib": rss0,
+                   "peak_rss_mib": SAMPLER.peak_mib(), "rss_after_mib": round(rss_kib(SERVER.pid) / 1024, 1)}
+del body
+log(f"PUT /v1/library: {R['upload_put']}")
+
+# The rest of device 2's library, if the body limit did not take it: changes batches of 10 000.
+rest = []
+for lo in range(P, N, CHANGES):
+    hi = min(N, lo + CHANGES)
+    body = changes_body(TAG2, SPACE_A, lo, hi)
+    with Meter() as mm:
+        _, answer = CONN.call("POST", "/v1/library/changes", D2, body)
+    check_counts(answer, f"changes {lo}..{hi} on device 2", inserted=hi - lo)
+    rest.append({"library_before": lo, "objects": hi - lo, "wall_s": round(mm.wall, 3), "cpu_s": round(mm.cpu, 3), "pg_cpu_s": round(mm.pg, 3)})
+R["device2_rest"] = rest
+if rest:
+    log(f"device 2's rest: {len(rest)} changes batches, first {rest[0]}, last {rest[-1]}")
+if device_status(D2)["objects"] != N:
+    fail("device 2 does not hold the whole library")
+R["db_after_uploads"] = db_size()
+
+# ---------------------------------------------------------------- 2a. changes batches at the start
+D3_ID, D3 = new_device(A, "small")
+start = []
+for k in range(5):
+    lo, hi = k * CHANGES, (k + 1) * CHANGES
+    body = changes_body(TAG3, "S", lo, hi)
+    with Meter() as mm:
+        _, answer = CONN.call("POST", "/v1/library/changes", D3, body)
+    check_counts(answer, "changes on device 3", inserted=CHANGES)
+    start.append({"library_before": lo, "objects": CHANGES, "wall_s": round(mm.wall, 3), "cpu_s": round(mm.cpu, 3), "pg_cpu_s": round(mm.pg, 3)})
+R["changes_start"] = start
+log(f"changes at the start: {start}")
+CONN.call("DELETE", f"/v1/devices/{D3_ID}", A, expect=(204,))
+
+# ---------------------------------------------------------------- 3. first-time mapping
+CLOUDS = [None] * N
+m0 = metrics()
+R["map_l2c_first"] = timed_batches("local → cloud, device 1, first time (records created)", batches(N),
+                                   lambda b: map_l2c(D1, TAG1, SPACE_A, b, clouds=CLOUDS))
+if any(c is None for c in CLOUDS) or len({c.split(":")[0] for c in CLOUDS}) != N:
+    fail("local → cloud of device 1: not one distinct record per asset")
+R["map_c2l_first"] = timed_batches("cloud → local, device 2, first time (linked by content)", batches(N),
+                                   lambda b: map_c2l(D2, TAG2, CLOUDS, b))
+R["map_l2c_d2"] = timed_batches("local → cloud, device 2 (linked already)", batches(N),
+                                lambda b: map_l2c(D2, TAG2, SPACE_A, b, expect_clouds=CLOUDS))
+R["metrics_first_mapping"] = mdelta(m0, metrics())
+st = device_status(D2)
+if st["linked"] != N:
+    fail(f"device 2 status after the mapping: {st}")
+R["db_after_mapping"] = db_size()
+
+# ---------------------------------------------------------------- 2b. changes batches at the end (1M, mapped)
+end = []
+for k in range(5):
+    lo, hi = N + k * CHANGES, N + (k + 1) * CHANGES
+    body = changes_body(TAG1, "E", lo, hi)
+    with Meter() as mm:
+        _, answer = CONN.call("POST", "/v1/library/changes", D1, body)
+    check_counts(answer, "changes at the end", inserted=CHANGES)
+    end.append({"library_before": lo, "objects": CHANGES, "kind": "insert", "wall_s": round(mm.wall, 3), "cpu_s": round(mm.cpu, 3), "pg_cpu_s": round(mm.pg, 3)})
+for k in range(5):
+    lo, hi = N + k * CHANGES, N + (k + 1) * CHANGES
+    with Meter() as mm:
+        _, answer = CONN.call("POST", "/v1/library/changes", D1, delete_body(TAG1, lo, hi))
+    check_counts(answer, "deletes at the end", deleted=CHANGES)
+    end.append({"library_before": N + 5 * CHANGES - k * CHANGES, "objects": CHANGES, "kind": "delete", "wall_s": round(mm.wall, 3), "cpu_s": round(mm.cpu, 3), "pg_cpu_s": round(mm.pg, 3)})
+R["changes_end"] = end
+log(f"changes at the end: {end}")
+if device_status(D1)["objects"] != N:
+    fail("device 1 does not hold N objects after the end batches")
+
+# ---------------------------------------------------------------- 4. index load after a restart
+CONN.reset()
+SERVER.stop()
+R["db_after_restart"] = db_size()     # SQLite: the clean shutdown checkpoints and truncates the WAL
+started = SERVER.start()
+SAMPLER.reset()
+log(f"restarted: pid {SERVER.pid}, /health after {started:.2f} s")
+m0 = metrics()
+rss0 = round(rss_kib(SERVER.pid) / 1024, 1)
+firsts = []
+rng = random.Random(24)
+for k in range(5):
+    lo = rng.randrange(0, max(1, N - BATCH))
+    ids = list(range(lo, min(N, lo + BATCH)))
+    with Meter() as mm:
+        map_l2c(D1, TAG1, SPACE_A, ids, expect_clouds=CLOUDS)
+    firsts.append({"request": k + 1, "direction": "local → cloud, device 1", "wall_ms": round(1000 * mm.wall, 1), "cpu_ms": round(1000 * mm.cpu, 1), "pg_cpu_ms": round(1000 * mm.pg, 1)})
+for k in range(3):
+    lo = rng.randrange(0, max(1, N - BATCH))
+    ids = list(range(lo, min(N, lo + BATCH)))
+    with Meter() as mm:
+        map_c2l(D2, TAG2, CLOUDS, ids)
+    firsts.append({"request": k + 6, "direction": "cloud → local, device 2", "wall_ms": round(1000 * mm.wall, 1), "cpu_ms": round(1000 * mm.cpu, 1), "pg_cpu_ms": round(1000 * mm.pg, 1)})
+m1 = metrics()
+R["restart"] = {"health_after_s": round(started, 2), "requests": firsts, "metrics_before": m0, "metrics_after": m1,
+                "delta": mdelta(m0, m1), "rss_before_mib": rss0, "rss_after_mib": round(rss_kib(SERVER.pid) / 1024, 1),
+                "peak_rss_mib": SAMPLER.peak_mib()}
+log(f"after restart: {R['restart']}")
+
+# ---------------------------------------------------------------- 5. warm batches both ways
+W = args.warm_batches
+starts = [rng.randrange(0, max(1, N - BATCH)) for _ in range(W)]
+warm_l2c = [list(range(s, min(N, s + BATCH))) for s in starts]
+warm_c2l = [list(range(s, min(N, s + BATCH))) for s in reversed(starts)]
+m0 = metrics()
+R["warm_l2c"] = timed_batches("warm local → cloud, device 1", warm_l2c, lambda b: map_l2c(D1, TAG1, SPACE_A, b, expect_clouds=CLOUDS))
+m1 = metrics()
+R["warm_c2l"] = timed_batches("warm cloud → local, device 2", warm_c2l, lambda b: map_c2l(D2, TAG2, CLOUDS, b))
+m2 = metrics()
+R["warm_l2c"]["metrics"] = mdelta(m0, m1); R["warm_c2l"]["metrics"] = mdelta(m1, m2)
+R["warm_metrics_after"] = m2
+
+# ---------------------------------------------------------------- 6. two accounts used alternately
+ALT = args.alt_assets
+alt = {}
+with Meter() as m_setup:
+    for name, space in (("B", "B"), ("C", "C")):
+        acc = new_account("scale-" + name)
+        _, t1 = new_device(acc, "phone"); _, t2 = new_device(acc, "tablet")
+        for tok, tag in ((t1, 11), (t2, 12)):
+            for lo in range(0, ALT, 400_000):   # PUT /v1/library; 300 000 fit the default body limit
+                hi = min(ALT, lo + 400_000)
+                if lo == 0:
+                    _, a = CONN.call("PUT", "/v1/library", tok, assets_body(tag, space, lo, hi))
+                else:
+                    _, a = CONN.call("POST", "/v1/library/changes", tok, changes_body(tag, space, lo, hi))
+        clouds = [None] * ALT
+        for b in batches(ALT):
+            map_l2c(t1, 11, space, b, clouds=clouds)
+        for b in batches(ALT):
+            map_c2l(t2, 12, clouds, b)
+        alt[name] = {"t1": t1, "t2": t2, "clouds": clouds, "space": space}
+        log(f"account {name}: {ALT} × 2 uploaded and mapped both ways")
+m0 = metrics()
+alt_rows = []
+for direction in ("local → cloud", "cloud → local"):
+    for k in range(args.alt_requests):
+        name = "B" if k % 2 == 0 else "C"
+        a = alt[name]
+        lo = rng.randrange(0, max(1, ALT - BATCH))
+        ids = list(range(lo, min(ALT, lo + BATCH)))
+        before = metrics()
+        rss_b = rss_kib(SERVER.pid)
+        with Meter() as mm:
+            if direction == "local → cloud":
+                map_l2c(a["t1"], 11, a["space"], ids, expect_clouds=a["clouds"])
+            else:
+                map_c2l(a["t2"], 12, a["clouds"], ids)
+        after = metrics()
+        alt_rows.append({"direction": direction, "account": name, "wall_ms": round(1000 * mm.wall, 1), "cpu_ms": round(1000 * mm.cpu, 1),
+                         "pg_cpu_ms": round(1000 * mm.pg, 1), **mdelta(before, after),
+                         "resident_mib_after": round(after.get("resident_bytes", 0) / 2**20, 1),
+                         "accounts_after": int(after.get("accounts", 0))})
+R["alternating"] = {"alt_assets": ALT, "setup_wall_s": round(m_setup.wall, 1), "setup_cpu_s": round(m_setup.cpu, 1),
+                    "rows": alt_rows, "delta": mdelta(m0, metrics())}
+log(f"alternating: {R['alternating']['delta']}")
+
+# ---------------------------------------------------------------- 7. the database's size
+R["peak_rss_second_process_mib"] = round(max(SAMPLER.peak_kib, rss_kib(SERVER.pid)) / 1024, 1)
+CONN.reset()
+SERVER.stop()
+R["db_final"] = db_size()
+label, tables = largest_tables()
+R["largest"] = {"label": label, "rows": tables}
+if args.engine == "postgres":
+    # How much of it is dead rows not vacuumed yet (the upload's parts, deleted objects, updated links).
+    q = "SELECT relname, n_live_tup, n_dead_tup FROM pg_stat_user_tables ORDER BY n_dead_tup DESC LIMIT 4"
+    out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c", q], capture_output=True, text=True).stdout
+    R["dead_rows"] = [(r.split("|")[0], int(r.split("|")[1]), int(r.split("|")[2])) for r in out.strip().splitlines() if r.count("|") == 2]
+RAW["wall_s"] = round(time.time() - T_START, 1)
+
+# ================================================================== the report
+
+def r1(x):
+    return f"{x:,.1f}"
+
+
+out = []
+P_ = R["upload_put"]
+U = R["upload_parts"]
+eng = "SQLite" if args.engine == "sqlite" else "PostgreSQL"
+pgnote = args.engine == "postgres"
+out.append(f"## Scale scenario, {eng}: {N:,} assets on two devices")
+out.append("")
+out.append(f"- command: `{args.command}`; commit {args.commit}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(T_START))}; "
+           f"{os.cpu_count()} cores, load average at the end {open('/proc/loadavg').read().split()[0:3]}; run took {RAW['wall_s']:.0f} s")
+out.append("- server CPU = utime + stime of the concord process (/proc)" + (", PostgreSQL CPU = its postmaster and backends" if pgnote else "")
+           + "; CPU is read in clock ticks (10 ms), so a single request's figure is coarse: means over many requests are not"
+           + "; every answer was checked (a wrong or missing mapping stops the run)")
+out.append("")
+out.append("### 1. Whole-library uploads")
+out.append("")
+out.append("| upload | objects | answer | sending: wall / server CPU | commit: wall / server CPU" + (" / PostgreSQL CPU" if pgnote else "") + " | server CPU per 1000 | RSS before → peak sending → peak → after |")
+out.append("|---|---:|---|---|---|---:|---|")
+ua = U["answer"]
+out.append(f"| device 1, in parts of {args.part:,} | {N:,} | inserted {ua.get('inserted')} | {U['send_wall_s']} s / {U['send_cpu_s']} s | "
+           f"{U['commit_wall_s']} s / {U['commit_cpu_s']} s" + (f" / {U['send_pg_cpu_s'] + U['commit_pg_cpu_s']:.1f} s" if pgnote else "")
+           + f" | {1e6 * (U['send_cpu_s'] + U['commit_cpu_s']) / N:.1f} ms | {U['rss_before_mib']} → {U['peak_rss_sending_mib']} → **{U['peak_rss_mib']}** → {U['rss_after_mib']} MiB |")
+out.append(f"| device 2, `PUT /v1/library` ({P_['body_bytes'] / 2**20:.1f} MiB body) | {P_['objects']:,} | inserted {P_['answer'].get('inserted')} | – | "
+           f"{P_['wall_s']} s / {P_['cpu_s']} s" + (f" / {P_['pg_cpu_s']} s" if pgnote else "")
+           + f" | {1e6 * P_['cpu_s'] / max(1, P_['objects']):.1f} ms | {P_['rss_before_mib']} → – → **{P_['peak_rss_mib']}** → {P_['rss_after_mib']} MiB |")
+if rest:
+    w = [x["wall_s"] for x in rest]; c = [x["cpu_s"] for x in rest]
+    out.append(f"| device 2, the rest: {len(rest)} `POST /v1/library/changes` of {CHANGES:,} | {N - P_['objects']:,} | inserted each | – | "
+               f"{sum(w):.1f} s / {sum(c):.1f} s" + (f" / {sum(x['pg_cpu_s'] for x in rest):.1f} s" if pgnote else "")
+               + f" | {1e6 * sum(c) / (N - P_['objects']):.1f} ms | – |")
+out.append("")
+S_ = R["status_after_upload"]
+out.append(f"`GET /v1/library/status` of device 1 right after the commit: {S_['wall_s']} s, {S_['cpu_s']} s server CPU"
+           + (f", {S_['pg_cpu_s']} s PostgreSQL CPU" if pgnote else "") + f", RSS peak {S_['peak_rss_mib']} MiB, after {S_['rss_after_mib']} MiB"
+           + " (the PUT's \"RSS before\" follows it).")
+out.append("")
+out.append(f"The default body limit (64 MiB) takes {P_['objects']:,} of these assets in one `PUT /v1/library`"
+           + (f"; the remaining {N - P_['objects']:,} went in changes batches (table 2)." if rest else "; the whole library fitted."))
+out.append("")
+out.append("### 2. Incremental `POST /v1/library/changes`, 10 000 assets per batch")
+out.append("")
+out.append("| when | library before | kind | wall per batch | server CPU per batch" + (" | PostgreSQL CPU per batch" if pgnote else "") + " |")
+out.append("|---|---|---|---|---|" + ("---|" if pgnote else ""))
+
+
+def brow(when, rows):
+    if not rows:
+        return
+    lib = f"{rows[0]['library_before']:,} → {rows[-1]['library_before']:,}"
+    ws = [x["wall_s"] for x in rows]; cs = [x["cpu_s"] for x in rows]
+    line = (f"| {when} | {lib} | {rows[0].get('kind', 'insert')} × {len(rows)} | {statistics.mean(ws):.3f} s (min {min(ws):.3f}, max {max(ws):.3f}) | "
+            f"{statistics.mean(cs):.3f} s (min {min(cs):.3f}, max {max(cs):.3f})")
+    if pgnote:
+        line += f" | {statistics.mean(x['pg_cpu_s'] for x in rows):.3f} s"
+    out.append(line + " |")
+
+
+brow("start: fresh device 3", start)
+if rest:
+    brow("device 2's rest, first 5", rest[:5])
+    brow("device 2's rest, last 5", rest[-5:])
+brow(f"end: device 1 at {N:,}, mapped", [x for x in end if x["kind"] == "insert"])
+brow(f"end: device 1, deleting them", [x for x in end if x["kind"] == "delete"])
+out.append("")
+out.append("### 3. First-time mapping, 1000 ids per request")
+out.append("")
+hdr = "| direction | ids | wall | server CPU | server CPU per 1000" + (" | PostgreSQL CPU per 1000" if pgnote else "") + " | wall per request p50 / p99 / max | requests over 1 s | peak RSS |"
+out.append(hdr)
+out.append("|---|---:|---:|---:|---:|" + ("---:|" if pgnote else "") + "---|---:|---:|")
+
+
+def mrow(label, s):
+    line = (f"| {label} | {s['ids']:,} | {s['wall_s']} s | {s['cpu_s']} s | **{s['cpu_ms_per_1000']:.2f} ms**"
+            + (f" | {s['pg_cpu_ms_per_1000']:.2f} ms" if pgnote else "")
+            + f" | {s['wall_p50_ms']} / {s['wall_p99_ms']} / {s['wall_max_ms']} ms | {len(s['slow'])} | {s['peak_rss_mib']} MiB |")
+    out.append(line)
+
+
+mrow("local → cloud, device 1 (records created)", R["map_l2c_first"])
+mrow("cloud → local, device 2 (linked by content)", R["map_c2l_first"])
+mrow("local → cloud, device 2 (linked already)", R["map_l2c_d2"])
+out.append("")
+for key, label in (("map_l2c_first", "local → cloud, device 1"), ("map_c2l_first", "cloud → local, device 2"), ("map_l2c_d2", "local → cloud, device 2")):
+    if R[key]["slow"]:
+        out.append(f"Requests over 1 s, {label} (request number, seconds): " + ", ".join(f"#{k} {w} s" for k, w in R[key]["slow"][:30])
+                   + (" …" if len(R[key]["slow"]) > 30 else "") + ".")
+        out.append("")
+out.append(f"Mapping index during these: {R['metrics_first_mapping']}.")
+out.append("")
+RS = R["restart"]
+out.append("### 4. After a restart on the same database")
+out.append("")
+out.append(f"`/health` answered {RS['health_after_s']} s after the start. RSS {RS['rss_before_mib']} MiB before the first request, "
+           f"{RS['rss_after_mib']} MiB after these, peak {RS['peak_rss_mib']} MiB.")
+out.append("")
+out.append("| request | direction (1000 ids) | wall | server CPU" + (" | PostgreSQL CPU" if pgnote else "") + " |")
+out.append("|---:|---|---:|---:|" + ("---:|" if pgnote else ""))
+for x in RS["requests"]:
+    out.append(f"| {x['request']} | {x['direction']} | {x['wall_ms']} ms | {x['cpu_ms']} ms" + (f" | {x['pg_cpu_ms']} ms" if pgnote else "") + " |")
+out.append("")
+ma = RS["metrics_after"]
+out.append(f"Mapping index metrics after them (`concord_mapping_index_*`): loads {int(ma['loads_total'])}, too_large {int(ma['too_large_total'])}, "
+           f"hits {int(ma['hits_total'])}, evictions {int(ma['evictions_total'])}, accounts {int(ma['accounts'])}, "
+           f"resident {ma['resident_bytes'] / 2**20:.1f} MiB.")
+out.append("")
+out.append(f"### 5. Warm batches, {W} × 1000 ids each way")
+out.append("")
+out.append(hdr)
+out.append("|---|---:|---:|---:|---:|" + ("---:|" if pgnote else "") + "---|---:|---:|")
+mrow("local → cloud, device 1", R["warm_l2c"])
+mrow("cloud → local, device 2", R["warm_c2l"])
+out.append("")
+out.append(f"Mapping index during them: local → cloud {R['warm_l2c']['metrics']}, cloud → local {R['warm_c2l']['metrics']}; "
+           f"resident {R['warm_metrics_after']['resident_bytes'] / 2**20:.1f} MiB in {int(R['warm_metrics_after']['accounts'])} account(s).")
+out.append("")
+AL = R["alternating"]
+out.append(f"### 6. Two accounts of {ALT:,} × 2 used alternately ({args.alt_requests} requests of 1000 ids each way)")
+out.append("")
+out.append(f"Set-up (not measured per request): each account's two devices uploaded (`PUT /v1/library`) and mapped both ways, "
+           f"{AL['setup_wall_s']} s wall, {AL['setup_cpu_s']} s server CPU for both.")
+out.append("")
+for direction in ("local → cloud", "cloud → local"):
+    rows = [x for x in AL["rows"] if x["direction"] == direction]
+    ws = [x["wall_ms"] for x in rows]; cs = [x["cpu_ms"] for x in rows]
+    loads = sum(x["loads"] for x in rows); ev = sum(x["evictions"] for x in rows); tl = sum(x["too_large"] for x in rows); hits = sum(x["hits"] for x in rows)
+    out.append(f"- **{direction}**: wall per request median {statistics.median(ws):.1f} ms (min {min(ws):.1f}, max {max(ws):.1f}); "
+               f"server CPU mean {statistics.mean(cs):.1f} ms, median {statistics.median(cs):.1f} ms (min {min(cs):.1f}, max {max(cs):.1f})"
+               + (f", PostgreSQL CPU mean {statistics.mean(x['pg_cpu_ms'] for x in rows):.1f} ms" if pgnote else "")
+               + f"; over the {len(rows)} requests: index loads {loads}, evictions {ev}, too_large {tl}, hits {hits}.")
+out.append("")
+out.append("| # | direction | account | wall | server CPU | loads | evictions | too_large | hits | index resident after |")
+out.append("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
+for k, x in enumerate(AL["rows"]):
+    out.append(f"| {k + 1} | {x['direction']} | {x['account']} | {x['wall_ms']} ms | {x['cpu_ms']} ms | {x['loads']} | {x['evictions']} | "
+               f"{x['too_large']} | {x['hits']} | {x['resident_mib_after']} MiB / {x['accounts_after']} acct |")
+out.append("")
+out.append("### 7. Database size")
+out.append("")
+if args.engine == "sqlite":
+    def sq(s):
+        return f"{mb(s['total'])} (file {mb(s['file'])} + WAL {mb(s['wal'])}" + (f"; free pages {mb(s['free'])}" if "free" in s else "") + ")"
+    out.append(f"- after the uploads (server running): {sq(R['db_after_uploads'])}")
+    out.append(f"- after the first-time mapping (server running): {sq(R['db_after_mapping'])}")
+    out.append(f"- **account A ({N:,} × 2, mapped both ways), after a clean shutdown** (the WAL checkpointed): {sq(R['db_after_restart'])}")
+    out.append(f"- at the end, with accounts B and C as well, after a clean shutdown: {sq(R['db_final'])}")
+else:
+    out.append(f"- after the uploads: {mb(R['db_after_uploads']['total'])} (`pg_database_size`)")
+    out.append(f"- after the first-time mapping: {mb(R['db_after_mapping']['total'])}")
+    out.append(f"- **account A ({N:,} × 2, mapped both ways)**, server stopped: {mb(R['db_after_restart']['total'])} (dead rows included until vacuum)")
+    out.append(f"- at the end, with accounts B and C as well: {mb(R['db_final']['total'])}")
+if R.get("dead_rows"):
+    out.append("- rows live / dead (not vacuumed yet) at the end, `pg_stat_user_tables`: " + ", ".join(f"`{n}` {l:,} / {d:,}" for n, l, d in R["dead_rows"]))
+out.append(f"- largest at the end ({R['largest']['label']}): " + ", ".join(f"`{n}` {mb(b)}" for n, b in R["largest"]["rows"]))
+out.append("")
+report = "\n".join(out)
+print(report)
+if args.json:
+    with open(args.json, "w") as f:
+        json.dump(RAW, f, indent=1)
