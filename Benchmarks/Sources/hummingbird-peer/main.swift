@@ -7,6 +7,8 @@
 // POST /v1/library/cloud-identifiers    → {"mappings":[{"localIdentifier","cloudIdentifier"}...]}
 //      cloud identifiers are synthesised from the local ones (no storage), so the peer's cost
 //      is HTTP + JSON only: a floor for what a storage-backed Concord route must beat.
+// POST /v1/library/local-identifiers    → {"mappings":[{"cloudIdentifier","localIdentifier"}...]}
+//      the other direction's echo: each cloud identifier's GUID with "/L0/001" as its local one.
 import BenchSupport
 import Foundation
 import Hummingbird
@@ -14,6 +16,10 @@ import Hummingbird
 /// Response type local to this module (a retroactive conformance would warn).
 struct MappingAnswer: ResponseEncodable {
     var mappings: [CloudIdentifierMapping]
+}
+
+struct LocalMappingAnswer: ResponseEncodable {
+    var mappings: [LocalIdentifierMapping]
 }
 
 func option(_ name: String, in arguments: [String]) -> String? {
@@ -36,6 +42,12 @@ router.post("/v1/library/cloud-identifiers") { request, context -> MappingAnswer
     let batch = try await request.decode(as: CloudIdentifiersRequest.self, context: context)
     return MappingAnswer(mappings: batch.localIdentifiers.map {
         CloudIdentifierMapping(localIdentifier: $0, cloudIdentifier: Fixtures.cloudIdentifier(for: $0))
+    })
+}
+router.post("/v1/library/local-identifiers") { request, context -> LocalMappingAnswer in
+    let batch = try await request.decode(as: LocalIdentifiersRequest.self, context: context)
+    return LocalMappingAnswer(mappings: batch.cloudIdentifiers.map {
+        LocalIdentifierMapping(cloudIdentifier: $0, localIdentifier: String($0.prefix(36)) + "/L0/001")
     })
 }
 
