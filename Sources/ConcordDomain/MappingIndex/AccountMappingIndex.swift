@@ -183,6 +183,7 @@ final class AccountMappingIndex {
     /// budget as it grows. The version is the caller's to set.
     func load(from tx: any AccountReadTransaction, checkingBudget index: MappingIndex) throws {
         var rows = 0
+        var lastDevice: (id: String, table: DeviceTable)?
         try tx.streamMappingTables(devices: { id in
             self.insertDevice(id)
         }, records: { record, _ in
@@ -192,12 +193,22 @@ final class AccountMappingIndex {
         }, recordKeys: { guid, key in
             self.addRecordKey(guid: guid, key: key)
         }, objects: { row in
-            guard let device = self.devices[row.deviceID] else { return }
-            let record = row.linkedGUID.flatMap { self.recordNumber(for: $0) }
-            if row.linkedGUID != nil, record == nil { self.isExact = self.isExact && GUIDKey(row.linkedGUID!) != nil }
-            device.put(row.localIdentifier, type: row.type, fingerprint: self.intern(row.fingerprint), record: record.map(Int32.init) ?? -1,
-                       linkedGUID: row.linkedGUID.flatMap(GUIDKey.init), key: row.keyA.map { self.keyTable.intern(type: row.type, a: $0) } ?? Self.noKey,
-                       creationSecond: row.creationSecond)
+            // Rows come grouped by device (storage's key order): compare the ID rather than hash it.
+            if row.deviceID != lastDevice?.id { lastDevice = self.devices[row.deviceID].map { (row.deviceID, $0) } }
+            guard let device = lastDevice?.table else { return }
+            let guid = row.linkedGUID.flatMap(GUIDKey.init)
+            if row.linkedGUID != nil, guid == nil { self.isExact = false }
+            let record = guid.flatMap { self.number(of: $0) }
+            // A linked object's fingerprint is usually its record's: that number, without a lookup.
+            var fingerprint: UInt32
+            if let record, self.fingerprint(self.records[Int(record)].fingerprint, is: row.fingerprint) {
+                fingerprint = self.records[Int(record)].fingerprint
+            } else {
+                fingerprint = self.intern(row.fingerprint)
+            }
+            device.put(row.localIdentifier, type: row.type, fingerprint: fingerprint, record: record.map(Int32.init) ?? -1,
+                       linkedGUID: guid, key: row.keyA.map { self.keyTable.intern(type: row.type, a: $0) } ?? Self.noKey,
+                       creationSecond: row.creationSecond, isNew: true)   // a device's identifiers are unique in storage
             rows += 1
             if rows & 4095 == 0 { try index.checkBudget(self) }
         })
@@ -239,6 +250,17 @@ final class AccountMappingIndex {
         if self.records[Int(n)].key == Self.noKey { self.records[Int(n)].key = k; return }
         if self.keys(ofRecord: Int(n)).contains(k) { return }
         self.moreRecordKeys[n, default: []].append(k)
+    }
+
+    /// Whether fingerprint number `n` is `fingerprint`, byte for byte.
+    private func fingerprint(_ n: UInt32, is fingerprint: String) -> Bool {
+        var wanted = fingerprint
+        let slice = self.fingerprints.slices[Int(n)]
+        return wanted.withUTF8 { w in
+            w.count == Int(slice.length) && self.fingerprints.arena.withUnsafeBufferPointer { a in
+                w.isEmpty || memcmp(a.baseAddress! + Int(slice.offset), w.baseAddress!, w.count) == 0
+            }
+        }
     }
 
     /// Whether the fingerprint number is the empty fingerprint (none).

@@ -410,14 +410,24 @@ final class DeviceTable {
     // MARK: - Changes
 
     /// Inserts or replaces the object.
+    /// `isNew`: the device does not have the identifier (a load from storage), so no lookup first.
     func put(_ id: String, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: GUIDKey?,
-             key: UInt32 = AccountMappingIndex.noKey, creationSecond: Int64? = nil) {
-        self.remove(id)
+             key: UInt32 = AccountMappingIndex.noKey, creationSecond: Int64? = nil, isNew: Bool = false) {
+        Self.withStored(id) { bytes in
+            let h = Self.hash(UnsafeRawBufferPointer(bytes))
+            if !isNew, let (bucket, n) = self.withLookup({ $0.locate(bytes, hash: h, from: Int(h) & ($0.buckets.count - 1)) }) {
+                self.remove(bucket: bucket, slot: n)
+            }
+            self.insert(stored: bytes, hash: h, type: type, fingerprint: fingerprint, record: record, linkedGUID: linkedGUID,
+                        key: key, creationSecond: creationSecond)
+        }
+    }
+
+    private func insert(stored bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32, type: ObjectType, fingerprint: UInt32, record: Int32,
+                        linkedGUID: GUIDKey?, key: UInt32, creationSecond: Int64?) {
         if (self.live + self.tombstones + 1) * 2 >= self.buckets.count { self.rehash() }   // at most half full
-        let bytes = Self.withStored(id) { Array($0) }
         let offset = UInt32(self.arena.count)
         self.arena.append(contentsOf: bytes)
-        let h = bytes.withUnsafeBytes { Self.hash($0) }
         let slot = Slot(offset: offset, fingerprint: fingerprint, record: linkedGUID == nil ? -1 : record, key: key,
                         creationSecond: creationSecond ?? Int64.min, length: UInt16(bytes.count), type: type, hasLink: linkedGUID != nil)
         let n: Int32
@@ -453,6 +463,10 @@ final class DeviceTable {
     /// Deletes the object (and its link) when the device has it.
     func remove(_ id: String) {
         guard let (bucket, n) = self.bucket(of: id) else { return }
+        self.remove(bucket: bucket, slot: n)
+    }
+
+    private func remove(bucket: Int, slot n: Int32) {
         self.detachLink(slot: n)
         let slot = self.objectSlots[Int(n)]
         // Unlink from its content list (singly linked: walk from the head, usually this slot).
