@@ -247,7 +247,7 @@ func theIndexBudgetIsAQuarterOfTheMemory(_ memory: Int?, _ megabytes: Int) throw
 
 @Test func theIndexBudgetIsAutoOrANumberEverywhere() throws {
     let auto = try ConfigurationLoader.load(flags: [], environment: ["CONCORD_MAPPING_INDEX_MEGABYTES": "auto"])
-    #expect(auto.mappingIndexMegabytes == MemoryLimit.defaultIndexMegabytes() && auto == Configuration())
+    #expect(auto.mappingIndexMegabytes == MemoryLimit.indexMegabytes && auto == Configuration())
     let set = try ConfigurationLoader.load(flags: [("--config", writeConfig(#"{"mappingIndexMegabytes": 512}"#))], environment: [:])
     #expect(set.mappingIndexMegabytes == 512)
     #expect(throws: (any Error).self) { try ConfigurationLoader.load(flags: [], environment: ["CONCORD_MAPPING_INDEX_MEGABYTES": "lots"]) }

@@ -155,7 +155,7 @@ public struct Configuration: Sendable, Equatable {
     public var sqliteMmapMegabytes = SQLiteMemory().mmapBytes >> 20
     /// Memory the in-memory mapping index may hold, in MiB (0: off, every mapping read from storage).
     /// By default a quarter of the memory the process may use (its cgroup's limit or the machine's).
-    public var mappingIndexMegabytes = MemoryLimit.defaultIndexMegabytes()
+    public var mappingIndexMegabytes = MemoryLimit.indexMegabytes
 
     public init() {}
 }

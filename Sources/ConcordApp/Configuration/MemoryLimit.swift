@@ -22,9 +22,12 @@ enum MemoryLimit {
         return limits.min()
     }
 
+    /// `defaultIndexMegabytes()` for this process, read once: every `Configuration()` starts from it.
+    static let indexMegabytes = MemoryLimit.defaultIndexMegabytes(memoryBytes: MemoryLimit.bytes())
+
     /// The mapping index's default budget (`mappingIndexMegabytes`): a quarter of the memory this
     /// process may use, at least 64 MiB; 256 MiB when the memory cannot be read.
-    static func defaultIndexMegabytes(memoryBytes: Int? = MemoryLimit.bytes()) -> Int {
+    static func defaultIndexMegabytes(memoryBytes: Int?) -> Int {
         guard let memoryBytes else { return 256 }
         return max(64, (memoryBytes / 4) >> 20)
     }
