@@ -339,13 +339,6 @@ final class DeviceTable {
         self.identifier(of: self.objectSlots[Int(n)])
     }
 
-    /// The local identifier of the object linked to record `number`, nil when none.
-    func linkedLocalIdentifier(record number: UInt32) -> String? {
-        guard Int(number) < self.linkOfRecord.count else { return nil }
-        let slot = self.linkOfRecord[Int(number)]
-        return slot >= 0 ? self.identifier(of: self.objectSlots[Int(slot)]) : nil
-    }
-
     /// The slots with this content.
     func slots(withContent fingerprint: UInt32, type: ObjectType) -> [Int32] {
         var result: [Int32] = []
@@ -404,8 +397,6 @@ final class DeviceTable {
         }
     }
 
-    /// The slot linked to record `number`, -1 when none.
-    func linkedSlot(record number: Int) -> Int32 { number < self.linkOfRecord.count ? self.linkOfRecord[number] : -1 }
 
     // MARK: - Changes
 
