@@ -83,6 +83,19 @@ import Testing
         let second = try index.read(account: "A", version: 7, load: { loadedInRequest += 1; try big($0) }) { $0.devices.count }
         #expect(second == 1 && loadedInRequest == 1, "answered by the index the retry installed")
     }
+
+    /// A retry that comes after the account was deleted loads nothing and keeps no entry.
+    @Test func aBackgroundRetryOfADeletedAccountLoadsNothing() throws {
+        let index = MappingIndex(budgetBytes: 1_000)
+        _ = try index.read(account: "A", version: 1, load: { fresh in
+            let d = fresh.insertDevice("d")
+            for i in 0..<100 { d.put("object-\(i)", type: .asset, fingerprint: 0, record: -1, linkedGUID: nil) }
+            try index.checkBudget(fresh)
+        }) { _ in true }
+        index.forget(account: "A")
+        index.loadInBackground(account: "A", version: 1) { fresh in _ = fresh.insertDevice("d") }
+        #expect(index.statistics.backgroundLoads == 0 && index.statistics.accounts == 0 && !index.isLoaded(account: "A"))
+    }
 }
 
 extension MappingResult {

@@ -299,7 +299,8 @@ public final class MappingIndex: Sendable {
     /// `version`, outside its lock, and installs it when it fits (else retries later). A write of
     /// this process committed meanwhile makes the next read catch up, as after another instance's.
     func loadInBackground(account accountID: String, version: Int64, load: (AccountMappingIndex) throws -> Void) {
-        let entry = self.entry(accountID)
+        // The account was deleted meanwhile (`forget`): nothing to load.
+        guard let entry = self.table.withLock({ $0.entries[accountID] }) else { return }
         self.counters.backgroundLoads.add(1, ordering: .relaxed)
         let fresh = AccountMappingIndex()
         let fits = (try? load(fresh)) != nil && fresh.isExact
