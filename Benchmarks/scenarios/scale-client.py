@@ -94,9 +94,16 @@ class Server:
         self.started_in = time.time() - t0
         return self.started_in
 
+    def crash(self):
+        """kill -9: no shutdown work (no mapping index snapshot saved)."""
+        self.proc.kill(); self.proc.wait()
+        self.proc = None
+
     def stop(self):
+        """SIGTERM; returns the seconds the shutdown took (it saves the mapping index's snapshots)."""
         if self.proc is None:
-            return
+            return 0.0
+        t0 = time.time()
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=120)
@@ -107,6 +114,7 @@ class Server:
         self.proc = None
         if code != 0:
             fail(f"the server exited with status {code} on SIGTERM")
+        return time.time() - t0
 
     @property
     def pid(self):
@@ -561,35 +569,58 @@ if device_status(D1)["objects"] != N:
     fail("device 1 does not hold N objects after the end batches")
 
 # ---------------------------------------------------------------- 4. index load after a restart
+def snapshot_files():
+    """The mapping index snapshots (mappingIndexSnapshots: auto beside SQLite, or the variable)."""
+    d = os.environ.get("CONCORD_MAPPING_INDEX_SNAPSHOTS") or (args.database[len("sqlite:"):] + "-index" if args.engine == "sqlite" else "")
+    if not d or d == "off" or not os.path.isdir(d):
+        return []
+    return [os.path.join(d, f) for f in os.listdir(d)]
+
+
+def first_requests_after_restart():
+    """Starts the server; times the first requests of each direction (the first loads the index)."""
+    started = SERVER.start()
+    SAMPLER.reset()
+    log(f"restarted: pid {SERVER.pid}, /health after {started:.2f} s")
+    m0 = metrics()
+    rss0 = round(rss_kib(SERVER.pid) / 1024, 1)
+    firsts = []
+    rng = random.Random(24)
+    for k in range(5):
+        lo = rng.randrange(0, max(1, N - BATCH))
+        ids = list(range(lo, min(N, lo + BATCH)))
+        with Meter() as mm:
+            map_l2c(D1, TAG1, SPACE_A, ids, expect_clouds=CLOUDS)
+        firsts.append({"request": k + 1, "direction": "local → cloud, device 1", "wall_ms": round(1000 * mm.wall, 1), "cpu_ms": round(1000 * mm.cpu, 1), "pg_cpu_ms": round(1000 * mm.pg, 1)})
+    for k in range(3):
+        lo = rng.randrange(0, max(1, N - BATCH))
+        ids = list(range(lo, min(N, lo + BATCH)))
+        with Meter() as mm:
+            map_c2l(D2, TAG2, CLOUDS, ids)
+        firsts.append({"request": k + 6, "direction": "cloud → local, device 2", "wall_ms": round(1000 * mm.wall, 1), "cpu_ms": round(1000 * mm.cpu, 1), "pg_cpu_ms": round(1000 * mm.pg, 1)})
+    m1 = metrics()
+    return {"health_after_s": round(started, 2), "requests": firsts, "metrics_before": m0, "metrics_after": m1,
+                    "delta": mdelta(m0, m1), "rss_before_mib": rss0, "rss_after_mib": round(rss_kib(SERVER.pid) / 1024, 1),
+                    "peak_rss_mib": SAMPLER.peak_mib()}
+
+
 CONN.reset()
-SERVER.stop()
+stop_s = SERVER.stop()
 R["db_after_restart"] = db_size()     # SQLite: the clean shutdown checkpoints and truncates the WAL
-started = SERVER.start()
-SAMPLER.reset()
-log(f"restarted: pid {SERVER.pid}, /health after {started:.2f} s")
-m0 = metrics()
-rss0 = round(rss_kib(SERVER.pid) / 1024, 1)
-firsts = []
-rng = random.Random(24)
-for k in range(5):
-    lo = rng.randrange(0, max(1, N - BATCH))
-    ids = list(range(lo, min(N, lo + BATCH)))
-    with Meter() as mm:
-        map_l2c(D1, TAG1, SPACE_A, ids, expect_clouds=CLOUDS)
-    firsts.append({"request": k + 1, "direction": "local → cloud, device 1", "wall_ms": round(1000 * mm.wall, 1), "cpu_ms": round(1000 * mm.cpu, 1), "pg_cpu_ms": round(1000 * mm.pg, 1)})
-for k in range(3):
-    lo = rng.randrange(0, max(1, N - BATCH))
-    ids = list(range(lo, min(N, lo + BATCH)))
-    with Meter() as mm:
-        map_c2l(D2, TAG2, CLOUDS, ids)
-    firsts.append({"request": k + 6, "direction": "cloud → local, device 2", "wall_ms": round(1000 * mm.wall, 1), "cpu_ms": round(1000 * mm.cpu, 1), "pg_cpu_ms": round(1000 * mm.pg, 1)})
-m1 = metrics()
-R["restart"] = {"health_after_s": round(started, 2), "requests": firsts, "metrics_before": m0, "metrics_after": m1,
-                "delta": mdelta(m0, m1), "rss_before_mib": rss0, "rss_after_mib": round(rss_kib(SERVER.pid) / 1024, 1),
-                "peak_rss_mib": SAMPLER.peak_mib()}
+R["snapshot_bytes"] = sum(os.path.getsize(f) for f in snapshot_files())
+R["restart"] = first_requests_after_restart()
+R["restart"]["stop_s"] = round(stop_s, 2)
 log(f"after restart: {R['restart']}")
+# Without a snapshot (a crash after the account changed, or snapshots off): the index loads from the tables.
+CONN.reset()
+SERVER.crash()
+for f in snapshot_files():
+    os.unlink(f)
+R["restart_crash"] = first_requests_after_restart()
+log(f"after a crash: {R['restart_crash']}")
 
 # ---------------------------------------------------------------- 5. warm batches both ways
+rng = random.Random(5)
 W = args.warm_batches
 starts = [rng.randrange(0, max(1, N - BATCH)) for _ in range(W)]
 warm_l2c = [list(range(s, min(N, s + BATCH))) for s in starts]
@@ -767,9 +798,23 @@ for x in RS["requests"]:
     out.append(f"| {x['request']} | {x['direction']} | {x['wall_ms']} ms | {x['cpu_ms']} ms" + (f" | {x['pg_cpu_ms']} ms" if pgnote else "") + " |")
 out.append("")
 ma = RS["metrics_after"]
-out.append(f"Mapping index metrics after them (`concord_mapping_index_*`): loads {int(ma['loads_total'])}, too_large {int(ma['too_large_total'])}, "
+out.append(f"Mapping index metrics after them (`concord_mapping_index_*`): loads {int(ma['loads_total'])} "
+           f"(from the snapshot: {int(ma.get('snapshot_loads_total', 0))}), too_large {int(ma['too_large_total'])}, "
            f"hits {int(ma['hits_total'])}, evictions {int(ma['evictions_total'])}, accounts {int(ma['accounts'])}, "
-           f"resident {ma['resident_bytes'] / 2**20:.1f} MiB.")
+           f"resident {ma['resident_bytes'] / 2**20:.1f} MiB. The shutdown before took {RS['stop_s']} s "
+           f"(it saved the mapping index's snapshot: {R['snapshot_bytes'] / 1e6:,.0f} MB on disk).")
+out.append("")
+RC = R["restart_crash"]
+out.append("#### 4b. After a crash (kill -9), with no snapshot: the index loads from the tables")
+out.append("")
+out.append("| request | direction (1000 ids) | wall | server CPU" + (" | PostgreSQL CPU" if pgnote else "") + " |")
+out.append("|---:|---|---:|---:|" + ("---:|" if pgnote else ""))
+for x in RC["requests"]:
+    out.append(f"| {x['request']} | {x['direction']} | {x['wall_ms']} ms | {x['cpu_ms']} ms" + (f" | {x['pg_cpu_ms']} ms" if pgnote else "") + " |")
+out.append("")
+mc = RC["metrics_after"]
+out.append(f"Metrics after them: loads {int(mc['loads_total'])} (from a snapshot: {int(mc.get('snapshot_loads_total', 0))}), "
+           f"too_large {int(mc['too_large_total'])}, resident {mc['resident_bytes'] / 2**20:.1f} MiB; peak RSS {RC['peak_rss_mib']} MiB.")
 out.append("")
 out.append(f"### 5. Warm batches, {W} × 1000 ids each way")
 out.append("")

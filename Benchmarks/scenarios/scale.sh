@@ -23,6 +23,7 @@
 #        SCALE_WARM_BATCHES=200 warm 1000-id requests each way
 #        SCALE_ALT_REQUESTS=20  alternating requests each way
 #        SCALE_ENGINE=sqlite|postgres, SCALE_TAG= (a suffix for the result files)
+#        SCALE_KEEP_DATABASE=path  keep the SQLite database there
 # CONCORD_* variables (docs/configuration.md) pass through to the server; the run is at defaults
 # when none is set. No peer: absolute figures of one shared machine; compare runs on one machine.
 set -euo pipefail
@@ -55,6 +56,8 @@ cleanup() {
     if [[ -n "$pid" ]] && [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$BIN" ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
     # The cluster is ours to remove.
     if [[ -n "$PG_DIR" ]]; then CONCORD_PG_DIR="$PG_DIR" "$ROOT/.ci/pg-cluster" destroy >/dev/null 2>&1 || true; fi
+    # SCALE_KEEP_DATABASE=path keeps the SQLite database for a look at its layout (sqlite3's dbstat).
+    if [[ -n "${SCALE_KEEP_DATABASE:-}" && -f "$WORK/scale.sqlite" ]]; then mv "$WORK/scale.sqlite" "$SCALE_KEEP_DATABASE" || true; fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -71,6 +74,8 @@ fi
 if [[ "$ENGINE" == postgres ]]; then
     PG_DIR="$WORK/pg"
     DATABASE="$("$ROOT/.ci/pg-cluster" init "$PG_DIR" | tail -1)"
+    # The mapping index's snapshots: `auto` keeps none with PostgreSQL; a directory of the run's.
+    export CONCORD_MAPPING_INDEX_SNAPSHOTS="${CONCORD_MAPPING_INDEX_SNAPSHOTS:-$WORK/index}"
 else
     DATABASE="sqlite:$WORK/scale.sqlite"
 fi

@@ -12,6 +12,29 @@ public final class ConcordService: Sendable {
     /// token's last use is not lost with the process).
     public func flushPendingWrites() { self.core.lastUse.flush() }
 
+    /// Saves every loaded account of the mapping index to its snapshot (shutdown, once no request
+    /// runs), and records each snapshot's ID in the account's row at the version it reflects: the
+    /// next start loads those accounts from their snapshots. Returns how many were saved, and the
+    /// failures (a failure only costs that account a load from its tables).
+    public func saveMappingIndexSnapshots() -> (saved: Int, failures: [(accountID: String, error: any Error)]) {
+        guard let index = self.core.index else { return (0, []) }
+        var (written, failures) = index.writeSnapshots(newID: { Identifiers.newUUID() })
+        var saved = 0
+        for snapshot in written {
+            do {
+                let recorded = try self.core.write(account: snapshot.accountID) { tx in
+                    try tx.recordIndexSnapshot(id: snapshot.snapshotID, version: snapshot.version)
+                }
+                index.snapshotRecorded(snapshot, recorded)
+                if recorded { saved += 1 }
+            } catch {
+                index.snapshotRecorded(snapshot, false)
+                failures.append((snapshot.accountID, error))
+            }
+        }
+        return (saved, failures)
+    }
+
     /// Accounts and devices (§3).
     public let accounts: AccountService
     /// A device's library (§4).
@@ -84,14 +107,17 @@ public final class ServiceCore: Sendable {
         self.clock = clock
         self.newID = newID
         let index = configuration.mappingIndexBytes > 0
-            ? MappingIndex(budgetBytes: configuration.mappingIndexBytes, protectSeconds: configuration.mappingIndexProtectSeconds, now: clock) : nil
+            ? MappingIndex(budgetBytes: configuration.mappingIndexBytes, protectSeconds: configuration.mappingIndexProtectSeconds,
+                           snapshots: configuration.mappingIndexSnapshots, now: clock) : nil
         self.index = index
         // A too-large account's load is retried off the request path, from a snapshot of its own.
         index?.setRetryLoad { [weak index, store] accountID in
             guard let index else { return }
             _ = try? store.read(account: accountID) { tx in
                 let version = try tx.mappingVersion()
-                index.loadInBackground(account: accountID, version: version) { fresh in try fresh.load(from: tx, checkingBudget: index) }
+                index.loadInBackground(account: accountID, version: version) { fresh in
+                    try fresh.load(from: tx, account: accountID, checkingBudget: index)
+                }
             }
         }
     }
@@ -217,7 +243,7 @@ extension ServiceArea {
             guard let index = self.core.index else { return try body(tx, tx, state) }
             let version = try tx.mappingVersion()
             let answer = try index.read(account: device.accountID, version: version, load: { fresh in
-                try fresh.load(from: tx, checkingBudget: index)
+                try fresh.load(from: tx, account: device.accountID, checkingBudget: index)
             }) { loaded in
                 try body(tx, IndexedMappingReads(index: loaded), state)
             }

@@ -1,5 +1,5 @@
 /// The three object types of a library, with PhotoKit's type codes (API.md §2).
-public enum ObjectType: Int, Sendable, Hashable, CaseIterable, Comparable {
+public enum ObjectType: Int, Sendable, Hashable, CaseIterable, Comparable, BitwiseCopyable {
     /// `PHAsset`, code `001`.
     case asset = 1
     /// `PHAssetCollection` (album), code `040`.

@@ -301,6 +301,9 @@ public struct DomainConfiguration: Sendable {
     /// An account used this recently is not evicted from the mapping index to admit another (the
     /// no-thrash admission; 0: least recently used is evicted, whenever it was used).
     public var mappingIndexProtectSeconds: Double = 30
+    /// Where the mapping index saves its accounts at shutdown and loads them from at the next start
+    /// (`mappingIndexSnapshots`); nil: always loaded from the tables.
+    public var mappingIndexSnapshots: (any MappingIndexSnapshotStore)?
     /// Per-account quotas (`quotas.*`); beyond one, `403 quotaExceeded` and nothing stored.
     public var quotas = Quotas()
     /// Byte bounds on what a caller leaves stored or is answered at once (issue 23).

@@ -414,6 +414,9 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     /// The account's mapping version: bumped by every write transaction that changes its devices,
     /// objects, links or records (0 for a new or missing account).
     func mappingVersion() throws -> Int64
+    /// The ID of the mapping index snapshot recorded as the account's state (nil: none), see
+    /// `recordIndexSnapshot`.
+    func indexSnapshotID() throws -> String?
     /// Streams the account's mapping tables, one query per table: every device ID, every record
     /// with its creation order (in creation order), then every object's (device ID, local
     /// identifier, type, fingerprint, linked GUID).
@@ -430,6 +433,10 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
 public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWriteTransaction {
     /// Adds an observer told of every mapping change and feed append this transaction makes from now on.
     func add(observer: any TransactionObserver)
+    /// Records `id` as the account's mapping index snapshot when its mapping version is still
+    /// `version` (true), else changes nothing (false: the snapshot is already stale, or the
+    /// account is gone). Not a mapping change: the version stays.
+    func recordIndexSnapshot(id: String, version: Int64) throws -> Bool
     /// Adds one to the account's mapping version and answers the new value.
     func bumpMappingVersion() throws -> Int64
     /// Marks an idempotency key's request as applied, inside the write that applies it (issue 13):

@@ -14,6 +14,8 @@ import Testing
 /// accounts are evicted all the time, and one whose budget no account fits (served from storage). Every operation's answer, and after every step a
 /// full sweep of both mapping directions on every device, must be identical across the four.
 /// Identifiers (`newID`) and the clock are deterministic, so the four databases stay identical.
+/// A sixth side has its index saved and the service restarted every 37 steps: its accounts then
+/// load from their snapshots, and must answer as storage does from there on.
 @Suite struct MappingIndexDifferentialTests {
     @Test(arguments: TestEngine.available) func indexAnswersEqualStorageAnswers(_ engine: TestEngine) throws {
         let steps = engine == .sqlite ? 1500 : 1000
@@ -94,18 +96,40 @@ private final class Scenario {
     final class Side {
         let name: String
         let database: TestDatabase
-        let service: ConcordService
+        private(set) var service: ConcordService
         var accounts: [String] = []
         var devices: [DeviceRef] = []
-        init(_ name: String, engine: TestEngine, indexBytes: Int, protectSeconds: Double = 0, clock: ManualClock) throws {
+        private let configuration: DomainConfiguration
+        private let ids = SequentialIDs()
+        private let clock: ManualClock
+        /// Snapshot loads and saves over every restart.
+        private(set) var snapshotLoads = 0, savedSnapshots = 0, restarts = 0
+        init(_ name: String, engine: TestEngine, indexBytes: Int, protectSeconds: Double = 0, snapshots: (any MappingIndexSnapshotStore)? = nil,
+             clock: ManualClock) throws {
             self.name = name
             self.database = try TestDatabase(engine)
             var configuration = DomainConfiguration()
             configuration.mappingIndexBytes = indexBytes
             configuration.mappingIndexProtectSeconds = protectSeconds
+            configuration.mappingIndexSnapshots = snapshots
             configuration.maxBatch = 500
-            let ids = SequentialIDs()
+            self.configuration = configuration
+            self.clock = clock
+            let ids = self.ids
             self.service = try ConcordService(store: self.database.store, configuration: configuration, clock: { clock.now }, newID: { ids.make() })
+        }
+
+        /// A clean shutdown and a new start on the same database: the index saved to its
+        /// snapshots, then a new service (a new index, empty) that loads from them.
+        func restart() throws {
+            let (saved, failures) = self.service.saveMappingIndexSnapshots()
+            #expect(failures.isEmpty, "\(failures)")
+            let statistics = self.service.mappingIndex?.statistics
+            self.snapshotLoads += statistics?.snapshotLoads ?? 0
+            self.savedSnapshots += saved
+            self.restarts += 1
+            let ids = self.ids, clock = self.clock
+            self.service = try ConcordService(store: self.database.store, configuration: self.configuration, clock: { clock.now }, newID: { ids.make() })
         }
     }
 
@@ -132,6 +156,9 @@ private final class Scenario {
             try Side("index nothing fits", engine: engine, indexBytes: 4_000, clock: self.clock),
             // The no-thrash admission: an account used in the last 30 steps is not evicted.
             try Side("tiny index, no thrash", engine: engine, indexBytes: 10_000, protectSeconds: 30, clock: self.clock),
+            // Restarted now and then: each start loads the accounts from the snapshots the last saved.
+            try Side("index restarted from snapshots", engine: engine, indexBytes: 256 << 20,
+                     snapshots: try IndexSnapshotDirectory(path: NSTemporaryDirectory() + "concord-snapshots-" + UUID().uuidString), clock: self.clock),
         ]
     }
 
@@ -214,6 +241,7 @@ private final class Scenario {
             self.clock.advance(1)
             self.randomOperation()
             if s % 3 == 0 || s == steps - 1 { self.sweep() }
+            if s % 37 == 36 { try self.sides[5].restart() }
         }
         // The index sides really answered from memory, applied writes, and the tiny one evicted.
         let full = try #require(self.sides[1].service.mappingIndex?.statistics)
@@ -225,6 +253,12 @@ private final class Scenario {
         #expect(none.tooLarge > 10, "\(none)")
         let guarded = try #require(self.sides[4].service.mappingIndex?.statistics)
         #expect(guarded.refusedAdmissions > 10 && guarded.hits > 0 && guarded.evictions < tiny.evictions, "\(guarded)")
+        let restarted = self.sides[5]
+        let restartedNow = try #require(restarted.service.mappingIndex?.statistics)
+        let snapshotLoads = restarted.snapshotLoads + restartedNow.snapshotLoads
+        #expect(restarted.savedSnapshots > restarted.restarts && snapshotLoads * 2 > restarted.restarts,
+                "saved \(restarted.savedSnapshots), loaded \(snapshotLoads) over \(restarted.restarts) restarts")
+        print("differential seed \(self.seed) \(self.engine): restarted \(restarted.restarts) times, \(restarted.savedSnapshots) snapshots saved, \(snapshotLoads) loaded")
         print("differential seed \(self.seed) \(self.engine): index \(full); tiny \(tiny); nothing fits \(none); no thrash \(guarded)")
         for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "linked", "wanted", "adopted"] {
             #expect(self.outcomes[outcome, default: 0] > 0, "seed \(self.seed): the run met \(outcome) only \(self.outcomes[outcome, default: 0]) times: \(self.outcomes)")

@@ -156,6 +156,10 @@ public struct Configuration: Sendable, Equatable {
     /// Memory the in-memory mapping index may hold, in MiB (0: off, every mapping read from storage).
     /// By default a quarter of the memory the process may use (its cgroup's limit or the machine's).
     public var mappingIndexMegabytes = MemoryLimit.indexMegabytes
+    /// Where the mapping index saves its accounts at shutdown and loads them from at the next start:
+    /// a directory, `auto` (beside a SQLite database: its path followed by `-index`; none with
+    /// PostgreSQL), or `off`.
+    public var mappingIndexSnapshots = "auto"
 
     public init() {}
 }

@@ -73,6 +73,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
                 logger.warning("shutdown grace over; exiting with requests unfinished", metadata: ["unfinished": .int(unfinished)])
                 return
             }
+            if reason == .shutdown { saveMappingIndexSnapshots(storage.service, logger: logger, clock: clock) }
             storage.service.flushPendingWrites()
             storage.close()
         }
@@ -159,6 +160,20 @@ extension ServerConfiguration {
     }
 }
 
+/// At shutdown, once no request runs: the mapping index's loaded accounts saved to their snapshots
+/// (the next start loads them from there), and what it took logged.
+private func saveMappingIndexSnapshots(_ service: ConcordService, logger: Logger, clock: AppClock) {
+    guard service.mappingIndex?.snapshots != nil, (service.mappingIndex?.statistics.accounts ?? 0) > 0 else { return }
+    let start = clock.nanoseconds()
+    let (saved, failures) = service.saveMappingIndexSnapshots()
+    for failure in failures {
+        logger.warning("mapping index snapshot not saved", metadata: ["account": .string(failure.accountID), "error": .string("\(failure.error)")])
+    }
+    logger.notice("mapping index snapshots saved", metadata: [
+        "accounts": .int(saved), "seconds": .double(Double(clock.nanoseconds() - start) / 1e9),
+    ])
+}
+
 /// Logs what the transport reports and counts refused requests.
 private func transportEventHandler(logger: Logger, metrics: MetricsRegistry) -> @Sendable (TransportEvent) -> Void {
     let refused = metrics.counter("concord_http_refused_total", help: "Requests refused by the transport (parse errors, limits, timeouts, 503).")
@@ -187,6 +202,9 @@ private func registerMappingIndexMetrics(_ metrics: MetricsRegistry, _ index: Ma
         ("concord_mapping_index_admissions_refused_total", "Mapping reads served from storage because loading the account would have evicted one in use.", { $0.refusedAdmissions }),
         ("concord_mapping_index_background_loads_total", "Too-large accounts' loads retried off the request path.", { $0.backgroundLoads }),
         ("concord_mapping_index_background_loads_fitted_total", "Background loads of too-large accounts that then fitted the budget.", { $0.backgroundLoadsFitted }),
+        ("concord_mapping_index_snapshot_loads_total", "Accounts loaded from their mapping index snapshot (mappingIndexSnapshots) instead of their tables.", { $0.snapshotLoads }),
+        ("concord_mapping_index_snapshots_rejected_total", "Snapshots found stale or damaged (removed; the account loaded from its tables).", { $0.rejectedSnapshots }),
+        ("concord_mapping_index_snapshots_saved_total", "Accounts saved to their snapshot at shutdown.", { $0.savedSnapshots }),
     ]
     for (name, help, read) in counters {
         metrics.gauge(name, help: help) { Double(read(index.statistics)) }

@@ -18,6 +18,8 @@ public struct StorageOptions: Sendable {
     public var poolSize = 8
     public var sqliteMemory = SQLiteMemory()
     public var mappingIndexMegabytes = DomainConfiguration().mappingIndexBytes >> 20
+    /// `mappingIndexSnapshots`: a directory, `auto` or `off`.
+    public var mappingIndexSnapshots = "auto"
     public var quotas = Quotas()
     /// Byte bounds (issue 23).
     public var dataBounds = DataBounds()
@@ -34,8 +36,20 @@ public struct StorageOptions: Sendable {
         self.poolSize = configuration.databasePoolSize > 0 ? configuration.databasePoolSize : workers
         self.sqliteMemory = SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20)
         self.mappingIndexMegabytes = configuration.mappingIndexMegabytes
+        self.mappingIndexSnapshots = configuration.mappingIndexSnapshots
         self.quotas = configuration.quotas
         self.dataBounds = configuration.dataBounds
+    }
+
+    /// The snapshot directory `mappingIndexSnapshots` names (nil: off, or `auto` with PostgreSQL).
+    var snapshotDirectory: String? {
+        switch self.mappingIndexSnapshots {
+        case "off": return nil
+        case "auto":
+            guard case .sqlite(let path) = self.database, path != ":memory:" else { return nil }
+            return path + "-index"
+        default: return self.mappingIndexSnapshots
+        }
     }
 
     /// The domain's settings among them.
@@ -87,8 +101,17 @@ public struct StorageHook: Sendable {
     /// reason when it cannot (unreadable file, unreachable server, newer schema).
     static func open(_ options: StorageOptions) throws(StartupError) -> StorageHook {
         let (store, listen) = try Self.openStore(options)
+        var domain = options.domain
+        if domain.mappingIndexBytes > 0, let directory = options.snapshotDirectory {
+            do {
+                domain.mappingIndexSnapshots = try IndexSnapshotDirectory(path: directory)
+            } catch {
+                store.close()
+                throw StartupError("cannot use mappingIndexSnapshots: \(error)")
+            }
+        }
         do {
-            return StorageHook(store: store, service: try ConcordService(store: store, configuration: options.domain), listen: listen)
+            return StorageHook(store: store, service: try ConcordService(store: store, configuration: domain), listen: listen)
         } catch {
             store.close()
             let name = if case .sqlite(let path) = options.database { path } else { options.database.description }

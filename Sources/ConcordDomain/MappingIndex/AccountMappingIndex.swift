@@ -141,12 +141,18 @@ final class AccountMappingIndex {
 
     // MARK: Records
 
-    struct Record {
+    struct Record: BitwiseCopyable {
         var guid: GUIDKey
         var fingerprint: UInt32
         var type: ObjectType
         /// The first key's A number (`noKey`: none); more keys in `moreRecordKeys`.
         var key: UInt32
+
+        /// Size, stride and each field's offset (IndexSnapshot's layout check).
+        static var snapshotLayout: [Int] {
+            [MemoryLayout<Self>.size, MemoryLayout<Self>.stride]
+                + ([\Self.guid, \Self.fingerprint, \Self.type, \Self.key] as [PartialKeyPath<Self>]).map { MemoryLayout<Self>.offset(of: $0) ?? -1 }
+        }
     }
     private var records: [Record] = []
     /// Record number → its keys after the first (rare: a record whose objects' keys differed).
@@ -178,6 +184,26 @@ final class AccountMappingIndex {
     }
 
     // MARK: - Loading
+
+    /// Loads the account: from its index snapshot when storage says that snapshot is the account's
+    /// current state (IndexSnapshot.swift), else from its tables. A snapshot found unusable is
+    /// removed. The version is the caller's to set.
+    func load(from tx: any AccountReadTransaction, account accountID: String, checkingBudget index: MappingIndex) throws {
+        if let snapshots = index.snapshots, let input = snapshots.open(account: accountID) {
+            defer { input.close() }
+            do {
+                try self.restore(from: input, account: accountID, tx: tx, checkingBudget: index)
+                index.countSnapshotLoad()
+                return
+            } catch is MappingIndex.OverBudget {
+                throw MappingIndex.OverBudget()
+            } catch {
+                snapshots.remove(account: accountID)
+                index.countRejectedSnapshot()
+            }
+        }
+        try self.load(from: tx, checkingBudget: index)
+    }
 
     /// Streams the account's tables from a storage snapshot (one query per table), checking the
     /// budget as it grows. The version is the caller's to set.
@@ -215,6 +241,67 @@ final class AccountMappingIndex {
         self.records = self.records.withUnsafeBufferPointer { Array($0) }
         self.fingerprints.shrinkToFit()
         for device in self.devices.values { device.shrinkToFit() }
+        try index.checkBudget(self)
+    }
+
+    // MARK: - Snapshots (IndexSnapshot.swift)
+
+    /// Writes the index as it lies, after a header naming the account, the snapshot's ID and the
+    /// version it reflects. The answers cached per device are not written (they are recomputed).
+    func writeSnapshot(_ output: any MappingIndexSnapshotOutput, account accountID: String, snapshotID: String) throws {
+        var w = SnapshotWriter(output)
+        try SnapshotHeader(accountID: accountID, snapshotID: snapshotID, version: self.version, estimatedBytes: Int64(self.estimatedBytes)).write(&w)
+        try w.value(self.isExact ? UInt8(1) : 0)
+        try self.fingerprints.write(snapshot: &w)
+        try w.array(self.records)
+        let more = self.moreRecordKeys.sorted { $0.key < $1.key }
+        try w.array(more.map(\.key))
+        for (_, keys) in more { try w.array(keys) }
+        try self.keyTable.write(snapshot: &w)
+        try self.recordTable.write(snapshot: &w)
+        let devices = self.devices.sorted { $0.key < $1.key }
+        try w.value(UInt64(devices.count))
+        for (id, table) in devices {
+            try w.string(id)
+            try table.write(snapshot: &w)
+        }
+        try w.finish()
+    }
+
+    /// Reads a snapshot into this (empty) index, when it is the account's at the version and with
+    /// the snapshot ID storage holds, and fits the budget; nothing is kept from a snapshot that fails.
+    private func restore(from input: any MappingIndexSnapshotInput, account accountID: String, tx: any AccountReadTransaction,
+                         checkingBudget index: MappingIndex) throws {
+        var r = SnapshotReader(input)
+        let header = try SnapshotHeader.read(&r)
+        guard header.accountID == accountID, header.snapshotID == (try tx.indexSnapshotID()), header.version == (try tx.mappingVersion()) else {
+            throw UnusableSnapshot(reason: "not the account's current state")
+        }
+        guard header.estimatedBytes <= index.budgetBytes else { throw MappingIndex.OverBudget() }
+        let isExact = try r.value(UInt8.self) == 1
+        let fingerprints = try ByteTable(snapshot: &r)
+        let records: [Record] = try r.array()
+        let moreKeys: [UInt32] = try r.array()
+        var moreRecordKeys: [UInt32: [UInt32]] = [:]
+        for n in moreKeys { moreRecordKeys[n] = try r.array() }
+        let keyTable = try KeyTable(snapshot: &r)
+        let recordTable = try RecordTable(snapshot: &r, recordCount: records.count)
+        var devices: [String: DeviceTable] = [:]
+        let deviceCount = try r.value(UInt64.self)
+        guard deviceCount <= UInt64(input.remaining) else { throw UnusableSnapshot(reason: "a device count longer than the file") }
+        for _ in 0..<deviceCount {
+            let id = try r.string()
+            devices[id] = try DeviceTable(snapshot: &r, recordCount: records.count)
+        }
+        try r.finish()
+        guard fingerprints.count > 0 || records.isEmpty else { throw UnusableSnapshot(reason: "records without fingerprints") }
+        self.isExact = isExact
+        self.fingerprints = fingerprints
+        self.records = records
+        self.moreRecordKeys = moreRecordKeys
+        self.keyTable = keyTable
+        self.recordTable = recordTable
+        self.devices = devices
         try index.checkBudget(self)
     }
 

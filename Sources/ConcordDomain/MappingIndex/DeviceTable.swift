@@ -12,7 +12,7 @@ final class DeviceTable {
     /// 36 bytes a slot, every field 4 bytes wide or less (an `Int64` would pad it to 48): a
     /// million-object library's slots take 36 MB. The identifier's hash is not kept (its bytes are
     /// compared instead, and a rehash reads them again), nor the GUID of a link (its record's).
-    struct Slot {
+    struct Slot: BitwiseCopyable {
         /// The identifier's bytes in `arena`.
         var offset: UInt32
         var fingerprint: UInt32
@@ -582,6 +582,59 @@ final class DeviceTable {
         }
         self.arena = arena
         self.garbage = 0
+    }
+}
+
+// MARK: - Snapshots (IndexSnapshot.swift)
+
+extension DeviceTable {
+    /// Writes the table's arrays as they lie.
+    func write(snapshot w: inout SnapshotWriter) throws {
+        try w.array(self.objectSlots)
+        try w.array(self.freeSlots)
+        try w.array(self.arena)
+        try w.value(Int64(self.garbage))
+        try w.array(self.buckets)
+        try w.value(Int64(self.live))
+        try w.value(Int64(self.tombstones))
+        try w.array(self.contentHeads)
+        try w.array(self.keyHeads)
+        try w.array(self.linkOfRecord)
+        let orphans = self.orphanGUIDs.sorted { $0.key < $1.key }
+        try w.array(orphans.map(\.key))
+        try w.array(orphans.map(\.value))
+    }
+
+    /// A table as `write(snapshot:)` wrote it, checked for the shape lookups rely on.
+    convenience init(snapshot r: inout SnapshotReader, recordCount: Int) throws {
+        self.init(recordCount: 0)
+        self.objectSlots = try r.array()
+        self.freeSlots = try r.array()
+        self.arena = try r.array()
+        self.garbage = Int(try r.value(Int64.self))
+        self.buckets = try r.array()
+        self.live = Int(try r.value(Int64.self))
+        self.tombstones = Int(try r.value(Int64.self))
+        self.contentHeads = try r.array()
+        self.keyHeads = try r.array()
+        self.linkOfRecord = try r.array()
+        let slots: [Int32] = try r.array(), guids: [GUIDKey] = try r.array()
+        let count = self.buckets.count
+        guard count >= 16, count & (count - 1) == 0, self.live + self.tombstones < count, slots.count == guids.count,
+              self.linkOfRecord.count <= recordCount else { throw UnusableSnapshot(reason: "a device table of the wrong shape") }
+        for (slot, guid) in zip(slots, guids) {
+            self.orphanGUIDs[slot] = guid
+            self.orphanLinks[guid] = slot
+        }
+    }
+}
+
+extension DeviceTable.Slot {
+    /// Size, stride and each field's offset (IndexSnapshot's layout check).
+    static var snapshotLayout: [Int] {
+        [MemoryLayout<Self>.size, MemoryLayout<Self>.stride]
+            + ([\Self.offset, \Self.fingerprint, \Self.record, \Self.nextSameContent, \Self.key, \Self.nextSameKey, \Self.creationLow,
+               \Self.creationHigh, \Self.length, \Self.type, \Self.flags] as [PartialKeyPath<Self>]).map { MemoryLayout<Self>.offset(of: $0) ?? -1 }
     }
 }
 

@@ -23,6 +23,27 @@ struct ByteTable {
     var estimatedBytes: Int { self.arena.capacity + self.slices.capacity * 8 + self.buckets.capacity * 4 + self.hashes.capacity * 4 }
 
     /// Lets go of the spare capacity the arrays grew into while loading.
+    init() {}
+
+    /// Its arrays as they lie (IndexSnapshot.swift).
+    func write(snapshot w: inout SnapshotWriter) throws {
+        try w.array(self.arena)
+        try w.array(self.slices)
+        try w.array(self.buckets)
+        try w.array(self.hashes)
+    }
+
+    init(snapshot r: inout SnapshotReader) throws {
+        self.arena = try r.array()
+        self.slices = try r.array()
+        self.buckets = try r.array()
+        self.hashes = try r.array()
+        let count = self.buckets.count
+        guard count >= 16, count & (count - 1) == 0, self.slices.count * 2 <= count, self.hashes.count == self.slices.count else {
+            throw UnusableSnapshot(reason: "a byte table of the wrong shape")
+        }
+    }
+
     mutating func shrinkToFit() {
         self.arena = self.arena.withUnsafeBufferPointer { Array($0) }
         self.slices = self.slices.withUnsafeBufferPointer { Array($0) }
@@ -89,6 +110,10 @@ struct ByteTable {
 /// object falls with each device.
 struct KeyTable {
     private var table = ByteTable()
+
+    func write(snapshot w: inout SnapshotWriter) throws { try self.table.write(snapshot: &w) }
+    init() {}
+    init(snapshot r: inout SnapshotReader) throws { self.table = try ByteTable(snapshot: &r) }
 
     var count: Int { self.table.count }
     var estimatedBytes: Int { self.table.estimatedBytes }

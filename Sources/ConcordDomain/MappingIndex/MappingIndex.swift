@@ -67,9 +67,13 @@ public final class MappingIndex: Sendable {
 
     /// The time the retry of a too-large account counts from (the service's clock: tests set it).
     private let now: @Sendable () -> Date
+    /// Where accounts are saved at shutdown and loaded from after (nil: always from the tables).
+    public let snapshots: (any MappingIndexSnapshotStore)?
 
-    public init(budgetBytes: Int, protectSeconds: Double = 30, retrySeconds: Double = 600, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(budgetBytes: Int, protectSeconds: Double = 30, retrySeconds: Double = 600, snapshots: (any MappingIndexSnapshotStore)? = nil,
+                now: @escaping @Sendable () -> Date = { Date() }) {
         self.budgetBytes = budgetBytes
+        self.snapshots = snapshots
         self.protectSeconds = protectSeconds
         self.retrySeconds = retrySeconds
         self.now = now
@@ -105,6 +109,11 @@ public final class MappingIndex: Sendable {
         /// Too-large accounts' loads retried off the request path, and those that then fit.
         public var backgroundLoads: Int
         public var backgroundLoadsFitted: Int
+        /// Accounts loaded from their snapshot; snapshots found stale or damaged (then removed);
+        /// snapshots saved (at shutdown).
+        public var snapshotLoads: Int
+        public var rejectedSnapshots: Int
+        public var savedSnapshots: Int
         /// Estimated bytes held by every loaded account.
         public var residentBytes: Int
         /// Accounts loaded now.
@@ -115,6 +124,7 @@ public final class MappingIndex: Sendable {
         let hits = Atomic<Int>(0), loads = Atomic<Int>(0), catchUps = Atomic<Int>(0), appliedWrites = Atomic<Int>(0)
         let evictions = Atomic<Int>(0), tooLarge = Atomic<Int>(0), refusedAdmissions = Atomic<Int>(0)
         let backgroundLoads = Atomic<Int>(0), backgroundLoadsFitted = Atomic<Int>(0), overBudgetLoads = Atomic<Int>(0)
+        let snapshotLoads = Atomic<Int>(0), rejectedSnapshots = Atomic<Int>(0), savedSnapshots = Atomic<Int>(0)
     }
 
     public var statistics: Statistics {
@@ -125,6 +135,8 @@ public final class MappingIndex: Sendable {
                           evictions: c.evictions.load(ordering: .relaxed), tooLarge: c.tooLarge.load(ordering: .relaxed),
                           overBudgetLoads: c.overBudgetLoads.load(ordering: .relaxed), refusedAdmissions: c.refusedAdmissions.load(ordering: .relaxed),
                           backgroundLoads: c.backgroundLoads.load(ordering: .relaxed), backgroundLoadsFitted: c.backgroundLoadsFitted.load(ordering: .relaxed),
+                          snapshotLoads: c.snapshotLoads.load(ordering: .relaxed), rejectedSnapshots: c.rejectedSnapshots.load(ordering: .relaxed),
+                          savedSnapshots: c.savedSnapshots.load(ordering: .relaxed),
                           residentBytes: bytes, accounts: accounts)
     }
 
@@ -260,8 +272,52 @@ public final class MappingIndex: Sendable {
         entry.pending = entry.pending.filter { $0.key > index.version }
     }
 
+    // MARK: - Snapshots
+
+    func countSnapshotLoad() { self.counters.snapshotLoads.add(1, ordering: .relaxed) }
+    func countRejectedSnapshot() { self.counters.rejectedSnapshots.add(1, ordering: .relaxed) }
+
+    /// A snapshot written: the account, the version it reflects and its ID (for storage to record).
+    struct SavedSnapshot {
+        let accountID: String
+        let version: Int64
+        let snapshotID: String
+    }
+
+    /// Writes every loaded account's snapshot (at shutdown: no request runs), each under its lock;
+    /// returns those written, for their IDs to be recorded in storage, and the failures.
+    func writeSnapshots(newID: () -> String) -> (saved: [SavedSnapshot], failures: [(accountID: String, error: any Error)]) {
+        guard let snapshots = self.snapshots else { return ([], []) }
+        let entries = self.table.withLock { t in t.entries.map { ($0.key, $0.value) } }
+        var saved: [SavedSnapshot] = [], failures: [(accountID: String, error: any Error)] = []
+        for (accountID, entry) in entries.sorted(by: { $0.0 < $1.0 }) {
+            entry.condition.lock()
+            defer { entry.condition.unlock() }
+            guard let index = entry.index, entry.expected.isEmpty, entry.pending.isEmpty else { continue }
+            let id = newID()
+            do {
+                try snapshots.save(account: accountID) { output in try index.writeSnapshot(output, account: accountID, snapshotID: id) }
+                saved.append(SavedSnapshot(accountID: accountID, version: index.version, snapshotID: id))
+            } catch {
+                failures.append((accountID, error))
+            }
+        }
+        return (saved, failures)
+    }
+
+    /// After `writeSnapshots`: the snapshot's ID was recorded in storage (`recorded`), or not (the
+    /// account moved on or is gone: the file is of no use).
+    func snapshotRecorded(_ snapshot: SavedSnapshot, _ recorded: Bool) {
+        if recorded {
+            self.counters.savedSnapshots.add(1, ordering: .relaxed)
+        } else {
+            self.snapshots?.remove(account: snapshot.accountID)
+        }
+    }
+
     /// Drops the account's index (the account was deleted).
     func forget(account accountID: String) {
+        self.snapshots?.remove(account: accountID)
         guard let entry = self.table.withLock({ $0.entries.removeValue(forKey: accountID) }) else { return }
         entry.condition.withLock {
             entry.index = nil

@@ -11,6 +11,23 @@ struct RecordTable {
 
     var estimatedBytes: Int { self.buckets.capacity * 4 }
 
+    init() {}
+
+    /// Its buckets as they lie (IndexSnapshot.swift).
+    func write(snapshot w: inout SnapshotWriter) throws {
+        try w.array(self.buckets)
+        try w.value(Int64(self.count))
+    }
+
+    init(snapshot r: inout SnapshotReader, recordCount: Int) throws {
+        self.buckets = try r.array()
+        self.count = Int(try r.value(Int64.self))
+        let n = self.buckets.count
+        guard n >= 16, n & (n - 1) == 0, self.count == recordCount, self.count * 2 <= n else {
+            throw UnusableSnapshot(reason: "a record table of the wrong shape")
+        }
+    }
+
     @inline(__always)
     static func hash(_ key: GUIDKey) -> Int {
         Int(truncatingIfNeeded: ((key.high ^ (key.low &* 0x9E37_79B9_7F4A_7C15)) &* 0xFF51_AFD7_ED55_8CCD) >> 20)

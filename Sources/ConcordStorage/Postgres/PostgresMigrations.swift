@@ -189,6 +189,8 @@ enum PostgresMigrations {
         DROP INDEX objects_by_content;
         CREATE INDEX objects_by_content ON objects (account_id, device_id, type, fingerprint, local_id) WHERE fingerprint <> '';
         """),
+        // Migration 10: the ID of the account's mapping index snapshot (as SQLite's migration 10).
+        (10, "ALTER TABLE accounts ADD COLUMN index_snapshot text;"),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -185,6 +185,17 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_id = $1", [.text(self.accountID)]) ?? 0
     }
 
+    func indexSnapshotID() throws -> String? {
+        var id: String?
+        try self.db.query("SELECT index_snapshot FROM accounts WHERE account_id = $1", [.text(self.accountID)]) { r in id = r.optionalText(0) }
+        return id
+    }
+
+    func recordIndexSnapshot(id: String, version: Int64) throws -> Bool {
+        try self.db.query("UPDATE accounts SET index_snapshot = $1 WHERE account_id = $2 AND mapping_version = $3",
+                          [.text(id), .text(self.accountID), .int(version)]) == 1
+    }
+
     func bumpMappingVersion() throws -> Int64 {
         var version: Int64?
         try self.db.query("UPDATE accounts SET mapping_version = mapping_version + 1 WHERE account_id = $1 RETURNING mapping_version",

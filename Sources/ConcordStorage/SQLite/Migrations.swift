@@ -213,6 +213,9 @@ enum SQLiteMigrations {
         DROP INDEX objects_by_content;
         CREATE INDEX objects_by_content ON objects (account_key, device_key, type, fingerprint, local_id) WHERE fingerprint <> '';
         """),
+        // Migration 10: the ID of the account's mapping index snapshot (issue 24,
+        // ConcordDomain/MappingIndex/IndexSnapshot.swift), recorded at the mapping version it reflects.
+        (10, "ALTER TABLE accounts ADD COLUMN index_snapshot TEXT;"),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -312,6 +312,17 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_id = ?", [.text(self.accountID)]) ?? 0
     }
 
+    func indexSnapshotID() throws -> String? {
+        var id: String?
+        try self.db.query("SELECT index_snapshot FROM accounts WHERE account_id = ?", [.text(self.accountID)]) { s in id = s.optionalText(0) }
+        return id
+    }
+
+    func recordIndexSnapshot(id: String, version: Int64) throws -> Bool {
+        try self.db.run("UPDATE accounts SET index_snapshot = ? WHERE account_id = ? AND mapping_version = ?",
+                        [.text(id), .text(self.accountID), .int(version)]) == 1
+    }
+
     func bumpMappingVersion() throws -> Int64 {
         guard let a = try self.accountKey(self.accountID) else { throw DomainError.notFound(message: "No such account.") }
         try self.db.run("UPDATE accounts SET mapping_version = mapping_version + 1 WHERE account_key = ?", [.int(a)])
