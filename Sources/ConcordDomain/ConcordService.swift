@@ -16,9 +16,10 @@ public final class ConcordService: Sendable {
     /// runs), and records each snapshot's ID in the account's row at the version it reflects: the
     /// next start loads those accounts from their snapshots. Returns how many were saved, and the
     /// failures (a failure only costs that account a load from its tables).
-    public func saveMappingIndexSnapshots() -> (saved: Int, failures: [(accountID: String, error: any Error)]) {
+    /// None is begun after `deadline`.
+    public func saveMappingIndexSnapshots(deadline: Date = .distantFuture) -> (saved: Int, failures: [(accountID: String, error: any Error)]) {
         guard let index = self.core.index else { return (0, []) }
-        var (written, failures) = index.writeSnapshots(newID: { Identifiers.newUUID() })
+        var (written, failures) = index.writeSnapshots(newID: { Identifiers.newUUID() }, deadline: deadline)
         var saved = 0
         for snapshot in written {
             do {

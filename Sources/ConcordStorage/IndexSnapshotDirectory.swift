@@ -13,11 +13,21 @@ import ConcordDomain
 public final class IndexSnapshotDirectory: MappingIndexSnapshotStore {
     public let path: String
 
-    /// Creates the directory (owner only) when missing.
+    /// Creates the directory (owner only) when missing, and removes the temporary files of saves
+    /// a killed process left.
     public init(path: String) throws {
         self.path = path
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw SnapshotFileError(message: "cannot create the snapshot directory \(path): \(String(cString: strerror(errno)))")
+        }
+        guard let directory = opendir(path) else {
+            throw SnapshotFileError(message: "cannot read the snapshot directory \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasSuffix(".index") { continue }
+            if name.contains(".index.tmp-") { unlink(path + "/" + name) }
         }
     }
 

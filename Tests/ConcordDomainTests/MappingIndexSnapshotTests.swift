@@ -140,6 +140,19 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: world.file))
     }
 
+    @Test func aSaveBegunAfterTheDeadlineIsNotMadeAndAKilledSavesLeftoverIsRemoved() throws {
+        let world = try World(.sqlite)
+        #expect(world.env.service.saveMappingIndexSnapshots(deadline: .distantPast).saved == 0)
+        #expect(!FileManager.default.fileExists(atPath: world.file))
+        // A process killed while writing leaves its temporary file; the next start removes it.
+        let leftover = world.file + ".tmp-4242"
+        #expect(FileManager.default.createFile(atPath: leftover, contents: Data([1, 2, 3])))
+        #expect(world.env.service.saveMappingIndexSnapshots().saved == 1)
+        _ = try IndexSnapshotDirectory(path: world.directory.path)
+        #expect(!FileManager.default.fileExists(atPath: leftover))
+        #expect(FileManager.default.fileExists(atPath: world.file))
+    }
+
     @Test func snapshotFilesAreNamedByAccountSafely() throws {
         let directory = try IndexSnapshotDirectory(path: NSTemporaryDirectory() + "concord-snapshots-" + UUID().uuidString)
         let cases: [(String, String)] = [

@@ -10,6 +10,7 @@ import ConcordObservability
 import ConcordStorage
 import ConcordTransport
 import Dispatch
+import Foundation
 import Synchronization
 
 /// A started Concord server: listening, serving, until `shutdown()`.
@@ -73,7 +74,11 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
                 logger.warning("shutdown grace over; exiting with requests unfinished", metadata: ["unfinished": .int(unfinished)])
                 return
             }
-            if reason == .shutdown { saveMappingIndexSnapshots(storage.service, logger: logger, clock: clock) }
+            if reason == .shutdown {
+                // Within what is left of the grace (an orchestrator kills the process after it).
+                let left = max(1, configuration.server.timeouts.shutdownGrace - shutdown.secondsSinceStart(clock))
+                saveMappingIndexSnapshots(storage.service, deadline: Date().addingTimeInterval(left), logger: logger, clock: clock)
+            }
             storage.service.flushPendingWrites()
             storage.close()
         }
@@ -162,10 +167,10 @@ extension ServerConfiguration {
 
 /// At shutdown, once no request runs: the mapping index's loaded accounts saved to their snapshots
 /// (the next start loads them from there), and what it took logged.
-private func saveMappingIndexSnapshots(_ service: ConcordService, logger: Logger, clock: AppClock) {
+private func saveMappingIndexSnapshots(_ service: ConcordService, deadline: Date, logger: Logger, clock: AppClock) {
     guard service.mappingIndex?.snapshots != nil, (service.mappingIndex?.statistics.accounts ?? 0) > 0 else { return }
     let start = clock.nanoseconds()
-    let (saved, failures) = service.saveMappingIndexSnapshots()
+    let (saved, failures) = service.saveMappingIndexSnapshots(deadline: deadline)
     for failure in failures {
         logger.warning("mapping index snapshot not saved", metadata: ["account": .string(failure.accountID), "error": .string("\(failure.error)")])
     }

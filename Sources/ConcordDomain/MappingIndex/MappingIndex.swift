@@ -284,13 +284,16 @@ public final class MappingIndex: Sendable {
         let snapshotID: String
     }
 
-    /// Writes every loaded account's snapshot (at shutdown: no request runs), each under its lock;
+    /// Writes every loaded account's snapshot (at shutdown: no request runs), each under its lock,
+    /// most recently used first, none begun after `deadline` (what is left of the shutdown's
+    /// grace: a process killed midway leaves only a temporary file, which the next start removes);
     /// returns those written, for their IDs to be recorded in storage, and the failures.
-    func writeSnapshots(newID: () -> String) -> (saved: [SavedSnapshot], failures: [(accountID: String, error: any Error)]) {
+    func writeSnapshots(newID: () -> String, deadline: Date = .distantFuture) -> (saved: [SavedSnapshot], failures: [(accountID: String, error: any Error)]) {
         guard let snapshots = self.snapshots else { return ([], []) }
-        let entries = self.table.withLock { t in t.entries.map { ($0.key, $0.value) } }
+        let entries = self.table.withLock { t in t.entries.map { ($0.key, $0.value, $0.value.lastUse) } }
         var saved: [SavedSnapshot] = [], failures: [(accountID: String, error: any Error)] = []
-        for (accountID, entry) in entries.sorted(by: { $0.0 < $1.0 }) {
+        for (accountID, entry, _) in entries.sorted(by: { $0.2 > $1.2 }) {
+            guard Date() < deadline else { break }
             entry.condition.lock()
             defer { entry.condition.unlock() }
             guard let index = entry.index, entry.expected.isEmpty, entry.pending.isEmpty else { continue }

@@ -1,0 +1,66 @@
+import ConcordJSON
+import ConcordObservability
+import Foundation
+import Testing
+
+@testable import ConcordApp
+
+/// The mapping index's snapshots through the real server (issue 24): a clean shutdown saves the
+/// loaded account beside the SQLite database (`mappingIndexSnapshots: auto`), the next start on
+/// the same database answers its first mapping from it, alike; a start after the account changed
+/// loads it from its tables instead.
+@Suite struct IndexSnapshotRestartTests {
+    @Test func aCleanShutdownSavesTheIndexAndTheNextStartLoadsIt() throws {
+        let directory = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("concord.sqlite").path
+        let configuration = testServerConfiguration(.sqlite(path: path))
+        func serve() throws -> RunningApp { try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in })) }
+        func call(_ app: RunningApp, _ method: String, _ target: String, _ token: String, _ body: String) throws -> APIResponse {
+            APIResponse(raw: try rawRequest(port: app.port, method, target, headers: ["Authorization: Bearer \(token)", "Content-Type: application/json"], body: body))
+        }
+        func metric(_ app: RunningApp, _ name: String) throws -> String? {
+            let text = try rawRequest(port: app.port, "GET", "/metrics").body
+            return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(name.count + 1)) }
+        }
+        let ids = (0..<30).map { assetID($0) }
+        let phoneIDs = (0..<30).map { assetID($0, device: "0C1F6B3E-7D52-4C8A-9E01-5A3B2C1D0E9F") }
+
+        var app = try serve()
+        let account = try call(app, "POST", "/v1/accounts", testAdminToken, #"{"name":"Person"}"#)
+        let accountID = try #require(account["accountID"]?.stringValue), accountToken = try #require(account["accountToken"]?.stringValue)
+        let tablet = try #require(try call(app, "POST", "/v1/devices", accountToken, #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
+        let phone = try #require(try call(app, "POST", "/v1/devices", accountToken, #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
+        func upsert(_ token: String, _ ids: [String]) throws {
+            let items = ids.enumerated().map { #"{"localIdentifier":\#(json($0.element)),"fingerprint":"\#(fingerprint($0.offset))"}"# }
+            let r = try call(app, "POST", "/v1/library/changes", token, #"{"assets":{"upsert":[\#(items.joined(separator: ","))]}}"#)
+            try #require(r.status == 200, "\(r.raw.body)")
+        }
+        try upsert(tablet, ids)
+        try upsert(phone, phoneIDs)
+        let clouds = try call(app, "POST", "/v1/library/cloud-identifiers", tablet, #"{"localIdentifiers":\#(jsonArray(ids))}"#)
+        let cloudIDs = try #require(clouds["mappings"]?.arrayValue).compactMap { $0["cloudIdentifier"]?.stringValue }
+        #expect(cloudIDs.count == 30)
+        func answers(_ app: RunningApp) throws -> String {
+            try call(app, "POST", "/v1/library/local-identifiers", phone, #"{"cloudIdentifiers":\#(jsonArray(cloudIDs))}"#).raw.body
+                + (try call(app, "POST", "/v1/library/cloud-identifiers", tablet, #"{"localIdentifiers":\#(jsonArray(ids))}"#).raw.body)
+        }
+        let before = try answers(app)
+        #expect(before.contains(phoneIDs[29]))
+        app.shutdown()
+        #expect(FileManager.default.fileExists(atPath: path + "-index/\(accountID).index"))
+
+        app = try serve()
+        #expect(try answers(app) == before)
+        #expect(try metric(app, "concord_mapping_index_snapshot_loads_total") == "1")
+        // A change after the load, then a restart: the snapshot saved at this shutdown is of the
+        // new state, and is used again.
+        try upsert(tablet, [assetID(99)])
+        let after = try answers(app)
+        app.shutdown()
+        app = try serve()
+        #expect(try answers(app) == after)
+        #expect(try metric(app, "concord_mapping_index_snapshot_loads_total") == "1")
+        app.shutdown()
+    }
+}
