@@ -124,15 +124,21 @@ public final class ServiceCore: Sendable {
     }
 
     /// The one way the service writes an account: the store's write transaction of that account.
-    /// With the mapping index on, a `MappingChangeRecorder` observes the transaction's mapping
-    /// changes (the engine reports each as it makes it); one that made any
-    /// bumps the account's mapping version, and after it commits the index applies exactly those
-    /// changes (never before: storage is the source of truth).
+    /// A `MappingChangeRecorder` observes the transaction's mapping changes (the engine reports
+    /// each as it makes it); one that made any bumps the account's mapping version — with the
+    /// index off too, for the instances sharing the database that have one — and, with the index
+    /// on, after it commits the index applies exactly those changes (never before: storage is the
+    /// source of truth).
     func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
         guard let index = self.index else {
+            // No index here, but the version still moves on: another instance sharing the database
+            // may hold one (or a snapshot), and must see that this write changed the mapping.
             return try self.store.write(account: accountID) { tx in
+                let recorder = MappingChangeRecorder(keepsChanges: false)
+                tx.add(observer: recorder)
                 let result = try body(tx)
                 try Self.markApplied(tx)
+                if recorder.changed { _ = try tx.bumpMappingVersion() }
                 return result
             }
         }

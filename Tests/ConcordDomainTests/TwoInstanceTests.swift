@@ -153,4 +153,24 @@ import Testing
             _ = try services[t % 2].journals.putEntry(journalID: j.journalID, entryID: "w\(t)-\(i)", text: "", photos: [], ifMatch: nil, device: d)
         }
     }
+
+    /// An instance with the mapping index off still moves the account's mapping version on when it
+    /// changes the mapping tables: an instance with the index on, sharing the database, then
+    /// reloads instead of answering from what it held before.
+    @Test(arguments: TestEngine.available) func aWriteThroughAnInstanceWithoutTheIndexReachesOneWithIt(_ engine: TestEngine) throws {
+        let env = try TestEnv(engine)
+        let d1 = try env.device("one"), d2 = try env.device("two")
+        try env.put(d1, assets: [("X/L0/001", fp(1))])
+        try env.put(d2, assets: [("Y/L0/001", fp(1))])
+        let cloud = try env.cloudID(d1, "X/L0/001")
+        #expect(try env.local(d2, [cloud]) == [.found("Y/L0/001")])
+        var configuration = env.service.configuration
+        configuration.mappingIndexBytes = 0
+        let clock = env.clock
+        let withoutIndex = try ConcordService(store: try env.database.openAnotherStore(), configuration: configuration, clock: { clock.now })
+        try withoutIndex.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(delete: ["Y/L0/001"])), device: d2)
+        #expect(try env.local(d2, [cloud]) == [.error(.identifierNotFound(limitedLibrary: false))])
+        #expect(try env.cloud(d2, ["Y/L0/001"]) == [.error(.identifierNotFound(limitedLibrary: false))])
+        #expect(env.service.mappingIndex?.statistics.catchUps ?? 0 >= 1)
+    }
 }
