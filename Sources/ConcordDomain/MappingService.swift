@@ -111,9 +111,28 @@ public struct MappingService: ServiceArea {
     /// re-checked under the write lock: the object must still be unlinked and the record unlinked
     /// on this device, and the object must still match it — by a key the record carries, or by the
     /// record's own (non-empty) fingerprint.
-    static func storeFoundLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)]) throws {
+    ///
+    /// `resolvedAt`: the mapping version the links were found at. When the account is still at it,
+    /// nothing of its mapping changed since (every such write moves the version on), so what was
+    /// found then still holds — the record unlinked here, matching the object by key or content —
+    /// and only the objects are read again (for the keys their records take).
+    static func storeFoundLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)],
+                                resolvedAt: Int64? = nil) throws {
         var byID: [ByteKey: StoredObject] = [:]
         for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[ByteKey(o.object.localIdentifier)] = o }
+        if let resolvedAt, try tx.mappingVersion() == resolvedAt {
+            var linkedObjects = Set<ByteKey>(), linkedRecords = Set<String>()
+            var links: [(object: LibraryObject, record: CloudRecord)] = []
+            for (id, record) in toLink {
+                guard let o = byID[ByteKey(id)], o.link == nil, o.object.type == record.type,
+                      !linkedObjects.contains(ByteKey(id)), !linkedRecords.contains(record.guid) else { continue }
+                linkedObjects.insert(ByteKey(id))
+                linkedRecords.insert(record.guid)
+                links.append((o.object, record))
+            }
+            try Self.storeLinks(tx, device: device, links)
+            return
+        }
         let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
         let current = Dictionary(try tx.records(guids: toLink.map(\.record.guid)).map { ($0.guid, $0) }) { a, _ in a }
         let keys = try tx.recordKeys(guids: toLink.map(\.record.guid))
@@ -218,7 +237,8 @@ public struct MappingService: ServiceArea {
         var quick = QuickLocalIdentifiers(lookups: [])
         var rest: [(item: Int, identifier: CloudIdentifier?)] = []   // nil: step 1, invalidIdentifier
         var resolved = Resolution()
-        let limited = try self.mappingRead(device) { _, reads, state in
+        var resolvedAt: Int64?
+        let limited = try self.mappingRead(device) { tx, reads, state in
             let limited = state.authorization == .limited
             quick = try reads.quickLocalIdentifiers(device, cloudIdentifiers: batch, contentMatch: contentMatch)
                 ?? QuickLocalIdentifiers(lookups: [QuickLocalIdentifiers.Lookup](repeating: .undecided, count: batch.count))
@@ -226,13 +246,14 @@ public struct MappingService: ServiceArea {
                 rest.append((i, batch.withIdentifier(i) { CloudIdentifier(parsing: $0) }))
             }
             resolved = try Self.resolve(reads, device: device, identifiers: rest.compactMap(\.identifier), limited: limited, contentMatch: contentMatch)
+            if !resolved.links.isEmpty { resolvedAt = try tx.mappingVersion() }
             return limited
         }
         if !resolved.links.isEmpty {
             // Store the links found by content so the next lookup takes step 2. Re-checked under the write
             // lock: the object must still be unlinked with the record's content, the record unlinked here.
             let toLink = resolved.links
-            try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeFoundLinks(tx, device: device, toLink) } }
+            try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt) } }
         }
         // Local copies: the closure above captures these, and reading a captured variable inside a
         // loop would retain its array once per item.
