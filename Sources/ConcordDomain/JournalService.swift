@@ -66,6 +66,7 @@ public struct JournalService: ServiceArea {
 
     private func journal(_ journalID: String, device: DeviceRef, page: PageRequest?, entryID: String?) throws(DomainError) -> JournalDetail {
         var toLink: [(localIdentifier: String, record: CloudRecord)] = []
+        var resolvedAt: Int64?
         let detail = try self.mappingRead(device) { tx, reads, state in
             guard let journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
             let entries: [StoredJournalEntry], hasMore: Bool, paged: Bool
@@ -78,10 +79,13 @@ public struct JournalService: ServiceArea {
             }
             let resolved = try Self.resolvePhotos(reads, device: device, entries.map(\.photos), limited: state.authorization == .limited)
             toLink = resolved.links
+            if !toLink.isEmpty { resolvedAt = try tx.mappingVersion() }
             return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) }, hasMore: hasMore, paged: paged)
         }
         if !toLink.isEmpty {
-            try self.run { try self.core.write(account: device.accountID) { tx in try MappingService.storeFoundLinks(tx, device: device, toLink) } }
+            try self.run { try self.core.write(account: device.accountID) { tx in
+                try MappingService.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt)
+            } }
         }
         return detail
     }
