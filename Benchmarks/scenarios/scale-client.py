@@ -786,17 +786,22 @@ for key, label in (("map_l2c_first", "local → cloud, device 1"), ("map_c2l_fir
         out.append("")
 out.append(f"Mapping index during these: {R['metrics_first_mapping']}.")
 out.append("")
+def first_requests_table(rows):
+    """The first requests after a start, one row each."""
+    out.append("| request | direction (1000 ids) | wall | server CPU" + (" | PostgreSQL CPU" if pgnote else "") + " |")
+    out.append("|---:|---|---:|---:|" + ("---:|" if pgnote else ""))
+    for x in rows:
+        out.append(f"| {x['request']} | {x['direction']} | {x['wall_ms']} ms | {x['cpu_ms']} ms" + (f" | {x['pg_cpu_ms']} ms" if pgnote else "") + " |")
+    out.append("")
+
+
 RS = R["restart"]
 out.append("### 4. After a restart on the same database")
 out.append("")
 out.append(f"`/health` answered {RS['health_after_s']} s after the start. RSS {RS['rss_before_mib']} MiB before the first request, "
            f"{RS['rss_after_mib']} MiB after these, peak {RS['peak_rss_mib']} MiB.")
 out.append("")
-out.append("| request | direction (1000 ids) | wall | server CPU" + (" | PostgreSQL CPU" if pgnote else "") + " |")
-out.append("|---:|---|---:|---:|" + ("---:|" if pgnote else ""))
-for x in RS["requests"]:
-    out.append(f"| {x['request']} | {x['direction']} | {x['wall_ms']} ms | {x['cpu_ms']} ms" + (f" | {x['pg_cpu_ms']} ms" if pgnote else "") + " |")
-out.append("")
+first_requests_table(RS["requests"])
 ma = RS["metrics_after"]
 out.append(f"Mapping index metrics after them (`concord_mapping_index_*`): loads {int(ma['loads_total'])} "
            f"(from the snapshot: {int(ma.get('snapshot_loads_total', 0))}), too_large {int(ma['too_large_total'])}, "
@@ -807,11 +812,7 @@ out.append("")
 RC = R["restart_crash"]
 out.append("#### 4b. After a crash (kill -9), with no snapshot: the index loads from the tables")
 out.append("")
-out.append("| request | direction (1000 ids) | wall | server CPU" + (" | PostgreSQL CPU" if pgnote else "") + " |")
-out.append("|---:|---|---:|---:|" + ("---:|" if pgnote else ""))
-for x in RC["requests"]:
-    out.append(f"| {x['request']} | {x['direction']} | {x['wall_ms']} ms | {x['cpu_ms']} ms" + (f" | {x['pg_cpu_ms']} ms" if pgnote else "") + " |")
-out.append("")
+first_requests_table(RC["requests"])
 mc = RC["metrics_after"]
 out.append(f"Metrics after them: loads {int(mc['loads_total'])} (from a snapshot: {int(mc.get('snapshot_loads_total', 0))}), "
            f"too_large {int(mc['too_large_total'])}, resident {mc['resident_bytes'] / 2**20:.1f} MiB; peak RSS {RC['peak_rss_mib']} MiB.")
