@@ -63,4 +63,31 @@ import Testing
         #expect(try metric(app, "concord_mapping_index_snapshot_loads_total") == "1")
         app.shutdown()
     }
+
+    /// `auto` is a cache beside the database: when its directory cannot be made, the server starts
+    /// without snapshots and says so; a directory named explicitly must work, or the start fails.
+    @Test func aSnapshotDirectoryThatCannotBeMadeIsAWarningUnlessNamed() throws {
+        let directory = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("concord.sqlite").path
+        #expect(FileManager.default.createFile(atPath: path + "-index", contents: Data("in the way".utf8)))
+        var configuration = testServerConfiguration(.sqlite(path: path), quiet: false)
+        let lines = LogLines()
+        let app = try startApp(configuration, sink: LogSink(flushInterval: 0, output: { lines.append(String(decoding: $0, as: UTF8.self)) }))
+        #expect(try rawRequest(port: app.port, "GET", "/health").body == "ok")
+        app.shutdown()
+        #expect(lines.all.contains { $0.contains("mapping index snapshots off") && $0.contains("\"level\":\"warning\"") }, "\(lines.all)")
+
+        configuration.mappingIndexSnapshots = path + "-index"
+        #expect(throws: StartupError.self) { try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in })) }
+    }
+}
+
+/// Log lines a test server wrote.
+private final class LogLines: @unchecked Sendable {
+    // @unchecked Sendable: `lines` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { self.lock.withLock { self.lines.append(line) } }
+    var all: [String] { self.lock.withLock { self.lines } }
 }

@@ -82,6 +82,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             storage.service.flushPendingWrites()
             storage.close()
         }
+        for warning in storage.warnings { logger.warning(warning) }
         // Long-polls hear other instances' commits through PostgreSQL (issue 13); stopped by `close()`.
         storage.listenForOtherInstances()
         if let index = storage.service.mappingIndex { registerMappingIndexMetrics(metrics, index) }

@@ -74,6 +74,8 @@ public struct StorageHook: Sendable {
     /// Starts hearing other instances' feed commits (PostgreSQL; nothing for SQLite, whose one
     /// process is the only writer). Decided where the engine's concrete type is known.
     private let listen: @Sendable () -> Void
+    /// What opening storage could not set up and went on without (for the log).
+    public private(set) var warnings: [String] = []
 
     public init(store: any ConcordStore, service: ConcordService) {
         self.init(store: store, service: service, listen: {})
@@ -102,16 +104,22 @@ public struct StorageHook: Sendable {
     static func open(_ options: StorageOptions) throws(StartupError) -> StorageHook {
         let (store, listen) = try Self.openStore(options)
         var domain = options.domain
+        var warnings: [String] = []
         if domain.mappingIndexBytes > 0, let directory = options.snapshotDirectory {
             do {
                 domain.mappingIndexSnapshots = try IndexSnapshotDirectory(path: directory)
+            } catch where options.mappingIndexSnapshots == "auto" {
+                // A cache beside the database: without it, loads come from the tables.
+                warnings.append("mapping index snapshots off: \(error)")
             } catch {
                 store.close()
                 throw StartupError("cannot use mappingIndexSnapshots: \(error)")
             }
         }
         do {
-            return StorageHook(store: store, service: try ConcordService(store: store, configuration: domain), listen: listen)
+            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain), listen: listen)
+            hook.warnings = warnings
+            return hook
         } catch {
             store.close()
             let name = if case .sqlite(let path) = options.database { path } else { options.database.description }
