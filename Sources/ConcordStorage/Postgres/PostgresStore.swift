@@ -106,6 +106,8 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// Hears other instances' feed commits once `listenForOtherInstances()` started it.
     private let listener: PostgresFeedListener
     private let listening = Mutex(false)
+    /// Has `objects` and `records` analysed after large writes (`TableStatistics`).
+    private let statistics = TableStatistics()
 
     /// Connects, migrates (under an advisory lock) and refuses a newer schema.
     public init(configuration: PostgresConfiguration) throws(PostgresStoreError) {
@@ -157,9 +159,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// to this one once it has committed.
     public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
         var touched: [FeedTopic] = []
+        var written = (objects: 0, records: 0)
         let result = try self.writeHealth.tracking {
             try self.transaction(begin: "BEGIN", retries: 5) { c in
                 let tx = PostgresTransaction(c, accountID: accountID)
+                defer { written = (tx.objectRowsWritten, tx.recordRowsWritten) }
                 let feeds = FeedRecorder()
                 tx.add(observer: feeds)
                 try tx.lockAccount()
@@ -172,6 +176,18 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
             }
         }
         self.feedSignals.publish(.committed(touched))
+        for table in self.statistics.wrote(objects: written.objects, records: written.records) {
+            DispatchQueue.global(qos: .utility).async { [pool] in
+                // Best effort: a closed store or a busy pool skips it (autovacuum analyses later).
+                guard let connection = try? pool.get() else { self.statistics.analysed(table, rows: nil); return }
+                var rows: Int64?
+                if (try? connection.execute("ANALYZE \(table)")) != nil {
+                    rows = (try? connection.scalarInt("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [.text(table)])) ?? nil
+                }
+                pool.release(connection)
+                self.statistics.analysed(table, rows: rows)
+            }
+        }
         return result
     }
 

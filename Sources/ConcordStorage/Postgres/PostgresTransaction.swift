@@ -11,6 +11,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     let accountID: String
     /// Told of each mapping change and feed append (`TransactionObservers`).
     let observers = TransactionObservers()
+    /// Rows of `objects` and `records` this transaction wrote (`TableStatistics`).
+    private(set) var objectRowsWritten = 0, recordRowsWritten = 0
 
     init(_ db: PGConnection, accountID: String) {
         self.db = db
@@ -367,6 +369,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
         self.observers.didChange(.putting(objects, on: device))
         guard !objects.isEmpty else { return }
+        self.objectRowsWritten += objects.count
         // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
         // Duplicates by bytes (API.md §2): Swift's String == would merge an NFC and an NFD spelling.
         var index: [[UInt8]: Int] = [:]
@@ -401,6 +404,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
         self.observers.didChange(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
         guard !localIdentifiers.isEmpty else { return }
+        self.objectRowsWritten += localIdentifiers.count
         try self.db.query("DELETE FROM objects WHERE account_id = $1 AND device_id = $2 AND local_id = ANY($3)",
                           [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)])
     }
@@ -556,6 +560,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func insertRecords(_ records: [CloudRecord], createdAt: Date) throws {
         self.observers.didChange(.insertRecords(records))
         guard !records.isEmpty else { return }
+        self.recordRowsWritten += records.count
         // Reserve a block of creation orders on the account row and insert the batch: one statement.
         let n = try self.db.query("""
             WITH a AS (
@@ -573,6 +578,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
         self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
+        self.objectRowsWritten += links.count
         // UPDATE … FROM applies one arbitrary row of several for the same object: an identifier given
         // twice takes its last link, as on SQLite (and as one statement per link did).
         var last: [[UInt8]: Int] = [:]

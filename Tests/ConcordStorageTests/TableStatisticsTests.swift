@@ -1,0 +1,57 @@
+import ConcordDomain
+@testable import ConcordStorage
+import ConcordTestSupport
+import Foundation
+import Testing
+
+/// PostgreSQL's row counts are refreshed right after large writes (issue 24, `TableStatistics`):
+/// the bookkeeping as a table, and the `ANALYZE` itself on a real server.
+@Suite struct TableStatisticsTests {
+    /// Writes (objects, records) in order; the tables due after each.
+    @Test(arguments: [
+        ([(9_999, 0)], [[String]()]),
+        ([(10_000, 0)], [["objects"]]),
+        ([(6_000, 0), (4_000, 3)], [[], ["objects"]]),
+        ([(0, 12_000), (12_000, 12_000)], [["records"], ["objects"]]),   // records still being analysed
+        ([(0, 0)], [[]]),
+    ] as [([(Int, Int)], [[String]])])
+    func aTableIsDueOnceATenthOrTenThousandRowsWereWritten(_ writes: [(Int, Int)], _ due: [[String]]) {
+        let statistics = TableStatistics()
+        #expect(writes.map { statistics.wrote(objects: $0.0, records: $0.1) } == due)
+    }
+
+    /// Rows written while an `ANALYZE` runs count towards the next; a failed one keeps the old count.
+    @Test func aBigTableIsDueAfterATenthOfItsRows() {
+        let statistics = TableStatistics()
+        #expect(statistics.wrote(objects: 10_000, records: 0) == ["objects"])
+        #expect(statistics.wrote(objects: 50_000, records: 0) == [])
+        statistics.analysed("objects", rows: 1_000_000)
+        #expect(statistics.wrote(objects: 40_000, records: 0) == [])
+        #expect(statistics.wrote(objects: 10_000, records: 0) == ["objects"])
+        statistics.analysed("objects", rows: nil)
+        #expect(statistics.wrote(objects: 99_999, records: 0) == [])
+        #expect(statistics.wrote(objects: 1, records: 0) == ["objects"])
+        statistics.analysed("objects", rows: 2_000_000)
+        #expect(statistics.analysing == 0)
+    }
+
+    @Test(.enabled(if: TestEngine.available.contains(.postgres), "PostgreSQL not configured"))
+    func aLargeWriteIsAnalysedRightAway() throws {
+        let db = try BatchedWriteTests.open(.postgres)
+        let objects = (0..<12_000).map { StoredObject(object: .asset(BatchedWriteTests.id($0), fingerprint: BatchedWriteTests.fingerprint($0)), link: nil) }
+        try db.store.write(account: "acc") { tx in try tx.putObjects(BatchedWriteTests.device, objects) }
+        let c = try PGConnection(parameters: try PostgresConfiguration(url: db.url).connectionParameters)
+        defer { c.close() }
+        var analysed: Int64 = 0
+        for _ in 0..<100 where analysed == 0 {
+            analysed = try c.scalarInt("""
+                SELECT count(*) FROM pg_stat_user_tables
+                WHERE schemaname = current_schema() AND relname = 'objects' AND last_analyze IS NOT NULL
+                """) ?? 0
+            if analysed == 0 { usleep(100_000) }
+        }
+        #expect(analysed == 1)
+        let estimate = try c.scalarInt("SELECT reltuples::bigint FROM pg_class WHERE oid = 'objects'::regclass") ?? 0
+        #expect(estimate == 12_000)
+    }
+}
