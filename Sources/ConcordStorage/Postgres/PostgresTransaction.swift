@@ -212,16 +212,17 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         try self.db.query("SELECT device_id FROM devices WHERE account_id = $1 ORDER BY device_id", [.text(self.accountID)]) { r in
             try devices(r.text(0))
         }
-        try self.db.query("SELECT guid, type, fingerprint, created_order FROM records WHERE account_id = $1 ORDER BY created_order", [.text(self.accountID)]) { r in
+        // Row by row (single-row mode): a million-row account is never held as one result.
+        try self.db.stream("SELECT guid, type, fingerprint, created_order FROM records WHERE account_id = $1 ORDER BY created_order", [.text(self.accountID)]) { r in
             guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
             try records(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2)), r.int(3))
         }
 
-        try self.db.query("SELECT guid, type, key_a FROM record_keys WHERE account_id = $1", [.text(self.accountID)]) { r in
+        try self.db.stream("SELECT guid, type, key_a FROM record_keys WHERE account_id = $1", [.text(self.accountID)]) { r in
             guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
             try recordKeys(r.text(0), ObjectKey(type: type, a: r.text(2)))
         }
-        try self.db.query("SELECT device_id, local_id, type, fingerprint, record_guid, key_a, creation_second FROM objects WHERE account_id = $1",
+        try self.db.stream("SELECT device_id, local_id, type, fingerprint, record_guid, key_a, creation_second FROM objects WHERE account_id = $1",
                           [.text(self.accountID)]) { r in
             guard let type = ObjectType(rawValue: Int(r.int(2))) else { return }
             try objects(MappingObjectRow(deviceID: r.text(0), localIdentifier: r.text(1), type: type, fingerprint: r.text(3), linkedGUID: r.optionalText(4),
