@@ -36,7 +36,8 @@ public final class IndexSnapshotDirectory: MappingIndexSnapshotStore {
     public func file(_ accountID: String) -> String {
         let plain = !accountID.isEmpty && accountID.utf8.count <= 128
             && accountID.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
-        let name = plain ? accountID : "x" + accountID.utf8.prefix(128).map { String($0, radix: 16) }.joined()
+        let hex = accountID.utf8.prefix(128).map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined()   // two digits a byte: one name per ID
+        let name = plain ? accountID : "x" + hex
         return self.path + "/" + name + ".index"
     }
 
@@ -104,12 +105,9 @@ final class FileSnapshotInput: MappingIndexSnapshotInput {
         while done < target.count {
             let wanted = target.count - done
             if wanted >= self.buffer.count {
-                let n = Glibc.read(self.fd, target.baseAddress! + done, wanted)
-                guard n > 0 else { throw SnapshotFileError(message: "cannot read the snapshot: \(n == 0 ? "it ends early" : String(cString: strerror(errno)))") }
-                done += n
+                done += try self.readSome(into: target.baseAddress! + done, wanted)
             } else {
-                let n = self.buffer.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress!, $0.count) }
-                guard n > 0 else { throw SnapshotFileError(message: "cannot read the snapshot: \(n == 0 ? "it ends early" : String(cString: strerror(errno)))") }
+                let n = try self.buffer.withUnsafeMutableBytes { try self.readSome(into: $0.baseAddress!, $0.count) }
                 let taken = min(n, wanted)
                 self.buffer.withUnsafeBytes { b in (target.baseAddress! + done).copyMemory(from: b.baseAddress!, byteCount: taken) }
                 self.start = taken
@@ -118,6 +116,16 @@ final class FileSnapshotInput: MappingIndexSnapshotInput {
             }
         }
         self.remaining -= target.count
+    }
+
+    /// One `read` of up to `count` bytes (at least one), again when a signal interrupted it.
+    private func readSome(into target: UnsafeMutableRawPointer, _ count: Int) throws -> Int {
+        while true {
+            let n = Glibc.read(self.fd, target, count)
+            if n > 0 { return n }
+            if n < 0 && errno == EINTR { continue }
+            throw SnapshotFileError(message: "cannot read the snapshot: \(n == 0 ? "it ends early" : String(cString: strerror(errno)))")
+        }
     }
 
     func close() { Glibc.close(self.fd) }

@@ -160,6 +160,8 @@ import Testing
             ("acct_1", "acct_1.index"),
             ("../x", "x2e2e2f78.index"),
             ("", "x.index"),
+            ("\u{1}#", "x0123.index"),   // not "x123": two digits a byte
+            ("\u{12}\u{3}", "x1203.index"),
         ]
         for (account, name) in cases {
             #expect(directory.file(account) == directory.path + "/" + name, "\(account)")
