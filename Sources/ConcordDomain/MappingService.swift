@@ -250,8 +250,8 @@ public struct MappingService: ServiceArea {
             return limited
         }
         if !resolved.links.isEmpty {
-            // Store the links found by content so the next lookup takes step 2. Re-checked under the write
-            // lock: the object must still be unlinked with the record's content, the record unlinked here.
+            // Store the links found by content so the next lookup takes step 2, checked again under the
+            // write lock (in full unless nothing of the mapping changed since this read: `resolvedAt`).
             let toLink = resolved.links
             try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt) } }
         }

@@ -177,18 +177,22 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         }
         self.feedSignals.publish(.committed(touched))
         for table in self.statistics.wrote(objects: written.objects, records: written.records) {
-            DispatchQueue.global(qos: .utility).async { [pool] in
-                // Best effort: a closed store or a busy pool skips it (autovacuum analyses later).
-                guard let connection = try? pool.get() else { self.statistics.analysed(table, rows: nil); return }
-                var rows: Int64?
-                if (try? connection.execute("ANALYZE \(table)")) != nil {
-                    rows = (try? connection.scalarInt("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [.text(table)])) ?? nil
-                }
-                pool.release(connection)
-                self.statistics.analysed(table, rows: rows)
-            }
+            DispatchQueue.global(qos: .utility).async { self.analyse(table) }
         }
         return result
+    }
+
+    /// `ANALYZE table` on a pooled connection (off the request path), then its new row estimate.
+    /// Best effort: when no connection comes within the pool's wait, or the store is closed, it is
+    /// skipped and autovacuum analyses the table later.
+    private func analyse(_ table: String) {
+        guard let connection = try? self.pool.get() else { return self.statistics.analysed(table, rows: nil) }
+        var rows: Int64?
+        if (try? connection.execute("ANALYZE \(table)")) != nil {
+            rows = (try? connection.scalarInt("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [.text(table)])) ?? nil
+        }
+        self.pool.release(connection)
+        self.statistics.analysed(table, rows: rows)
     }
 
     /// Starts the connection that hears other instances' feed commits (`concord serve` does; a
