@@ -339,13 +339,19 @@ def device_status(token):
 
 # ------------------------------------------------------------------ mapping, checked
 
+def mappings(path, token, body, count, what):
+    """POST a mapping batch; its `mappings`, which must hold one answer per identifier asked."""
+    st, a = CONN.call("POST", path, token, body)
+    m = a["mappings"]
+    if len(m) != count:
+        fail(f"{what}: {len(m)} answers for {count} ids")
+    return m
+
+
 def map_l2c(token, device_tag, space, ids, clouds=None, expect_clouds=None):
     """POST /v1/library/cloud-identifiers for ids; every answer must be a cloud identifier of the
     asset's content; fills clouds[i]; when expect_clouds is given, the same record must come back."""
-    st, a = CONN.call("POST", "/v1/library/cloud-identifiers", token, l2c_body(device_tag, ids))
-    m = a["mappings"]
-    if len(m) != len(ids):
-        fail(f"local → cloud: {len(m)} answers for {len(ids)} ids")
+    m = mappings("/v1/library/cloud-identifiers", token, l2c_body(device_tag, ids), len(ids), "local → cloud")
     for k, i in enumerate(ids):
         item = m[k]
         if item.get("localIdentifier") != lid(device_tag, i) or "cloudIdentifier" not in item:
@@ -362,10 +368,7 @@ def map_l2c(token, device_tag, space, ids, clouds=None, expect_clouds=None):
 
 def map_c2l(token, device_tag, clouds, ids):
     """POST /v1/library/local-identifiers: every answer must be device_tag's local identifier of i."""
-    st, a = CONN.call("POST", "/v1/library/local-identifiers", token, c2l_body(clouds, ids))
-    m = a["mappings"]
-    if len(m) != len(ids):
-        fail(f"cloud → local: {len(m)} answers for {len(ids)} ids")
+    m = mappings("/v1/library/local-identifiers", token, c2l_body(clouds, ids), len(ids), "cloud → local")
     for k, i in enumerate(ids):
         item = m[k]
         if item.get("cloudIdentifier") != clouds[i] or item.get("localIdentifier") != lid(device_tag, i):
