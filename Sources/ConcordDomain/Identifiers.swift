@@ -126,17 +126,26 @@ public enum Identifiers {
     /// `isValidFingerprint` on UTF-8 bytes (the hot path of cloud → local parses thousands).
     static func isValidFingerprint(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let n = bytes.count
-        guard n >= 22, n <= 86, n % 4 != 1 else { return false }   // 16 bytes → 22 chars, 64 → 86
-        // One bit per ASCII byte: '-' (45), '0'–'9' (48–57) in the low word; 'A'–'Z' (65–90),
-        // '_' (95), 'a'–'z' (97–122) in the high word. Branch-free per byte.
-        let low: UInt64 = 1 << 45 | 0x3FF << 48
-        let high: UInt64 = 0x3FF_FFFF << 1 | 1 << 31 | 0x3FF_FFFF << 33
-        var ok: UInt64 = 1
-        for c in bytes {
-            let word = c < 64 ? low : (c < 128 ? high : 0)
-            ok &= word >> UInt64(c & 63)
+        guard n >= 22, n <= 86, n % 4 != 1, let p = bytes.baseAddress else { return false }   // 16 bytes → 22 chars, 64 → 86
+        // 8 bytes at a time, the last 8 overlapping the word before them.
+        let raw = UnsafeRawPointer(p)
+        var bad: UInt64 = 0
+        var at = 0
+        while at + 8 <= n {
+            bad |= Self.notBase64url(raw.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+            at += 8
         }
-        return ok & 1 == 1
+        if at < n { bad |= Self.notBase64url(raw.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)) }
+        return bad == 0
+    }
+
+    /// Non-zero when a byte of `w` is not in base64url's alphabet: '-', '0'–'9', 'A'–'Z', '_',
+    /// 'a'–'z'. All 8 bytes at once, without branches.
+    @inline(__always)
+    static func notBase64url(_ w: UInt64) -> UInt64 {
+        let good = ByteLanes.within(w, 0x2D, 0x2D) | ByteLanes.within(w, 0x30, 0x39) | ByteLanes.within(w, 0x41, 0x5A)
+            | ByteLanes.within(w, 0x5F, 0x5F) | ByteLanes.within(w, 0x61, 0x7A)
+        return (w & ByteLanes.high) | (good ^ ByteLanes.high)
     }
 
     @inline(__always)
@@ -247,4 +256,21 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// The canonical string form (GUID upper case).
     public var stringValue: String { self.guid + ":" + self.type.code + ":" + self.fingerprint }
     public var description: String { self.stringValue }
+}
+
+/// The 8 bytes of a word tested at once (SWAR), for validating identifiers without a branch per byte.
+enum ByteLanes {
+    static let ones: UInt64 = 0x0101_0101_0101_0101
+    /// Each byte's high bit.
+    static let high: UInt64 = 0x8080_8080_8080_8080
+
+    /// For bytes of `x` below 0x80: the byte's high bit set where it is ≥ `k` (k below 0x80; no
+    /// byte borrows from the next, each starting at 0x80 or more). Bytes of 0x80 or more are
+    /// the caller's to refuse (`x & high`).
+    @inline(__always)
+    static func atLeast(_ x: UInt64, _ k: UInt64) -> UInt64 { ((x | high) &- k &* ones) & high }
+
+    /// The high bit set in each byte of `x` (below 0x80) in `first...last`.
+    @inline(__always)
+    static func within(_ x: UInt64, _ first: UInt64, _ last: UInt64) -> UInt64 { atLeast(x, first) & ~atLeast(x, last + 1) }
 }

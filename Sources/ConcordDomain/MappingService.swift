@@ -265,6 +265,7 @@ public struct MappingService: ServiceArea {
             switch lookup {
             case .found(let start, let count): result.answers.append(.found(start: start, count: count))
             case .notFound: result.answers.append(.error(notFound))
+            case .multiple(let localIdentifiers): result.answers.append(.error(.multipleIdentifiersFound(localIdentifiers: localIdentifiers)))
             case .invalid, .undecided: result.answers.append(.error(.invalidIdentifier))   // undecided: replaced below
             }
         }

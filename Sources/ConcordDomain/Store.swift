@@ -323,13 +323,16 @@ extension MappingReads {
 /// Cloud → local answers a reader decided from a batch's bytes alone (`MappingReads.quickLocalIdentifiers`).
 public struct QuickLocalIdentifiers: Sendable {
     public enum Lookup: Sendable, Equatable {
-        /// Step 2: the linked object's local identifier is `bytes[start ..< start + count]`.
+        /// Step 2 (the linked object) or 4 (the only object with the content): its local identifier
+        /// is `bytes[start ..< start + count]`.
         case found(start: Int, count: Int)
         /// Not a well-formed cloud identifier (step 1).
         case invalid
         /// No link, no object carrying one of the record's keys, no object with the content (or no
         /// content match asked).
         case notFound
+        /// Step 4: several objects have the identifier's content (their local identifiers, sorted).
+        case multiple([String])
         /// To resolve in full.
         case undecided
     }

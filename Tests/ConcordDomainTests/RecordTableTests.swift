@@ -68,6 +68,26 @@ import Testing
     if let lenient { #expect(lenient.string == guid.uppercased() && lenient == GUIDKey(guid.uppercased())) }
 }
 
+/// Every byte value in every digit position agrees with the definition (the parser reads 8 bytes
+/// at a time with bit tricks; the definition is a set of characters and `UInt64(_:radix:)`).
+@Test func aGUIDKeyAgreesWithTheDefinitionForEveryByteInEveryPosition() {
+    let upper = Set("0123456789ABCDEF".utf8), lower = Set("abcdef".utf8)
+    let base = Array("0123ABCD-4567-89EF-0123-456789ABCDEF".utf8)
+    for position in base.indices where base[position] != UInt8(ascii: "-") {
+        for byte in UInt8.min...UInt8.max {
+            var bytes = base
+            bytes[position] = byte
+            let strict = bytes.withUnsafeBufferPointer { GUIDKey(bytes: $0) }
+            let lenient = bytes.withUnsafeBufferPointer { GUIDKey(bytes: $0, anyCase: true) }
+            #expect((strict != nil) == upper.contains(byte), "position \(position), byte \(byte)")
+            #expect((lenient != nil) == (upper.contains(byte) || lower.contains(byte)), "position \(position), byte \(byte)")
+            guard let lenient else { continue }
+            let digits = String(decoding: bytes.filter { $0 != UInt8(ascii: "-") }, as: UTF8.self)
+            #expect(lenient.high == UInt64(digits.prefix(16), radix: 16) && lenient.low == UInt64(digits.suffix(16), radix: 16), "\(digits)")
+        }
+    }
+}
+
 /// New IDs are version-7 UUIDs in upper case, as `UUID().uuidString` spells them: each greater
 /// than the one before (storage's B-trees fill at the end), their time the current one.
 @Test func newIDsAreIncreasingVersion7UUIDsInUpperCase() {

@@ -42,33 +42,37 @@ struct GUIDKey: Hashable, Sendable {
     init?(bytes b: UnsafeBufferPointer<UInt8>, anyCase: Bool = false) {
         guard b.count == 36, let p = b.baseAddress,
               p[8] == UInt8(ascii: "-"), p[13] == UInt8(ascii: "-"), p[18] == UInt8(ascii: "-"), p[23] == UInt8(ascii: "-") else { return nil }
-        // 32 digits in runs of 8, 4, 4, 4, 4+8; a digit's value, or a bit above 15 when it is not one.
-        var bad: UInt64 = 0
-        @inline(__always) func digits(_ at: Int, _ count: Int, into v: inout UInt64) {
-            for i in at..<at + count {
-                let d = UInt64(Self.digitValue(p[i], anyCase: anyCase))
-                bad |= d
-                v = v << 4 | (d & 15)
-            }
+        // 32 digits in runs of 8, 4, 4, 4, 4+8, read 8 at a time: the runs of 4 in pairs.
+        let raw = UnsafeRawPointer(p)
+        @inline(__always) func word(_ at: Int) -> UInt64 { raw.loadUnaligned(fromByteOffset: at, as: UInt64.self) }
+        @inline(__always) func pair(_ a: Int, _ b: Int) -> UInt64 {
+            UInt64(raw.loadUnaligned(fromByteOffset: a, as: UInt32.self)) | UInt64(raw.loadUnaligned(fromByteOffset: b, as: UInt32.self)) << 32
         }
-        var high: UInt64 = 0, low: UInt64 = 0
-        digits(0, 8, into: &high); digits(9, 4, into: &high); digits(14, 4, into: &high)
-        digits(19, 4, into: &low); digits(24, 12, into: &low)
-        guard bad < 16 else { return nil }
-        self.high = high
-        self.low = low
+        let w0 = Self.hexDigits(word(0), anyCase: anyCase), w1 = Self.hexDigits(pair(9, 14), anyCase: anyCase)
+        let w2 = Self.hexDigits(pair(19, 24), anyCase: anyCase), w3 = Self.hexDigits(word(28), anyCase: anyCase)
+        guard w0.bad | w1.bad | w2.bad | w3.bad == 0 else { return nil }
+        self.high = w0.value << 32 | w1.value
+        self.low = w2.value << 32 | w3.value
     }
 
-    /// A hex digit's value, 16 or more when the byte is not one (lower case only with `anyCase`).
-    /// Without branches (digits and letters come in random order, and a mispredicted branch per
-    /// digit cost more than the rest of a lookup): both readings are made and one is selected.
+    /// The value of the 8 hex digits in `w` (in memory order, the first the most significant), and
+    /// non-zero `bad` when a byte is not one (lower case only with `anyCase`). All 8 at once, without
+    /// branches (digits and letters come in random order: a branch per digit mispredicts often).
     @inline(__always)
-    private static func digitValue(_ c: UInt8, anyCase: Bool) -> UInt8 {
-        let digit = c &- UInt8(ascii: "0")
-        // 'A'–'F' (and 'a'–'f' with anyCase) to 0–5; anything else to 6 or more.
-        let letter = (anyCase ? c | 0x20 : c &+ 0x20) &- UInt8(ascii: "a")
-        let asLetter = letter < 6 ? letter &+ 10 : 0x10
-        return digit < 10 ? digit : asLetter
+    static func hexDigits(_ w: UInt64, anyCase: Bool) -> (value: UInt64, bad: UInt64) {
+        let ones = ByteLanes.ones
+        let digit = ByteLanes.within(w, 0x30, 0x39)
+        // 'A'–'F', or with anyCase also 'a'–'f' (folded to upper case first).
+        let letter = anyCase ? ByteLanes.within(w & ~(0x20 &* ones), 0x41, 0x46) : ByteLanes.within(w, 0x41, 0x46)
+        let bad = (w & ByteLanes.high) | ((digit | letter) ^ ByteLanes.high)
+        // A digit's value is its low nibble; a letter's (bit 6 set) its low nibble + 9.
+        var v = (w & (0x0F &* ones)) &+ ((w >> 6) & ones) &* 9
+        // Byte 0 (the first digit) is the least significant: reverse, then pack nibbles pairwise.
+        v = v.byteSwapped
+        v = (v >> 4 | v) & 0x00FF_00FF_00FF_00FF
+        v = (v >> 8 | v) & 0x0000_FFFF_0000_FFFF
+        v = (v >> 16 | v) & 0xFFFF_FFFF
+        return (v, bad)
     }
 
     init(high: UInt64, low: UInt64) {
@@ -418,13 +422,15 @@ final class AccountMappingIndex {
     }
 
     /// Cloud → local for a batch, read from its bytes, where that decides an item: found by its
-    /// link (step 2), not well formed (step 1), or not found (no link, no object carrying one of
-    /// its record's keys, and no object with its content, or no content match asked). Items with
-    /// candidates to weigh (or links to store) are `.undecided`: the caller resolves them in full.
+    /// link (step 2), not well formed (step 1), and, when no object carries one of its record's
+    /// keys, step 4 by content (not found, one object, several) unless it would store a link.
+    /// Items with keys to weigh (step 3) or a link to store are `.undecided`: the caller resolves
+    /// them in full.
     ///
-    /// The warm path of cloud → local, made like local → cloud's: no string or value per item,
-    /// passes over the batch that prefetch what the next reads (record numbers, then the device's
-    /// links, then the identifiers' bytes), and the answers copied into one buffer sized exactly.
+    /// The warm path of cloud → local, made like local → cloud's: no string or value per found
+    /// item, passes over the batch that prefetch what the next reads (record numbers, the device's
+    /// links, the fingerprints, the identifiers' bytes), and the answers copied into one buffer
+    /// sized exactly. A warm batch leaves nothing undecided but the key matches of step 3.
     func quickLocalIdentifiers(_ deviceID: String, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) -> QuickLocalIdentifiers {
         let n = batch.count
         var lookups = [QuickLocalIdentifiers.Lookup](repeating: .undecided, count: n)
@@ -447,27 +453,48 @@ final class AccountMappingIndex {
         self.records.withUnsafeBufferPointer { records in
             for i in 0..<n where numbers[i] >= 0 && records[Int(numbers[i])].type != types[i] { numbers[i] = -1 }
         }
-        let linked = device.linkedSlots(records: numbers)
-        // Not linked: not found when no key and no content can match (steps 3 and 4).
+        // The object each answer spells: the linked one (step 2), else the only one with the content (step 4).
+        var answers = device.linkedSlots(records: numbers)
+        // Not linked, and no object carrying one of the record's keys (step 3 stays undecided):
+        // step 4 by content, decided here unless it stores a link (the full path then writes it).
+        var byContent: [Int] = []
+        var contents: [UnsafeBufferPointer<UInt8>] = []
         batch.bytes.withUnsafeBufferPointer { b in
-            for i in 0..<n where linked[i] < 0 && keys[i] != nil {
+            for i in 0..<n where answers[i] < 0 && keys[i] != nil {
                 let record = numbers[i]
                 if record >= 0 && self.deviceCarriesAKey(of: Int(record), device) { continue }
-                let span = batch.spans[Int(i)]
-                let fingerprint = UnsafeBufferPointer(rebasing: b[Int(span.start) + 41..<Int(span.start) + Int(span.length)])
+                let span = batch.spans[i]
+                let fingerprint = UnsafeBufferPointer(rebasing: b[Int(span.start) + Self.cloudIdentifierPrefix..<Int(span.start) + Int(span.length)])
                 if fingerprint.isEmpty || !contentMatch { lookups[i] = .notFound; continue }
-                guard let fp = self.fingerprints.number(fingerprint), device.hasContent(fp, type: types[i]) else {
-                    lookups[i] = .notFound
-                    continue
+                byContent.append(i)
+                contents.append(fingerprint)
+            }
+            // `contents` points into the batch's bytes: used only inside this closure.
+            let fingerprints = self.fingerprints.numbers(of: contents)
+            device.prefetchContent(fingerprints)
+            for (j, i) in byContent.enumerated() {
+                let slots = fingerprints[j] < 0 ? [] : device.slots(withContent: UInt32(fingerprints[j]), type: types[i])
+                switch slots.count {
+                case 0: lookups[i] = .notFound
+                case 1:
+                    // A link is stored when the record exists with exactly this content and the
+                    // object has none (`MappingService.resolve`): that case goes the full way.
+                    let object = device.objectSlots[Int(slots[0])]
+                    let record = numbers[i]
+                    if object.record >= 0 || record < 0 || self.records[Int(record)].fingerprint != UInt32(fingerprints[j]) {
+                        answers[i] = slots[0]
+                    }
+                default:
+                    lookups[i] = .multiple(slots.map { device.identifier(ofSlot: $0) }.sorted { $0.utf8Precedes($1) })
                 }
             }
         }
         let bytes = device.withLookup { l -> [UInt8] in
             var total = 0
-            for s in linked where s >= 0 { total += device.spelledLength(ofSlot: s, l) }
+            for s in answers where s >= 0 { total += device.spelledLength(ofSlot: s, l) }
             return [UInt8](unsafeUninitializedCapacity: total) { out, written in
                 var at = 0
-                for (i, s) in linked.enumerated() where s >= 0 {
+                for (i, s) in answers.enumerated() where s >= 0 {
                     let count = device.spell(slot: s, l, into: out.baseAddress! + at)
                     lookups[i] = .found(start: at, count: count)
                     at += count

@@ -327,8 +327,12 @@ final class DeviceTable {
                     slots[i] = links[Int(n)]
                     if slots[i] >= 0 { lookup.prefetchSlot(Int(slots[i])) }
                 }
+                // Both ends of the bytes: a stored identifier may straddle two cache lines.
                 for slot in slots where slot >= 0 {
-                    if let arena = lookup.arena { concord_prefetch(arena + Int(lookup.slots[Int(slot)].offset)) }
+                    guard let arena = lookup.arena else { break }
+                    let s = lookup.slots[Int(slot)]
+                    concord_prefetch(arena + Int(s.offset))
+                    concord_prefetch(arena + Int(s.offset) + max(0, Int(s.length) - 1))
                 }
             }
         }
@@ -350,14 +354,11 @@ final class DeviceTable {
         return result
     }
 
-    /// Whether some object has this content.
-    func hasContent(_ fingerprint: UInt32, type: ObjectType) -> Bool {
-        var n = Int(fingerprint) < self.contentHeads.count ? self.contentHeads[Int(fingerprint)] : -1
-        while n >= 0 {
-            if self.objectSlots[Int(n)].type == type { return true }
-            n = self.objectSlots[Int(n)].nextSameContent
+    /// Prefetches where `slots(withContent:)` starts for each fingerprint number (-1: none).
+    func prefetchContent(_ fingerprints: [Int32]) {
+        self.contentHeads.withUnsafeBufferPointer { heads in
+            for f in fingerprints where f >= 0 && Int(f) < heads.count { concord_prefetch(heads.baseAddress! + Int(f)) }
         }
-        return false
     }
 
     /// The GUID of an orphan link (a slot linked with `record` -1).

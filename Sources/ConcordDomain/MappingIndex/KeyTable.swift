@@ -1,3 +1,4 @@
+import CConcordSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -53,6 +54,39 @@ struct ByteTable {
     /// The entry's number, nil when absent.
     func number(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32? {
         self.find(bytes, hash: DeviceTable.hash(UnsafeRawBufferPointer(bytes))).number
+    }
+
+    /// Each entry's number (-1 when absent), in input order.
+    ///
+    /// In passes over the batch, each prefetching what the next reads (the buckets, then the
+    /// entries' hashes and slices, then their bytes): in a large table every step of one lookup
+    /// is a cache miss, and one at a time they would follow each other.
+    func numbers(of items: [UnsafeBufferPointer<UInt8>]) -> [Int32] {
+        let hashes = items.map { DeviceTable.hash(UnsafeRawBufferPointer($0)) }
+        var found = [Int32](repeating: -1, count: items.count)
+        self.buckets.withUnsafeBufferPointer { buckets in
+            self.slices.withUnsafeBufferPointer { slices in
+                self.hashes.withUnsafeBufferPointer { stored in
+                    let mask = buckets.count - 1
+                    for h in hashes { concord_prefetch(buckets.baseAddress! + (Int(h) & mask)) }
+                    for (i, h) in hashes.enumerated() {
+                        let n = buckets[Int(h) & mask]
+                        found[i] = n
+                        if n >= 0 { concord_prefetch(stored.baseAddress! + Int(n)); concord_prefetch(slices.baseAddress! + Int(n)) }
+                    }
+                    self.arena.withUnsafeBufferPointer { arena in
+                        for (i, n) in found.enumerated() where n >= 0 && stored[Int(n)] == hashes[i] {
+                            concord_prefetch(arena.baseAddress! + Int(slices[Int(n)].offset))
+                        }
+                    }
+                }
+            }
+        }
+        // An empty first bucket settles it; otherwise probe (the lines are in cache by now).
+        for i in items.indices where found[i] >= 0 {
+            found[i] = self.find(items[i], hash: hashes[i]).number.map { Int32($0) } ?? -1
+        }
+        return found
     }
 
     /// The entry's number, numbering it when new. At most 255 bytes.
