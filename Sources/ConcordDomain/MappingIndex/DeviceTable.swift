@@ -270,7 +270,10 @@ final class DeviceTable {
             // others (-3) to probe on.
             for i in 0..<n where found[i] >= 0 {
                 let slot = lookup.slots[Int(found[i])]
-                if slot.length == spans[i].length, let arena = lookup.arena { concord_prefetch(arena + Int(slot.offset)) } else { found[i] = -3 }
+                guard slot.length == spans[i].length, let arena = lookup.arena else { found[i] = -3; continue }
+                // Both ends: the bytes may straddle two cache lines.
+                concord_prefetch(arena + Int(slot.offset))
+                concord_prefetch(arena + Int(slot.offset) + max(0, Int(slot.length) - 1))
             }
             // Pass 4: compare the bytes; anything else probes on from the next bucket.
             for i in 0..<n where found[i] != -1 {
