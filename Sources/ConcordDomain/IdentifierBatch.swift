@@ -40,6 +40,14 @@ public struct IdentifierBatch: Sendable {
     public init?(bytes: [UInt8], spans: [Span]) {
         for span in spans where UInt64(span.start) + UInt64(span.length) > UInt64(bytes.count) { return nil }
         guard Self.allPlainASCII(bytes, spans) else { return nil }
+        self.init(bytes: bytes, plainASCIISpans: spans)
+    }
+
+    /// Identifiers in `bytes` that the caller has already found plain ASCII (see `isPlainASCII`;
+    /// `PlainStringArrayScanner`'s strings are, by its definition): only the bounds are checked.
+    public init?(bytes: [UInt8], plainASCIISpans spans: [Span]) {
+        for span in spans where UInt64(span.start) + UInt64(span.length) > UInt64(bytes.count) { return nil }
+        assert(Self.allPlainASCII(bytes, spans), "spans that are not plain ASCII")
         self.bytes = bytes
         self.spans = spans
         self.isPlainASCII = true

@@ -37,6 +37,10 @@ struct IdentifierBatchTests {
         #expect(IdentifierBatch(bytes: bytes, spans: [.init(start: 2, length: 4)])?.strings == ["cdef"])
         #expect(IdentifierBatch(bytes: bytes, spans: [.init(start: 2, length: 5)]) == nil)
         #expect(IdentifierBatch(bytes: bytes, spans: [.init(start: UInt32.max, length: 2)]) == nil)
+        // Spans already found plain (the scanner's): the bounds are still checked.
+        #expect(IdentifierBatch(bytes: bytes, plainASCIISpans: [.init(start: 2, length: 4)])?.strings == ["cdef"])
+        #expect(IdentifierBatch(bytes: bytes, plainASCIISpans: [.init(start: 2, length: 5)]) == nil)
+        #expect(IdentifierBatch(bytes: bytes, plainASCIISpans: [.init(start: UInt32.max, length: 2)]) == nil)
     }
 
     /// The index writes a GUID's 32 hex digits 8 at a time; a digit-by-digit spelling is the reference.

@@ -99,7 +99,7 @@ enum Codec {
         let body = request.request.body
         if let spans = PlainStringArrayScanner.scan(body, member: key, maxCount: maxBatch, span: { start, length in
             IdentifierBatch.Span(start: UInt32(truncatingIfNeeded: start), length: UInt32(truncatingIfNeeded: length))
-        }), body.count <= Int(UInt32.max), let batch = IdentifierBatch(bytes: body, spans: spans) {
+        }), body.count <= Int(UInt32.max), let batch = IdentifierBatch(bytes: body, plainASCIISpans: spans) {
             return (batch, nil)
         }
         let object = try request.jsonBody(maxElements: maxElements)
