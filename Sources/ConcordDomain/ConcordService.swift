@@ -12,14 +12,17 @@ public final class ConcordService: Sendable {
     /// token's last use is not lost with the process).
     public func flushPendingWrites() { self.core.lastUse.flush() }
 
-    /// Saves every loaded account of the mapping index to its snapshot (shutdown, once no request
-    /// runs), and records each snapshot's ID in the account's row at the version it reflects: the
-    /// next start loads those accounts from their snapshots. Returns how many were saved, and the
-    /// failures (a failure only costs that account a load from its tables).
-    /// None is begun after `deadline`.
-    public func saveMappingIndexSnapshots(deadline: Date = .distantFuture) -> (saved: Int, failures: [(accountID: String, error: any Error)]) {
+    /// Saves the loaded accounts of the mapping index that changed since their last snapshot, and
+    /// records each snapshot's ID in the account's row at the version it reflects: the next start
+    /// loads those accounts from their snapshots. At shutdown (once no request runs) every such
+    /// account; with `onlyQuiet` (in the background, while serving: a start after a crash then
+    /// loads the accounts that had settled) only those whose index has not changed since the
+    /// previous such call. Returns how many were saved, and the failures (a failure only costs that
+    /// account a load from its tables). None is begun after `deadline`.
+    public func saveMappingIndexSnapshots(deadline: Date = .distantFuture, onlyQuiet: Bool = false)
+        -> (saved: Int, failures: [(accountID: String, error: any Error)]) {
         guard let index = self.core.index else { return (0, []) }
-        var (written, failures) = index.writeSnapshots(newID: { Identifiers.newUUID() }, deadline: deadline)
+        var (written, failures) = index.writeSnapshots(newID: { Identifiers.newUUID() }, deadline: deadline, onlyQuiet: onlyQuiet)
         var saved = 0
         for snapshot in written {
             do {

@@ -71,13 +71,15 @@ func concordExecutable() -> URL? {
 }
 
 /// `concord serve` on port 0 over `database` (what `--database` takes); answers the process and its port.
-func launchServer(database: String, directory: URL, log: String) throws -> (Process, Int) {
+/// `environment`: settings for this server (every other `CONCORD_` variable is cleared).
+func launchServer(database: String, directory: URL, log: String, environment settings: [String: String] = [:]) throws -> (Process, Int) {
     let executable: URL = try #require(concordExecutable(), "the concord executable is not built")
     let process = Process()
     process.executableURL = executable
     process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", database, "--admin-token", testAdminToken, "--log-level", "notice"]
     var environment = ProcessInfo.processInfo.environment
     for key in environment.keys where key.hasPrefix("CONCORD_") { environment[key] = nil }
+    environment.merge(settings) { $1 }
     process.environment = environment
     let out = directory.appendingPathComponent(log)
     _ = FileManager.default.createFile(atPath: out.path, contents: nil)

@@ -81,6 +81,68 @@ import Testing
         configuration.mappingIndexSnapshots = path + "-index"
         #expect(throws: StartupError.self) { try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in })) }
     }
+
+    /// `mappingIndexSnapshotSeconds`: an account that has settled is saved while the server runs,
+    /// so a start after a crash (`kill -9`: nothing saved at the end) loads it from its snapshot;
+    /// an account changed after that save loads from its tables, with the change.
+    @Test func aSettledAccountIsSavedWhileServingAndLoadsFromItsSnapshotAfterACrash() throws {
+        let directory = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = "sqlite:" + directory.appendingPathComponent("concord.sqlite").path
+        func launch(_ log: String, seconds: Int) throws -> (Process, Int) {
+            try launchServer(database: database, directory: directory, log: log, environment: ["CONCORD_MAPPING_INDEX_SNAPSHOT_SECONDS": "\(seconds)"])
+        }
+        func metric(_ port: Int, _ name: String) throws -> Int? {
+            let text = try rawRequest(port: port, "GET", "/metrics").body
+            return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.dropFirst(name.count + 1)) }
+        }
+        let ids = (0..<20).map { assetID($0) }
+        let phoneIDs = (0..<20).map { assetID($0, device: "0C1F6B3E-7D52-4C8A-9E01-5A3B2C1D0E9F") }
+        func upsert(_ port: Int, _ token: String, _ ids: [String]) throws {
+            let items = ids.enumerated().map { #"{"localIdentifier":\#(json($0.element)),"fingerprint":"\#(fingerprint($0.offset))"}"# }
+            let r = try send(port, "POST", "/v1/library/changes", token: token, body: #"{"assets":{"upsert":[\#(items.joined(separator: ","))]}}"#)
+            try #require(r.status == 200, "\(r.raw.body)")
+        }
+
+        var (server, port) = try launch("first.log", seconds: 1)
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        let account = try send(port, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Person"}"#)
+        let accountToken = try #require(account["accountToken"]?.stringValue)
+        let tablet = try #require(try send(port, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
+        let phone = try #require(try send(port, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
+        try upsert(port, tablet, ids)
+        try upsert(port, phone, phoneIDs)
+        let clouds = try send(port, "POST", "/v1/library/cloud-identifiers", token: tablet, body: #"{"localIdentifiers":\#(jsonArray(ids))}"#)
+        let cloudIDs = try #require(clouds["mappings"]?.arrayValue).compactMap { $0["cloudIdentifier"]?.stringValue }
+        #expect(cloudIDs.count == 20)
+        func answers(_ port: Int) throws -> String {
+            try send(port, "POST", "/v1/library/local-identifiers", token: phone, body: #"{"cloudIdentifiers":\#(jsonArray(cloudIDs))}"#).raw.body
+                + (try send(port, "POST", "/v1/library/cloud-identifiers", token: tablet, body: #"{"localIdentifiers":\#(jsonArray(ids))}"#).raw.body)
+        }
+        let before = try answers(port)
+        #expect(before.contains(phoneIDs[19]))
+        // Saved once the account has not changed for a pass (1 s here); up to 30 s on a busy machine.
+        for _ in 0..<300 where try metric(port, "concord_mapping_index_snapshots_saved_total") == 0 { usleep(100_000) }
+        #expect(try metric(port, "concord_mapping_index_snapshots_saved_total") == 1)
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+
+        (server, port) = try launch("second.log", seconds: 60)
+        #expect(try answers(port) == before)
+        #expect(try metric(port, "concord_mapping_index_snapshot_loads_total") == 1)
+        // A change, then a crash before any save: the next start loads the tables, change and all.
+        try upsert(port, phone, [assetID(99, device: "0C1F6B3E-7D52-4C8A-9E01-5A3B2C1D0E9F")])
+        let after = try answers(port)
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+
+        (server, port) = try launch("third.log", seconds: 60)
+        #expect(try answers(port) == after)
+        #expect(try metric(port, "concord_mapping_index_snapshot_loads_total") == 0)
+        #expect(try metric(port, "concord_mapping_index_snapshots_rejected_total") == 1)
+        kill(server.processIdentifier, SIGTERM)
+        server.waitUntilExit()
+    }
 }
 
 /// Log lines a test server wrote.

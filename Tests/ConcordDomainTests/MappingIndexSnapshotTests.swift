@@ -110,14 +110,41 @@ import Testing
         }
         // A whole snapshot whose ID storage does not hold (a later save replaced it, or the
         // database was restored from a backup taken before it was recorded).
-        try good.write(to: URL(fileURLWithPath: world.file))
+        #expect(!FileManager.default.fileExists(atPath: world.file))   // the last damaged one was removed
         let saver = try world.restart()
-        _ = try world.answers(saver)                                  // loads from the good snapshot
-        #expect(saver.saveMappingIndexSnapshots().saved == 1)        // records another ID
+        _ = try world.answers(saver)                                  // loads from the tables
+        #expect(saver.saveMappingIndexSnapshots().saved == 1)        // records another ID at the same version
         try good.write(to: URL(fileURLWithPath: world.file))          // the first one back
         let restarted = try world.restart()
         #expect(try world.answers(restarted) == before)
         #expect(restarted.mappingIndex?.statistics.rejectedSnapshots == 1 && restarted.mappingIndex?.statistics.snapshotLoads == 0)
+    }
+
+    /// Saves in the background (`onlyQuiet`) take an account once its version has not moved for a
+    /// pass; no save (in the background or at shutdown) writes an account whose snapshot on disk is
+    /// already of its version, loaded or saved.
+    @Test(arguments: TestEngine.available) func onlyChangedAccountsAreSavedAndInTheBackgroundOnlySettledOnes(_ engine: TestEngine) throws {
+        let world = try World(engine)
+        let service = world.env.service
+        _ = try world.answers(service)
+        #expect(service.saveMappingIndexSnapshots(onlyQuiet: true).saved == 0)   // first seen at this version
+        #expect(service.saveMappingIndexSnapshots(onlyQuiet: true).saved == 1)   // unchanged for a pass
+        let first = try Data(contentsOf: URL(fileURLWithPath: world.file))
+        #expect(service.saveMappingIndexSnapshots(onlyQuiet: true).saved == 0)
+        #expect(service.saveMappingIndexSnapshots().saved == 0)                  // the file is current
+        try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(delete: ["A-7/L0/001"])), device: world.one)
+        #expect(service.saveMappingIndexSnapshots(onlyQuiet: true).saved == 0)   // changed since the last pass
+        #expect(service.saveMappingIndexSnapshots(onlyQuiet: true).saved == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: world.file)) != first)
+        let before = try world.answers(service)
+
+        // A start after a crash (nothing saved at the end) loads it, and has nothing to save.
+        let restarted = try world.restart()
+        #expect(try world.answers(restarted) == before)
+        #expect(restarted.mappingIndex?.statistics.snapshotLoads == 1)
+        #expect(restarted.saveMappingIndexSnapshots().saved == 0)
+        #expect(restarted.saveMappingIndexSnapshots(onlyQuiet: true).saved == 0 && restarted.saveMappingIndexSnapshots(onlyQuiet: true).saved == 0)
+        #expect(restarted.mappingIndex?.statistics.savedSnapshots == 0)
     }
 
     @Test func anAccountLargerThanTheBudgetIsNotReadFromItsSnapshot() throws {

@@ -160,6 +160,8 @@ public struct Configuration: Sendable, Equatable {
     /// a directory, `auto` (beside a SQLite database: its path followed by `-index`; none with
     /// PostgreSQL), or `off`.
     public var mappingIndexSnapshots = "auto"
+    /// Seconds between the background saves of settled accounts' snapshots (0: at shutdown only).
+    public var mappingIndexSnapshotSeconds = 60
 
     public init() {}
 }

@@ -77,12 +77,20 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             if reason == .shutdown {
                 // Within what is left of the grace (an orchestrator kills the process after it).
                 let left = max(1, configuration.server.timeouts.shutdownGrace - shutdown.secondsSinceStart(clock))
-                saveMappingIndexSnapshots(storage.service, deadline: Date().addingTimeInterval(left), logger: logger, clock: clock)
+                saveMappingIndexSnapshots(storage.service, deadline: Date().addingTimeInterval(left), onlyQuiet: false, logger: logger, clock: clock)
             }
             storage.service.flushPendingWrites()
             storage.close()
         }
         for warning in storage.warnings { logger.warning(warning) }
+        // Settled accounts saved while serving, so that a start after a crash finds them too;
+        // stopped (a save in progress finished) before storage's stop saves the rest.
+        if storage.service.mappingIndex?.snapshots != nil, configuration.mappingIndexSnapshotSeconds > 0 {
+            let saver = BackgroundSnapshots(every: Double(configuration.mappingIndexSnapshotSeconds)) {
+                saveMappingIndexSnapshots(storage.service, onlyQuiet: true, logger: logger, clock: clock)
+            }
+            lifecycle.register("mapping index snapshots") { _ in saver.stop() }
+        }
         // Long-polls hear other instances' commits through PostgreSQL (issue 13); stopped by `close()`.
         storage.listenForOtherInstances()
         if let index = storage.service.mappingIndex { registerMappingIndexMetrics(metrics, index) }
@@ -166,18 +174,57 @@ extension ServerConfiguration {
     }
 }
 
-/// At shutdown, once no request runs: the mapping index's loaded accounts saved to their snapshots
-/// (the next start loads them from there), and what it took logged.
-private func saveMappingIndexSnapshots(_ service: ConcordService, deadline: Date, logger: Logger, clock: AppClock) {
+/// The mapping index's accounts saved to their snapshots (the next start loads them from there),
+/// and what it took logged: at shutdown, once no request runs, every account changed since its
+/// snapshot; in the background (`onlyQuiet`), those that have settled (a pass that saves nothing
+/// logs nothing).
+private func saveMappingIndexSnapshots(_ service: ConcordService, deadline: Date = .distantFuture, onlyQuiet: Bool, logger: Logger, clock: AppClock) {
     guard service.mappingIndex?.snapshots != nil, (service.mappingIndex?.statistics.accounts ?? 0) > 0 else { return }
     let start = clock.nanoseconds()
-    let (saved, failures) = service.saveMappingIndexSnapshots(deadline: deadline)
+    let (saved, failures) = service.saveMappingIndexSnapshots(deadline: deadline, onlyQuiet: onlyQuiet)
     for failure in failures {
         logger.warning("mapping index snapshot not saved", metadata: ["account": .string(failure.accountID), "error": .string("\(failure.error)")])
     }
+    guard saved > 0 || !onlyQuiet else { return }
     logger.notice("mapping index snapshots saved", metadata: [
-        "accounts": .int(saved), "seconds": .double(Double(clock.nanoseconds() - start) / 1e9),
+        "accounts": .int(saved), "seconds": .double(Double(clock.nanoseconds() - start) / 1e9), "background": .bool(onlyQuiet),
     ])
+}
+
+/// Runs `save` every `seconds` on a thread of its own until `stop()`, which waits for a save in
+/// progress to end.
+final class BackgroundSnapshots: @unchecked Sendable {
+    // @unchecked Sendable: `stopping` and `finished` are only touched holding `condition`.
+    private let condition = NSCondition()
+    private var stopping = false
+    private var finished = false
+
+    init(every seconds: Double, save: @escaping @Sendable () -> Void) {
+        let thread = Thread { [self] in
+            self.condition.lock()
+            while !self.stopping {
+                let next = Date().addingTimeInterval(seconds)
+                while !self.stopping, Date() < next { _ = self.condition.wait(until: next) }
+                if self.stopping { break }
+                self.condition.unlock()
+                save()
+                self.condition.lock()
+            }
+            self.finished = true
+            self.condition.broadcast()
+            self.condition.unlock()
+        }
+        thread.name = "concord-snapshots"
+        thread.start()
+    }
+
+    func stop() {
+        self.condition.lock()
+        self.stopping = true
+        self.condition.broadcast()
+        while !self.finished { self.condition.wait() }
+        self.condition.unlock()
+    }
 }
 
 /// Logs what the transport reports and counts refused requests.
@@ -210,7 +257,7 @@ private func registerMappingIndexMetrics(_ metrics: MetricsRegistry, _ index: Ma
         ("concord_mapping_index_background_loads_fitted_total", "Background loads of too-large accounts that then fitted the budget.", { $0.backgroundLoadsFitted }),
         ("concord_mapping_index_snapshot_loads_total", "Accounts loaded from their mapping index snapshot (mappingIndexSnapshots) instead of their tables.", { $0.snapshotLoads }),
         ("concord_mapping_index_snapshots_rejected_total", "Snapshots found stale or damaged (removed; the account loaded from its tables).", { $0.rejectedSnapshots }),
-        ("concord_mapping_index_snapshots_saved_total", "Accounts saved to their snapshot at shutdown.", { $0.savedSnapshots }),
+        ("concord_mapping_index_snapshots_saved_total", "Accounts saved to their snapshot (in the background once settled, mappingIndexSnapshotSeconds, and at shutdown).", { $0.savedSnapshots }),
     ]
     for (name, help, read) in counters {
         metrics.gauge(name, help: help) { Double(read(index.statistics)) }

@@ -135,6 +135,8 @@ final class AccountMappingIndex {
     /// False once a GUID that is not in canonical form was met: the index cannot key it, so the
     /// account is served from storage instead.
     private(set) var isExact = true
+    /// Loaded from the account's snapshot (which is then still current on disk).
+    private(set) var loadedFromSnapshot = false
 
     // MARK: Fingerprints, interned per account
 
@@ -197,6 +199,7 @@ final class AccountMappingIndex {
             defer { input.close() }
             do {
                 try self.restore(from: input, account: accountID, tx: tx, checkingBudget: index)
+                self.loadedFromSnapshot = true
                 index.countSnapshotLoad()
                 return
             } catch is MappingIndex.OverBudget {

@@ -39,6 +39,11 @@ public final class MappingIndex: Sendable {
         /// The account did not fit the whole budget: served from storage until a retry off the
         /// request path fits it.
         var tooLarge = false
+        /// The version of the account's snapshot on disk, recorded in storage (loaded from or
+        /// saved); nil when there is none, or one being replaced. A save at this version is skipped.
+        var snapshotVersion: Int64?
+        /// The version the previous pass of quiet saves saw (`writeSnapshots(onlyQuiet:)`).
+        var seenVersion: Int64?
         // Under the cache's `table` lock:
         /// The size of its last load (0: never loaded), to decide its admission without loading it.
         var knownBytes = 0
@@ -209,6 +214,7 @@ public final class MappingIndex: Sendable {
         }
         fresh.version = version
         entry.index = fresh
+        entry.snapshotVersion = fresh.loadedFromSnapshot ? version : nil
         entry.pending = entry.pending.filter { $0.key > version }
         self.drainPending(entry)
         if wasLoaded { self.counters.catchUps.add(1, ordering: .relaxed) } else { self.counters.loads.add(1, ordering: .relaxed) }
@@ -284,11 +290,17 @@ public final class MappingIndex: Sendable {
         let snapshotID: String
     }
 
-    /// Writes every loaded account's snapshot (at shutdown: no request runs), each under its lock,
-    /// most recently used first, none begun after `deadline` (what is left of the shutdown's
-    /// grace: a process killed midway leaves only a temporary file, which the next start removes);
-    /// returns those written, for their IDs to be recorded in storage, and the failures.
-    func writeSnapshots(newID: () -> String, deadline: Date = .distantFuture) -> (saved: [SavedSnapshot], failures: [(accountID: String, error: any Error)]) {
+    /// Writes the snapshot of every loaded account that changed since its last one, each under its
+    /// lock, most recently used first, none begun after `deadline`; returns those written, for
+    /// their IDs to be recorded in storage, and the failures.
+    ///
+    /// At shutdown (no request runs) every such account is saved, within what is left of the
+    /// shutdown's grace: a process killed midway leaves only a temporary file, which the next start
+    /// removes. `onlyQuiet` (the background saves, `mappingIndexSnapshotSeconds`): only accounts
+    /// whose version has not moved since the previous such pass, so that a busy account is not
+    /// saved (and its lookups held up by the save) on every pass, only once it has settled.
+    func writeSnapshots(newID: () -> String, deadline: Date = .distantFuture, onlyQuiet: Bool = false)
+        -> (saved: [SavedSnapshot], failures: [(accountID: String, error: any Error)]) {
         guard let snapshots = self.snapshots else { return ([], []) }
         let entries = self.table.withLock { t in t.entries.map { ($0.key, $0.value, $0.value.lastUse) } }
         var saved: [SavedSnapshot] = [], failures: [(accountID: String, error: any Error)] = []
@@ -296,8 +308,15 @@ public final class MappingIndex: Sendable {
             guard Date() < deadline else { break }
             entry.condition.lock()
             defer { entry.condition.unlock() }
-            guard let index = entry.index, entry.expected.isEmpty, entry.pending.isEmpty else { continue }
+            guard let index = entry.index, entry.expected.isEmpty, entry.pending.isEmpty, index.version != entry.snapshotVersion else { continue }
+            if onlyQuiet {
+                let seen = entry.seenVersion
+                entry.seenVersion = index.version
+                guard seen == index.version else { continue }
+            }
             let id = newID()
+            // The file is replaced now: until the new ID is recorded there is no usable snapshot.
+            entry.snapshotVersion = nil
             do {
                 try snapshots.save(account: accountID) { output in try index.writeSnapshot(output, account: accountID, snapshotID: id) }
                 saved.append(SavedSnapshot(accountID: accountID, version: index.version, snapshotID: id))
@@ -313,6 +332,9 @@ public final class MappingIndex: Sendable {
     func snapshotRecorded(_ snapshot: SavedSnapshot, _ recorded: Bool) {
         if recorded {
             self.counters.savedSnapshots.add(1, ordering: .relaxed)
+            if let entry = self.table.withLock({ $0.entries[snapshot.accountID] }) {
+                entry.condition.withLock { entry.snapshotVersion = snapshot.version }
+            }
         } else {
             self.snapshots?.remove(account: snapshot.accountID)
         }
@@ -374,6 +396,7 @@ public final class MappingIndex: Sendable {
         if entry.index == nil {
             fresh.version = version
             entry.index = fresh
+            entry.snapshotVersion = fresh.loadedFromSnapshot ? version : nil
             entry.pending.removeAll()
             installed = true
         }
