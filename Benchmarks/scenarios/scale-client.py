@@ -13,7 +13,8 @@ Phases (see docs/benchmarks.md, "Scale scenario (issue 24)"):
      (device 1 at N: 5 batches of new assets, then 5 batches deleting them), after the mapping;
   3. first-time mapping: local → cloud of all of device 1's ids (records created), cloud → local of
      those on device 2 (linked by content), local → cloud on device 2 (linked already); 1000 per batch;
-  4. restart on the same database: the first mapping requests, the mapping index's metrics;
+  4. restart on the same database: the first mapping requests, the mapping index's metrics, after a
+     clean stop, a crash with the snapshots deleted, and a crash once the background save had run;
   5. warm batches of 1000 both ways;
   6. accounts B and C, ALT × 2 devices each, mapped both ways, then requests alternating between them;
   7. the database's size.
@@ -621,6 +622,18 @@ for f in snapshot_files():
     os.unlink(f)
 R["restart_crash"] = first_requests_after_restart()
 log(f"after a crash: {R['restart_crash']}")
+# A crash after the account settled: the background save (mappingIndexSnapshotSeconds) wrote its
+# snapshot while the server ran, so the next start loads it from there.
+t0 = time.time()
+while metrics().get("snapshots_saved_total", 0) < 1:
+    if time.time() - t0 > 300:
+        fail("no background snapshot save within 300 s of the account settling")
+    time.sleep(0.25)
+R["settled_saved_after_s"] = round(time.time() - t0, 1)
+CONN.reset()
+SERVER.crash()
+R["restart_settled_crash"] = first_requests_after_restart()
+log(f"after a crash once settled: {R['restart_settled_crash']}")
 
 # ---------------------------------------------------------------- 5. warm batches both ways
 rng = random.Random(5)
@@ -819,6 +832,17 @@ first_requests_table(RC["requests"])
 mc = RC["metrics_after"]
 out.append(f"Metrics after them: loads {int(mc['loads_total'])} (from a snapshot: {int(mc.get('snapshot_loads_total', 0))}), "
            f"too_large {int(mc['too_large_total'])}, resident {mc['resident_bytes'] / 2**20:.1f} MiB; peak RSS {RC['peak_rss_mib']} MiB.")
+out.append("")
+RK = R["restart_settled_crash"]
+out.append("#### 4c. After a crash (kill -9) once the account had settled: the background save's snapshot")
+out.append("")
+out.append(f"The server of 4b saved the account in the background {R['settled_saved_after_s']} s after its first requests "
+           f"(`mappingIndexSnapshotSeconds` {os.environ.get('CONCORD_MAPPING_INDEX_SNAPSHOT_SECONDS', '60')}: unchanged for one pass), then was killed.")
+out.append("")
+first_requests_table(RK["requests"])
+mk = RK["metrics_after"]
+out.append(f"Metrics after them: loads {int(mk['loads_total'])} (from a snapshot: {int(mk.get('snapshot_loads_total', 0))}), "
+           f"rejected snapshots {int(mk.get('snapshots_rejected_total', 0))}, resident {mk['resident_bytes'] / 2**20:.1f} MiB; peak RSS {RK['peak_rss_mib']} MiB.")
 out.append("")
 out.append(f"### 5. Warm batches, {W} × 1000 ids each way")
 out.append("")

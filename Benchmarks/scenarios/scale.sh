@@ -6,7 +6,8 @@
 #   2. POST /v1/library/changes batches of 10 000 on a fresh device (start) and on the full device (end);
 #   3. first-time mapping of all ids, 1000 per request: local → cloud on device 1 (records created),
 #      cloud → local on device 2 (linked by content), local → cloud on device 2 (linked already);
-#   4. a restart on the same database: the first mapping requests and the mapping index's metrics;
+#   4. a restart on the same database: the first mapping requests and the mapping index's metrics,
+#      after a clean stop (snapshot), a crash without one (tables) and a crash once settled (background snapshot);
 #   5. warm 1000-id batches both ways;
 #   6. two accounts of SCALE_ALT_ASSETS × 2 used alternately (index loads/evictions per request);
 #   7. the database's size.
@@ -71,6 +72,9 @@ if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
 fi
 [[ -x "$BIN" ]] || { log "missing $BIN"; exit 1; }
 
+# Background saves of settled accounts' index snapshots every 5 s (the default is 60): step 4c
+# waits for one before its crash.
+export CONCORD_MAPPING_INDEX_SNAPSHOT_SECONDS="${CONCORD_MAPPING_INDEX_SNAPSHOT_SECONDS:-5}"
 if [[ "$ENGINE" == postgres ]]; then
     PG_DIR="$WORK/pg"
     DATABASE="$("$ROOT/.ci/pg-cluster" init "$PG_DIR" | tail -1)"
