@@ -21,6 +21,18 @@ public enum JSONValue: Sendable, Equatable {
 ///
 /// Duplicate names are kept as they appear (RFC 8259 §4 leaves them undefined);
 /// lookup by name returns the last one, as most JavaScript engines do.
+extension JSONValue {
+    /// The elements the parser counts against its `maxElements`: array items and object members,
+    /// at any depth below this value.
+    public var elementCount: Int {
+        switch self {
+        case .array(let items): return items.reduce(items.count) { $0 + $1.elementCount }
+        case .object(let o): return o.members.reduce(o.members.count) { $0 + $1.value.elementCount }
+        default: return 0
+        }
+    }
+}
+
 public struct JSONObject: Sendable, Equatable {
     /// The members, in document order, duplicates included.
     public var members: [(key: String, value: JSONValue)]

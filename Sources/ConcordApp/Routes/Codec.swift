@@ -175,6 +175,39 @@ enum Codec {
 
     /// `PUT /v1/library`: `{"assets": [...], "assetCollections": [...], "collectionLists": [...]}`;
     /// a missing part means the library has none of that type.
+    /// A manifest body (`PUT /v1/library`, an upload's part) as a snapshot. The usual shape is
+    /// read one object at a time (`ObjectArraysScanner`: each element parsed and converted, then
+    /// let go), so the body's whole tree is never built; any other body, and any body with
+    /// something wrong in it, is parsed whole, which words the error as for every other body.
+    static func snapshot(_ request: RequestContext, maxElements: Int) throws(APIError) -> LibrarySnapshot {
+        let body = request.request.body
+        if let parts = ObjectArraysScanner.scan(body, names: ObjectType.allCases.map(\.partName)),
+           let snapshot = Self.snapshot(body, parts: parts, maxElements: maxElements) {
+            return snapshot
+        }
+        return try Self.snapshot(try request.jsonBody(maxElements: maxElements))
+    }
+
+    /// The elements `ObjectArraysScanner` found, parsed and converted in the order `snapshot(_:)`
+    /// takes them (by type, then in document order); nil at the first thing wrong (the caller then
+    /// parses the body whole for its error), or past `maxElements` counted as the parser counts.
+    static func snapshot(_ body: [UInt8], parts: [[Range<Int>]?], maxElements: Int) -> LibrarySnapshot? {
+        var elements = parts.count { $0 != nil }   // the members themselves
+        var objects: [LibraryObject] = []
+        objects.reserveCapacity(parts.reduce(0) { $0 + ($1?.count ?? 0) })
+        return body.withUnsafeBytes { b -> LibrarySnapshot? in
+            for (type, ranges) in zip(ObjectType.allCases, parts) {
+                for range in ranges ?? [] {
+                    guard let value = try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: b[range])),
+                          let object = try? Self.libraryObject(value, type: type, path: type.partName) else { return nil }
+                    elements += 1 + value.elementCount
+                    objects.append(object)
+                }
+            }
+            return elements <= maxElements ? LibrarySnapshot(objects: objects) : nil
+        }
+    }
+
     static func snapshot(_ body: JSONObject) throws(APIError) -> LibrarySnapshot {
         var objects: [LibraryObject] = []
         for type in ObjectType.allCases {

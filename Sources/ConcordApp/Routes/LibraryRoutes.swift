@@ -14,7 +14,7 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
         },
         app.deviceRoute("PUT", "/v1/library", operation: "replaceLibrary", body: .manifest) { request, device in
             let reset = try Codec.boolQuery(request, "reset") ?? false
-            let snapshot = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.manifestElements(bodyBytes: request.request.body.count)))
+            let snapshot = try Codec.snapshot(request, maxElements: app.configuration.server.limits.manifestElements(bodyBytes: request.request.body.count))
             try Codec.checkLibraryItems(snapshot, app)
             let result = try Codec.underIfMatch(request) { ifMatch in
                 try app.service.library.replaceLibrary(snapshot, reset: reset, ifMatch: ifMatch, device: device)
@@ -30,7 +30,7 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
         app.deviceRoute("PUT", "/v1/library/uploads/{uploadID}/parts/{n}", operation: "putUploadPart", body: .manifest) { request, device in
             let uploadID = try request.pathParameter("uploadID")
             let n = try Codec.partNumber(try request.pathParameter("n"))
-            let slice = try Codec.snapshot(try request.jsonBody(maxElements: app.configuration.server.limits.manifestElements(bodyBytes: request.request.body.count)))
+            let slice = try Codec.snapshot(request, maxElements: app.configuration.server.limits.manifestElements(bodyBytes: request.request.body.count))
             try Codec.checkLibraryItems(slice, app)
             let progress = try app.service.uploads.putPart(n, of: uploadID, slice, device: device)
             return Codec.json { w in

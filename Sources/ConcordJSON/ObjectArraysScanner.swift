@@ -1,0 +1,92 @@
+/// Finds the elements of a body shaped `{"<name>": [{…}, {…}, …], …}` — an object whose members
+/// are arrays of objects, each named one of `names` at most once — without building its tree: each
+/// element's byte range, for the caller to parse one at a time. A library manifest of 400 000
+/// objects parsed whole is a tree of about 230 MB; one element's is a few hundred bytes.
+///
+/// Only the extents are found here: an element's contents are checked by parsing it. Anything
+/// else — another member, a name twice, a member that is not an array, an element that is not an
+/// object or nests deeper than `maxElementDepth`, a member name with an escape or a control
+/// character — gives nil: the caller then parses the body whole, which decides what it means and
+/// words any error exactly as for every other body.
+///
+/// When every element then parses, the body is well-formed JSON: outside the elements this scanner
+/// has read every token itself, and a well-formed element's brackets match within its range.
+public enum ObjectArraysScanner {
+    /// Each name's elements (byte ranges of `body`, in document order), in the order of `names`;
+    /// nil for a name the body does not have.
+    public static func scan(_ body: [UInt8], names: [String], maxElementDepth: Int = 4) -> [[Range<Int>]?]? {
+        let wanted = names.map { Array($0.utf8) }
+        return body.withUnsafeBufferPointer { b -> [[Range<Int>]?]? in
+            var found = [[Range<Int>]?](repeating: nil, count: wanted.count)
+            var i = 0
+            let n = b.count
+            @inline(__always) func skipSpace() {
+                while i < n, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }
+            }
+            @inline(__always) func take(_ c: UInt8) -> Bool {
+                skipSpace()
+                guard i < n, b[i] == c else { return false }
+                i += 1
+                return true
+            }
+            /// A member name without escapes: which of `wanted` it is.
+            func name() -> Int? {
+                let start = i
+                while i < n, b[i] != UInt8(ascii: "\"") {
+                    if b[i] == UInt8(ascii: "\\") || b[i] < 0x20 { return nil }
+                    i += 1
+                }
+                guard i < n else { return nil }
+                let key = UnsafeBufferPointer(rebasing: b[start..<i])
+                i += 1
+                return wanted.firstIndex { $0.elementsEqual(key) }
+            }
+            /// The object starting at `i`: its end, found by matching brackets outside strings.
+            func element() -> Range<Int>? {
+                let start = i
+                var depth = 0
+                while i < n {
+                    switch b[i] {
+                    case UInt8(ascii: "\""):
+                        i += 1
+                        while i < n, b[i] != UInt8(ascii: "\"") { i += b[i] == UInt8(ascii: "\\") ? 2 : 1 }
+                        guard i < n else { return nil }
+                    case UInt8(ascii: "{"), UInt8(ascii: "["):
+                        depth += 1
+                        guard depth <= maxElementDepth else { return nil }
+                    case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                        depth -= 1
+                        if depth == 0 {
+                            i += 1
+                            return start..<i
+                        }
+                    default:
+                        break
+                    }
+                    i += 1
+                }
+                return nil
+            }
+            guard take(UInt8(ascii: "{")) else { return nil }
+            if !take(UInt8(ascii: "}")) {
+                repeat {
+                    guard take(UInt8(ascii: "\"")), let k = name(), found[k] == nil,
+                          take(UInt8(ascii: ":")), take(UInt8(ascii: "[")) else { return nil }
+                    var elements: [Range<Int>] = []
+                    if !take(UInt8(ascii: "]")) {
+                        repeat {
+                            skipSpace()
+                            guard i < n, b[i] == UInt8(ascii: "{"), let range = element() else { return nil }
+                            elements.append(range)
+                        } while take(UInt8(ascii: ","))
+                        guard take(UInt8(ascii: "]")) else { return nil }
+                    }
+                    found[k] = elements
+                } while take(UInt8(ascii: ","))
+                guard take(UInt8(ascii: "}")) else { return nil }
+            }
+            skipSpace()
+            return i == n ? found : nil
+        }
+    }
+}
