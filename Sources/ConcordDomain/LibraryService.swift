@@ -121,13 +121,15 @@ public struct LibraryService: ServiceArea {
         }
         try Self.checkMembers(snapshot.objects, typeOf: { byID[ByteKey($0)] })
         byID = [:]
-        // The merge takes the sent library in byte order, a page at a time.
-        let sorted = snapshot.objects.sorted { $0.localIdentifier.utf8Precedes($1.localIdentifier) }
+        // The merge takes the sent library in byte order, a page at a time: the objects' order is
+        // sorted, not a sorted copy of them (a copy would hold the library twice).
+        let objects = snapshot.objects
+        let order = objects.indices.sorted { objects[$0].localIdentifier.utf8Precedes(objects[$1].localIdentifier) }
         let precondition = self.precondition(ifMatch, device: device)
         return try self.write(device) { tx, state in
             var offset = 0
-            return try self.replace(tx, state, reset: reset, sentCount: sorted.count, precondition: precondition) {
-                let page = Array(sorted[offset..<min(offset + LibraryReplacement.pageSize, sorted.count)])
+            return try self.replace(tx, state, reset: reset, sentCount: order.count, precondition: precondition) {
+                let page = order[offset..<min(offset + LibraryReplacement.pageSize, order.count)].map { objects[$0] }
                 offset += page.count
                 return page
             }
