@@ -18,32 +18,25 @@ public enum ObjectArraysScanner {
         let wanted = names.map { Array($0.utf8) }
         return body.withUnsafeBufferPointer { b -> [[Range<Int>]?]? in
             var found = [[Range<Int>]?](repeating: nil, count: wanted.count)
-            var i = 0
+            var s = ByteScanner(b)
             let n = b.count
-            @inline(__always) func skipSpace() {
-                while i < n, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }
-            }
-            @inline(__always) func take(_ c: UInt8) -> Bool {
-                skipSpace()
-                guard i < n, b[i] == c else { return false }
-                i += 1
-                return true
-            }
             /// A member name without escapes: which of `wanted` it is.
             func name() -> Int? {
-                let start = i
+                let start = s.index
+                var i = start
                 while i < n, b[i] != UInt8(ascii: "\"") {
                     if b[i] == UInt8(ascii: "\\") || b[i] < 0x20 { return nil }
                     i += 1
                 }
                 guard i < n else { return nil }
                 let key = UnsafeBufferPointer(rebasing: b[start..<i])
-                i += 1
+                s.index = i + 1
                 return wanted.firstIndex { $0.elementsEqual(key) }
             }
-            /// The object starting at `i`: its end, found by matching brackets outside strings.
+            /// The object starting at the scanner's position: its extent, by matching brackets outside strings.
             func element() -> Range<Int>? {
-                let start = i
+                let start = s.index
+                var i = start
                 var depth = 0
                 while i < n {
                     switch b[i] {
@@ -57,8 +50,8 @@ public enum ObjectArraysScanner {
                     case UInt8(ascii: "}"), UInt8(ascii: "]"):
                         depth -= 1
                         if depth == 0 {
-                            i += 1
-                            return start..<i
+                            s.index = i + 1
+                            return start..<s.index
                         }
                     default:
                         break
@@ -67,26 +60,26 @@ public enum ObjectArraysScanner {
                 }
                 return nil
             }
-            guard take(UInt8(ascii: "{")) else { return nil }
-            if !take(UInt8(ascii: "}")) {
+            guard s.take(UInt8(ascii: "{")) else { return nil }
+            if !s.take(UInt8(ascii: "}")) {
                 repeat {
-                    guard take(UInt8(ascii: "\"")), let k = name(), found[k] == nil,
-                          take(UInt8(ascii: ":")), take(UInt8(ascii: "[")) else { return nil }
+                    guard s.take(UInt8(ascii: "\"")), let k = name(), found[k] == nil,
+                          s.take(UInt8(ascii: ":")), s.take(UInt8(ascii: "[")) else { return nil }
                     var elements: [Range<Int>] = []
-                    if !take(UInt8(ascii: "]")) {
+                    if !s.take(UInt8(ascii: "]")) {
                         repeat {
-                            skipSpace()
-                            guard i < n, b[i] == UInt8(ascii: "{"), let range = element() else { return nil }
+                            s.skipSpace()
+                            guard !s.atEnd, b[s.index] == UInt8(ascii: "{"), let range = element() else { return nil }
                             elements.append(range)
-                        } while take(UInt8(ascii: ","))
-                        guard take(UInt8(ascii: "]")) else { return nil }
+                        } while s.take(UInt8(ascii: ","))
+                        guard s.take(UInt8(ascii: "]")) else { return nil }
                     }
                     found[k] = elements
-                } while take(UInt8(ascii: ","))
-                guard take(UInt8(ascii: "}")) else { return nil }
+                } while s.take(UInt8(ascii: ","))
+                guard s.take(UInt8(ascii: "}")) else { return nil }
             }
-            skipSpace()
-            return i == n ? found : nil
+            s.skipSpace()
+            return s.atEnd ? found : nil
         }
     }
 }

@@ -14,20 +14,13 @@ public enum PlainStringArrayScanner {
         _ body: [UInt8], member: StaticString, maxCount: Int, span: (_ start: Int, _ length: Int) -> Span
     ) -> [Span]? {
         body.withUnsafeBufferPointer { b -> [Span]? in
-            var i = 0
+            var s = ByteScanner(b)
             let n = b.count
-            @inline(__always) func skipSpace() {
-                while i < n, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }
-            }
-            @inline(__always) func take(_ c: UInt8) -> Bool {
-                skipSpace()
-                guard i < n, b[i] == c else { return false }
-                i += 1
-                return true
-            }
-            /// A plain string at `i` (after its opening quote): its start and length.
+            /// A plain string at the scanner's position (after its opening quote): its start and length.
             @inline(__always) func plainString() -> (Int, Int)? {
-                let start = i
+                let start = s.index
+                var i = start
+                defer { s.index = i }
                 // 8 bytes at a time while none is a quote, a backslash, a control character or
                 // outside ASCII (see `JSONWriter.needsEscape` for the trick); bytes one by one after.
                 let ones: UInt64 = 0x0101_0101_0101_0101
@@ -50,23 +43,23 @@ public enum PlainStringArrayScanner {
                 }
                 return nil
             }
-            guard take(UInt8(ascii: "{")), take(UInt8(ascii: "\"")), let (keyStart, keyLength) = plainString(),
+            guard s.take(UInt8(ascii: "{")), s.take(UInt8(ascii: "\"")), let (keyStart, keyLength) = plainString(),
                   keyLength == member.utf8CodeUnitCount,
                   keyLength == 0 || memcmpEqual(b.baseAddress! + keyStart, member.utf8Start, keyLength),
-                  take(UInt8(ascii: ":")), take(UInt8(ascii: "["))
+                  s.take(UInt8(ascii: ":")), s.take(UInt8(ascii: "["))
             else { return nil }
             var spans: [Span] = []
             spans.reserveCapacity(min(maxCount, n / 3))
-            if !take(UInt8(ascii: "]")) {
+            if !s.take(UInt8(ascii: "]")) {
                 repeat {
-                    guard spans.count < maxCount, take(UInt8(ascii: "\"")), let (start, length) = plainString() else { return nil }
+                    guard spans.count < maxCount, s.take(UInt8(ascii: "\"")), let (start, length) = plainString() else { return nil }
                     spans.append(span(start, length))
-                } while take(UInt8(ascii: ","))
-                guard take(UInt8(ascii: "]")) else { return nil }
+                } while s.take(UInt8(ascii: ","))
+                guard s.take(UInt8(ascii: "]")) else { return nil }
             }
-            guard take(UInt8(ascii: "}")) else { return nil }
-            skipSpace()
-            return i == n ? spans : nil
+            guard s.take(UInt8(ascii: "}")) else { return nil }
+            s.skipSpace()
+            return s.atEnd ? spans : nil
         }
     }
 
