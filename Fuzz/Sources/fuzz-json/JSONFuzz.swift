@@ -8,7 +8,11 @@ import FuzzSupport
 //  - a parsed value written with JSONWriter parses back equal, and writing that gives the same
 //    bytes (the writer's output is a fixed point);
 //  - the limits are exact: a value of depth d parses with maxDepth d and not d - 1; a value of
-//    n elements parses with maxElements n and fails with tooManyElements at n - 1.
+//    n elements parses with maxElements n and fails with tooManyElements at n - 1;
+//  - a manifest read element-wise (`ObjectArraysScanner`, then each element parsed alone, as
+//    ConcordApp's `Codec.snapshot` does) is what the whole-body parser reads: when every element
+//    found parses, so does the body, to an object of exactly those members, each once, each the
+//    array of exactly those elements, with the same element count.
 
 func outcome(_ parse: () throws(JSONParseError) -> JSONValue) -> Result<JSONValue, JSONParseError> {
     do throws(JSONParseError) { return .success(try parse()) } catch { return .failure(error) }
@@ -34,6 +38,32 @@ func written(_ v: JSONValue) -> [UInt8] {
     return w.bytes
 }
 
+let manifestNames = ["assets", "assetCollections", "collectionLists"]
+
+func checkManifestReading(_ input: [UInt8], _ whole: Result<JSONValue, JSONParseError>) {
+    guard let parts = ObjectArraysScanner.scan(input, names: manifestNames) else { return }
+    var elements: [[JSONValue]?] = []
+    var count = parts.count { $0 != nil }
+    for ranges in parts {
+        guard let ranges else { elements.append(nil); continue }
+        var values: [JSONValue] = []
+        for range in ranges {
+            guard let value = try? JSONValue.parse(Array(input[range])) else { return }   // the body is then read whole
+            values.append(value)
+            count += 1 + value.elementCount
+        }
+        elements.append(values)
+    }
+    guard case .success(.object(let o)) = whole else { propertyFailed("elements read alone, but the body does not parse to an object: \(describe(input))") }
+    check(o.members.count == parts.count { $0 != nil }, "members differ: \(describe(input))")
+    for member in o.members {
+        guard let k = manifestNames.firstIndex(of: member.key), let values = elements[k] else { propertyFailed("member \(member.key) not found element-wise: \(describe(input))") }
+        check(member.value == .array(values), "member \(member.key) read otherwise element-wise: \(describe(input))")
+        check(values.allSatisfy { if case .object = $0 { true } else { false } }, "an element that is not an object: \(describe(input))")
+    }
+    check(count == JSONValue.object(o).elementCount, "element counts differ: \(describe(input))")
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let input = inputBytes(data, size)
@@ -42,6 +72,7 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let fromSlice = outcome { () throws(JSONParseError) in try JSONValue.parse(input[...]) }
     let bounded = outcome { () throws(JSONParseError) in try JSONValue.parse(input, maxElements: .max) }
     check(fromArray == fromRaw && fromArray == fromSlice && fromArray == bounded, "entry points disagree")
+    checkManifestReading(input, fromArray)
 
     switch fromArray {
     case .failure(let error):
