@@ -1,7 +1,8 @@
 /// Finds the elements of a body shaped `{"<name>": [{…}, {…}, …], …}` — an object whose members
 /// are arrays of objects, each named one of `names` at most once — without building its tree: each
-/// element's byte range, for the caller to parse one at a time. A library manifest of 400 000
-/// objects parsed whole is a tree of about 230 MB; one element's is a few hundred bytes.
+/// element's byte range, for the caller to parse one at a time. Parsed whole, a library manifest's
+/// tree is several times its text (the `PUT` of 300 000 assets, a 53 MiB body, peaked 99 MiB
+/// higher that way, docs/benchmarks.md); one element's tree is a few hundred bytes.
 ///
 /// Only the extents are found here: an element's contents are checked by parsing it. Anything
 /// else — another member, a name twice, a member that is not an array, an element that is not an
