@@ -16,51 +16,24 @@ import Testing
         let path = directory.appendingPathComponent("concord.sqlite").path
         let configuration = testServerConfiguration(.sqlite(path: path))
         func serve() throws -> RunningApp { try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in })) }
-        func call(_ app: RunningApp, _ method: String, _ target: String, _ token: String, _ body: String) throws -> APIResponse {
-            APIResponse(raw: try rawRequest(port: app.port, method, target, headers: ["Authorization: Bearer \(token)", "Content-Type: application/json"], body: body))
-        }
-        func metric(_ app: RunningApp, _ name: String) throws -> String? {
-            let text = try rawRequest(port: app.port, "GET", "/metrics").body
-            return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(name.count + 1)) }
-        }
-        let ids = (0..<30).map { assetID($0) }
-        let phoneIDs = (0..<30).map { assetID($0, device: "0C1F6B3E-7D52-4C8A-9E01-5A3B2C1D0E9F") }
-
         var app = try serve()
-        let account = try call(app, "POST", "/v1/accounts", testAdminToken, #"{"name":"Person"}"#)
-        let accountID = try #require(account["accountID"]?.stringValue), accountToken = try #require(account["accountToken"]?.stringValue)
-        let tablet = try #require(try call(app, "POST", "/v1/devices", accountToken, #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
-        let phone = try #require(try call(app, "POST", "/v1/devices", accountToken, #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
-        func upsert(_ token: String, _ ids: [String]) throws {
-            let items = ids.enumerated().map { #"{"localIdentifier":\#(json($0.element)),"fingerprint":"\#(fingerprint($0.offset))"}"# }
-            let r = try call(app, "POST", "/v1/library/changes", token, #"{"assets":{"upsert":[\#(items.joined(separator: ","))]}}"#)
-            try #require(r.status == 200, "\(r.raw.body)")
-        }
-        try upsert(tablet, ids)
-        try upsert(phone, phoneIDs)
-        let clouds = try call(app, "POST", "/v1/library/cloud-identifiers", tablet, #"{"localIdentifiers":\#(jsonArray(ids))}"#)
-        let cloudIDs = try #require(clouds["mappings"]?.arrayValue).compactMap { $0["cloudIdentifier"]?.stringValue }
-        #expect(cloudIDs.count == 30)
-        func answers(_ app: RunningApp) throws -> String {
-            try call(app, "POST", "/v1/library/local-identifiers", phone, #"{"cloudIdentifiers":\#(jsonArray(cloudIDs))}"#).raw.body
-                + (try call(app, "POST", "/v1/library/cloud-identifiers", tablet, #"{"localIdentifiers":\#(jsonArray(ids))}"#).raw.body)
-        }
-        let before = try answers(app)
-        #expect(before.contains(phoneIDs[29]))
+        let world = try MappedPair(port: app.port, count: 30)
+        let before = try world.answers(app.port)
+        #expect(before.contains(world.phoneIDs[29]))
         app.shutdown()
-        #expect(FileManager.default.fileExists(atPath: path + "-index/\(accountID).index"))
+        #expect(FileManager.default.fileExists(atPath: path + "-index/\(world.accountID).index"))
 
         app = try serve()
-        #expect(try answers(app) == before)
-        #expect(try metric(app, "concord_mapping_index_snapshot_loads_total") == "1")
+        #expect(try world.answers(app.port) == before)
+        #expect(try indexMetric(app.port, "concord_mapping_index_snapshot_loads_total") == 1)
         // A change after the load, then a restart: the snapshot saved at this shutdown is of the
         // new state, and is used again.
-        try upsert(tablet, [assetID(99)])
-        let after = try answers(app)
+        try MappedPair.upsert(app.port, world.tablet, [assetID(99)])
+        let after = try world.answers(app.port)
         app.shutdown()
         app = try serve()
-        #expect(try answers(app) == after)
-        #expect(try metric(app, "concord_mapping_index_snapshot_loads_total") == "1")
+        #expect(try world.answers(app.port) == after)
+        #expect(try indexMetric(app.port, "concord_mapping_index_snapshot_loads_total") == 1)
         app.shutdown()
     }
 
@@ -92,57 +65,75 @@ import Testing
         func launch(_ log: String, seconds: Int) throws -> (Process, Int) {
             try launchServer(database: database, directory: directory, log: log, environment: ["CONCORD_MAPPING_INDEX_SNAPSHOT_SECONDS": "\(seconds)"])
         }
-        func metric(_ port: Int, _ name: String) throws -> Int? {
-            let text = try rawRequest(port: port, "GET", "/metrics").body
-            return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.dropFirst(name.count + 1)) }
-        }
-        let ids = (0..<20).map { assetID($0) }
-        let phoneIDs = (0..<20).map { assetID($0, device: "0C1F6B3E-7D52-4C8A-9E01-5A3B2C1D0E9F") }
-        func upsert(_ port: Int, _ token: String, _ ids: [String]) throws {
-            let items = ids.enumerated().map { #"{"localIdentifier":\#(json($0.element)),"fingerprint":"\#(fingerprint($0.offset))"}"# }
-            let r = try send(port, "POST", "/v1/library/changes", token: token, body: #"{"assets":{"upsert":[\#(items.joined(separator: ","))]}}"#)
-            try #require(r.status == 200, "\(r.raw.body)")
-        }
-
         var (server, port) = try launch("first.log", seconds: 1)
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
-        let account = try send(port, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Person"}"#)
-        let accountToken = try #require(account["accountToken"]?.stringValue)
-        let tablet = try #require(try send(port, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
-        let phone = try #require(try send(port, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
-        try upsert(port, tablet, ids)
-        try upsert(port, phone, phoneIDs)
-        let clouds = try send(port, "POST", "/v1/library/cloud-identifiers", token: tablet, body: #"{"localIdentifiers":\#(jsonArray(ids))}"#)
-        let cloudIDs = try #require(clouds["mappings"]?.arrayValue).compactMap { $0["cloudIdentifier"]?.stringValue }
-        #expect(cloudIDs.count == 20)
-        func answers(_ port: Int) throws -> String {
-            try send(port, "POST", "/v1/library/local-identifiers", token: phone, body: #"{"cloudIdentifiers":\#(jsonArray(cloudIDs))}"#).raw.body
-                + (try send(port, "POST", "/v1/library/cloud-identifiers", token: tablet, body: #"{"localIdentifiers":\#(jsonArray(ids))}"#).raw.body)
-        }
-        let before = try answers(port)
-        #expect(before.contains(phoneIDs[19]))
+        let world = try MappedPair(port: port, count: 20)
+        let before = try world.answers(port)
+        #expect(before.contains(world.phoneIDs[19]))
         // Saved once the account has not changed for a pass (1 s here); up to 30 s on a busy machine.
-        for _ in 0..<300 where try metric(port, "concord_mapping_index_snapshots_saved_total") == 0 { usleep(100_000) }
-        #expect(try metric(port, "concord_mapping_index_snapshots_saved_total") == 1)
+        for _ in 0..<300 where try indexMetric(port, "concord_mapping_index_snapshots_saved_total") == 0 { usleep(100_000) }
+        #expect(try indexMetric(port, "concord_mapping_index_snapshots_saved_total") == 1)
         kill(server.processIdentifier, SIGKILL)
         server.waitUntilExit()
 
         (server, port) = try launch("second.log", seconds: 60)
-        #expect(try answers(port) == before)
-        #expect(try metric(port, "concord_mapping_index_snapshot_loads_total") == 1)
+        #expect(try world.answers(port) == before)
+        #expect(try indexMetric(port, "concord_mapping_index_snapshot_loads_total") == 1)
         // A change, then a crash before any save: the next start loads the tables, change and all.
-        try upsert(port, phone, [assetID(99, device: "0C1F6B3E-7D52-4C8A-9E01-5A3B2C1D0E9F")])
-        let after = try answers(port)
+        try MappedPair.upsert(port, world.phone, [assetID(99, device: MappedPair.phoneDevice)])
+        let after = try world.answers(port)
         kill(server.processIdentifier, SIGKILL)
         server.waitUntilExit()
 
         (server, port) = try launch("third.log", seconds: 60)
-        #expect(try answers(port) == after)
-        #expect(try metric(port, "concord_mapping_index_snapshot_loads_total") == 0)
-        #expect(try metric(port, "concord_mapping_index_snapshots_rejected_total") == 1)
+        #expect(try world.answers(port) == after)
+        #expect(try indexMetric(port, "concord_mapping_index_snapshot_loads_total") == 0)
+        #expect(try indexMetric(port, "concord_mapping_index_snapshots_rejected_total") == 1)
         kill(server.processIdentifier, SIGTERM)
         server.waitUntilExit()
     }
+}
+
+/// An account with a tablet and a phone, `count` assets each with the same contents, mapped
+/// tablet → cloud: what the restart tests stop and start servers under.
+private struct MappedPair {
+    static let phoneDevice = "0C1F6B3E-7D52-4C8A-9E01-5A3B2C1D0E9F"
+    let accountID: String, tablet: String, phone: String
+    let ids: [String], phoneIDs: [String], cloudIDs: [String]
+
+    init(port: Int, count: Int) throws {
+        let account = try send(port, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Person"}"#)
+        self.accountID = try #require(account["accountID"]?.stringValue)
+        let accountToken = try #require(account["accountToken"]?.stringValue)
+        self.tablet = try #require(try send(port, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
+        self.phone = try #require(try send(port, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
+        self.ids = (0..<count).map { assetID($0) }
+        self.phoneIDs = (0..<count).map { assetID($0, device: Self.phoneDevice) }
+        try Self.upsert(port, self.tablet, self.ids)
+        try Self.upsert(port, self.phone, self.phoneIDs)
+        let clouds = try send(port, "POST", "/v1/library/cloud-identifiers", token: self.tablet, body: #"{"localIdentifiers":\#(jsonArray(self.ids))}"#)
+        self.cloudIDs = try #require(clouds["mappings"]?.arrayValue).compactMap { $0["cloudIdentifier"]?.stringValue }
+        #expect(self.cloudIDs.count == count)
+    }
+
+    /// Assets `ids`, the n-th with content n; requires 200.
+    static func upsert(_ port: Int, _ token: String, _ ids: [String]) throws {
+        let items = ids.enumerated().map { #"{"localIdentifier":\#(json($0.element)),"fingerprint":"\#(fingerprint($0.offset))"}"# }
+        let r = try send(port, "POST", "/v1/library/changes", token: token, body: #"{"assets":{"upsert":[\#(items.joined(separator: ","))]}}"#)
+        try #require(r.status == 200, "\(r.raw.body)")
+    }
+
+    /// Cloud → local on the phone and local → cloud on the tablet, as text.
+    func answers(_ port: Int) throws -> String {
+        try send(port, "POST", "/v1/library/local-identifiers", token: self.phone, body: #"{"cloudIdentifiers":\#(jsonArray(self.cloudIDs))}"#).raw.body
+            + (try send(port, "POST", "/v1/library/cloud-identifiers", token: self.tablet, body: #"{"localIdentifiers":\#(jsonArray(self.ids))}"#).raw.body)
+    }
+}
+
+/// A counter of `/metrics`, nil when absent.
+private func indexMetric(_ port: Int, _ name: String) throws -> Int? {
+    let text = try rawRequest(port: port, "GET", "/metrics").body
+    return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.dropFirst(name.count + 1)) }
 }
 
 /// Log lines a test server wrote.
