@@ -114,14 +114,19 @@ public final class ServiceCore: Sendable {
             ? MappingIndex(budgetBytes: configuration.mappingIndexBytes, protectSeconds: configuration.mappingIndexProtectSeconds,
                            snapshots: configuration.mappingIndexSnapshots, now: clock) : nil
         self.index = index
-        // A too-large account's load is retried off the request path, from a snapshot of its own.
+        // Loads off the request path (a too-large account's retry, a slow load), each from a
+        // storage snapshot of its own.
         index?.setRetryLoad { [weak index, store] accountID in
             guard let index else { return }
-            _ = try? store.read(account: accountID) { tx in
-                let version = try tx.mappingVersion()
-                index.loadInBackground(account: accountID, version: version) { fresh in
-                    try fresh.load(from: tx, account: accountID, checkingBudget: index)
+            do {
+                try store.read(account: accountID) { tx in
+                    let version = try tx.mappingVersion()
+                    index.loadInBackground(account: accountID, version: version) { fresh in
+                        try fresh.load(from: tx, account: accountID, checkingBudget: index)
+                    }
                 }
+            } catch {
+                index.backgroundLoadFailed(account: accountID)
             }
         }
     }
@@ -252,7 +257,9 @@ extension ServiceArea {
         try self.readAllowed(device) { tx, state in
             guard let index = self.core.index else { return try body(tx, tx, state) }
             let version = try tx.mappingVersion()
-            let answer = try index.read(account: device.accountID, version: version, load: { fresh in
+            let answer = try index.read(account: device.accountID, version: version, loadsQuickly: {
+                try self.loadsQuickly(tx, index: index)
+            }, load: { fresh in
                 try fresh.load(from: tx, account: device.accountID, checkingBudget: index)
             }) { loaded in
                 try body(tx, IndexedMappingReads(index: loaded), state)
@@ -260,6 +267,14 @@ extension ServiceArea {
             if let answer { return answer }
             return try body(tx, tx, state)
         }
+    }
+
+    /// Whether the account's index loads quickly enough to load in the request that needs it: from
+    /// a current snapshot (recorded means current), or a small account from its tables.
+    private func loadsQuickly(_ tx: any AccountReadTransaction, index: MappingIndex) throws -> Bool {
+        if index.snapshots != nil, try tx.indexSnapshotID() != nil { return true }
+        let limit = self.configuration.mappingIndexInlineLoadObjects
+        return try tx.devices().reduce(0) { $0 + $1.objectCount } <= limit && limit > 0
     }
 
     /// The device row, or `notFound` (a token whose device was deleted meanwhile). A device that has

@@ -301,6 +301,11 @@ public struct DomainConfiguration: Sendable {
     /// An account used this recently is not evicted from the mapping index to admit another (the
     /// no-thrash admission; 0: least recently used is evicted, whenever it was used).
     public var mappingIndexProtectSeconds: Double = 30
+    /// An account with more objects than this (over all its devices) and no current snapshot is
+    /// loaded into the mapping index off the request path, storage answering meanwhile, instead of
+    /// holding up the request that needed it (a million objects on two devices take seconds from
+    /// the tables). 0: every load without a current snapshot goes to the background.
+    public var mappingIndexInlineLoadObjects = 200_000
     /// Where the mapping index saves its accounts at shutdown and loads them from at the next start
     /// (`mappingIndexSnapshots`); nil: always loaded from the tables.
     public var mappingIndexSnapshots: (any MappingIndexSnapshotStore)?

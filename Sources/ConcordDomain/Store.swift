@@ -418,7 +418,7 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
     /// objects, links or records (0 for a new or missing account).
     func mappingVersion() throws -> Int64
     /// The ID of the mapping index snapshot recorded as the account's state (nil: none), see
-    /// `recordIndexSnapshot`.
+    /// `recordIndexSnapshot`. Recorded means current: `bumpMappingVersion` clears it.
     func indexSnapshotID() throws -> String?
     /// Streams the account's mapping tables, one query per table: every device ID, every record
     /// with its creation order (in creation order), then every object's (device ID, local
@@ -440,7 +440,8 @@ public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWri
     /// `version` (true), else changes nothing (false: the snapshot is already stale, or the
     /// account is gone). Not a mapping change: the version stays.
     func recordIndexSnapshot(id: String, version: Int64) throws -> Bool
-    /// Adds one to the account's mapping version and answers the new value.
+    /// Adds one to the account's mapping version and answers the new value; clears the recorded
+    /// index snapshot ID (that snapshot no longer reflects the account).
     func bumpMappingVersion() throws -> Int64
     /// Marks an idempotency key's request as applied, inside the write that applies it (issue 13):
     /// after a crash a resend can tell "never happened" (run it) from "happened, answer lost".

@@ -57,13 +57,17 @@ import Testing
 
     /// `mappingIndexSnapshotSeconds`: an account that has settled is saved while the server runs,
     /// so a start after a crash (`kill -9`: nothing saved at the end) loads it from its snapshot;
-    /// an account changed after that save loads from its tables, with the change.
+    /// an account changed after that save loads from its tables, with the change — off the request
+    /// path when it counts as large (`mappingIndexInlineLoadObjects`, 0 in the third start), storage
+    /// answering meanwhile.
     @Test func aSettledAccountIsSavedWhileServingAndLoadsFromItsSnapshotAfterACrash() throws {
         let directory = makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = "sqlite:" + directory.appendingPathComponent("concord.sqlite").path
-        func launch(_ log: String, seconds: Int) throws -> (Process, Int) {
-            try launchServer(database: database, directory: directory, log: log, environment: ["CONCORD_MAPPING_INDEX_SNAPSHOT_SECONDS": "\(seconds)"])
+        func launch(_ log: String, seconds: Int, inlineLoadObjects: Int = 200_000) throws -> (Process, Int) {
+            try launchServer(database: database, directory: directory, log: log, environment: [
+                "CONCORD_MAPPING_INDEX_SNAPSHOT_SECONDS": "\(seconds)", "CONCORD_MAPPING_INDEX_INLINE_LOAD_OBJECTS": "\(inlineLoadObjects)",
+            ])
         }
         var (server, port) = try launch("first.log", seconds: 1)
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
@@ -85,8 +89,14 @@ import Testing
         kill(server.processIdentifier, SIGKILL)
         server.waitUntilExit()
 
-        (server, port) = try launch("third.log", seconds: 60)
+        (server, port) = try launch("third.log", seconds: 60, inlineLoadObjects: 0)
         #expect(try world.answers(port) == after)
+        for _ in 0..<300 where try indexMetric(port, "concord_mapping_index_background_loads_fitted_total") == 0 { usleep(100_000) }
+        #expect(try world.answers(port) == after)
+        #expect(try indexMetric(port, "concord_mapping_index_deferred_loads_total") == 1)
+        #expect(try indexMetric(port, "concord_mapping_index_reads_while_loading_total") ?? 0 >= 1)
+        #expect(try indexMetric(port, "concord_mapping_index_loads_total") == 0)
+        #expect(try indexMetric(port, "concord_mapping_index_hits_total") ?? 0 >= 1)
         #expect(try indexMetric(port, "concord_mapping_index_snapshot_loads_total") == 0)
         #expect(try indexMetric(port, "concord_mapping_index_snapshots_rejected_total") == 1)
         kill(server.processIdentifier, SIGTERM)

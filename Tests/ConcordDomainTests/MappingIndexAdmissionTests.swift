@@ -84,6 +84,56 @@ import Testing
         #expect(second == 1 && loadedInRequest == 1, "answered by the index the retry installed")
     }
 
+    /// A slow load (`loadsQuickly` false) runs off the request path: reads are served from storage
+    /// meanwhile, and a write this process commits while it runs is applied to it once installed —
+    /// the index is then current without another load.
+    @Test func aSlowLoadRunsOffTheRequestPathAndKeepsTheWritesMadeMeanwhile() throws {
+        let index = MappingIndex(budgetBytes: 1 << 20)
+        let started = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        index.setRetryLoad { account in
+            started.signal()
+            release.wait()
+            index.loadInBackground(account: account, version: 7) { fresh in _ = fresh.insertDevice("d") }
+        }
+        var loadedInRequest = 0
+        func read() throws -> [String]? {
+            try index.read(account: "A", version: 8, loadsQuickly: { false }, load: { _ in loadedInRequest += 1 }) { $0.devices.keys.sorted() }
+        }
+        #expect(try index.read(account: "A", version: 7, loadsQuickly: { false }, load: { _ in loadedInRequest += 1 }) { _ in true } == nil)
+        started.wait()
+        #expect(index.isLoaded(account: "A"), "a write during the load keeps its changes")
+        index.expect(account: "A", version: 8)
+        index.finish(account: "A", version: 8, mutations: [.insertDevice("e")])
+        #expect(try read() == nil, "served from storage while the load runs")
+        release.signal()
+        let deadline = Date().addingTimeInterval(5)
+        while index.statistics.backgroundLoadsFitted == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(try read() == ["d", "e"] && loadedInRequest == 0)
+        let s = index.statistics
+        #expect(s.deferredLoads == 1 && s.readsWhileLoading == 2 && s.appliedWrites == 1 && s.hits == 1 && s.loads == 0, "\(s)")
+    }
+
+    /// A background load whose storage read failed leaves the account to the next read, which
+    /// defers it again (nothing stays "loading" for ever).
+    @Test func aFailedBackgroundLoadIsTriedAgainByTheNextRead() throws {
+        let index = MappingIndex(budgetBytes: 1 << 20)
+        let attempts = Mutex(0)
+        index.setRetryLoad { account in
+            if attempts.withLock({ $0 += 1; return $0 }) == 1 {
+                index.backgroundLoadFailed(account: account)
+            } else {
+                index.loadInBackground(account: account, version: 3) { fresh in _ = fresh.insertDevice("d") }
+            }
+        }
+        func read() throws -> Int? { try index.read(account: "A", version: 3, loadsQuickly: { false }, load: { _ in }) { $0.devices.count } }
+        #expect(try read() == nil)
+        let deadline = Date().addingTimeInterval(5)
+        while attempts.withLock({ $0 }) < 1 || index.isLoaded(account: "A"), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(try read() == nil)
+        while index.statistics.backgroundLoadsFitted == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(try read() == 1 && attempts.withLock { $0 } == 2 && index.statistics.deferredLoads == 2)
+    }
+
     /// A retry that comes after the account was deleted loads nothing and keeps no entry.
     @Test func aBackgroundRetryOfADeletedAccountLoadsNothing() throws {
         let index = MappingIndex(budgetBytes: 1_000)

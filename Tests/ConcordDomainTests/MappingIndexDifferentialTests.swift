@@ -15,7 +15,8 @@ import Testing
 /// full sweep of both mapping directions on every device, must be identical across the four.
 /// Identifiers (`newID`) and the clock are deterministic, so the four databases stay identical.
 /// A sixth side has its index saved and the service restarted every 37 steps: its accounts then
-/// load from their snapshots, and must answer as storage does from there on.
+/// load from their snapshots, and must answer as storage does from there on. A seventh loads every
+/// account off the request path (storage answering meanwhile, its writes kept for the load).
 @Suite struct MappingIndexDifferentialTests {
     @Test(arguments: TestEngine.available) func indexAnswersEqualStorageAnswers(_ engine: TestEngine) throws {
         let steps = engine == .sqlite ? 1500 : 1000
@@ -105,13 +106,14 @@ private final class Scenario {
         /// Snapshot loads and saves over every restart.
         private(set) var snapshotLoads = 0, savedSnapshots = 0, restarts = 0
         init(_ name: String, engine: TestEngine, indexBytes: Int, protectSeconds: Double = 0, snapshots: (any MappingIndexSnapshotStore)? = nil,
-             clock: ManualClock) throws {
+             inlineLoadObjects: Int = DomainConfiguration().mappingIndexInlineLoadObjects, clock: ManualClock) throws {
             self.name = name
             self.database = try TestDatabase(engine)
             var configuration = DomainConfiguration()
             configuration.mappingIndexBytes = indexBytes
             configuration.mappingIndexProtectSeconds = protectSeconds
             configuration.mappingIndexSnapshots = snapshots
+            configuration.mappingIndexInlineLoadObjects = inlineLoadObjects
             configuration.maxBatch = 500
             self.configuration = configuration
             self.clock = clock
@@ -159,6 +161,9 @@ private final class Scenario {
             // Restarted now and then: each start loads the accounts from the snapshots the last saved.
             try Side("index restarted from snapshots", engine: engine, indexBytes: 256 << 20,
                      snapshots: try IndexSnapshotDirectory(path: NSTemporaryDirectory() + "concord-snapshots-" + UUID().uuidString), clock: self.clock),
+            // Every load off the request path: storage answers while it runs, and the writes made
+            // meanwhile are applied to it once installed.
+            try Side("index loaded in the background", engine: engine, indexBytes: 256 << 20, inlineLoadObjects: 0, clock: self.clock),
         ]
     }
 
@@ -258,6 +263,10 @@ private final class Scenario {
         let snapshotLoads = restarted.snapshotLoads + restartedNow.snapshotLoads
         #expect(restarted.savedSnapshots > restarted.restarts && snapshotLoads * 2 > restarted.restarts,
                 "saved \(restarted.savedSnapshots), loaded \(snapshotLoads) over \(restarted.restarts) restarts")
+        let background = try #require(self.sides[6].service.mappingIndex?.statistics)
+        #expect(background.deferredLoads >= 2 && background.backgroundLoadsFitted >= 2 && background.readsWhileLoading >= 2
+                 && background.hits > steps / 2 && background.loads == 0, "\(background)")
+        print("differential seed \(self.seed) \(self.engine): background loads \(background)")
         print("differential seed \(self.seed) \(self.engine): restarted \(restarted.restarts) times, \(restarted.savedSnapshots) snapshots saved, \(snapshotLoads) loaded")
         print("differential seed \(self.seed) \(self.engine): index \(full); tiny \(tiny); nothing fits \(none); no thrash \(guarded)")
         for outcome in ["found(", "identifierNotFound", "multipleIdentifiersFound", "invalidIdentifier", "accessUserDenied", "fingerprintMismatch", "linked", "wanted", "adopted"] {

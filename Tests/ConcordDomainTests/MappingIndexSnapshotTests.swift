@@ -45,9 +45,10 @@ import Testing
         }
 
         /// A new service on the same database and snapshot directory (a restart).
-        func restart(budget: Int = 256 << 20) throws -> ConcordService {
+        func restart(budget: Int = 256 << 20, inlineLoadObjects: Int? = nil) throws -> ConcordService {
             var configuration = self.env.service.configuration
             configuration.mappingIndexBytes = budget
+            if let inlineLoadObjects { configuration.mappingIndexInlineLoadObjects = inlineLoadObjects }
             let clock = self.env.clock
             return try ConcordService(store: self.env.store, configuration: configuration, clock: { clock.now })
         }
@@ -86,6 +87,37 @@ import Testing
         let statistics = try #require(restarted.mappingIndex?.statistics)
         #expect(statistics.snapshotLoads == 0 && statistics.rejectedSnapshots == 1 && statistics.loads == 1, "\(statistics)")
         #expect(!FileManager.default.fileExists(atPath: world.file))
+    }
+
+    /// A load that would be slow runs off the request path (`mappingIndexInlineLoadObjects`; 0
+    /// here, so that every account counts as large): a current snapshot still loads in the request;
+    /// without one (a write since the save cleared its ID), storage answers while the tables load in
+    /// the background, and the installed index answers the same afterwards.
+    @Test(arguments: TestEngine.available) func onlyASlowLoadRunsOffTheRequestPath(_ engine: TestEngine) throws {
+        let world = try World(engine)
+        _ = world.env.service.saveMappingIndexSnapshots()
+        let current = try world.restart(inlineLoadObjects: 0)
+        let before = try world.answers(current)
+        let fromSnapshot = try #require(current.mappingIndex?.statistics)
+        #expect(fromSnapshot.snapshotLoads == 1 && fromSnapshot.loads == 1 && fromSnapshot.deferredLoads == 0, "\(fromSnapshot)")
+        #expect(before == (try world.answers(world.restart(budget: 0))))
+
+        try current.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(delete: ["A-7/L0/001"])), device: world.one)
+        let restarted = try world.restart(inlineLoadObjects: 0)
+        let expected = try world.answers(world.restart(budget: 0))
+        #expect(try world.answers(restarted) == expected)
+        let index = try #require(restarted.mappingIndex)
+        let deadline = Date().addingTimeInterval(10)
+        while index.statistics.backgroundLoadsFitted == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        let hitsBefore = index.statistics.hits
+        #expect(try world.answers(restarted) == expected)
+        let s = index.statistics
+        #expect(s.deferredLoads == 1 && s.backgroundLoadsFitted == 1 && s.readsWhileLoading >= 1 && s.loads == 0 && s.snapshotLoads == 0
+                 && s.hits > hitsBefore, "\(s)")
+        // With the default limit, an account this small loads in the request, snapshot or not.
+        let small = try world.restart()
+        #expect(try world.answers(small) == expected)
+        #expect(small.mappingIndex?.statistics.deferredLoads == 0 && small.mappingIndex?.statistics.loads == 1)
     }
 
     @Test(arguments: TestEngine.available) func aDamagedOrForeignSnapshotIsNotUsed(_ engine: TestEngine) throws {

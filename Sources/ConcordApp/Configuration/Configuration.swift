@@ -162,6 +162,9 @@ public struct Configuration: Sendable, Equatable {
     public var mappingIndexSnapshots = "auto"
     /// Seconds between the background saves of settled accounts' snapshots (0: at shutdown only).
     public var mappingIndexSnapshotSeconds = 60
+    /// Accounts with more objects than this and no current snapshot load into the mapping index off
+    /// the request path, storage answering meanwhile (0: all such loads).
+    public var mappingIndexInlineLoadObjects = DomainConfiguration().mappingIndexInlineLoadObjects
 
     public init() {}
 }

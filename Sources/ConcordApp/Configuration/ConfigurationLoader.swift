@@ -204,6 +204,7 @@ public enum ConfigurationLoader {
         Setting(key: "mappingIndexMegabytes", kind: .intOrAuto(0...1_048_576, auto: { MemoryLimit.indexMegabytes }), flag: nil) { $0.mappingIndexMegabytes = $1.int },
         Setting(key: "mappingIndexSnapshots", kind: .string, flag: nil) { $0.mappingIndexSnapshots = $1.string ?? "auto" },
         Setting(key: "mappingIndexSnapshotSeconds", kind: .int(0...86_400), flag: nil) { $0.mappingIndexSnapshotSeconds = $1.int },
+        Setting(key: "mappingIndexInlineLoadObjects", kind: .int(0...1_000_000_000), flag: nil) { $0.mappingIndexInlineLoadObjects = $1.int },
         // The front door's hardening (issue 23).
         Setting(key: "server.limits.maxConnectionsPerAddress", kind: .int(0...maxInt), flag: "--max-connections-per-address") {
             $0.server.limits.maxConnectionsPerAddress = $1.int

@@ -20,6 +20,7 @@ public struct StorageOptions: Sendable {
     public var mappingIndexMegabytes = DomainConfiguration().mappingIndexBytes >> 20
     /// `mappingIndexSnapshots`: a directory, `auto` or `off`.
     public var mappingIndexSnapshots = "auto"
+    public var mappingIndexInlineLoadObjects = DomainConfiguration().mappingIndexInlineLoadObjects
     public var quotas = Quotas()
     /// Byte bounds (issue 23).
     public var dataBounds = DataBounds()
@@ -37,6 +38,7 @@ public struct StorageOptions: Sendable {
         self.sqliteMemory = SQLiteMemory(cacheKiB: configuration.sqliteCacheMegabytes * 1024, mmapBytes: configuration.sqliteMmapMegabytes << 20)
         self.mappingIndexMegabytes = configuration.mappingIndexMegabytes
         self.mappingIndexSnapshots = configuration.mappingIndexSnapshots
+        self.mappingIndexInlineLoadObjects = configuration.mappingIndexInlineLoadObjects
         self.quotas = configuration.quotas
         self.dataBounds = configuration.dataBounds
     }
@@ -58,6 +60,7 @@ public struct StorageOptions: Sendable {
         domain.quotas = self.quotas
         domain.dataBounds = self.dataBounds
         domain.mappingIndexBytes = self.mappingIndexMegabytes << 20
+        domain.mappingIndexInlineLoadObjects = self.mappingIndexInlineLoadObjects
         domain.maxBatch = self.maxBatch
         domain.historyMaxChanges = self.history.maxChanges
         domain.historyMaxAge = Double(self.history.maxAgeDays) * 24 * 3600

@@ -23,7 +23,10 @@ import Synchronization
 ///   storage instead (its size is remembered from that load, so it is not loaded again while the
 ///   others stay busy);
 /// - an account that alone does not fit is served from storage, and its load is retried off the
-///   request path (`retryLoad`, every `retrySeconds`), never in a request.
+///   request path (`retryLoad`, every `retrySeconds`), never in a request;
+/// - a load that would be slow (a large account without a current snapshot: the caller's
+///   `loadsQuickly` says) runs off the request path too, storage answering meanwhile; this
+///   process's writes committed during such a load are kept and applied once it is installed.
 public final class MappingIndex: Sendable {
     /// One account's slot: its lock, its index (nil: not loaded, evicted or too large) and the
     /// bookkeeping of this process's writes.
@@ -39,6 +42,9 @@ public final class MappingIndex: Sendable {
         /// The account did not fit the whole budget: served from storage until a retry off the
         /// request path fits it.
         var tooLarge = false
+        /// A load off the request path is reading the account (`loadInBackground`): reads are
+        /// served from storage, and this process's committed writes are kept in `pending`.
+        var loading = false
         /// The version of the account's snapshot on disk, recorded in storage (loaded from or
         /// saved); nil when there is none, or one being replaced. A save at this version is skipped.
         var snapshotVersion: Int64?
@@ -111,7 +117,8 @@ public final class MappingIndex: Sendable {
         /// Reads served from storage because loading the account would have evicted one used in
         /// the last `protectSeconds` (the no-thrash admission).
         public var refusedAdmissions: Int
-        /// Too-large accounts' loads retried off the request path, and those that then fit.
+        /// Loads off the request path (too-large accounts' retries and slow loads), and those
+        /// that then fit.
         public var backgroundLoads: Int
         public var backgroundLoadsFitted: Int
         /// Accounts loaded from their snapshot; snapshots found stale or damaged (then removed);
@@ -119,6 +126,10 @@ public final class MappingIndex: Sendable {
         public var snapshotLoads: Int
         public var rejectedSnapshots: Int
         public var savedSnapshots: Int
+        /// Loads moved off the request path because they would be slow (`loadsQuickly` false), and
+        /// reads served from storage while such a load ran.
+        public var deferredLoads: Int
+        public var readsWhileLoading: Int
         /// Estimated bytes held by every loaded account.
         public var residentBytes: Int
         /// Accounts loaded now.
@@ -130,6 +141,7 @@ public final class MappingIndex: Sendable {
         let evictions = Atomic<Int>(0), tooLarge = Atomic<Int>(0), refusedAdmissions = Atomic<Int>(0)
         let backgroundLoads = Atomic<Int>(0), backgroundLoadsFitted = Atomic<Int>(0), overBudgetLoads = Atomic<Int>(0)
         let snapshotLoads = Atomic<Int>(0), rejectedSnapshots = Atomic<Int>(0), savedSnapshots = Atomic<Int>(0)
+        let deferredLoads = Atomic<Int>(0), readsWhileLoading = Atomic<Int>(0)
     }
 
     public var statistics: Statistics {
@@ -142,6 +154,7 @@ public final class MappingIndex: Sendable {
                           backgroundLoads: c.backgroundLoads.load(ordering: .relaxed), backgroundLoadsFitted: c.backgroundLoadsFitted.load(ordering: .relaxed),
                           snapshotLoads: c.snapshotLoads.load(ordering: .relaxed), rejectedSnapshots: c.rejectedSnapshots.load(ordering: .relaxed),
                           savedSnapshots: c.savedSnapshots.load(ordering: .relaxed),
+                          deferredLoads: c.deferredLoads.load(ordering: .relaxed), readsWhileLoading: c.readsWhileLoading.load(ordering: .relaxed),
                           residentBytes: bytes, accounts: accounts)
     }
 
@@ -149,9 +162,11 @@ public final class MappingIndex: Sendable {
 
     /// Runs `body` on the account's index at `version` or newer. `load` streams the account's
     /// mapping tables from the reader's own snapshot (which is at exactly `version`), used when the
-    /// index is missing or behind. Nil when the account does not fit the budget: serve from storage.
-    func read<T>(account accountID: String, version: Int64, load: (AccountMappingIndex) throws -> Void,
-                 _ body: (AccountMappingIndex) throws -> T) throws -> T? {
+    /// index is missing or behind. Nil when the account does not fit the budget, or is being loaded
+    /// off the request path: serve from storage. `loadsQuickly`, asked only when a load is due:
+    /// false moves the load off the request path (nil: every load runs here).
+    func read<T>(account accountID: String, version: Int64, loadsQuickly: (() throws -> Bool)? = nil,
+                 load: (AccountMappingIndex) throws -> Void, _ body: (AccountMappingIndex) throws -> T) throws -> T? {
         let entry = self.entry(accountID)
         entry.condition.lock()
         var bytes = entry.bytes
@@ -159,7 +174,7 @@ public final class MappingIndex: Sendable {
         let loaded: AccountMappingIndex?
         do {
             let wasResident = entry.index != nil
-            result = try self.readLocked(entry, accountID: accountID, version: version, load: load, body)
+            result = try self.readLocked(entry, accountID: accountID, version: version, loadsQuickly: loadsQuickly, load: load, body)
             bytes = entry.index?.estimatedBytes ?? 0
             loaded = wasResident ? nil : entry.index
             entry.condition.unlock()
@@ -178,8 +193,8 @@ public final class MappingIndex: Sendable {
     }
 
     /// `read`, holding the entry's lock.
-    private func readLocked<T>(_ entry: Entry, accountID: String, version: Int64, load: (AccountMappingIndex) throws -> Void,
-                               _ body: (AccountMappingIndex) throws -> T) throws -> T? {
+    private func readLocked<T>(_ entry: Entry, accountID: String, version: Int64, loadsQuickly: (() throws -> Bool)?,
+                               load: (AccountMappingIndex) throws -> Void, _ body: (AccountMappingIndex) throws -> T) throws -> T? {
         // A write of this process that committed `version` (or earlier) is applied within moments:
         // wait for it rather than reload. Bounded: a stuck writer costs one reload, not a hang.
         // A wait on the condition runs on the wall clock, whatever the service's clock says.
@@ -195,8 +210,21 @@ public final class MappingIndex: Sendable {
             self.counters.tooLarge.add(1, ordering: .relaxed)
             return nil
         }
+        if entry.loading {
+            self.counters.readsWhileLoading.add(1, ordering: .relaxed)
+            return nil
+        }
         if entry.index == nil, self.wouldEvictRecentlyUsed(entry) {
             self.counters.refusedAdmissions.add(1, ordering: .relaxed)
+            return nil
+        }
+        if let loadsQuickly, !(try loadsQuickly()), let background = self.retryLoad.withLock({ $0 }) {
+            // A stale index is of no use to this read or the next: drop it now (its memory too).
+            entry.index = nil
+            entry.loading = true
+            self.counters.deferredLoads.add(1, ordering: .relaxed)
+            self.counters.readsWhileLoading.add(1, ordering: .relaxed)
+            DispatchQueue.global(qos: .utility).async { background(accountID) }
             return nil
         }
         let wasLoaded = entry.index != nil
@@ -232,10 +260,11 @@ public final class MappingIndex: Sendable {
 
     // MARK: - Writes
 
-    /// Whether this process holds the account's index now (its writes then keep their changes).
+    /// Whether this process holds the account's index now, or is loading it off the request path
+    /// (its writes then keep their changes).
     func isLoaded(account accountID: String) -> Bool {
         guard let entry = self.table.withLock({ $0.entries[accountID] }) else { return false }
-        return entry.condition.withLock { entry.index != nil }
+        return entry.condition.withLock { entry.index != nil || entry.loading }
     }
 
     /// Inside a write transaction that changed the mapping tables, before it commits: `version` is
@@ -251,7 +280,11 @@ public final class MappingIndex: Sendable {
         let entry = self.entry(accountID)
         entry.condition.lock()
         entry.expected.remove(version)
-        if let mutations, let index = entry.index, version > index.version {
+        if let mutations, entry.index == nil, entry.loading {
+            // Committed after the background load's snapshot began (it began after `loading` was
+            // set): applied once that load is installed.
+            entry.pending[version] = mutations
+        } else if let mutations, let index = entry.index, version > index.version {
             entry.pending[version] = mutations
             self.drainPending(entry)
             // Grew past what may be held, or met a GUID it cannot key: storage serves the account.
@@ -373,21 +406,35 @@ public final class MappingIndex: Sendable {
         let scheduled = entry.tooLarge
         entry.tooLarge = true
         guard !scheduled, let retry = self.retryLoad.withLock({ $0 }) else { return }
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + self.retrySeconds) { retry(accountID) }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + self.retrySeconds) {
+            // Set before the load's snapshot begins, so that every write it misses is kept.
+            entry.condition.withLock { entry.loading = true }
+            retry(accountID)
+        }
     }
 
-    /// Off the request path (`retryLoad`): loads a too-large account's index from a snapshot at
-    /// `version`, outside its lock, and installs it when it fits (else retries later). A write of
-    /// this process committed meanwhile makes the next read catch up, as after another instance's.
+    /// Off the request path (`retryLoad`): loads the account's index from a storage snapshot at
+    /// `version`, outside its lock, and installs it when it fits (else retries later, as a too-large
+    /// account). This process's writes committed meanwhile (kept while `loading`) are applied; a
+    /// write of another instance makes the next read catch up.
     func loadInBackground(account accountID: String, version: Int64, load: (AccountMappingIndex) throws -> Void) {
         // The account was deleted meanwhile (`forget`): nothing to load.
         guard let entry = self.table.withLock({ $0.entries[accountID] }) else { return }
         self.counters.backgroundLoads.add(1, ordering: .relaxed)
         let fresh = AccountMappingIndex()
-        let fits = (try? load(fresh)) != nil && fresh.isExact
+        let outcome: Result<Void, any Error> = Result { try load(fresh) }
         entry.condition.lock()
+        entry.loading = false
         entry.tooLarge = false
-        guard fits else {
+        switch outcome {
+        case .success where fresh.isExact: break
+        case .failure(let error) where !(error is OverBudget):
+            // Storage failed: the next read that needs the account tries again.
+            entry.pending.removeAll()
+            entry.condition.unlock()
+            return
+        default:
+            entry.pending.removeAll()
             self.markTooLarge(entry, accountID: accountID)
             entry.condition.unlock()
             return
@@ -397,9 +444,11 @@ public final class MappingIndex: Sendable {
             fresh.version = version
             entry.index = fresh
             entry.snapshotVersion = fresh.loadedFromSnapshot ? version : nil
-            entry.pending.removeAll()
+            entry.pending = entry.pending.filter { $0.key > version }
+            self.drainPending(entry)
             installed = true
         }
+        entry.condition.broadcast()
         entry.condition.unlock()
         self.counters.backgroundLoadsFitted.add(1, ordering: .relaxed)
         if installed, !self.touch(entry, bytes: fresh.estimatedBytes, used: false, admitting: true) { self.drop(entry, ifStill: fresh) }
@@ -428,6 +477,17 @@ public final class MappingIndex: Sendable {
             victims.append(victim)
         }
         return (victims, true)
+    }
+
+    /// The background load could not begin (its storage read failed, or the account is gone): the
+    /// next read that needs the account tries again.
+    func backgroundLoadFailed(account accountID: String) {
+        guard let entry = self.table.withLock({ $0.entries[accountID] }) else { return }
+        entry.condition.withLock {
+            guard entry.loading else { return }
+            entry.loading = false
+            entry.pending.removeAll()
+        }
     }
 
     /// Drops the entry's index if it is still `index` (not admitted after all).

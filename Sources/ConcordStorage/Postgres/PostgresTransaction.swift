@@ -200,7 +200,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
 
     func bumpMappingVersion() throws -> Int64 {
         var version: Int64?
-        try self.db.query("UPDATE accounts SET mapping_version = mapping_version + 1 WHERE account_id = $1 RETURNING mapping_version",
+        try self.db.query("UPDATE accounts SET mapping_version = mapping_version + 1, index_snapshot = NULL WHERE account_id = $1 RETURNING mapping_version",
                           [.text(self.accountID)]) { r in version = r.int(0) }
         guard let version else { throw DomainError.notFound(message: "No such account.") }
         return version

@@ -325,7 +325,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     func bumpMappingVersion() throws -> Int64 {
         guard let a = try self.accountKey(self.accountID) else { throw DomainError.notFound(message: "No such account.") }
-        try self.db.run("UPDATE accounts SET mapping_version = mapping_version + 1 WHERE account_key = ?", [.int(a)])
+        // The snapshot recorded for the old version is of no use now: a recorded ID means "current".
+        try self.db.run("UPDATE accounts SET mapping_version = mapping_version + 1, index_snapshot = NULL WHERE account_key = ?", [.int(a)])
         return try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_key = ?", [.int(a)]) ?? 0
     }
 
