@@ -270,9 +270,13 @@ extension ServiceArea {
     }
 
     /// Whether the account's index loads quickly enough to load in the request that needs it: from
-    /// a current snapshot (recorded means current), or a small account from its tables.
+    /// a current snapshot (its ID recorded, which means current, and its file there), or a small
+    /// account from its tables.
     private func loadsQuickly(_ tx: any AccountReadTransaction, index: MappingIndex) throws -> Bool {
-        if index.snapshots != nil, try tx.indexSnapshotID() != nil { return true }
+        if let snapshots = index.snapshots, try tx.indexSnapshotID() != nil, let file = snapshots.open(account: tx.accountID) {
+            file.close()
+            return true
+        }
         let limit = self.configuration.mappingIndexInlineLoadObjects
         return try tx.devices().reduce(0) { $0 + $1.objectCount } <= limit && limit > 0
     }
