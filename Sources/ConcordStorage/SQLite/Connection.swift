@@ -27,7 +27,7 @@ enum SQLValue {
 }
 
 /// `SQLITE_TRANSIENT`: SQLite copies the bound bytes before the call returns.
-private let SQLITE_TRANSIENT_DESTRUCTOR = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+let SQLITE_TRANSIENT_DESTRUCTOR = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// One SQLite connection. Not thread-safe: the store hands it to one thread at a time.
 final class Connection {
@@ -55,6 +55,11 @@ final class Connection {
         self.path = path
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        let registered = CompactText.register(on: db)
+        guard registered == SQLITE_OK else {
+            // Fully initialised: deinit closes the handle.
+            throw SQLiteError(code: registered, message: "cannot register concord_compact (\(path))", sql: nil)
+        }
         // The default page cache (2 MiB) is far smaller than a 100 000-object library: batches then
         // pay a read syscall per page. A larger cache (and, when configured, memory-mapped reads)
         // keeps lookups in memory; both are per connection (see SQLiteMemory).
@@ -242,7 +247,12 @@ final class Statement {
     func isNull(_ i: Int32) -> Bool { sqlite3_column_type(self.stmt, i) == SQLITE_NULL }
     func int(_ i: Int32) -> Int64 { sqlite3_column_int64(self.stmt, i) }
     func double(_ i: Int32) -> Double { sqlite3_column_double(self.stmt, i) }
+    /// A text column; a BLOB in it is a GUID's or fingerprint's stored form (`CompactText`), read as its text.
     func text(_ i: Int32) -> String {
+        if sqlite3_column_type(self.stmt, i) == SQLITE_BLOB {
+            let n = Int(sqlite3_column_bytes(self.stmt, i))
+            return CompactText.expand(UnsafeRawBufferPointer(start: sqlite3_column_blob(self.stmt, i), count: n))
+        }
         guard let p = sqlite3_column_text(self.stmt, i) else { return "" }
         let n = Int(sqlite3_column_bytes(self.stmt, i))
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)

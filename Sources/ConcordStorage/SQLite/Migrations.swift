@@ -216,6 +216,16 @@ enum SQLiteMigrations {
         // Migration 10: the ID of the account's mapping index snapshot (issue 24,
         // ConcordDomain/MappingIndex/IndexSnapshot.swift), recorded at the mapping version it reflects.
         (10, "ALTER TABLE accounts ADD COLUMN index_snapshot TEXT;"),
+        // Migration 11: record GUIDs and fingerprints in their binary form (issue 24, CompactText.swift):
+        // an upper-case UUID as 16 bytes, a canonical base64url fingerprint as the bytes it encodes,
+        // in `records`, `record_keys` and `objects` and so in every index holding them; any other
+        // text stays as it is. Each converted row is rewritten once, in this one transaction.
+        (11, """
+        UPDATE records SET guid = concord_compact(guid), fingerprint = concord_compact(fingerprint);
+        UPDATE record_keys SET guid = concord_compact(guid);
+        UPDATE objects SET fingerprint = concord_compact(fingerprint), record_guid = concord_compact(record_guid)
+            WHERE fingerprint <> '' OR record_guid IS NOT NULL;
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -39,7 +39,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     static let keyMatchesSQL = """
         SELECT DISTINCT k.guid, \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
-        CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = j.value
+        CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = concord_compact(j.value)
         CROSS JOIN objects o INDEXED BY objects_by_key ON o.account_key = ?1 AND o.device_key = ?2 AND o.type = k.type AND o.key_a = k.key_a
         \(SQLiteTransaction.linkJoin)
         ORDER BY k.guid, o.local_id
@@ -56,7 +56,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     static let recordsCarryingKeysSQL = """
         SELECT DISTINCT k.guid FROM json_each(?3) j
-        CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = j.value
+        CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = concord_compact(j.value)
         WHERE EXISTS (SELECT 1 FROM objects o INDEXED BY objects_by_key
                       WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.type = k.type AND o.key_a = k.key_a)
         """
@@ -76,7 +76,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     static let recordLinksSQL = """
         SELECT j.key, r.guid, r.type, r.fingerprint, o.local_id FROM json_each(?3) j
-        CROSS JOIN records r ON r.account_key = ?1 AND r.guid = j.value
+        CROSS JOIN records r ON r.account_key = ?1 AND r.guid = concord_compact(j.value)
         LEFT JOIN objects o INDEXED BY objects_by_link ON o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid
         """
 
@@ -84,7 +84,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     static let objectsByContentSQL = """
         SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
         CROSS JOIN objects o INDEXED BY objects_by_content ON o.account_key = ?1 AND o.device_key = ?2
-            AND o.type = json_extract(j.value, '$[0]') AND o.fingerprint = json_extract(j.value, '$[1]') AND o.fingerprint <> ''
+            AND o.type = json_extract(j.value, '$[0]') AND o.fingerprint = concord_compact(json_extract(j.value, '$[1]')) AND o.fingerprint <> ''
         \(SQLiteTransaction.linkJoin)
         ORDER BY o.local_id
         """
@@ -98,19 +98,19 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     static let recordsByGUIDSQL = """
         SELECT r.guid, r.type, r.fingerprint FROM json_each(?2) j
-        CROSS JOIN records r ON r.account_key = ?1 AND r.guid = j.value
+        CROSS JOIN records r ON r.account_key = ?1 AND r.guid = concord_compact(j.value)
         ORDER BY r.created_order
         """
 
     static let linkedObjectsSQL = """
         SELECT o.record_guid, o.local_id FROM json_each(?3) j
-        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = j.value
+        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = concord_compact(j.value)
         """
 
     static let unlinkedRecordsSQL = """
         SELECT r.guid, r.type, r.fingerprint FROM json_each(?3) j
         CROSS JOIN records r ON r.account_key = ?1
-            AND r.type = json_extract(j.value, '$[0]') AND r.fingerprint = json_extract(j.value, '$[1]')
+            AND r.type = json_extract(j.value, '$[0]') AND r.fingerprint = concord_compact(json_extract(j.value, '$[1]'))
         WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid)
         ORDER BY r.created_order
         """
@@ -511,11 +511,11 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         for s in Self.inByteOrder(objects) {
             let o = s.object
             rows.append(.text(o.localIdentifier)); rows.append(.int(Int64(o.type.rawValue)))
-            rows.append(.text(o.fingerprint)); rows.append(.text(o.mediaType.rawValue))
+            rows.append(.compact(o.fingerprint)); rows.append(.text(o.mediaType.rawValue))
             rows.append(o.creationDate.map { .text($0) } ?? .null); rows.append(o.modificationDate.map { .text($0) } ?? .null)
             rows.append(.int(o.hasAdjustments ? 1 : 0)); rows.append(.int(o.isFavorite ? 1 : 0))
             rows.append(o.title.map { .text($0) } ?? .null); rows.append(.text(o.members.joined(separator: "\n")))
-            rows.append(.int(o.appCreated ? 1 : 0)); rows.append(s.link.map { .text($0.guid) } ?? .null)
+            rows.append(.int(o.appCreated ? 1 : 0)); rows.append(s.link.map { .compact($0.guid) } ?? .null)
             rows.append(o.photoKitCloudIdentifier.map { .text($0) } ?? .null); rows.append(o.key.map { .text($0.a) } ?? .null)
             rows.append(o.creationSecond.map { .int($0) } ?? .null)
         }
@@ -602,7 +602,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func recordKeys(guids: [String]) throws -> [String: [ObjectKey]] {
         guard !guids.isEmpty, let a = try self.accountKey(self.accountID) else { return [:] }
         var result: [String: [ObjectKey]] = [:]
-        try self.db.query("SELECT k.guid, k.type, k.key_a FROM json_each(?2) j CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = j.value",
+        try self.db.query("SELECT k.guid, k.type, k.key_a FROM json_each(?2) j CROSS JOIN record_keys k ON k.account_key = ?1 AND k.guid = concord_compact(j.value)",
                           [.int(a), .text(jsonArray(Self.inKeyOrder(guids)))]) { s in
             if let type = ObjectType(rawValue: Int(s.int(1))) { result[s.text(0), default: []].append(ObjectKey(type: type, a: s.text(2))) }
         }
@@ -631,7 +631,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         guard !keys.isEmpty, let a = try self.accountKey(self.accountID) else { return }
         var rows: [SQLValue] = []
         rows.reserveCapacity(keys.count * 3)
-        for (guid, key) in keys.sorted(by: { $0.guid < $1.guid }) { rows.append(.text(guid)); rows.append(.int(Int64(key.type.rawValue))); rows.append(.text(key.a)) }
+        for (guid, key) in keys.sorted(by: { $0.guid < $1.guid }) { rows.append(.compact(guid)); rows.append(.int(Int64(key.type.rawValue))); rows.append(.text(key.a)) }
         try self.db.runRows("INSERT OR IGNORE INTO record_keys (account_key, guid, type, key_a) SELECT ?1, v.* FROM (",
                             width: 3, tail: ") AS v", fixed: [.int(a)], rows)
     }
@@ -644,7 +644,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         var rows: [SQLValue] = []
         var first: [(guid: String, fingerprint: String)] = []
         for (guid, fingerprint) in fills where !fingerprint.isEmpty && seen.insert(guid).inserted { first.append((guid, fingerprint)) }
-        for (guid, fingerprint) in first.sorted(by: { $0.guid < $1.guid }) { rows.append(.text(guid)); rows.append(.text(fingerprint)) }
+        for (guid, fingerprint) in first.sorted(by: { $0.guid < $1.guid }) { rows.append(.compact(guid)); rows.append(.compact(fingerprint)) }
         guard !rows.isEmpty else { return }
         try self.db.runRows("UPDATE records SET fingerprint = v.column2 FROM (", width: 2,
                             tail: ") AS v WHERE records.account_key = ?1 AND records.guid = v.column1 AND records.fingerprint = ''",
@@ -688,7 +688,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         rows.reserveCapacity(records.count * 4)
         // Creation orders follow the batch's order; the rows go in GUID order (locality, as above).
         for (i, r) in records.enumerated().sorted(by: { $0.element.guid < $1.element.guid }) {
-            rows.append(.text(r.guid)); rows.append(.int(Int64(r.type.rawValue))); rows.append(.text(r.fingerprint)); rows.append(.int(first + Int64(i)))
+            rows.append(.compact(r.guid)); rows.append(.int(Int64(r.type.rawValue))); rows.append(.compact(r.fingerprint)); rows.append(.int(first + Int64(i)))
         }
         try self.db.runRows("INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) SELECT ?1, v.*, ?2 FROM (",
                             width: 4, tail: ") AS v", fixed: [.int(a), .double(createdAt.timeIntervalSince1970)], rows)
@@ -707,7 +707,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         rows.reserveCapacity(links.count * 2)
         for (i, l) in links.enumerated().sorted(by: { $0.element.localIdentifier < $1.element.localIdentifier })
         where last[Array(l.localIdentifier.utf8)] == i {
-            rows.append(.text(l.localIdentifier)); rows.append(.text(l.guid))
+            rows.append(.text(l.localIdentifier)); rows.append(.compact(l.guid))
         }
         try self.db.runRows("UPDATE objects SET record_guid = v.column2 FROM (", width: 2,
                             tail: ") AS v WHERE objects.account_key = ?1 AND objects.device_key = ?2 AND objects.local_id = v.column1",
@@ -720,7 +720,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         let k = try self.requireKeys(device)
         try self.db.run("""
             UPDATE objects SET record_guid = NULL
-            WHERE account_key = ?1 AND device_key = ?2 AND record_guid IN (SELECT value FROM json_each(?3))
+            WHERE account_key = ?1 AND device_key = ?2 AND record_guid IN (SELECT concord_compact(value) FROM json_each(?3))
             """, [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(guids)))])
     }
 

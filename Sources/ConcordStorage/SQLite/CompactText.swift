@@ -1,0 +1,159 @@
+import CSQLite
+
+/// SQLite stores record GUIDs and fingerprints in their binary form (migration 11, docs/scaling.md
+/// "Storage layout and database size"): an upper-case UUID as its 16 bytes instead of 36
+/// characters, a base64url fingerprint as the bytes it encodes (a SHA-256: 32 instead of 43), in
+/// the rows and in every index that holds them. The columns stay `TEXT`; SQLite keeps a BLOB value
+/// in them as it is.
+///
+/// The mapping is one-to-one on the strings it converts, and leaves every other string as text, so
+/// equality in SQL is equality of the strings: two strings are equal exactly when their stored
+/// values are. Reading turns a BLOB back into its text (`Statement.text`): 16 bytes are a GUID, any
+/// other length a fingerprint, which is why a fingerprint that encodes exactly 16 bytes stays text.
+/// Only canonical spellings convert (upper-case hex with the four dashes; base64url without
+/// padding whose unused low bits are zero), so the text read back is the text written.
+enum CompactText {
+    /// The stored form of `text`: its bytes when it converts, nil when it stays text.
+    static func compact(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        if text.count == 36, let guid = Self.guidBytes(text) { return guid }
+        return Self.fingerprintBytes(text)
+    }
+
+    static func compact(_ text: String) -> [UInt8]? {
+        var text = text
+        return text.withUTF8 { Self.compact($0) }
+    }
+
+    /// The text a stored BLOB stands for.
+    static func expand(_ bytes: UnsafeRawBufferPointer) -> String {
+        bytes.count == 16 ? Self.guidText(bytes) : Self.base64url(bytes)
+    }
+
+    // MARK: - GUIDs
+
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
+    /// The 16 bytes of an upper-case UUID `XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX`; nil for any other text.
+    static func guidBytes(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard text.count == 36 else { return nil }
+        var out = [UInt8](repeating: 0, count: 16)
+        var n = 0
+        var i = 0
+        while i < 36 {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard text[i] == UInt8(ascii: "-") else { return nil }
+                i += 1
+                continue
+            }
+            guard let high = Self.upperHex(text[i]), let low = Self.upperHex(text[i + 1]) else { return nil }
+            out[n] = high << 4 | low
+            n += 1
+            i += 2
+        }
+        return out
+    }
+
+    private static func upperHex(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    static func guidText(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: 36) { out in
+            var o = 0
+            for (i, b) in bytes.enumerated() {
+                if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
+                out[o] = Self.hexDigits[Int(b >> 4)]
+                out[o + 1] = Self.hexDigits[Int(b & 15)]
+                o += 2
+            }
+            return o
+        }
+    }
+
+    // MARK: - Fingerprints (base64url, no padding)
+
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (i, c) in alphabet.enumerated() { table[Int(c)] = UInt8(i) }
+        return table
+    }()
+
+    /// The bytes a canonical unpadded base64url text encodes, unless they are 16 (a GUID's length)
+    /// or none; nil for any other text.
+    static func fingerprintBytes(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        let count = text.count
+        guard count >= 2, count % 4 != 1 else { return nil }
+        let byteCount = count * 3 / 4
+        guard byteCount != 16 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(byteCount)
+        var buffer: UInt32 = 0, bits = 0
+        for c in text {
+            let v = Self.values[Int(c)]
+            guard v != 0xFF else { return nil }
+            buffer = buffer << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+                buffer &= (1 << UInt32(bits)) - 1
+            }
+        }
+        // The low bits of the last character are not part of any byte: canonical text has them zero.
+        guard buffer == 0 else { return nil }
+        return out
+    }
+
+    static func base64url(_ bytes: UnsafeRawBufferPointer) -> String {
+        let length = (bytes.count * 4 + 2) / 3
+        return String(unsafeUninitializedCapacity: length) { out in
+            var o = 0
+            var buffer: UInt32 = 0, bits = 0
+            for b in bytes {
+                buffer = buffer << 8 | UInt32(b)
+                bits += 8
+                while bits >= 6 {
+                    bits -= 6
+                    out[o] = Self.alphabet[Int((buffer >> UInt32(bits)) & 63)]
+                    o += 1
+                }
+                buffer &= (1 << UInt32(bits)) - 1
+            }
+            if bits > 0 {
+                out[o] = Self.alphabet[Int((buffer << UInt32(6 - bits)) & 63)]
+                o += 1
+            }
+            return o
+        }
+    }
+
+    // MARK: - In SQL
+
+    /// Registers `concord_compact(x)` on the connection: the stored form of a text argument (a BLOB
+    /// when it converts), any other argument unchanged. Deterministic, so SQLite may compute it
+    /// once per outer row and use an index on the column it is compared with.
+    static func register(on db: OpaquePointer) -> Int32 {
+        sqlite3_create_function_v2(db, "concord_compact", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nil, { context, _, arguments in
+            guard let argument = arguments?[0] else { return sqlite3_result_null(context) }
+            if sqlite3_value_type(argument) == SQLITE_TEXT, let text = sqlite3_value_text(argument) {
+                let count = Int(sqlite3_value_bytes(argument))
+                if let bytes = CompactText.compact(UnsafeBufferPointer(start: text, count: count)) {
+                    return bytes.withUnsafeBytes { sqlite3_result_blob(context, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_DESTRUCTOR) }
+                }
+            }
+            sqlite3_result_value(context, argument)
+        }, nil, nil, nil)
+    }
+}
+
+extension SQLValue {
+    /// A record GUID or fingerprint as SQLite stores it (`CompactText`).
+    static func compact(_ text: String) -> SQLValue {
+        CompactText.compact(text).map { .blob($0) } ?? .text(text)
+    }
+}
