@@ -1,3 +1,4 @@
+import ConcordDomain
 import CSQLite
 
 /// SQLite stores record GUIDs and fingerprints in their binary form (migration 11, docs/scaling.md
@@ -26,7 +27,7 @@ enum CompactText {
 
     /// The text a stored BLOB stands for.
     static func expand(_ bytes: UnsafeRawBufferPointer) -> String {
-        bytes.count == 16 ? Self.guidText(bytes) : Self.base64url(bytes)
+        bytes.count == 16 ? Self.guidText(bytes) : Base64URL.encode(Array(bytes))
     }
 
     // MARK: - GUIDs
@@ -76,60 +77,11 @@ enum CompactText {
 
     // MARK: - Fingerprints (base64url, no padding)
 
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-    private static let values: [UInt8] = {
-        var table = [UInt8](repeating: 0xFF, count: 256)
-        for (i, c) in alphabet.enumerated() { table[Int(c)] = UInt8(i) }
-        return table
-    }()
-
     /// The bytes a canonical unpadded base64url text encodes, unless they are 16 (a GUID's length)
     /// or none; nil for any other text.
     static func fingerprintBytes(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        let count = text.count
-        guard count >= 2, count % 4 != 1 else { return nil }
-        let byteCount = count * 3 / 4
-        guard byteCount != 16 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(byteCount)
-        var buffer: UInt32 = 0, bits = 0
-        for c in text {
-            let v = Self.values[Int(c)]
-            guard v != 0xFF else { return nil }
-            buffer = buffer << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
-                buffer &= (1 << UInt32(bits)) - 1
-            }
-        }
-        // The low bits of the last character are not part of any byte: canonical text has them zero.
-        guard buffer == 0 else { return nil }
-        return out
-    }
-
-    static func base64url(_ bytes: UnsafeRawBufferPointer) -> String {
-        let length = (bytes.count * 4 + 2) / 3
-        return String(unsafeUninitializedCapacity: length) { out in
-            var o = 0
-            var buffer: UInt32 = 0, bits = 0
-            for b in bytes {
-                buffer = buffer << 8 | UInt32(b)
-                bits += 8
-                while bits >= 6 {
-                    bits -= 6
-                    out[o] = Self.alphabet[Int((buffer >> UInt32(bits)) & 63)]
-                    o += 1
-                }
-                buffer &= (1 << UInt32(bits)) - 1
-            }
-            if bits > 0 {
-                out[o] = Self.alphabet[Int((buffer << UInt32(6 - bits)) & 63)]
-                o += 1
-            }
-            return o
-        }
+        guard text.count >= 2, text.count * 3 / 4 != 16 else { return nil }
+        return Base64URL.decode(String(decoding: text, as: UTF8.self))
     }
 
     // MARK: - In SQL
