@@ -262,8 +262,10 @@ struct PostgresFaultTests {
 /// write (API.md §5 does not change with several instances).
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (MappingIndexAcrossInstancesTests)")))
 struct MappingIndexAcrossInstancesTests {
-    @Test func aWriteThroughOneInstanceIsSeenByTheNextMappingThroughTheOther() throws {
-        let instances = try TwoInstances()
+    /// With the default `mappingIndexInlineLoadObjects` each catch-up loads in the request; with 0,
+    /// every one runs in the background and storage answers meanwhile: the same answers either way.
+    @Test(arguments: [nil, 0] as [Int?]) func aWriteThroughOneInstanceIsSeenByTheNextMappingThroughTheOther(_ inlineLoadObjects: Int?) throws {
+        let instances = try TwoInstances(environment: inlineLoadObjects.map { ["CONCORD_MAPPING_INDEX_INLINE_LOAD_OBJECTS": "\($0)"] } ?? [:])
         defer { withExtendedLifetime(instances) {} }   // the servers live until the test ends
         let (port1, port2) = (instances.port1, instances.port2)
 
@@ -313,8 +315,14 @@ struct MappingIndexAcrossInstancesTests {
             let value = { (name: String) -> Double in
                 metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? -1
             }
-            #expect(value("concord_mapping_index_catch_ups_total") > 5, "port \(port)")
-            #expect(value("concord_mapping_index_loads_total") >= 1, "port \(port)")
+            if inlineLoadObjects == 0 {
+                #expect(value("concord_mapping_index_deferred_loads_total") > 5, "port \(port)")
+                #expect(value("concord_mapping_index_reads_while_loading_total") > 5, "port \(port)")
+                #expect(value("concord_mapping_index_loads_total") == 0 && value("concord_mapping_index_catch_ups_total") == 0, "port \(port)")
+            } else {
+                #expect(value("concord_mapping_index_catch_ups_total") > 5, "port \(port)")
+                #expect(value("concord_mapping_index_loads_total") >= 1, "port \(port)")
+            }
         }
     }
 }
@@ -328,12 +336,12 @@ final class TwoInstances {
     let port1: Int
     let port2: Int
 
-    init() throws {
+    init(environment: [String: String] = [:]) throws {
         self.database = try TestDatabase(.postgres, poolSize: 1)
         self.directory = makeTemporaryDirectory()
-        let (one, port1) = try launchServer(database: self.database.url, directory: self.directory, log: "one.log")
+        let (one, port1) = try launchServer(database: self.database.url, directory: self.directory, log: "one.log", environment: environment)
         do {
-            let (two, port2) = try launchServer(database: self.database.url, directory: self.directory, log: "two.log")
+            let (two, port2) = try launchServer(database: self.database.url, directory: self.directory, log: "two.log", environment: environment)
             self.processes = [one, two]
             self.port1 = port1
             self.port2 = port2
