@@ -226,6 +226,17 @@ enum SQLiteMigrations {
         UPDATE objects SET fingerprint = concord_compact(fingerprint), record_guid = concord_compact(record_guid)
             WHERE fingerprint <> '' OR record_guid IS NOT NULL;
         """),
+        // Migration 12: the content indexes hold the first 8 bytes of a fingerprint, not all of it
+        // (issue 24, docs/scaling.md): lookups by content compare that prefix in the index and the
+        // whole fingerprint in the row, which they read anyway (objects) or read by primary key
+        // (records). A SHA-256 fingerprint's 8 bytes leave collisions to chance; a text one (not
+        // canonical base64url) is cut at 8 characters, and its collisions cost a row read each.
+        (12, """
+        DROP INDEX objects_by_content;
+        CREATE INDEX objects_by_content ON objects (account_key, device_key, type, substr(fingerprint, 1, 8), local_id) WHERE fingerprint <> '';
+        DROP INDEX records_by_content;
+        CREATE UNIQUE INDEX records_by_content ON records (account_key, type, substr(fingerprint, 1, 8), created_order);
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -80,11 +80,13 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         LEFT JOIN objects o INDEXED BY objects_by_link ON o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid
         """
 
-    /// By non-empty fingerprints: objects_by_content holds only objects with one (migration 9).
+    /// By non-empty fingerprints: objects_by_content holds only objects with one (migration 9), by
+    /// the first 8 bytes of it (migration 12): the index finds the prefix, the row the whole.
     static let objectsByContentSQL = """
         SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
         CROSS JOIN objects o INDEXED BY objects_by_content ON o.account_key = ?1 AND o.device_key = ?2
-            AND o.type = json_extract(j.value, '$[0]') AND o.fingerprint = concord_compact(json_extract(j.value, '$[1]')) AND o.fingerprint <> ''
+            AND o.type = json_extract(j.value, '$[0]') AND substr(o.fingerprint, 1, 8) = substr(concord_compact(json_extract(j.value, '$[1]')), 1, 8)
+            AND o.fingerprint = concord_compact(json_extract(j.value, '$[1]')) AND o.fingerprint <> ''
         \(SQLiteTransaction.linkJoin)
         ORDER BY o.local_id
         """
@@ -109,8 +111,9 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     static let unlinkedRecordsSQL = """
         SELECT r.guid, r.type, r.fingerprint FROM json_each(?3) j
-        CROSS JOIN records r ON r.account_key = ?1
-            AND r.type = json_extract(j.value, '$[0]') AND r.fingerprint = concord_compact(json_extract(j.value, '$[1]'))
+        CROSS JOIN records r INDEXED BY records_by_content ON r.account_key = ?1
+            AND r.type = json_extract(j.value, '$[0]') AND substr(r.fingerprint, 1, 8) = substr(concord_compact(json_extract(j.value, '$[1]')), 1, 8)
+            AND r.fingerprint = concord_compact(json_extract(j.value, '$[1]'))
         WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid)
         ORDER BY r.created_order
         """
