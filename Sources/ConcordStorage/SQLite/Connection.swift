@@ -258,6 +258,12 @@ final class Statement {
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
     func optionalText(_ i: Int32) -> String? { self.isNull(i) ? nil : self.text(i) }
+    func isBlob(_ i: Int32) -> Bool { sqlite3_column_type(self.stmt, i) == SQLITE_BLOB }
+    /// `body` on a BLOB column's bytes, without copying them.
+    func withBlob<T>(_ i: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        let n = Int(sqlite3_column_bytes(self.stmt, i))
+        return body(UnsafeRawBufferPointer(start: sqlite3_column_blob(self.stmt, i), count: n))
+    }
     func blob(_ i: Int32) -> [UInt8] {
         let n = Int(sqlite3_column_bytes(self.stmt, i))
         guard n > 0, let p = sqlite3_column_blob(self.stmt, i) else { return [] }

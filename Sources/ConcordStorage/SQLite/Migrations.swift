@@ -237,6 +237,10 @@ enum SQLiteMigrations {
         DROP INDEX records_by_content;
         CREATE UNIQUE INDEX records_by_content ON records (account_key, type, substr(fingerprint, 1, 8), created_order);
         """),
+        // Migration 13: new history entries keep their details in binary (ChangeDetailsBinary.swift),
+        // with the bytes their text form takes in details_bytes, which the history's byte bound
+        // counts (NULL for the entries written before, which stay text and count their length).
+        (13, "ALTER TABLE changes ADD COLUMN details_bytes INTEGER;"),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

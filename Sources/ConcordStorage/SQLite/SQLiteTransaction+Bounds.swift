@@ -24,7 +24,7 @@ extension SQLiteTransaction {
         guard let k = try self.keys(device) else { return nil }
         return try self.db.scalarInt("""
             SELECT seq FROM (
-                SELECT seq, sum(length(CAST(details AS BLOB))) OVER (ORDER BY seq DESC) AS kept
+                SELECT seq, sum(coalesce(details_bytes, length(CAST(details AS BLOB)))) OVER (ORDER BY seq DESC) AS kept
                 FROM changes WHERE account_key = ? AND device_key = ?
             ) WHERE kept > ? ORDER BY seq DESC LIMIT 1
             """, [.int(k.account), .int(k.device), .int(Int64(bytes))])

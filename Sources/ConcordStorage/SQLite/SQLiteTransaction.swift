@@ -739,9 +739,10 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     func appendChange(_ device: DeviceRef, seq: Int64, createdAt: Double, details: ChangeDetails?) throws {
         let k = try self.requireKeys(device)
         self.observers.didAppend(to: .library(device))
-        try self.db.run("INSERT INTO changes (account_key, device_key, seq, created_at, details) VALUES (?, ?, ?, ?, ?)",
+        try self.db.run("INSERT INTO changes (account_key, device_key, seq, created_at, details, details_bytes) VALUES (?, ?, ?, ?, ?, ?)",
                         [.int(k.account), .int(k.device), .int(seq), .double(createdAt),
-                         details.map { .text(ChangeDetailsCodec.encode($0)) } ?? .null])
+                         details.map { .blob(ChangeDetailsBinary.encode($0)) } ?? .null,
+                         details.map { .int(Int64(ChangeDetailsBinary.textBytes($0))) } ?? .null])
     }
 
     func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange] {
@@ -751,9 +752,19 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
             SELECT seq, created_at, details FROM changes
             WHERE account_key = ? AND device_key = ? AND seq > ? ORDER BY seq LIMIT ?
             """, [.int(k.account), .int(k.device), .int(seq), .int(Int64(limit))]) { s in
-            result.append(StoredChange(seq: s.int(0), createdAt: s.double(1), details: s.isNull(2) ? nil : ChangeDetailsCodec.decode(s.text(2))))
+            result.append(StoredChange(seq: s.int(0), createdAt: s.double(1), details: try Self.changeDetails(s, 2)))
         }
         return result
+    }
+
+    /// A history entry's details: nil (unavailable), binary (since migration 13) or text (before).
+    private static func changeDetails(_ s: Statement, _ column: Int32) throws -> ChangeDetails? {
+        if s.isNull(column) { return nil }
+        guard s.isBlob(column) else { return ChangeDetailsCodec.decode(s.text(column)) }
+        guard let details = s.withBlob(column, ChangeDetailsBinary.decode) else {
+            throw SQLiteStoreError(message: "a history entry's details are damaged")
+        }
+        return details
     }
 
     func latestChangeSeq(_ device: DeviceRef, createdAtOrBefore time: Double) throws -> Int64? {

@@ -1,0 +1,130 @@
+import ConcordDomain
+
+/// SQLite's binary form of a change's details (migration 13, docs/scaling.md): a history entry
+/// lists every identifier a change touched, and a first upload's lists a million of them. In
+/// text (`ChangeDetailsCodec`, what PostgreSQL stores) each is a line of two letters and the
+/// identifier; here PhotoKit's usual `UUID/L0/001` shape takes 17 bytes instead of 46.
+///
+/// Layout: a version byte (1), then one entry per identifier, in the text form's order (assets,
+/// albums, folders; inserted, updated, deleted). An entry is a tag byte — its list in the low four
+/// bits (group × 3 + kind), its form in the high four — then:
+/// - form 0: the identifier as a varint length and its UTF-8 bytes;
+/// - form 1: an upper-case UUID's 16 bytes, then the rest as a varint length and bytes;
+/// - form 2: an upper-case UUID's 16 bytes, the rest being `/L0/001`.
+///
+/// `textBytes` is what the text form would take: the history's byte bound (`history.maxBytesPerDevice`)
+/// counts that on both engines, so the binary form changes how much SQLite stores, not how much
+/// history it keeps.
+enum ChangeDetailsBinary {
+    private static let version: UInt8 = 1
+    private static let photoKitSuffix = Array("/L0/001".utf8)
+    // nonisolated(unsafe): a constant; key paths are not Sendable-typed, but these are never mutated.
+    nonisolated(unsafe) private static let lists: [(ObjectType, WritableKeyPath<ChangeLists, [String]>)] = [
+        (.asset, \.inserted), (.asset, \.updated), (.asset, \.deleted),
+        (.assetCollection, \.inserted), (.assetCollection, \.updated), (.assetCollection, \.deleted),
+        (.collectionList, \.inserted), (.collectionList, \.updated), (.collectionList, \.deleted),
+    ]
+
+    static func encode(_ details: ChangeDetails) -> [UInt8] {
+        var out: [UInt8] = [Self.version]
+        out.reserveCapacity(1 + Self.count(details) * 18)
+        for (list, (type, path)) in Self.lists.enumerated() {
+            for id in details[type][keyPath: path] {
+                var id = id
+                id.withUTF8 { Self.append(UInt8(list), $0, to: &out) }
+            }
+        }
+        return out
+    }
+
+    private static func append(_ list: UInt8, _ id: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        if id.count >= 36, let uuid = CompactText.guidBytes(UnsafeBufferPointer(rebasing: id[0..<36])) {
+            let rest = UnsafeBufferPointer(rebasing: id[36...])
+            if rest.elementsEqual(Self.photoKitSuffix) {
+                out.append(2 << 4 | list)
+                out += uuid
+            } else {
+                out.append(1 << 4 | list)
+                out += uuid
+                Self.appendVarint(UInt64(rest.count), to: &out)
+                out += rest
+            }
+        } else {
+            out.append(list)
+            Self.appendVarint(UInt64(id.count), to: &out)
+            out += id
+        }
+    }
+
+    /// The details `encode` wrote; nil when the bytes are not such an encoding.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> ChangeDetails? {
+        guard bytes.first == Self.version else { return nil }
+        var details = ChangeDetails()
+        var i = 1
+        while i < bytes.count {
+            let tag = bytes[i]
+            i += 1
+            let list = Int(tag & 15)
+            guard list < Self.lists.count else { return nil }
+            var id: [UInt8]
+            switch tag >> 4 {
+            case 0:
+                guard let text = Self.readText(bytes, &i) else { return nil }
+                id = text
+            case 1, 2:
+                guard i + 16 <= bytes.count else { return nil }
+                id = Array(CompactText.guidText(UnsafeRawBufferPointer(rebasing: bytes[i..<i + 16])).utf8)
+                i += 16
+                if tag >> 4 == 2 {
+                    id += Self.photoKitSuffix
+                } else {
+                    guard let rest = Self.readText(bytes, &i) else { return nil }
+                    id += rest
+                }
+            default:
+                return nil
+            }
+            let (type, path) = Self.lists[list]
+            details[type][keyPath: path].append(String(decoding: id, as: UTF8.self))
+        }
+        return details
+    }
+
+    /// The bytes the text form of `details` takes (`ChangeDetailsCodec.encode`): a line of two
+    /// letters and the identifier per identifier, lines separated by one byte.
+    static func textBytes(_ details: ChangeDetails) -> Int {
+        var bytes = 0
+        for (type, path) in Self.lists {
+            for id in details[type][keyPath: path] { bytes += id.utf8.count + 3 }
+        }
+        return max(0, bytes - 1)
+    }
+
+    private static func count(_ details: ChangeDetails) -> Int {
+        Self.lists.reduce(0) { $0 + details[$1.0][keyPath: $1.1].count }
+    }
+
+    private static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            out.append(UInt8(v & 0x7F) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+
+    private static func readText(_ bytes: UnsafeRawBufferPointer, _ i: inout Int) -> [UInt8]? {
+        var length = 0, shift = 0
+        while true {
+            guard i < bytes.count, shift < 63 else { return nil }
+            let b = bytes[i]
+            i += 1
+            length |= Int(b & 0x7F) << shift
+            if b < 0x80 { break }
+            shift += 7
+        }
+        guard length <= bytes.count - i else { return nil }
+        defer { i += length }
+        return Array(bytes[i..<i + length])
+    }
+}
