@@ -11,14 +11,30 @@ protocol StorageRow {
     func optionalText(_ column: Int32) -> String?
     /// A boolean column (SQLite: an integer, PostgreSQL: `boolean`).
     func flag(_ column: Int32) -> Bool
+    /// An object's media type (SQLite: a code since migration 14, PostgreSQL: its name).
+    func mediaType(_ column: Int32) -> MediaType
+    /// An object's date as it was sent (SQLite: seconds for the canonical form since migration 14).
+    func date(_ column: Int32) -> String?
 }
 
 extension Statement: StorageRow {
     func flag(_ column: Int32) -> Bool { self.int(column) != 0 }
+    /// The empty text is `image` (migration 14).
+    func mediaType(_ column: Int32) -> MediaType {
+        let name = self.text(column)
+        return name.isEmpty ? .image : MediaType(rawValue: name) ?? .unknown
+    }
+    /// A 5-byte BLOB is a canonical date's seconds (migration 14).
+    func date(_ column: Int32) -> String? {
+        guard self.isBlob(column) else { return self.optionalText(column) }
+        return self.withBlob(column) { CompactDate.seconds(blob: $0) }.map(CompactDate.text)
+    }
 }
 
 extension PGRow: StorageRow {
     func flag(_ column: Int32) -> Bool { self.bool(column) }
+    func mediaType(_ column: Int32) -> MediaType { MediaType(rawValue: self.text(column)) ?? .unknown }
+    func date(_ column: Int32) -> String? { self.optionalText(column) }
 }
 
 /// The codes both engines store, and the row layouts both engines select.
@@ -113,7 +129,7 @@ enum StorageRows {
         let members = r.text(9)
         return LibraryObject(
             localIdentifier: r.text(0), type: ObjectType(rawValue: Int(r.int(1))) ?? .asset, fingerprint: r.text(2),
-            mediaType: MediaType(rawValue: r.text(3)) ?? .unknown, creationDate: r.optionalText(4), modificationDate: r.optionalText(5),
+            mediaType: r.mediaType(3), creationDate: r.date(4), modificationDate: r.date(5),
             hasAdjustments: r.flag(6), isFavorite: r.flag(7), title: r.optionalText(8),
             // Local identifiers contain no control characters, so "\n" separates members unambiguously.
             members: members.isEmpty ? [] : members.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
@@ -147,6 +163,8 @@ struct ShiftedRow<Row: StorageRow>: StorageRow {
     func text(_ column: Int32) -> String { self.row.text(column + self.by) }
     func optionalText(_ column: Int32) -> String? { self.row.optionalText(column + self.by) }
     func flag(_ column: Int32) -> Bool { self.row.flag(column + self.by) }
+    func mediaType(_ column: Int32) -> MediaType { self.row.mediaType(column + self.by) }
+    func date(_ column: Int32) -> String? { self.row.date(column + self.by) }
 }
 
 /// A device's wanted list from storage (§5), as both engines select it: first the candidate rows

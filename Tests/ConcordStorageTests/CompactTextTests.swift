@@ -38,6 +38,37 @@ import Testing
         }
     }
 
+    @Test(arguments: [
+        ("1970-01-01T00:00:00Z", 0), ("2024-01-01T00:00:00Z", 1_704_067_200), ("1969-12-31T23:59:59Z", -1),
+        ("2000-02-29T12:00:00Z", 951_825_600), ("0001-01-01T00:00:00Z", -62_135_596_800), ("9999-12-31T23:59:59Z", 253_402_300_799),
+        ("2024-05-01T10:00:00Z", 1_714_557_600),
+        // Other spellings of an instant, and what is not a date, stay text.
+        ("2024-01-01T00:00:00.5Z", nil), ("2024-01-01T02:00:00+02:00", nil), ("2024-01-01t00:00:00Z", nil),
+        ("2024-01-01T00:00:00z", nil), ("2023-02-29T00:00:00Z", nil), ("2024-04-31T00:00:00Z", nil), ("2024-13-01T00:00:00Z", nil),
+        ("2024-01-01T24:00:00Z", nil), ("2024-12-31T23:59:60Z", nil), ("2024-1-01T00:00:00Z ", nil), ("", nil), ("+024-01-01T00:00:00Z", nil),
+    ] as [(String, Int64?)])
+    func canonicalDatesAreStoredAsSecondsAndReadBackAsWritten(_ text: String, _ seconds: Int64?) {
+        #expect(CompactDate.seconds(text) == seconds, "\(text)")
+        if let seconds { #expect(CompactDate.text(seconds) == text) }
+    }
+
+    /// Dates across the whole range read back as Foundation writes them, and convert to their seconds
+    /// again, also through their 5-byte stored form.
+    @Test func datesRoundTripAgainstFoundation() {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let seconds = Int64.random(in: -62_135_596_800...253_402_300_799, using: &random)
+            let text = CompactDate.text(seconds)
+            #expect(CompactDate.seconds(text) == seconds, "\(seconds)")
+            #expect(CompactDate.blob(seconds).withUnsafeBytes { CompactDate.seconds(blob: $0) } == seconds)
+            if seconds >= -2_208_988_800 {   // Foundation's years before 1900 are not all proleptic Gregorian
+                #expect(text == formatter.string(from: Date(timeIntervalSince1970: Double(seconds))), "\(seconds)")
+            }
+        }
+    }
+
     /// Every byte string of the lengths that convert reads back as a text that converts to it again.
     @Test func everyStoredFormExpandsToATextThatCompactsToIt() {
         var random = SystemRandomNumberGenerator()
@@ -65,15 +96,25 @@ import Testing
         let service = try ConcordService(store: store, configuration: DomainConfiguration())
         let account = try service.accounts.createAccount(name: "A")
         let device = DeviceRef(accountID: account.accountID, deviceID: try service.accounts.createDevice(accountID: account.accountID, name: "d", platform: nil).deviceID)
-        try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: [
-            .asset("P-1", fingerprint: Self.sha256), .asset("P-2", fingerprint: ""), .asset("P-3", fingerprint: "AAAAAAAAAAAAAAAAAAAAAA"),
-        ])), device: device)
+        var video = LibraryObject.asset("P-3", fingerprint: "AAAAAAAAAAAAAAAAAAAAAA", creationDate: "2024-01-01T12:00:00.5+02:00")
+        video.mediaType = .video
+        video.modificationDate = "2024-03-01T00:00:00Z"
+        let objects: [LibraryObject] = [
+            .asset("P-1", fingerprint: Self.sha256, creationDate: "2024-01-01T00:00:00Z"), .asset("P-2", fingerprint: ""), video,
+        ]
+        try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: objects)), device: device)
+        #expect(try objects.map { try service.library.object(localIdentifier: $0.localIdentifier, device: device) } == objects)
         let answers = try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["P-1", "P-2", "P-3"], device: device).map(\.result)
         var rows: [String] = []
         try store.writer.query("SELECT local_id, typeof(fingerprint), length(fingerprint), typeof(record_guid), length(record_guid) FROM objects ORDER BY local_id") { s in
             rows.append("\(s.text(0)) \(s.text(1)) \(s.int(2)) \(s.text(3)) \(s.int(4))")
         }
         #expect(rows == ["P-1 blob 32 blob 16", "P-2 text 0 blob 16", "P-3 text 22 blob 16"])
+        var dates: [String] = []
+        try store.writer.query("SELECT quote(media_type), typeof(creation_date), length(creation_date), typeof(modification_date) FROM objects ORDER BY local_id") { s in
+            dates.append("\(s.text(0)) \(s.text(1)) \(s.int(2)) \(s.text(3))")
+        }
+        #expect(dates == ["'' blob 5 null", "'' null 0 null", "'video' text 27 blob"])
         var records: [String] = []
         try store.writer.query("SELECT typeof(guid), typeof(fingerprint) FROM records ORDER BY created_order") { s in records.append("\(s.text(0)) \(s.text(1))") }
         #expect(records == ["blob blob", "blob text", "blob text"])
@@ -96,6 +137,9 @@ import Testing
                 types.append("\(s.text(0))/\(s.text(1))")
             }
             #expect(Set(types) == ["blob/blob", "null/blob", "null/text"], "\(types)")
+            var dates: [String] = []
+            try sqlite.writer.query("SELECT DISTINCT typeof(media_type) || '/' || typeof(creation_date) FROM objects") { s in dates.append(s.text(0)) }
+            #expect(Set(dates) == ["text/blob", "text/null"], "\(dates)")
             let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
             let r1 = "\(LayoutMigrationTests.g1):001:\(LayoutMigrationTests.fingerprint(1))"
             let r2 = "\(LayoutMigrationTests.g2):001:\(LayoutMigrationTests.fingerprint(2))"
@@ -105,7 +149,8 @@ import Testing
                 let service = try ConcordService(store: store, configuration: configuration)
                 #expect(try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["MAC-1", "MAC-2"], device: mac).map(\.result) == [.found(r1), .found(r2)])
                 #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1, r2], device: pc).map(\.result) == [.found("PC-1"), .found("PC-2")])
-                #expect(try service.library.object(localIdentifier: "PC-2", device: pc).fingerprint == LayoutMigrationTests.fingerprint(2))
+                let object = try service.library.object(localIdentifier: "PC-2", device: pc)
+                #expect(object.fingerprint == LayoutMigrationTests.fingerprint(2) && object.creationDate == "2024-05-02T10:00:00Z" && object.mediaType == .image)
             }
         }
     }

@@ -90,7 +90,18 @@ enum CompactText {
     /// when it converts), any other argument unchanged. Deterministic, so SQLite may compute it
     /// once per outer row and use an index on the column it is compared with.
     static func register(on db: OpaquePointer) -> Int32 {
-        sqlite3_create_function_v2(db, "concord_compact", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nil, { context, _, arguments in
+        let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS
+        // `concord_date(x)`: migration 14's conversion of stored dates (`CompactDate`).
+        let dates = sqlite3_create_function_v2(db, "concord_date", 1, flags, nil, { context, _, arguments in
+            guard let argument = arguments?[0] else { return sqlite3_result_null(context) }
+            if sqlite3_value_type(argument) == SQLITE_TEXT, let text = sqlite3_value_text(argument),
+               let seconds = CompactDate.seconds(String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(argument))), as: UTF8.self)) {
+                return CompactDate.blob(seconds).withUnsafeBytes { sqlite3_result_blob(context, $0.baseAddress, 5, SQLITE_TRANSIENT_DESTRUCTOR) }
+            }
+            sqlite3_result_value(context, argument)
+        }, nil, nil, nil)
+        guard dates == SQLITE_OK else { return dates }
+        return sqlite3_create_function_v2(db, "concord_compact", 1, flags, nil, { context, _, arguments in
             guard let argument = arguments?[0] else { return sqlite3_result_null(context) }
             if sqlite3_value_type(argument) == SQLITE_TEXT, let text = sqlite3_value_text(argument) {
                 let count = Int(sqlite3_value_bytes(argument))
@@ -107,5 +118,102 @@ extension SQLValue {
     /// A record GUID or fingerprint as SQLite stores it (`CompactText`).
     static func compact(_ text: String) -> SQLValue {
         CompactText.compact(text).map { .blob($0) } ?? .text(text)
+    }
+}
+
+// MARK: - Dates and media types (migration 14)
+
+/// SQLite also stores an object's dates and media type compactly (migration 14). The columns are
+/// `TEXT`, which would turn an INTEGER into text, but keeps a BLOB as it is:
+/// - a date written exactly as `YYYY-MM-DDTHH:MM:SSZ` (what clients send most) as its seconds since
+///   1970 in a 5-byte big-endian BLOB instead of 20 characters; any other date stays text;
+/// - the media type `image` (most of a library) as the empty text, which takes no bytes beyond the
+///   record header; the others by name.
+/// Reading tells them apart (`Statement.date`, `Statement.mediaType`); these columns are read only so.
+enum CompactDate {
+    /// The seconds of a date in the canonical form whose formatting gives back exactly `text`; nil otherwise.
+    static func seconds(_ text: String) -> Int64? {
+        let u = Array(text.utf8)
+        guard u.count == 20, u[4] == UInt8(ascii: "-"), u[7] == UInt8(ascii: "-"), u[10] == UInt8(ascii: "T"),
+              u[13] == UInt8(ascii: ":"), u[16] == UInt8(ascii: ":"), u[19] == UInt8(ascii: "Z") else { return nil }
+        func number(_ range: Range<Int>) -> Int64? {
+            var n: Int64 = 0
+            for i in range {
+                guard u[i] >= UInt8(ascii: "0"), u[i] <= UInt8(ascii: "9") else { return nil }
+                n = n * 10 + Int64(u[i] - UInt8(ascii: "0"))
+            }
+            return n
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              (1...12).contains(month), day >= 1, day <= Self.daysIn(month: month, year: year),
+              hour < 24, minute < 60, second < 60 else { return nil }
+        return Self.days(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+    }
+
+    /// `seconds` (from `seconds(_:)`) in the canonical form.
+    static func text(_ seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let rest = seconds - days * 86_400
+        let (year, month, day) = Self.civil(days)
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let y = String(year)
+        return String(repeating: "0", count: max(0, 4 - y.count)) + y + "-" + two(month) + "-" + two(day)
+            + "T" + two(rest / 3600) + ":" + two(rest / 60 % 60) + ":" + two(rest % 60) + "Z"
+    }
+
+    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
+    private static func days(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    /// The date of a day since 1970-01-01 (`civil_from_days`).
+    private static func civil(_ days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    /// The 5-byte form of `seconds` (years 0001 to 9999 need 39 bits).
+    static func blob(_ seconds: Int64) -> [UInt8] {
+        (0..<5).map { UInt8(truncatingIfNeeded: seconds >> (8 * (4 - $0))) }
+    }
+
+    /// The seconds of a 5-byte form; nil for any other length.
+    static func seconds(blob bytes: UnsafeRawBufferPointer) -> Int64? {
+        guard bytes.count == 5 else { return nil }
+        let value = bytes.reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        return (value << 24) >> 24   // sign-extends bit 39
+    }
+}
+
+extension SQLValue {
+    /// A date as SQLite stores it (`CompactDate`).
+    static func date(_ text: String?) -> SQLValue {
+        guard let text else { return .null }
+        return CompactDate.seconds(text).map { .blob(CompactDate.blob($0)) } ?? .text(text)
+    }
+
+    static func mediaType(_ type: MediaType) -> SQLValue {
+        .text(type == .image ? "" : type.rawValue)
     }
 }

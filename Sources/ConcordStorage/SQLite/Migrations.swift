@@ -241,6 +241,12 @@ enum SQLiteMigrations {
         // with the bytes their text form takes in details_bytes, which the history's byte bound
         // counts (NULL for the entries written before, which stay text and count their length).
         (13, "ALTER TABLE changes ADD COLUMN details_bytes INTEGER;"),
+        // Migration 14: `image` as the empty media type and canonical dates as 5-byte seconds
+        // (CompactDate in CompactText.swift); other dates stay text. Each object row is rewritten once.
+        (14, """
+        UPDATE objects SET media_type = CASE media_type WHEN 'image' THEN '' ELSE media_type END,
+            creation_date = concord_date(creation_date), modification_date = concord_date(modification_date);
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -514,8 +514,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         for s in Self.inByteOrder(objects) {
             let o = s.object
             rows.append(.text(o.localIdentifier)); rows.append(.int(Int64(o.type.rawValue)))
-            rows.append(.compact(o.fingerprint)); rows.append(.text(o.mediaType.rawValue))
-            rows.append(o.creationDate.map { .text($0) } ?? .null); rows.append(o.modificationDate.map { .text($0) } ?? .null)
+            rows.append(.compact(o.fingerprint)); rows.append(.mediaType(o.mediaType))
+            rows.append(.date(o.creationDate)); rows.append(.date(o.modificationDate))
             rows.append(.int(o.hasAdjustments ? 1 : 0)); rows.append(.int(o.isFavorite ? 1 : 0))
             rows.append(o.title.map { .text($0) } ?? .null); rows.append(.text(o.members.joined(separator: "\n")))
             rows.append(.int(o.appCreated ? 1 : 0)); rows.append(s.link.map { .compact($0.guid) } ?? .null)
