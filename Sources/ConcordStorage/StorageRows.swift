@@ -15,6 +15,9 @@ protocol StorageRow {
     func mediaType(_ column: Int32) -> MediaType
     /// An object's date as it was sent (SQLite: seconds for the canonical form since migration 14).
     func date(_ column: Int32) -> String?
+    /// An object's creation second (SQLite selects `coalesce(creation_second, creation_date)`: the
+    /// seconds of a canonical date stand for it since migration 14).
+    func creationSecond(_ column: Int32) -> Int64?
 }
 
 extension Statement: StorageRow {
@@ -29,12 +32,19 @@ extension Statement: StorageRow {
         guard self.isBlob(column) else { return self.optionalText(column) }
         return self.withBlob(column) { CompactDate.seconds(blob: $0) }.map(CompactDate.text)
     }
+    /// An integer, or a canonical creation date's 5-byte seconds; a text date that is not a date's
+    /// canonical form has no second (its creation_second was NULL).
+    func creationSecond(_ column: Int32) -> Int64? {
+        if self.isBlob(column) { return self.withBlob(column) { CompactDate.seconds(blob: $0) } }
+        return self.isText(column) || self.isNull(column) ? nil : self.int(column)
+    }
 }
 
 extension PGRow: StorageRow {
     func flag(_ column: Int32) -> Bool { self.bool(column) }
     func mediaType(_ column: Int32) -> MediaType { MediaType(rawValue: self.text(column)) ?? .unknown }
     func date(_ column: Int32) -> String? { self.optionalText(column) }
+    func creationSecond(_ column: Int32) -> Int64? { self.isNull(column) ? nil : self.int(column) }
 }
 
 /// The codes both engines store, and the row layouts both engines select.
@@ -165,6 +175,7 @@ struct ShiftedRow<Row: StorageRow>: StorageRow {
     func flag(_ column: Int32) -> Bool { self.row.flag(column + self.by) }
     func mediaType(_ column: Int32) -> MediaType { self.row.mediaType(column + self.by) }
     func date(_ column: Int32) -> String? { self.row.date(column + self.by) }
+    func creationSecond(_ column: Int32) -> Int64? { self.row.creationSecond(column + self.by) }
 }
 
 /// A device's wanted list from storage (§5), as both engines select it: first the candidate rows
@@ -177,7 +188,7 @@ struct WantedRows {
 
     mutating func addCandidate(_ r: some StorageRow) {
         guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
-        self.linked[r.text(0), default: (type, [])].seconds.append(r.isNull(2) ? nil : r.int(2))
+        self.linked[r.text(0), default: (type, [])].seconds.append(r.creationSecond(2))
     }
 
     /// After the candidate rows: false when there is no candidate (nothing can be wanted).
@@ -187,7 +198,7 @@ struct WantedRows {
     }
 
     mutating func addObject(_ r: some StorageRow) {
-        if let type = ObjectType(rawValue: Int(r.int(1))) { self.objects.append((r.text(0), type, r.isNull(2) ? nil : r.int(2))) }
+        if let type = ObjectType(rawValue: Int(r.int(1))) { self.objects.append((r.text(0), type, r.creationSecond(2))) }
     }
 
     func page(after: String?, limit: Int) -> WantedPage { self.candidates.page(self.objects, after: after, limit: limit) }

@@ -63,6 +63,8 @@ import Testing
             let text = CompactDate.text(seconds)
             #expect(CompactDate.seconds(text) == seconds, "\(seconds)")
             #expect(CompactDate.blob(seconds).withUnsafeBytes { CompactDate.seconds(blob: $0) } == seconds)
+            // The creation second the domain computes (which storage then leaves to the date).
+            #expect(RFC3339.epochSecond(text) == seconds, "\(text)")
             if seconds >= -2_208_988_800 {   // Foundation's years before 1900 are not all proleptic Gregorian
                 #expect(text == formatter.string(from: Date(timeIntervalSince1970: Double(seconds))), "\(seconds)")
             }
@@ -111,10 +113,14 @@ import Testing
         }
         #expect(rows == ["P-1 blob 32 blob 16", "P-2 text 0 blob 16", "P-3 text 22 blob 16"])
         var dates: [String] = []
-        try store.writer.query("SELECT quote(media_type), typeof(creation_date), length(creation_date), typeof(modification_date) FROM objects ORDER BY local_id") { s in
-            dates.append("\(s.text(0)) \(s.text(1)) \(s.int(2)) \(s.text(3))")
+        try store.writer.query("""
+            SELECT quote(media_type), typeof(creation_date), length(creation_date), typeof(modification_date), quote(creation_second)
+            FROM objects ORDER BY local_id
+            """) { s in
+            dates.append("\(s.text(0)) \(s.text(1)) \(s.int(2)) \(s.text(3)) \(s.text(4))")
         }
-        #expect(dates == ["'' blob 5 null", "'' null 0 null", "'video' text 27 blob"])
+        // A canonical creation date's seconds stand for creation_second; another date keeps it.
+        #expect(dates == ["'' blob 5 null NULL", "'' null 0 null NULL", "'video' text 27 blob 1704103200"])
         var records: [String] = []
         try store.writer.query("SELECT typeof(guid), typeof(fingerprint) FROM records ORDER BY created_order") { s in records.append("\(s.text(0)) \(s.text(1))") }
         #expect(records == ["blob blob", "blob text", "blob text"])
@@ -138,8 +144,10 @@ import Testing
             }
             #expect(Set(types) == ["blob/blob", "null/blob", "null/text"], "\(types)")
             var dates: [String] = []
-            try sqlite.writer.query("SELECT DISTINCT typeof(media_type) || '/' || typeof(creation_date) FROM objects") { s in dates.append(s.text(0)) }
-            #expect(Set(dates) == ["text/blob", "text/null"], "\(dates)")
+            try sqlite.writer.query("SELECT DISTINCT typeof(media_type) || '/' || typeof(creation_date) || '/' || typeof(creation_second) FROM objects") { s in
+                dates.append(s.text(0))
+            }
+            #expect(Set(dates) == ["text/blob/null", "text/null/null"], "\(dates)")
             let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
             let r1 = "\(LayoutMigrationTests.g1):001:\(LayoutMigrationTests.fingerprint(1))"
             let r2 = "\(LayoutMigrationTests.g2):001:\(LayoutMigrationTests.fingerprint(2))"

@@ -259,6 +259,7 @@ final class Statement {
     }
     func optionalText(_ i: Int32) -> String? { self.isNull(i) ? nil : self.text(i) }
     func isBlob(_ i: Int32) -> Bool { sqlite3_column_type(self.stmt, i) == SQLITE_BLOB }
+    func isText(_ i: Int32) -> Bool { sqlite3_column_type(self.stmt, i) == SQLITE_TEXT }
     /// `body` on a BLOB column's bytes, without copying them.
     func withBlob<T>(_ i: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
         let n = Int(sqlite3_column_bytes(self.stmt, i))

@@ -64,7 +64,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     /// §5's wanted candidates: records with a fingerprint, linked on another device, not on this
     /// one, carrying no key this device's objects carry; each with its linked objects' seconds.
     static let wantedCandidatesSQL = """
-        SELECT r.guid, r.type, x.creation_second FROM records r
+        SELECT r.guid, r.type, coalesce(x.creation_second, x.creation_date) FROM records r
         CROSS JOIN objects x INDEXED BY objects_by_link ON x.account_key = ?1 AND x.record_guid = r.guid
         WHERE r.account_key = ?1 AND r.fingerprint <> ''
           AND EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_link WHERE y.account_key = ?1 AND y.record_guid = r.guid AND y.device_key <> ?2)
@@ -81,11 +81,11 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         """
 
     /// By non-empty fingerprints: objects_by_content holds only objects with one (migration 9), by
-    /// the first 8 bytes of it (migration 12): the index finds the prefix, the row the whole.
+    /// the first 4 bytes of it (migration 12): the index finds the prefix, the row the whole.
     static let objectsByContentSQL = """
         SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
         CROSS JOIN objects o INDEXED BY objects_by_content ON o.account_key = ?1 AND o.device_key = ?2
-            AND o.type = json_extract(j.value, '$[0]') AND substr(o.fingerprint, 1, 8) = substr(concord_compact(json_extract(j.value, '$[1]')), 1, 8)
+            AND o.type = json_extract(j.value, '$[0]') AND substr(o.fingerprint, 1, 4) = substr(concord_compact(json_extract(j.value, '$[1]')), 1, 4)
             AND o.fingerprint = concord_compact(json_extract(j.value, '$[1]')) AND o.fingerprint <> ''
         \(SQLiteTransaction.linkJoin)
         ORDER BY o.local_id
@@ -112,7 +112,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     static let unlinkedRecordsSQL = """
         SELECT r.guid, r.type, r.fingerprint FROM json_each(?3) j
         CROSS JOIN records r INDEXED BY records_by_content ON r.account_key = ?1
-            AND r.type = json_extract(j.value, '$[0]') AND substr(r.fingerprint, 1, 8) = substr(concord_compact(json_extract(j.value, '$[1]')), 1, 8)
+            AND r.type = json_extract(j.value, '$[0]') AND substr(r.fingerprint, 1, 4) = substr(concord_compact(json_extract(j.value, '$[1]')), 1, 4)
             AND r.fingerprint = concord_compact(json_extract(j.value, '$[1]'))
         WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.record_guid = r.guid)
         ORDER BY r.created_order
@@ -351,11 +351,11 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
             guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
             try recordKeys(s.text(0), ObjectKey(type: type, a: s.text(2)))
         }
-        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid, key_a, creation_second FROM objects WHERE account_key = ?",
+        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid, key_a, coalesce(creation_second, creation_date) FROM objects WHERE account_key = ?",
                           [.int(a)]) { s in
             guard let device = deviceIDs[s.int(0)], let type = ObjectType(rawValue: Int(s.int(2))) else { return }
             try objects(MappingObjectRow(deviceID: device, localIdentifier: s.text(1), type: type, fingerprint: s.text(3), linkedGUID: s.optionalText(4),
-                                         keyA: s.optionalText(5), creationSecond: s.isNull(6) ? nil : s.int(6)))
+                                         keyA: s.optionalText(5), creationSecond: s.creationSecond(6)))
         }
     }
 
@@ -520,7 +520,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
             rows.append(o.title.map { .text($0) } ?? .null); rows.append(.text(o.members.joined(separator: "\n")))
             rows.append(.int(o.appCreated ? 1 : 0)); rows.append(s.link.map { .compact($0.guid) } ?? .null)
             rows.append(o.photoKitCloudIdentifier.map { .text($0) } ?? .null); rows.append(o.key.map { .text($0.a) } ?? .null)
-            rows.append(o.creationSecond.map { .int($0) } ?? .null)
+            // NULL when the creation date's stored seconds say it (migration 14).
+            rows.append(o.creationDate.flatMap(CompactDate.seconds) != nil ? .null : o.creationSecond.map { .int($0) } ?? .null)
         }
         try self.db.runRows("""
             INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
@@ -660,7 +661,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.query(Self.wantedCandidatesSQL, [.int(k.account), .int(k.device)]) { rows.addCandidate($0) }
         guard rows.candidatesFound() else { return WantedPage(objects: [], next: nil, total: 0) }
         try self.db.query("""
-            SELECT local_id, type, creation_second FROM objects
+            SELECT local_id, type, coalesce(creation_second, creation_date) FROM objects
             WHERE account_key = ? AND device_key = ? AND fingerprint = '' AND record_guid IS NULL
             """, [.int(k.account), .int(k.device)]) { rows.addObject($0) }
         return rows.page(after: after, limit: limit)
@@ -693,8 +694,9 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         for (i, r) in records.enumerated().sorted(by: { $0.element.guid < $1.element.guid }) {
             rows.append(.compact(r.guid)); rows.append(.int(Int64(r.type.rawValue))); rows.append(.compact(r.fingerprint)); rows.append(.int(first + Int64(i)))
         }
-        try self.db.runRows("INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) SELECT ?1, v.*, ?2 FROM (",
-                            width: 4, tail: ") AS v", fixed: [.int(a), .double(createdAt.timeIntervalSince1970)], rows)
+        // No creation time: the GUID carries it (migration 15).
+        try self.db.runRows("INSERT INTO records (account_key, guid, type, fingerprint, created_order) SELECT ?1, v.* FROM (",
+                            width: 4, tail: ") AS v", fixed: [.int(a)], rows)
         try self.db.run("UPDATE accounts SET next_record_order = ? WHERE account_key = ?", [.int(first + Int64(records.count)), .int(a)])
     }
 
