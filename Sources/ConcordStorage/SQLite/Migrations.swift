@@ -219,12 +219,19 @@ enum SQLiteMigrations {
         // Migration 11: record GUIDs and fingerprints in their binary form (issue 24, CompactText.swift):
         // an upper-case UUID as 16 bytes, a canonical base64url fingerprint as the bytes it encodes,
         // in `records`, `record_keys` and `objects` and so in every index holding them; any other
-        // text stays as it is. Each converted row is rewritten once, in this one transaction.
+        // text stays as it is. Each converted row is rewritten once, in this one transaction. The
+        // indexes over the converted columns are dropped first and the link index built again
+        // after: a build sorts once, where keeping them would move every entry at a random place.
+        // The content indexes come back in migration 12, in their new form.
         (11, """
+        DROP INDEX objects_by_content;
+        DROP INDEX records_by_content;
+        DROP INDEX objects_by_link;
         UPDATE records SET guid = concord_compact(guid), fingerprint = concord_compact(fingerprint);
         UPDATE record_keys SET guid = concord_compact(guid);
         UPDATE objects SET fingerprint = concord_compact(fingerprint), record_guid = concord_compact(record_guid)
             WHERE fingerprint <> '' OR record_guid IS NOT NULL;
+        CREATE UNIQUE INDEX objects_by_link ON objects (account_key, record_guid, device_key) WHERE record_guid IS NOT NULL;
         """),
         // Migration 12: the content indexes hold the first 4 bytes of a fingerprint, not all of it
         // (issue 24, docs/scaling.md): lookups by content compare that prefix in the index and the
@@ -233,9 +240,9 @@ enum SQLiteMigrations {
         // prefix with odds of 1 in 4 000; a text one (not canonical base64url) is cut at 4
         // characters. Either way a shared prefix costs a row read, never a wrong answer.
         (12, """
-        DROP INDEX objects_by_content;
+        DROP INDEX IF EXISTS objects_by_content;
         CREATE INDEX objects_by_content ON objects (account_key, device_key, type, substr(fingerprint, 1, 4), local_id) WHERE fingerprint <> '';
-        DROP INDEX records_by_content;
+        DROP INDEX IF EXISTS records_by_content;
         CREATE UNIQUE INDEX records_by_content ON records (account_key, type, substr(fingerprint, 1, 4), created_order);
         """),
         // Migration 13: new history entries keep their details in binary (ChangeDetailsBinary.swift),
