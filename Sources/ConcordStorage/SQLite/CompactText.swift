@@ -1,5 +1,6 @@
 import ConcordDomain
 import CSQLite
+import Foundation
 
 /// SQLite stores record GUIDs and fingerprints in their binary form (migration 11, docs/scaling.md
 /// "Storage layout and database size"): an upper-case UUID as its 16 bytes instead of 36
@@ -88,10 +89,10 @@ enum CompactText {
 
     /// Registers `concord_compact(x)` on the connection: the stored form of a text argument (a BLOB
     /// when it converts), any other argument unchanged. Deterministic, so SQLite may compute it
-    /// once per outer row and use an index on the column it is compared with.
+    /// once per outer row and use an index on the column it is compared with. Also
+    /// `concord_date(x)`, the same for a date (`CompactDate`), which migration 14 uses.
     static func register(on db: OpaquePointer) -> Int32 {
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS
-        // `concord_date(x)`: migration 14's conversion of stored dates (`CompactDate`).
         let dates = sqlite3_create_function_v2(db, "concord_date", 1, flags, nil, { context, _, arguments in
             guard let argument = arguments?[0] else { return sqlite3_result_null(context) }
             if sqlite3_value_type(argument) == SQLITE_TEXT, let text = sqlite3_value_text(argument),
@@ -131,66 +132,19 @@ extension SQLValue {
 ///   record header; the others by name.
 /// Reading tells them apart (`Statement.date`, `Statement.mediaType`); these columns are read only so.
 enum CompactDate {
-    /// The seconds of a date in the canonical form whose formatting gives back exactly `text`; nil otherwise.
+    /// The seconds of a date in the canonical form, whose formatting gives back exactly `text`; nil
+    /// otherwise. Twenty bytes ending in `Z` hold no fraction and no offset; `T` and `Z` in upper
+    /// case and no leap second are what `text(_:)` writes back.
     static func seconds(_ text: String) -> Int64? {
         let u = Array(text.utf8)
-        guard u.count == 20, u[4] == UInt8(ascii: "-"), u[7] == UInt8(ascii: "-"), u[10] == UInt8(ascii: "T"),
-              u[13] == UInt8(ascii: ":"), u[16] == UInt8(ascii: ":"), u[19] == UInt8(ascii: "Z") else { return nil }
-        func number(_ range: Range<Int>) -> Int64? {
-            var n: Int64 = 0
-            for i in range {
-                guard u[i] >= UInt8(ascii: "0"), u[i] <= UInt8(ascii: "9") else { return nil }
-                n = n * 10 + Int64(u[i] - UInt8(ascii: "0"))
-            }
-            return n
-        }
-        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), day >= 1, day <= Self.daysIn(month: month, year: year),
-              hour < 24, minute < 60, second < 60 else { return nil }
-        return Self.days(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+        guard u.count == 20, u[10] == UInt8(ascii: "T"), u[19] == UInt8(ascii: "Z"),
+              !(u[17] == UInt8(ascii: "6") && u[18] == UInt8(ascii: "0")) else { return nil }
+        return RFC3339.epochSecond(text)
     }
 
     /// `seconds` (from `seconds(_:)`) in the canonical form.
     static func text(_ seconds: Int64) -> String {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let rest = seconds - days * 86_400
-        let (year, month, day) = Self.civil(days)
-        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let y = String(year)
-        return String(repeating: "0", count: max(0, 4 - y.count)) + y + "-" + two(month) + "-" + two(day)
-            + "T" + two(rest / 3600) + ":" + two(rest / 60 % 60) + ":" + two(rest % 60) + "Z"
-    }
-
-    private static func daysIn(month: Int64, year: Int64) -> Int64 {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
-    private static func days(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    /// The date of a day since 1970-01-01 (`civil_from_days`).
-    private static func civil(_ days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        RFC3339.format(Date(timeIntervalSince1970: Double(seconds)))
     }
 
     /// The 5-byte form of `seconds` (years 0001 to 9999 need 39 bits).
