@@ -11,12 +11,8 @@ private enum DetailLines {
     /// Written straight into one string sized up front: a first upload's change lists a million
     /// identifiers, and a string per line would double what the commit holds.
     static func encode(_ groups: [(letter: String, inserted: [String], updated: [String], deleted: [String])]) -> String {
-        var bytes = 0
-        for group in groups {
-            for list in [group.inserted, group.updated, group.deleted] { bytes += list.reduce(0) { $0 + $1.utf8.count + 3 } }
-        }
         var out = ""
-        out.reserveCapacity(bytes)
+        out.reserveCapacity(Self.byteCount(groups))
         for group in groups {
             for (kind, list) in [("i", group.inserted), ("u", group.updated), ("d", group.deleted)] {
                 for key in list {
@@ -28,6 +24,15 @@ private enum DetailLines {
             }
         }
         return out
+    }
+
+    /// The bytes `encode` writes: two letters and the key per line, lines separated by one byte.
+    static func byteCount(_ groups: [(letter: String, inserted: [String], updated: [String], deleted: [String])]) -> Int {
+        var bytes = 0
+        for group in groups {
+            for list in [group.inserted, group.updated, group.deleted] { bytes += list.reduce(0) { $0 + $1.utf8.count + 3 } }
+        }
+        return max(0, bytes - 1)
     }
 
     /// Calls `add` for each well-formed line with its group letter, the list it names and its key;
@@ -54,10 +59,20 @@ enum ChangeDetailsCodec {
                                                          (.collectionList, UInt8(ascii: "l"))]
 
     static func encode(_ d: ChangeDetails) -> String {
-        DetailLines.encode(Self.letters.map { type, letter in
+        DetailLines.encode(Self.groups(d))
+    }
+
+    /// The bytes `encode(d)` takes, without writing it (SQLite's binary history counts these for the
+    /// byte bound, `ChangeDetailsBinary`).
+    static func encodedByteCount(_ d: ChangeDetails) -> Int {
+        DetailLines.byteCount(Self.groups(d))
+    }
+
+    private static func groups(_ d: ChangeDetails) -> [(letter: String, inserted: [String], updated: [String], deleted: [String])] {
+        Self.letters.map { type, letter in
             let lists = d[type]
             return (String(UnicodeScalar(letter)), lists.inserted, lists.updated, lists.deleted)
-        })
+        }
     }
 
     static func decode(_ s: String) -> ChangeDetails {

@@ -27,7 +27,7 @@ import Testing
         let bytes = ChangeDetailsBinary.encode(details)
         #expect(bytes.count == 1 + entryBytes, "\(id)")
         #expect(bytes.withUnsafeBytes { ChangeDetailsBinary.decode($0) } == details)
-        #expect(ChangeDetailsBinary.textBytes(details) == ChangeDetailsCodec.encode(details).utf8.count)
+        #expect(ChangeDetailsCodec.encodedByteCount(details) == ChangeDetailsCodec.encode(details).utf8.count)
     }
 
     @Test func everyListKeepsItsIdentifiersInOrder() {
@@ -35,8 +35,8 @@ import Testing
                               assetCollections: ChangeLists(inserted: [Self.uuid + "/L0/040"], deleted: ["x y"]),
                               collectionLists: ChangeLists(inserted: ["é"], updated: ["f"], deleted: ["g"]))
         #expect(ChangeDetailsBinary.encode(d).withUnsafeBytes { ChangeDetailsBinary.decode($0) } == d)
-        #expect(ChangeDetailsBinary.textBytes(d) == ChangeDetailsCodec.encode(d).utf8.count)
-        #expect(ChangeDetailsBinary.encode(ChangeDetails()) == [1] && ChangeDetailsBinary.textBytes(ChangeDetails()) == 0)
+        #expect(ChangeDetailsCodec.encodedByteCount(d) == ChangeDetailsCodec.encode(d).utf8.count)
+        #expect(ChangeDetailsBinary.encode(ChangeDetails()) == [1] && ChangeDetailsCodec.encodedByteCount(ChangeDetails()) == 0)
     }
 
     @Test(arguments: [

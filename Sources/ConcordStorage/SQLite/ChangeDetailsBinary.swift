@@ -12,9 +12,9 @@ import ConcordDomain
 /// - form 1: an upper-case UUID's 16 bytes, then the rest as a varint length and bytes;
 /// - form 2: an upper-case UUID's 16 bytes, the rest being `/L0/001`.
 ///
-/// `textBytes` is what the text form would take: the history's byte bound (`history.maxBytesPerDevice`)
-/// counts that on both engines, so the binary form changes how much SQLite stores, not how much
-/// history it keeps.
+/// What the text form would take (`ChangeDetailsCodec.encodedByteCount`) is stored beside it: the
+/// history's byte bound (`history.maxBytesPerDevice`) counts that on both engines, so the binary
+/// form changes how much SQLite stores, not how much history it keeps.
 enum ChangeDetailsBinary {
     private static let version: UInt8 = 1
     private static let photoKitSuffix = Array("/L0/001".utf8)
@@ -88,16 +88,6 @@ enum ChangeDetailsBinary {
             details[type][keyPath: path].append(String(decoding: id, as: UTF8.self))
         }
         return details
-    }
-
-    /// The bytes the text form of `details` takes (`ChangeDetailsCodec.encode`): a line of two
-    /// letters and the identifier per identifier, lines separated by one byte.
-    static func textBytes(_ details: ChangeDetails) -> Int {
-        var bytes = 0
-        for (type, path) in Self.lists {
-            for id in details[type][keyPath: path] { bytes += id.utf8.count + 3 }
-        }
-        return max(0, bytes - 1)
     }
 
     private static func count(_ details: ChangeDetails) -> Int {

@@ -744,7 +744,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         try self.db.run("INSERT INTO changes (account_key, device_key, seq, created_at, details, details_bytes) VALUES (?, ?, ?, ?, ?, ?)",
                         [.int(k.account), .int(k.device), .int(seq), .double(createdAt),
                          details.map { .blob(ChangeDetailsBinary.encode($0)) } ?? .null,
-                         details.map { .int(Int64(ChangeDetailsBinary.textBytes($0))) } ?? .null])
+                         details.map { .int(Int64(ChangeDetailsCodec.encodedByteCount($0))) } ?? .null])
     }
 
     func changes(_ device: DeviceRef, after seq: Int64, limit: Int) throws -> [StoredChange] {
