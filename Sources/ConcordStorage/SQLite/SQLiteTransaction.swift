@@ -513,15 +513,17 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
         rows.reserveCapacity(objects.count * 15)
         for s in Self.inByteOrder(objects) {
             let o = s.object
+            // A canonical creation date is stored as its seconds, which then stand for creation_second.
+            let creation = o.creationDate.flatMap(CompactDate.seconds)
             rows.append(.text(o.localIdentifier)); rows.append(.int(Int64(o.type.rawValue)))
             rows.append(.compact(o.fingerprint)); rows.append(.mediaType(o.mediaType))
-            rows.append(.date(o.creationDate)); rows.append(.date(o.modificationDate))
+            rows.append(creation.map { .blob(CompactDate.blob($0)) } ?? o.creationDate.map { .text($0) } ?? .null)
+            rows.append(.date(o.modificationDate))
             rows.append(.int(o.hasAdjustments ? 1 : 0)); rows.append(.int(o.isFavorite ? 1 : 0))
             rows.append(o.title.map { .text($0) } ?? .null); rows.append(.text(o.members.joined(separator: "\n")))
             rows.append(.int(o.appCreated ? 1 : 0)); rows.append(s.link.map { .compact($0.guid) } ?? .null)
             rows.append(o.photoKitCloudIdentifier.map { .text($0) } ?? .null); rows.append(o.key.map { .text($0.a) } ?? .null)
-            // NULL when the creation date's stored seconds say it (migration 14).
-            rows.append(o.creationDate.flatMap(CompactDate.seconds) != nil ? .null : o.creationSecond.map { .int($0) } ?? .null)
+            rows.append(creation != nil ? .null : o.creationSecond.map { .int($0) } ?? .null)
         }
         try self.db.runRows("""
             INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
