@@ -113,23 +113,25 @@ public struct LibraryService: ServiceArea {
     /// `ifMatch`: the write precondition (§4), as for `applyChanges`.
     @discardableResult
     public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, ifMatch: IfMatch? = nil, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
-        var byID: [ByteKey: ObjectType] = [:]
-        byID.reserveCapacity(snapshot.objects.count)
-        for o in snapshot.objects {
+        // The snapshot stays packed: an object is unpacked to be checked, and again when its page
+        // of the merge comes; identifiers are compared as the snapshot's bytes.
+        var identifiers = SnapshotIdentifiers(capacity: snapshot.count)
+        for i in 0..<snapshot.count {
+            let o = snapshot[i]
             try Self.validate(o, field: o.type.partName)
-            guard byID.updateValue(o.type, forKey: ByteKey(o.localIdentifier)) == nil else { throw Self.duplicate(o.localIdentifier) }
+            guard identifiers.insert(i, of: snapshot) else { throw Self.duplicate(o.localIdentifier) }
         }
-        try Self.checkMembers(snapshot.objects, typeOf: { byID[ByteKey($0)] })
-        byID = [:]
-        // The merge takes the sent library in byte order, a page at a time: the objects' order is
-        // sorted, not a sorted copy of them (a copy would hold the library twice).
-        let objects = snapshot.objects
-        let order = objects.indices.sorted { objects[$0].localIdentifier.utf8Precedes(objects[$1].localIdentifier) }
+        for i in 0..<snapshot.count where snapshot.type(at: i) != .asset {
+            try Self.checkMembers([snapshot[i]], typeOf: { identifiers.number(of: $0, in: snapshot).map(snapshot.type(at:)) })
+        }
+        identifiers = SnapshotIdentifiers(capacity: 0)
+        // The merge takes the sent library in byte order, a page at a time.
+        let order = snapshot.numbersInIdentifierOrder()
         let precondition = self.precondition(ifMatch, device: device)
         return try self.write(device) { tx, state in
             var offset = 0
             return try self.replace(tx, state, reset: reset, sentCount: order.count, precondition: precondition) {
-                let page = order[offset..<min(offset + LibraryReplacement.pageSize, order.count)].map { objects[$0] }
+                let page = order[offset..<min(offset + LibraryReplacement.pageSize, order.count)].map { snapshot[$0] }
                 offset += page.count
                 return page
             }

@@ -169,12 +169,6 @@ public struct LibraryChangeRequest: Sendable, Equatable {
     }
 }
 
-/// `PUT /v1/library`: the whole library. Objects carry their type; the app fills them from the three arrays.
-public struct LibrarySnapshot: Sendable, Equatable {
-    public var objects: [LibraryObject]
-    public init(objects: [LibraryObject]) { self.objects = objects }
-}
-
 /// The answer of a library write.
 public struct LibraryChangeResult: Sendable, Equatable {
     public var changeToken: String

@@ -62,17 +62,18 @@ public struct UploadService: ServiceArea {
         guard (1...Self.maxPartNumber).contains(part) else {
             throw DomainError.badRequest(message: "A part number is 1 to \(Self.maxPartNumber).", field: "n")
         }
-        var seen = Set<ByteKey>()
-        seen.reserveCapacity(slice.objects.count)
-        for o in slice.objects {
+        // A part is one slice (at most one body): unpacked once, for storage.
+        let objects = slice.objects
+        var identifiers = SnapshotIdentifiers(capacity: slice.count)
+        for (i, o) in objects.enumerated() {
             try LibraryService.validate(o, field: o.type.partName)
-            guard seen.insert(ByteKey(o.localIdentifier)).inserted else { throw LibraryService.duplicate(o.localIdentifier) }
+            guard identifiers.insert(i, of: slice) else { throw LibraryService.duplicate(o.localIdentifier) }
         }
         let now = self.now.timeIntervalSince1970
         return try self.write(device) { tx, _ in
             _ = try self.requireUpload(tx, device, uploadID, now: now)
             let before = try tx.uploadTotals(uploadID: uploadID)
-            try tx.putUploadPart(uploadID: uploadID, part: part, objects: slice.objects, at: now)
+            try tx.putUploadPart(uploadID: uploadID, part: part, objects: objects, at: now)
             let after = try tx.uploadTotals(uploadID: uploadID)
             let quota = self.configuration.quotas.objectsPerDevice
             if after.objects > quota, after.objects > before.objects {

@@ -193,29 +193,29 @@ enum Codec {
     /// parses the body whole for its error), or past `maxElements` counted as the parser counts.
     static func snapshot(_ body: [UInt8], parts: [[Range<Int>]?], maxElements: Int) -> LibrarySnapshot? {
         var elements = parts.count { $0 != nil }   // the members themselves
-        var objects: [LibraryObject] = []
-        objects.reserveCapacity(parts.reduce(0) { $0 + ($1?.count ?? 0) })
+        var snapshot = LibrarySnapshot()
+        snapshot.reserveCapacity(parts.reduce(0) { $0 + ($1?.count ?? 0) })
         return body.withUnsafeBytes { b -> LibrarySnapshot? in
             for (type, ranges) in zip(ObjectType.allCases, parts) {
                 for range in ranges ?? [] {
                     guard let value = try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: b[range])),
                           let object = try? Self.libraryObject(value, type: type, path: type.partName) else { return nil }
                     elements += 1 + value.elementCount
-                    objects.append(object)
+                    snapshot.append(object)
                 }
             }
-            return elements <= maxElements ? LibrarySnapshot(objects: objects) : nil
+            return elements <= maxElements ? snapshot : nil
         }
     }
 
     static func snapshot(_ body: JSONObject) throws(APIError) -> LibrarySnapshot {
-        var objects: [LibraryObject] = []
+        var snapshot = LibrarySnapshot()
         for type in ObjectType.allCases {
             for value in try self.array(body, type.partName, path: type.partName) ?? [] {
-                objects.append(try self.libraryObject(value, type: type, path: type.partName))
+                snapshot.append(try self.libraryObject(value, type: type, path: type.partName))
             }
         }
-        return LibrarySnapshot(objects: objects)
+        return snapshot
     }
 
     /// The `type` query value: a part name (`assets`), or its singular (`asset`) for convenience.

@@ -102,7 +102,7 @@ extension Codec {
     /// `413` names the setting and the way around it.
     static func checkLibraryItems(_ snapshot: LibrarySnapshot, _ app: AppContext) throws(APIError) {
         let items = app.configuration.server.limits.libraryItems
-        guard snapshot.objects.count > items else { return }
+        guard snapshot.count > items else { return }
         throw APIError.payloadTooLarge("A library manifest may list at most \(items) objects (setting server.limits.libraryItems); "
             + "send a larger library as an upload in parts: POST /v1/library/uploads, then its parts and commit.")
     }

@@ -1,0 +1,214 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `PUT /v1/library`, an upload's part: a whole library, or a slice of one. Objects carry their
+/// type; the app fills them from the three arrays.
+///
+/// Packed (issue 24): the objects' fields are bytes in one buffer, an object a run of them, and an
+/// object becomes a `LibraryObject` only while it is looked at. A `LibraryObject` of a photo holds
+/// its identifier, fingerprint and date as three heap strings beside a 140-byte value — a 360 000-
+/// object manifest took 240 MB that way, four times its JSON; packed it takes about the JSON's size.
+public struct LibrarySnapshot: Sendable, Equatable {
+    /// The objects' encodings, one after another (`append` says the layout).
+    private var bytes: [UInt8] = []
+    /// Where each object's encoding starts in `bytes`.
+    private var starts: [Int] = []
+
+    public init() {}
+
+    public init(objects: [LibraryObject]) {
+        self.reserveCapacity(objects.count)
+        for object in objects { self.append(object) }
+    }
+
+    public var count: Int { self.starts.count }
+    public var isEmpty: Bool { self.starts.isEmpty }
+
+    /// Every object, unpacked: for small snapshots (an upload's part, tests).
+    public var objects: [LibraryObject] { (0..<self.count).map { self[$0] } }
+
+    public mutating func reserveCapacity(_ objects: Int) {
+        self.starts.reserveCapacity(objects)
+    }
+
+    private enum Flag {
+        static let hasAdjustments: UInt8 = 1
+        static let isFavorite: UInt8 = 2
+        static let appCreated: UInt8 = 4
+        static let photoKitCloudIdentifier: UInt8 = 8
+        static let creationDate: UInt8 = 16
+        static let modificationDate: UInt8 = 32
+        static let title: UInt8 = 64
+    }
+
+    /// Layout: type (1 byte: the raw value), media type (1: its index in `allCases`), flags (1),
+    /// then the local identifier and the fingerprint, the optional strings the flags announce, and
+    /// the members: a string is its UTF-8 length (4 bytes, little-endian) and bytes; the members
+    /// are their count (4 bytes) and as many strings. The identifier comes first, at a fixed place:
+    /// `identifier(at:)` reads it without unpacking.
+    public mutating func append(_ o: LibraryObject) {
+        self.starts.append(self.bytes.count)
+        var flags: UInt8 = 0
+        if o.hasAdjustments { flags |= Flag.hasAdjustments }
+        if o.isFavorite { flags |= Flag.isFavorite }
+        if o.appCreated { flags |= Flag.appCreated }
+        if o.photoKitCloudIdentifier != nil { flags |= Flag.photoKitCloudIdentifier }
+        if o.creationDate != nil { flags |= Flag.creationDate }
+        if o.modificationDate != nil { flags |= Flag.modificationDate }
+        if o.title != nil { flags |= Flag.title }
+        self.bytes.append(UInt8(o.type.rawValue))
+        self.bytes.append(UInt8(MediaType.allCases.firstIndex(of: o.mediaType) ?? 0))
+        self.bytes.append(flags)
+        self.put(o.localIdentifier)
+        self.put(o.fingerprint)
+        for optional in [o.photoKitCloudIdentifier, o.creationDate, o.modificationDate, o.title] {
+            if let value = optional { self.put(value) }
+        }
+        self.putLength(o.members.count)
+        for member in o.members { self.put(member) }
+    }
+
+    private mutating func putLength(_ n: Int) {
+        let v = UInt32(truncatingIfNeeded: n)
+        self.bytes.append(UInt8(truncatingIfNeeded: v))
+        self.bytes.append(UInt8(truncatingIfNeeded: v >> 8))
+        self.bytes.append(UInt8(truncatingIfNeeded: v >> 16))
+        self.bytes.append(UInt8(truncatingIfNeeded: v >> 24))
+    }
+
+    private mutating func put(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            self.putLength(utf8.count)
+            self.bytes.append(contentsOf: utf8)
+        }
+    }
+
+    /// Object `i`, unpacked.
+    public subscript(i: Int) -> LibraryObject {
+        self.bytes.withUnsafeBufferPointer { b in
+            var at = self.starts[i]
+            func length() -> Int {
+                let n = Int(b[at]) | Int(b[at + 1]) << 8 | Int(b[at + 2]) << 16 | Int(b[at + 3]) << 24
+                at += 4
+                return n
+            }
+            func string() -> String {
+                let n = length()
+                defer { at += n }
+                return String(decoding: UnsafeBufferPointer(rebasing: b[at..<at + n]), as: UTF8.self)
+            }
+            let type = ObjectType(rawValue: Int(b[at])) ?? .asset
+            let mediaType = MediaType.allCases[Int(b[at + 1])]
+            let flags = b[at + 2]
+            at += 3
+            let localIdentifier = string()
+            let fingerprint = string()
+            let photoKitCloudIdentifier = flags & Flag.photoKitCloudIdentifier != 0 ? string() : nil
+            let creationDate = flags & Flag.creationDate != 0 ? string() : nil
+            let modificationDate = flags & Flag.modificationDate != 0 ? string() : nil
+            let title = flags & Flag.title != 0 ? string() : nil
+            let memberCount = length()
+            var members: [String] = []
+            members.reserveCapacity(memberCount)
+            for _ in 0..<memberCount { members.append(string()) }
+            return LibraryObject(localIdentifier: localIdentifier, type: type, fingerprint: fingerprint, mediaType: mediaType,
+                                 creationDate: creationDate, modificationDate: modificationDate,
+                                 hasAdjustments: flags & Flag.hasAdjustments != 0, isFavorite: flags & Flag.isFavorite != 0,
+                                 title: title, members: members, appCreated: flags & Flag.appCreated != 0,
+                                 photoKitCloudIdentifier: photoKitCloudIdentifier)
+        }
+    }
+
+    /// The type of object `i`, without unpacking it.
+    public func type(at i: Int) -> ObjectType {
+        ObjectType(rawValue: Int(self.bytes[self.starts[i]])) ?? .asset
+    }
+
+    /// `body` with the local identifier's UTF-8 bytes of object `i`, without unpacking it.
+    public func withIdentifier<T>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        try self.bytes.withUnsafeBufferPointer { b in
+            let at = self.starts[i] + 3
+            let n = Int(b[at]) | Int(b[at + 1]) << 8 | Int(b[at + 2]) << 16 | Int(b[at + 3]) << 24
+            return try body(UnsafeBufferPointer(rebasing: b[at + 4..<at + 4 + n]))
+        }
+    }
+
+    /// The bytes the packed objects take (for the memory they cost; docs/benchmarks.md).
+    public var packedBytes: Int { self.bytes.capacity + self.starts.capacity * MemoryLayout<Int>.stride }
+}
+
+extension LibrarySnapshot {
+    /// The objects' numbers in their local identifiers' byte order (the order of a library's merge
+    /// with storage). Compared by their first 8 bytes as one number first, the rest only on a tie.
+    func numbersInIdentifierOrder() -> [Int] {
+        self.bytes.withUnsafeBufferPointer { b -> [Int] in
+            @inline(__always) func identifier(_ i: Int) -> UnsafeBufferPointer<UInt8> {
+                let at = self.starts[i] + 3
+                let n = Int(b[at]) | Int(b[at + 1]) << 8 | Int(b[at + 2]) << 16 | Int(b[at + 3]) << 24
+                return UnsafeBufferPointer(rebasing: b[at + 4..<at + 4 + n])
+            }
+            var keyed = [(prefix: UInt64, number: Int32)](unsafeUninitializedCapacity: self.count) { out, written in
+                for i in 0..<self.count {
+                    let id = identifier(i)
+                    var prefix: UInt64 = 0
+                    for k in 0..<8 { prefix = prefix << 8 | UInt64(k < id.count ? id[k] : 0) }
+                    out[i] = (prefix, Int32(i))
+                }
+                written = self.count
+            }
+            keyed.sort { x, y in
+                if x.prefix != y.prefix { return x.prefix < y.prefix }
+                let a = identifier(Int(x.number)), c = identifier(Int(y.number))
+                let common = min(a.count, c.count)
+                let order = common == 0 ? 0 : memcmp(a.baseAddress!, c.baseAddress!, common)
+                return order != 0 ? order < 0 : a.count < c.count
+            }
+            return keyed.map { Int($0.number) }
+        }
+    }
+}
+
+/// The objects of a `LibrarySnapshot` by local identifier: an open-addressing table of their
+/// numbers, hashed and compared as the snapshot's own bytes (no string per object).
+struct SnapshotIdentifiers {
+    private var buckets: [Int32]
+    private let mask: Int
+
+    init(capacity: Int) {
+        var size = 16
+        while size < capacity * 2 { size <<= 1 }
+        self.buckets = [Int32](repeating: -1, count: size)
+        self.mask = size - 1
+    }
+
+    /// Adds object `i` of `snapshot`; false (nothing added) when an earlier object has its identifier.
+    mutating func insert(_ i: Int, of snapshot: LibrarySnapshot) -> Bool {
+        snapshot.withIdentifier(at: i) { id in
+            var b = Int(DeviceTable.hash(UnsafeRawBufferPointer(id))) & self.mask
+            while self.buckets[b] >= 0 {
+                if snapshot.withIdentifier(at: Int(self.buckets[b]), { $0.elementsEqual(id) }) { return false }
+                b = (b + 1) & self.mask
+            }
+            self.buckets[b] = Int32(i)
+            return true
+        }
+    }
+
+    /// The number of the object with identifier `id`, nil when none.
+    func number(of id: String, in snapshot: LibrarySnapshot) -> Int? {
+        var id = id
+        return id.withUTF8 { id in
+            var b = Int(DeviceTable.hash(UnsafeRawBufferPointer(id))) & self.mask
+            while self.buckets[b] >= 0 {
+                let n = Int(self.buckets[b])
+                if snapshot.withIdentifier(at: n, { $0.elementsEqual(id) }) { return n }
+                b = (b + 1) & self.mask
+            }
+            return nil
+        }
+    }
+}
