@@ -13,8 +13,8 @@ import Darwin
 /// object manifest took 240 MB that way, four times its JSON; packed it takes about the JSON's size.
 public struct LibrarySnapshot: Sendable, Equatable {
     /// The objects' encodings, one after another (`append` says the layout).
-    private var bytes: [UInt8] = []
-    /// Where each object's encoding starts in `bytes`.
+    private var packed = PackedWriter()
+    /// Where each object's encoding starts.
     private var starts: [Int] = []
 
     public init() {}
@@ -34,6 +34,10 @@ public struct LibrarySnapshot: Sendable, Equatable {
         self.starts.reserveCapacity(objects)
     }
 
+    public static func == (a: LibrarySnapshot, b: LibrarySnapshot) -> Bool {
+        a.starts == b.starts && a.packed.bytes == b.packed.bytes
+    }
+
     private enum Flag {
         static let hasAdjustments: UInt8 = 1
         static let isFavorite: UInt8 = 2
@@ -44,13 +48,12 @@ public struct LibrarySnapshot: Sendable, Equatable {
         static let title: UInt8 = 64
     }
 
-    /// Layout: type (1 byte: the raw value), media type (1: its index in `allCases`), flags (1),
-    /// then the local identifier and the fingerprint, the optional strings the flags announce, and
-    /// the members: a string is its UTF-8 length (4 bytes, little-endian) and bytes; the members
-    /// are their count (4 bytes) and as many strings. The identifier comes first, at a fixed place:
-    /// `identifier(at:)` reads it without unpacking.
+    /// Layout (`PackedWriter`): the local identifier first, at a fixed place (`withIdentifier(at:)`
+    /// reads it without unpacking); type (1 byte: the raw value), media type (1: its index in
+    /// `allCases`), flags (1); the fingerprint, the optional strings the flags announce, and the
+    /// members: their count, then as many strings.
     public mutating func append(_ o: LibraryObject) {
-        self.starts.append(self.bytes.count)
+        self.starts.append(self.packed.count)
         var flags: UInt8 = 0
         if o.hasAdjustments { flags |= Flag.hasAdjustments }
         if o.isFavorite { flags |= Flag.isFavorite }
@@ -59,62 +62,42 @@ public struct LibrarySnapshot: Sendable, Equatable {
         if o.creationDate != nil { flags |= Flag.creationDate }
         if o.modificationDate != nil { flags |= Flag.modificationDate }
         if o.title != nil { flags |= Flag.title }
-        self.bytes.append(UInt8(o.type.rawValue))
-        self.bytes.append(UInt8(MediaType.allCases.firstIndex(of: o.mediaType) ?? 0))
-        self.bytes.append(flags)
-        self.put(o.localIdentifier)
-        self.put(o.fingerprint)
+        self.packed.string(o.localIdentifier)
+        self.packed.byte(UInt8(o.type.rawValue))
+        self.packed.byte(UInt8(MediaType.allCases.firstIndex(of: o.mediaType) ?? 0))
+        self.packed.byte(flags)
+        self.packed.string(o.fingerprint)
         for optional in [o.photoKitCloudIdentifier, o.creationDate, o.modificationDate, o.title] {
-            if let value = optional { self.put(value) }
+            if let value = optional { self.packed.string(value) }
         }
-        self.putLength(o.members.count)
-        for member in o.members { self.put(member) }
+        self.packed.length(o.members.count)
+        for member in o.members { self.packed.string(member) }
     }
 
-    private mutating func putLength(_ n: Int) {
-        let v = UInt32(truncatingIfNeeded: n)
-        self.bytes.append(UInt8(truncatingIfNeeded: v))
-        self.bytes.append(UInt8(truncatingIfNeeded: v >> 8))
-        self.bytes.append(UInt8(truncatingIfNeeded: v >> 16))
-        self.bytes.append(UInt8(truncatingIfNeeded: v >> 24))
-    }
-
-    private mutating func put(_ s: String) {
-        var s = s
-        s.withUTF8 { utf8 in
-            self.putLength(utf8.count)
-            self.bytes.append(contentsOf: utf8)
+    /// `body` reading object `i`'s encoding.
+    private func reading<T>(_ i: Int, _ body: (inout PackedReader) throws -> T) rethrows -> T {
+        try self.packed.bytes.withUnsafeBufferPointer { b in
+            var r = PackedReader(bytes: b, at: self.starts[i])
+            return try body(&r)
         }
     }
 
     /// Object `i`, unpacked.
     public subscript(i: Int) -> LibraryObject {
-        self.bytes.withUnsafeBufferPointer { b in
-            var at = self.starts[i]
-            func length() -> Int {
-                let n = Int(b[at]) | Int(b[at + 1]) << 8 | Int(b[at + 2]) << 16 | Int(b[at + 3]) << 24
-                at += 4
-                return n
-            }
-            func string() -> String {
-                let n = length()
-                defer { at += n }
-                return String(decoding: UnsafeBufferPointer(rebasing: b[at..<at + n]), as: UTF8.self)
-            }
-            let type = ObjectType(rawValue: Int(b[at])) ?? .asset
-            let mediaType = MediaType.allCases[Int(b[at + 1])]
-            let flags = b[at + 2]
-            at += 3
-            let localIdentifier = string()
-            let fingerprint = string()
-            let photoKitCloudIdentifier = flags & Flag.photoKitCloudIdentifier != 0 ? string() : nil
-            let creationDate = flags & Flag.creationDate != 0 ? string() : nil
-            let modificationDate = flags & Flag.modificationDate != 0 ? string() : nil
-            let title = flags & Flag.title != 0 ? string() : nil
-            let memberCount = length()
+        self.reading(i) { r in
+            let localIdentifier = r.string()
+            let type = ObjectType(rawValue: Int(r.byte())) ?? .asset
+            let mediaType = MediaType.allCases[Int(r.byte())]
+            let flags = r.byte()
+            let fingerprint = r.string()
+            let photoKitCloudIdentifier = flags & Flag.photoKitCloudIdentifier != 0 ? r.string() : nil
+            let creationDate = flags & Flag.creationDate != 0 ? r.string() : nil
+            let modificationDate = flags & Flag.modificationDate != 0 ? r.string() : nil
+            let title = flags & Flag.title != 0 ? r.string() : nil
+            let memberCount = r.length()
             var members: [String] = []
             members.reserveCapacity(memberCount)
-            for _ in 0..<memberCount { members.append(string()) }
+            for _ in 0..<memberCount { members.append(r.string()) }
             return LibraryObject(localIdentifier: localIdentifier, type: type, fingerprint: fingerprint, mediaType: mediaType,
                                  creationDate: creationDate, modificationDate: modificationDate,
                                  hasAdjustments: flags & Flag.hasAdjustments != 0, isFavorite: flags & Flag.isFavorite != 0,
@@ -125,31 +108,29 @@ public struct LibrarySnapshot: Sendable, Equatable {
 
     /// The type of object `i`, without unpacking it.
     public func type(at i: Int) -> ObjectType {
-        ObjectType(rawValue: Int(self.bytes[self.starts[i]])) ?? .asset
+        self.reading(i) { r in
+            _ = r.utf8()
+            return ObjectType(rawValue: Int(r.byte())) ?? .asset
+        }
     }
 
     /// `body` with the local identifier's UTF-8 bytes of object `i`, without unpacking it.
     public func withIdentifier<T>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
-        try self.bytes.withUnsafeBufferPointer { b in
-            let at = self.starts[i] + 3
-            let n = Int(b[at]) | Int(b[at + 1]) << 8 | Int(b[at + 2]) << 16 | Int(b[at + 3]) << 24
-            return try body(UnsafeBufferPointer(rebasing: b[at + 4..<at + 4 + n]))
-        }
+        try self.reading(i) { r in try body(r.utf8()) }
     }
 
     /// The bytes the packed objects take (for the memory they cost; docs/benchmarks.md).
-    public var packedBytes: Int { self.bytes.capacity + self.starts.capacity * MemoryLayout<Int>.stride }
+    public var packedBytes: Int { self.packed.bytes.capacity + self.starts.capacity * MemoryLayout<Int>.stride }
 }
 
 extension LibrarySnapshot {
     /// The objects' numbers in their local identifiers' byte order (the order of a library's merge
     /// with storage). Compared by their first 8 bytes as one number first, the rest only on a tie.
     func numbersInIdentifierOrder() -> [Int] {
-        self.bytes.withUnsafeBufferPointer { b -> [Int] in
+        self.packed.bytes.withUnsafeBufferPointer { b -> [Int] in
             @inline(__always) func identifier(_ i: Int) -> UnsafeBufferPointer<UInt8> {
-                let at = self.starts[i] + 3
-                let n = Int(b[at]) | Int(b[at + 1]) << 8 | Int(b[at + 2]) << 16 | Int(b[at + 3]) << 24
-                return UnsafeBufferPointer(rebasing: b[at + 4..<at + 4 + n])
+                var r = PackedReader(bytes: b, at: self.starts[i])
+                return r.utf8()
             }
             var keyed = [(prefix: UInt64, number: Int32)](unsafeUninitializedCapacity: self.count) { out, written in
                 for i in 0..<self.count {

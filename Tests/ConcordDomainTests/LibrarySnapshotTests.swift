@@ -67,3 +67,36 @@ import Testing
         #expect(table.number(of: "e", in: snapshot) == nil)
     }
 }
+
+/// `PackedObjectRows`: the mapping rows a write hands to the index come back field for field.
+@Suite struct PackedObjectRowsTests {
+    static let objects: [StoredObject] = [
+        StoredObject(object: .asset("A/L0/001", fingerprint: "fp-a"), link: nil),
+        StoredObject(object: .asset("B/L0/001", fingerprint: "", creationDate: "1969-12-31T23:59:59Z"),
+                     link: CloudRecord(guid: "00000000-0000-7000-8000-000000000001", type: .asset, fingerprint: "")),
+        StoredObject(object: LibraryObject(localIdentifier: "C/L0/001", type: .asset, fingerprint: "fp-c", creationDate: "2024-01-01T00:00:00Z",
+                                           photoKitCloudIdentifier: "K1:001:H1"), link: nil),
+        StoredObject(object: LibraryObject(localIdentifier: "Été/L0/040", type: .assetCollection, fingerprint: "", title: "t",
+                                           members: ["A/L0/001"]), link: CloudRecord(guid: "not a canonical guid", type: .assetCollection, fingerprint: "")),
+    ]
+
+    @Test func everyRowComesBackAsStored() {
+        let packed = PackedObjectRows(Self.objects)
+        #expect(packed.count == Self.objects.count)
+        var rows: [MappingObjectRow] = []
+        packed.forEach(device: "D") { rows.append($0) }
+        #expect(rows.count == Self.objects.count)
+        for (row, s) in zip(rows, Self.objects) {
+            #expect(row.deviceID == "D")
+            #expect(row.localIdentifier == s.object.localIdentifier && row.type == s.object.type && row.fingerprint == s.object.fingerprint)
+            #expect(row.linkedGUID == s.link?.guid && row.keyA == s.object.key?.a && row.creationSecond == s.object.creationSecond)
+        }
+        #expect(rows[1].creationSecond == -1 && rows[2].keyA != nil)
+    }
+
+    @Test func noRowsPackToNothing() {
+        var called = false
+        PackedObjectRows([]).forEach(device: "D") { _ in called = true }
+        #expect(!called && PackedObjectRows([]).count == 0)
+    }
+}

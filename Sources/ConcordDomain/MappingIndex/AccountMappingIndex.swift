@@ -762,13 +762,13 @@ final class AccountMappingIndex {
     }
 
     /// Inserts or replaces objects, each with the given link (nil: unlinked).
-    func putObjects(_ deviceID: String, _ objects: [MappingObjectRow]) {
+    func putObjects(_ deviceID: String, _ objects: PackedObjectRows) {
         guard let device = self.devices[deviceID] else { return }
-        for s in objects {
+        objects.forEach(device: deviceID) { s in
             var key: GUIDKey?
             if let guid = s.linkedGUID {
                 key = GUIDKey(guid)
-                if key == nil { self.isExact = false; continue }
+                if key == nil { self.isExact = false; return }
             }
             device.put(s.localIdentifier, type: s.type, fingerprint: self.intern(s.fingerprint),
                        record: key.flatMap { self.number(of: $0) }.map(Int32.init) ?? -1, linkedGUID: key,

@@ -10,7 +10,7 @@ public enum MappingMutation: Sendable {
     case setLinks(device: String, [(localIdentifier: String, guid: String)])
     case dropLinks(device: String, guids: [String])
     case dropAllLinks(device: String)
-    case putObjects(device: String, [MappingObjectRow])
+    case putObjects(device: String, PackedObjectRows)
     case deleteObjects(device: String, localIdentifiers: [String])
     case addRecordKeys([(guid: String, key: ObjectKey)])
     case fillRecordFingerprints([(guid: String, fingerprint: String)])
@@ -19,11 +19,60 @@ public enum MappingMutation: Sendable {
 extension MappingMutation {
     /// `putObjects` of stored objects: the columns the index keeps of each.
     public static func putting(_ objects: [StoredObject], on device: DeviceRef) -> MappingMutation {
-        .putObjects(device: device.deviceID, objects.map {
-            MappingObjectRow(deviceID: device.deviceID, localIdentifier: $0.object.localIdentifier, type: $0.object.type,
-                             fingerprint: $0.object.fingerprint, linkedGUID: $0.link?.guid,
-                             keyA: $0.object.key?.a, creationSecond: $0.object.creationSecond)
-        })
+        .putObjects(device: device.deviceID, PackedObjectRows(objects))
+    }
+}
+
+/// The columns the mapping index keeps of each object a write stored (`MappingObjectRow`'s, the
+/// device aside), packed: a write keeps its mutations until it commits, and a 360 000-object
+/// `PUT /v1/library` or a million-object upload's commit held them as values — two heap strings
+/// and a 100-byte value per object — while the account's index was loaded.
+public struct PackedObjectRows: Sendable {
+    private var packed = PackedWriter()
+    public private(set) var count = 0
+
+    private enum Flag {
+        static let link: UInt8 = 1
+        static let key: UInt8 = 2
+        static let creationSecond: UInt8 = 4
+    }
+
+    /// Layout (`PackedWriter`): type (1 byte), flags (1), the creation second (8, when flagged),
+    /// the local identifier, the fingerprint, then the linked GUID and the key's A when flagged.
+    public init(_ objects: [StoredObject]) {
+        for s in objects {
+            let key = s.object.key?.a, second = s.object.creationSecond
+            var flags: UInt8 = 0
+            if s.link != nil { flags |= Flag.link }
+            if key != nil { flags |= Flag.key }
+            if second != nil { flags |= Flag.creationSecond }
+            self.packed.byte(UInt8(s.object.type.rawValue))
+            self.packed.byte(flags)
+            if let second { self.packed.int64(second) }
+            self.packed.string(s.object.localIdentifier)
+            self.packed.string(s.object.fingerprint)
+            if let guid = s.link?.guid { self.packed.string(guid) }
+            if let key { self.packed.string(key) }
+            self.count += 1
+        }
+    }
+
+    /// Each row in order, unpacked, as a row of `deviceID`.
+    public func forEach(device deviceID: String, _ body: (MappingObjectRow) throws -> Void) rethrows {
+        try self.packed.bytes.withUnsafeBufferPointer { b in
+            var r = PackedReader(bytes: b, at: 0)
+            for _ in 0..<self.count {
+                let type = ObjectType(rawValue: Int(r.byte())) ?? .asset
+                let flags = r.byte()
+                let second = flags & Flag.creationSecond != 0 ? r.int64() : nil
+                let localIdentifier = r.string()
+                let fingerprint = r.string()
+                let guid = flags & Flag.link != 0 ? r.string() : nil
+                let key = flags & Flag.key != 0 ? r.string() : nil
+                try body(MappingObjectRow(deviceID: deviceID, localIdentifier: localIdentifier, type: type, fingerprint: fingerprint,
+                                          linkedGUID: guid, keyA: key, creationSecond: second))
+            }
+        }
     }
 }
 
