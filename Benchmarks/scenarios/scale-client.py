@@ -36,6 +36,7 @@ ap.add_argument("--put-assets", default="auto")
 ap.add_argument("--part", type=int, default=10_000)
 ap.add_argument("--warm-batches", type=int, default=200)
 ap.add_argument("--alt-requests", type=int, default=20)
+ap.add_argument("--ids", default="sequential", choices=["sequential", "random"])
 ap.add_argument("--json", default="")
 ap.add_argument("--command", default="")
 ap.add_argument("--commit", default="")
@@ -287,8 +288,12 @@ def fp(space, i):
 
 
 def lid(device_tag, i):
-    # PhotoKit-shaped, different on every device (as local identifiers are).
-    return "%08X-%04X-4000-8000-%012X/L0/001" % (i, device_tag & 0xFFFF, device_tag)
+    # PhotoKit-shaped, different on every device (as local identifiers are). Sequential: the first
+    # 8 digits count up, so storage inserts each library in key order (appends). Random (--ids
+    # random): those digits are i scrambled (a bijection on 32 bits), so consecutive objects land
+    # anywhere in the key order, as PhotoKit's random UUIDs do.
+    n = (i * 2654435761) & 0xFFFFFFFF if args.ids == "random" else i
+    return "%08X-%04X-4000-8000-%012X/L0/001" % (n, device_tag & 0xFFFF, device_tag)
 
 
 def asset_json(device_tag, space, i):
@@ -739,7 +744,8 @@ pgnote = args.engine == "postgres"
 out.append(f"## Scale scenario, {eng}: {N:,} assets on two devices")
 out.append("")
 out.append(f"- command: `{args.command}`; commit {args.commit}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(T_START))}; "
-           f"{os.cpu_count()} cores, load average at the end {open('/proc/loadavg').read().split()[0:3]}; run took {RAW['wall_s']:.0f} s")
+           f"{os.cpu_count()} cores, load average at the end {open('/proc/loadavg').read().split()[0:3]}; run took {RAW['wall_s']:.0f} s; "
+           f"local identifiers {'in key order (sequential)' if args.ids == 'sequential' else 'in random key order, as PhotoKit UUIDs (SCALE_IDS=random)'}")
 out.append("- server CPU = utime + stime of the concord process (/proc)" + (", PostgreSQL CPU = its postmaster and backends" if pgnote else "")
            + "; CPU is read in clock ticks (10 ms), so a single request's figure is coarse: means over many requests are not"
            + "; every answer was checked (a wrong or missing mapping stops the run)")
