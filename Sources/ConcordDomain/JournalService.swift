@@ -155,7 +155,7 @@ public struct JournalService: ServiceArea {
             try Self.checkPrecondition(ifMatch, current: journal.version)
             let entryIDs = try tx.journalEntryIDs(journalID: journalID)
             let details = JournalChangeDetails(journals: JournalChangeLists(deleted: [journalID]),
-                                               entries: JournalChangeLists(deleted: entryIDs.map { journalID + "/" + $0 }))
+                                               entries: JournalChangeLists(deleted: IdentifierList(entryIDs.map { journalID + "/" + $0 })))
             try self.commitJournalChange(tx, now: now, details) { _ in try tx.deleteJournal(journalID: journalID) }
         }
     }

@@ -196,12 +196,13 @@ public struct ObjectPage: Sendable, Equatable {
     }
 }
 
-/// Local identifiers of one type inserted, updated, deleted by one change.
+/// Local identifiers of one type inserted, updated, deleted by one change (packed: a first
+/// upload's change lists a million of them, `IdentifierList`).
 public struct ChangeLists: Sendable, Equatable {
-    public var inserted: [String] = []
-    public var updated: [String] = []
-    public var deleted: [String] = []
-    public init(inserted: [String] = [], updated: [String] = [], deleted: [String] = []) {
+    public var inserted: IdentifierList = []
+    public var updated: IdentifierList = []
+    public var deleted: IdentifierList = []
+    public init(inserted: IdentifierList = [], updated: IdentifierList = [], deleted: IdentifierList = []) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
@@ -245,7 +246,7 @@ public struct ChangeDetails: Sendable, Equatable {
     }
     public var isEmpty: Bool { self.assets.isEmpty && self.assetCollections.isEmpty && self.collectionLists.isEmpty }
     /// One list's length, all types together (`count(\.inserted)`).
-    func count(_ list: KeyPath<ChangeLists, [String]>) -> Int {
+    func count(_ list: KeyPath<ChangeLists, IdentifierList>) -> Int {
         self.assets[keyPath: list].count + self.assetCollections[keyPath: list].count + self.collectionLists[keyPath: list].count
     }
 }

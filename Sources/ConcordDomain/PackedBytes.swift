@@ -61,3 +61,48 @@ struct PackedReader {
 
     mutating func string() -> String { String(decoding: self.utf8(), as: UTF8.self) }
 }
+
+/// Strings in one byte buffer: a change's list of identifiers (`ChangeLists`). A first upload's
+/// change lists a million; as `[String]` each was a 16-byte slot and a heap string of ~80 bytes,
+/// here it is its UTF-8 bytes and where they end.
+public struct IdentifierList: RandomAccessCollection, ExpressibleByArrayLiteral, Hashable, Sendable {
+    private var bytes: [UInt8] = []
+    /// Where each identifier's bytes end in `bytes`.
+    private var ends: [Int] = []
+
+    public init() {}
+
+    public init(arrayLiteral elements: String...) {
+        self.init(elements)
+    }
+
+    public init<S: Sequence>(_ elements: S) where S.Element == String {
+        for element in elements { self.append(element) }
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { self.ends.count }
+
+    public subscript(i: Int) -> String {
+        self.withUTF8(at: i) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// `body` with identifier `i`'s UTF-8 bytes, without making a string of them.
+    public func withUTF8<T>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        let start = i == 0 ? 0 : self.ends[i - 1]
+        return try self.bytes.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[start..<self.ends[i]])) }
+    }
+
+    /// The UTF-8 length of identifier `i`.
+    public func utf8Count(at i: Int) -> Int { self.ends[i] - (i == 0 ? 0 : self.ends[i - 1]) }
+
+    public mutating func append(_ s: String) {
+        var s = s
+        s.withUTF8 { self.bytes.append(contentsOf: $0) }
+        self.ends.append(self.bytes.count)
+    }
+
+    public mutating func append<S: Sequence>(contentsOf elements: S) where S.Element == String {
+        for element in elements { self.append(element) }
+    }
+}

@@ -10,38 +10,39 @@ private enum DetailLines {
     /// The lines of each group's lists, groups in the order given.
     /// Written straight into one string sized up front: a first upload's change lists a million
     /// identifiers, and a string per line would double what the commit holds.
-    static func encode(_ groups: [(letter: String, inserted: [String], updated: [String], deleted: [String])]) -> String {
-        var out = ""
+    static func encode(_ groups: [(letter: String, inserted: IdentifierList, updated: IdentifierList, deleted: IdentifierList)]) -> String {
+        var out: [UInt8] = []
         out.reserveCapacity(Self.byteCount(groups))
         for group in groups {
-            for (kind, list) in [("i", group.inserted), ("u", group.updated), ("d", group.deleted)] {
-                for key in list {
-                    if !out.isEmpty { out += "\n" }
-                    out += group.letter
-                    out += kind
-                    out += key
+            let letter = UInt8(ascii: group.letter.unicodeScalars.first!)
+            for (kind, list) in [(UInt8(ascii: "i"), group.inserted), (UInt8(ascii: "u"), group.updated), (UInt8(ascii: "d"), group.deleted)] {
+                for i in list.indices {
+                    if !out.isEmpty { out.append(UInt8(ascii: "\n")) }
+                    out.append(letter)
+                    out.append(kind)
+                    list.withUTF8(at: i) { out.append(contentsOf: $0) }
                 }
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The bytes `encode` writes: two letters and the key per line, lines separated by one byte.
-    static func byteCount(_ groups: [(letter: String, inserted: [String], updated: [String], deleted: [String])]) -> Int {
+    static func byteCount(_ groups: [(letter: String, inserted: IdentifierList, updated: IdentifierList, deleted: IdentifierList)]) -> Int {
         var bytes = 0
         for group in groups {
-            for list in [group.inserted, group.updated, group.deleted] { bytes += list.reduce(0) { $0 + $1.utf8.count + 3 } }
+            for list in [group.inserted, group.updated, group.deleted] { bytes += list.indices.reduce(0) { $0 + list.utf8Count(at: $1) + 3 } }
         }
         return max(0, bytes - 1)
     }
 
     /// Calls `add` for each well-formed line with its group letter, the list it names and its key;
     /// a line of an unknown kind or too short to hold one is skipped.
-    static func decode(_ s: String, _ add: (UInt8, WritableKeyPath<ChangeLists, [String]>, String) -> Void) {
+    static func decode(_ s: String, _ add: (UInt8, WritableKeyPath<ChangeLists, IdentifierList>, String) -> Void) {
         for line in s.split(separator: "\n") {
             let u = Array(line.utf8)
             guard u.count > 2 else { continue }
-            let list: WritableKeyPath<ChangeLists, [String]>
+            let list: WritableKeyPath<ChangeLists, IdentifierList>
             switch u[1] {
             case UInt8(ascii: "i"): list = \.inserted
             case UInt8(ascii: "u"): list = \.updated
@@ -68,7 +69,7 @@ enum ChangeDetailsCodec {
         DetailLines.byteCount(Self.groups(d))
     }
 
-    private static func groups(_ d: ChangeDetails) -> [(letter: String, inserted: [String], updated: [String], deleted: [String])] {
+    private static func groups(_ d: ChangeDetails) -> [(letter: String, inserted: IdentifierList, updated: IdentifierList, deleted: IdentifierList)] {
         Self.letters.map { type, letter in
             let lists = d[type]
             return (String(UnicodeScalar(letter)), lists.inserted, lists.updated, lists.deleted)

@@ -100,3 +100,29 @@ import Testing
         #expect(!called && PackedObjectRows([]).count == 0)
     }
 }
+
+/// `IdentifierList`: a change's list, packed, reads back as the strings appended.
+@Suite struct IdentifierListTests {
+    static let cases: [[String]] = [[], [""], ["a"], ["", "b", ""], ["é", "🌞/L0/001", String(repeating: "x", count: 300)],
+                                    (0..<1000).map { String(format: "%08X-0000-4000-8000-000000000000/L0/001", $0) }]
+
+    @Test(arguments: Self.cases)
+    func readsBackAsAppended(_ strings: [String]) {
+        var list = IdentifierList()
+        for s in strings { list.append(s) }
+        #expect(Array(list) == strings)
+        #expect(list.count == strings.count && list.isEmpty == strings.isEmpty)
+        #expect(list == IdentifierList(strings))
+        #expect(list.indices.map { list.utf8Count(at: $0) } == strings.map(\.utf8.count))
+        #expect(list.indices.map { i in list.withUTF8(at: i) { Array($0) } } == strings.map { Array($0.utf8) })
+    }
+
+    @Test func equalListsHashAlikeAndBoundariesCount() {
+        let ab: IdentifierList = ["a", "b"]
+        var built = IdentifierList()
+        built.append(contentsOf: ["a", "b"])
+        #expect(ab == built && ab.hashValue == built.hashValue)
+        #expect(ab != ["ab"])   // the same bytes, cut elsewhere
+        #expect(ab != ["a", "b", ""])
+    }
+}

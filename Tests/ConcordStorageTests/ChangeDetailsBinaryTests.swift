@@ -59,7 +59,7 @@ import Testing
         let store = try SQLiteStore(path: dir.db)
         defer { store.close() }
         let device = DeviceRef(accountID: "acc", deviceID: "dev")
-        let new = ChangeDetails(assets: ChangeLists(inserted: (0..<100).map { String(format: "%08X-0000-4000-8000-000000000000/L0/001", $0) }))
+        let new = ChangeDetails(assets: ChangeLists(inserted: IdentifierList((0..<100).map { String(format: "%08X-0000-4000-8000-000000000000/L0/001", $0) })))
         let old = ChangeDetails(assets: ChangeLists(deleted: ["old-1", "old-2"]))
         try store.writeServer { tx in try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date()) }
         try store.write(account: "acc") { tx in

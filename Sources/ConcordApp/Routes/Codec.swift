@@ -366,6 +366,13 @@ enum Codec {
         w.endArray()
     }
 
+    /// A change's list, written from its bytes (no string per identifier).
+    static func strings(_ values: IdentifierList, _ w: inout JSONWriter) {
+        w.beginArray()
+        for i in values.indices { values.withUTF8(at: i) { w.string(utf8: $0) } }
+        w.endArray()
+    }
+
     static func optional(_ value: String?, _ w: inout JSONWriter) {
         if let value { w.string(value) } else { w.null() }
     }

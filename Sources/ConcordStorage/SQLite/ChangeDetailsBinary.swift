@@ -19,7 +19,7 @@ enum ChangeDetailsBinary {
     private static let version: UInt8 = 1
     private static let photoKitSuffix = Array("/L0/001".utf8)
     // nonisolated(unsafe): a constant; key paths are not Sendable-typed, but these are never mutated.
-    nonisolated(unsafe) private static let lists: [(ObjectType, WritableKeyPath<ChangeLists, [String]>)] = [
+    nonisolated(unsafe) private static let lists: [(ObjectType, WritableKeyPath<ChangeLists, IdentifierList>)] = [
         (.asset, \.inserted), (.asset, \.updated), (.asset, \.deleted),
         (.assetCollection, \.inserted), (.assetCollection, \.updated), (.assetCollection, \.deleted),
         (.collectionList, \.inserted), (.collectionList, \.updated), (.collectionList, \.deleted),
@@ -29,10 +29,8 @@ enum ChangeDetailsBinary {
         var out: [UInt8] = [Self.version]
         out.reserveCapacity(1 + Self.count(details) * 18)
         for (list, (type, path)) in Self.lists.enumerated() {
-            for id in details[type][keyPath: path] {
-                var id = id
-                id.withUTF8 { Self.append(UInt8(list), $0, to: &out) }
-            }
+            let ids = details[type][keyPath: path]
+            for i in ids.indices { ids.withUTF8(at: i) { Self.append(UInt8(list), $0, to: &out) } }
         }
         return out
     }
