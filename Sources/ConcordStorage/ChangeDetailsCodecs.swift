@@ -8,23 +8,29 @@ import ConcordDomain
 /// deleted); keys hold no control characters, so "\n" separates them unambiguously.
 private enum DetailLines {
     /// The lines of each group's lists, groups in the order given.
-    /// Written straight into one string sized up front: a first upload's change lists a million
-    /// identifiers, and a string per line would double what the commit holds.
+    /// Written straight into one string sized up front (`byteCount`) from the lists' bytes: a first
+    /// upload's change lists a million identifiers, and a string per line, or a second buffer,
+    /// would double what the commit holds.
     static func encode(_ groups: [(letter: String, inserted: IdentifierList, updated: IdentifierList, deleted: IdentifierList)]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(Self.byteCount(groups))
-        for group in groups {
-            let letter = UInt8(ascii: group.letter.unicodeScalars.first!)
-            for (kind, list) in [(UInt8(ascii: "i"), group.inserted), (UInt8(ascii: "u"), group.updated), (UInt8(ascii: "d"), group.deleted)] {
-                for i in list.indices {
-                    if !out.isEmpty { out.append(UInt8(ascii: "\n")) }
-                    out.append(letter)
-                    out.append(kind)
-                    list.withUTF8(at: i) { out.append(contentsOf: $0) }
+        let count = Self.byteCount(groups)
+        return String(unsafeUninitializedCapacity: count) { out in
+            var at = 0
+            for group in groups {
+                let letter = UInt8(ascii: group.letter.unicodeScalars.first!)
+                for (kind, list) in [(UInt8(ascii: "i"), group.inserted), (UInt8(ascii: "u"), group.updated), (UInt8(ascii: "d"), group.deleted)] {
+                    for i in list.indices {
+                        if at > 0 { out[at] = UInt8(ascii: "\n"); at += 1 }
+                        out[at] = letter
+                        out[at + 1] = kind
+                        at += 2
+                        list.withUTF8(at: i) { id in
+                            for b in id { out[at] = b; at += 1 }
+                        }
+                    }
                 }
             }
+            return at
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The bytes `encode` writes: two letters and the key per line, lines separated by one byte.

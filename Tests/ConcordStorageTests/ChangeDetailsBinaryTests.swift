@@ -37,6 +37,10 @@ import Testing
         #expect(ChangeDetailsBinary.encode(d).withUnsafeBytes { ChangeDetailsBinary.decode($0) } == d)
         #expect(ChangeDetailsCodec.encodedByteCount(d) == ChangeDetailsCodec.encode(d).utf8.count)
         #expect(ChangeDetailsBinary.encode(ChangeDetails()) == [1] && ChangeDetailsCodec.encodedByteCount(ChangeDetails()) == 0)
+        // The text form (PostgreSQL's), written from the lists' bytes: its lines, and back.
+        #expect(ChangeDetailsCodec.encode(d) == ["aia", "ai" + Self.uuid + "/L0/001", "aib", "auc", "ad" + Self.uuid,
+                                                 "ci" + Self.uuid + "/L0/040", "cdx y", "lié", "luf", "ldg"].joined(separator: "\n"))
+        #expect(ChangeDetailsCodec.decode(ChangeDetailsCodec.encode(d)) == d && ChangeDetailsCodec.encode(ChangeDetails()) == "")
     }
 
     @Test(arguments: [
