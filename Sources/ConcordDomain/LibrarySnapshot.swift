@@ -118,9 +118,6 @@ public struct LibrarySnapshot: Sendable, Equatable {
     public func withIdentifier<T>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
         try self.reading(i) { r in try body(r.utf8()) }
     }
-
-    /// The bytes the packed objects take (for the memory they cost; docs/benchmarks.md).
-    public var packedBytes: Int { self.packed.bytes.capacity + self.starts.capacity * MemoryLayout<Int>.stride }
 }
 
 extension LibrarySnapshot {

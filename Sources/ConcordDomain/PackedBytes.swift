@@ -98,7 +98,12 @@ public struct IdentifierList: RandomAccessCollection, ExpressibleByArrayLiteral,
 
     public mutating func append(_ s: String) {
         var s = s
-        s.withUTF8 { self.bytes.append(contentsOf: $0) }
+        s.withUTF8 { self.append(utf8: $0) }
+    }
+
+    /// Appends an identifier given as its UTF-8 bytes (a decoder's, without a string in between).
+    public mutating func append(utf8: UnsafeBufferPointer<UInt8>) {
+        self.bytes.append(contentsOf: utf8)
         self.ends.append(self.bytes.count)
     }
 

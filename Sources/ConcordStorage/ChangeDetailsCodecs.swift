@@ -24,7 +24,8 @@ private enum DetailLines {
                         out[at + 1] = kind
                         at += 2
                         list.withUTF8(at: i) { id in
-                            for b in id { out[at] = b; at += 1 }
+                            if let from = id.baseAddress { (out.baseAddress! + at).update(from: from, count: id.count) }
+                            at += id.count
                         }
                     }
                 }
@@ -44,18 +45,21 @@ private enum DetailLines {
 
     /// Calls `add` for each well-formed line with its group letter, the list it names and its key;
     /// a line of an unknown kind or too short to hold one is skipped.
-    static func decode(_ s: String, _ add: (UInt8, WritableKeyPath<ChangeLists, IdentifierList>, String) -> Void) {
-        for line in s.split(separator: "\n") {
-            let u = Array(line.utf8)
-            guard u.count > 2 else { continue }
-            let list: WritableKeyPath<ChangeLists, IdentifierList>
-            switch u[1] {
-            case UInt8(ascii: "i"): list = \.inserted
-            case UInt8(ascii: "u"): list = \.updated
-            case UInt8(ascii: "d"): list = \.deleted
-            default: continue
+    /// The key is passed as its bytes, valid during the call only.
+    static func decode(_ s: String, _ add: (UInt8, WritableKeyPath<ChangeLists, IdentifierList>, UnsafeBufferPointer<UInt8>) -> Void) {
+        var s = s
+        s.withUTF8 { text in
+            for line in text.split(separator: UInt8(ascii: "\n")) {
+                guard line.count > 2 else { continue }
+                let list: WritableKeyPath<ChangeLists, IdentifierList>
+                switch line[line.startIndex + 1] {
+                case UInt8(ascii: "i"): list = \.inserted
+                case UInt8(ascii: "u"): list = \.updated
+                case UInt8(ascii: "d"): list = \.deleted
+                default: continue
+                }
+                add(line[line.startIndex], list, UnsafeBufferPointer(rebasing: line.dropFirst(2)))
             }
-            add(u[0], list, String(decoding: u[2...], as: UTF8.self))
         }
     }
 }
@@ -86,7 +90,7 @@ enum ChangeDetailsCodec {
         var d = ChangeDetails()
         DetailLines.decode(s) { letter, list, id in
             guard let type = Self.letters.first(where: { $0.1 == letter })?.0 else { return }
-            d[type][keyPath: list].append(id)
+            d[type][keyPath: list].append(utf8: id)
         }
         return d
     }
@@ -104,8 +108,8 @@ enum JournalChangeDetailsCodec {
         var journals = ChangeLists(), entries = ChangeLists()
         DetailLines.decode(s) { letter, list, key in
             switch letter {
-            case UInt8(ascii: "j"): journals[keyPath: list].append(key)
-            case UInt8(ascii: "e"): entries[keyPath: list].append(key)
+            case UInt8(ascii: "j"): journals[keyPath: list].append(utf8: key)
+            case UInt8(ascii: "e"): entries[keyPath: list].append(utf8: key)
             default: break
             }
         }

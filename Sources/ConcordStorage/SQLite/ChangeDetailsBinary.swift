@@ -58,20 +58,26 @@ enum ChangeDetailsBinary {
     static func decode(_ bytes: UnsafeRawBufferPointer) -> ChangeDetails? {
         guard bytes.first == Self.version else { return nil }
         var details = ChangeDetails()
+        // One identifier at a time, in a buffer reused for all: the lists keep bytes (`IdentifierList`).
+        var id: [UInt8] = []
+        id.reserveCapacity(256)
         var i = 1
         while i < bytes.count {
             let tag = bytes[i]
             i += 1
             let list = Int(tag & 15)
             guard list < Self.lists.count else { return nil }
-            var id: [UInt8]
+            id.removeAll(keepingCapacity: true)
             switch tag >> 4 {
             case 0:
                 guard let text = Self.readText(bytes, &i) else { return nil }
-                id = text
+                id += text
             case 1, 2:
                 guard i + 16 <= bytes.count else { return nil }
-                id = Array(CompactText.guidText(UnsafeRawBufferPointer(rebasing: bytes[i..<i + 16])).utf8)
+                let guid = UnsafeRawBufferPointer(rebasing: bytes[i..<i + 16])
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
+                    id += UnsafeBufferPointer(rebasing: text[0..<CompactText.writeGUIDText(guid, into: text.baseAddress!)])
+                }
                 i += 16
                 if tag >> 4 == 2 {
                     id += Self.photoKitSuffix
@@ -83,7 +89,7 @@ enum ChangeDetailsBinary {
                 return nil
             }
             let (type, path) = Self.lists[list]
-            details[type][keyPath: path].append(String(decoding: id, as: UTF8.self))
+            id.withUnsafeBufferPointer { details[type][keyPath: path].append(utf8: $0) }
         }
         return details
     }
@@ -101,7 +107,8 @@ enum ChangeDetailsBinary {
         out.append(UInt8(v))
     }
 
-    private static func readText(_ bytes: UnsafeRawBufferPointer, _ i: inout Int) -> [UInt8]? {
+    /// A varint length and that many bytes from `i` on (a view into `bytes`); nil when they run past its end.
+    private static func readText(_ bytes: UnsafeRawBufferPointer, _ i: inout Int) -> UnsafeRawBufferPointer? {
         var length = 0, shift = 0
         while true {
             guard i < bytes.count, shift < 63 else { return nil }
@@ -113,6 +120,6 @@ enum ChangeDetailsBinary {
         }
         guard length <= bytes.count - i else { return nil }
         defer { i += length }
-        return Array(bytes[i..<i + length])
+        return UnsafeRawBufferPointer(rebasing: bytes[i..<i + length])
     }
 }

@@ -64,16 +64,19 @@ enum CompactText {
     }
 
     static func guidText(_ bytes: UnsafeRawBufferPointer) -> String {
-        String(unsafeUninitializedCapacity: 36) { out in
-            var o = 0
-            for (i, b) in bytes.enumerated() {
-                if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                out[o] = Self.hexDigits[Int(b >> 4)]
-                out[o + 1] = Self.hexDigits[Int(b & 15)]
-                o += 2
-            }
-            return o
+        String(unsafeUninitializedCapacity: 36) { Self.writeGUIDText(bytes, into: $0.baseAddress!) }
+    }
+
+    /// Writes the 36 characters of `guidText` at `out`; returns how many it wrote.
+    static func writeGUIDText(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) -> Int {
+        var o = 0
+        for (i, b) in bytes.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
+            out[o] = Self.hexDigits[Int(b >> 4)]
+            out[o + 1] = Self.hexDigits[Int(b & 15)]
+            o += 2
         }
+        return o
     }
 
     // MARK: - Fingerprints (base64url, no padding)
