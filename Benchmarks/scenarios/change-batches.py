@@ -11,7 +11,7 @@ the schema, not a configuration: the index serves storage's content matching).
 --ids sequential: local identifiers whose leading digits count up (storage appends, as the scale
 scenario's do); random: scrambled, as PhotoKit's UUIDs are. Run by change-batches.sh.
 """
-import argparse, base64, hashlib, http.client, json, os, secrets, sqlite3, subprocess, sys, time
+import argparse, base64, hashlib, http.client, json, os, secrets, socket, sqlite3, subprocess, sys, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
@@ -43,16 +43,21 @@ def body(lo):
 
 class Server:
     def start(self):
-        self.port = 20000 + secrets.randbelow(30000)
+        probe = socket.socket(); probe.bind(("127.0.0.1", 0)); self.port = probe.getsockname()[1]; probe.close()
         self.log = open(os.path.join(args.work, "server.log"), "a")
         self.p = subprocess.Popen([args.bin, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--database", "sqlite:" + DB,
                                    "--admin-token", ADMIN, "--log-level", "error"], stdout=self.log, stderr=self.log)
-        for _ in range(100):
+        for _ in range(200):
             try:
                 c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2); c.request("GET", "/health")
                 if c.getresponse().status == 200: break
             except OSError:
-                time.sleep(0.1)
+                pass
+            if self.p.poll() is not None:
+                sys.exit(f"concord exited ({self.p.returncode}) before serving; see {self.log.name}")
+            time.sleep(0.1)
+        else:
+            sys.exit(f"concord did not answer /health within 20 s; see {self.log.name}")
         self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
 
     def cpu(self):
