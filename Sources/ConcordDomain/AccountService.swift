@@ -45,7 +45,15 @@ public struct AccountService: ServiceArea {
     /// Deletes the account and every row it owns, on this database; its tokens stop at once and
     /// this process's mapping index forgets it. `notFound` when there is no such account.
     public func deleteAccount(accountID: String) throws(DomainError) {
-        let existed = try self.run { try self.core.write(account: accountID) { tx in try tx.deleteAccount() } }
+        let now = self.now.timeIntervalSince1970
+        let existed = try self.run {
+            try self.core.write(account: accountID) { tx in
+                guard try tx.deleteAccount() else { return false }
+                try WebhookOutbox.accountDeleted(self.core, tx, accountID: accountID, at: now)
+                return true
+            }
+        }
+        self.core.webhookEnvironment?.wake()
         self.core.index?.forget(account: accountID)
         guard existed else { throw DomainError.notFound(message: "No such account.") }
     }
@@ -72,7 +80,7 @@ public struct AccountService: ServiceArea {
 
     /// A new device of the account with a new token, inside one write: `check` first, then the
     /// device quota, then `after` (given the new device) — all or nothing.
-    private func insertDevice(accountID: String, name: String, platform: String?, check: (any AccountWriteTransaction) throws -> Void,
+    private func insertDevice(accountID: String, name: String, platform: String?, replaces: String? = nil, check: (any AccountWriteTransaction) throws -> Void,
                               after: (any AccountWriteTransaction, DeviceRef) throws -> Void = { _, _ in }) throws(DomainError) -> CreatedDevice {
         let id = self.core.newID()
         let token = Secrets.newToken(prefix: "cdt_")
@@ -86,8 +94,10 @@ public struct AccountService: ServiceArea {
                 let device = DeviceRef(accountID: accountID, deviceID: id)
                 try tx.insertDevice(device, name: name, platform: platform, tokenHash: hash, createdAt: now)
                 try after(tx, device)
+                try WebhookOutbox.deviceCreated(self.core, tx, device: device, replaces: replaces, at: now.timeIntervalSince1970)
             }
         }
+        self.core.webhookEnvironment?.wake()
         return CreatedDevice(deviceID: id, deviceToken: token)
     }
 
@@ -101,7 +111,7 @@ public struct AccountService: ServiceArea {
         try Self.validateName(name, field: "name")
         if let platform { try Self.validateName(platform, field: "platform") }
         let predecessor = DeviceRef(accountID: accountID, deviceID: deviceID)
-        let created = try self.insertDevice(accountID: accountID, name: name, platform: platform, check: { tx in
+        let created = try self.insertDevice(accountID: accountID, name: name, platform: platform, replaces: deviceID, check: { tx in
             guard let old = try tx.device(predecessor) else { throw DomainError.notFound(message: "No such device.") }
             if let successor = old.replacedBy { throw DomainError.deviceAlreadyReplaced(replacedBy: successor) }
         }, after: { tx, successor in try tx.setSuccessor(successor, of: predecessor) })
@@ -133,7 +143,15 @@ public struct AccountService: ServiceArea {
     /// Deletes a device with its library, history, links and token. `notFound` when it is not the account's.
     public func deleteDevice(accountID: String, deviceID: String) throws(DomainError) {
         let ref = DeviceRef(accountID: accountID, deviceID: deviceID)
-        let existed = try self.run { try self.core.write(account: accountID) { tx in try tx.deleteDevice(ref) } }
+        let now = self.now.timeIntervalSince1970
+        let existed = try self.run {
+            try self.core.write(account: accountID) { tx in
+                guard try tx.deleteDevice(ref) else { return false }
+                try WebhookOutbox.deviceDeleted(self.core, tx, device: ref, at: now)
+                return true
+            }
+        }
+        self.core.webhookEnvironment?.wake()
         guard existed else { throw DomainError.notFound(message: "No such device.") }
     }
 }

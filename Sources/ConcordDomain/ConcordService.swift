@@ -53,6 +53,8 @@ public final class ConcordService: Sendable {
     public let journals: JournalService
     /// Idempotency keys of POST requests (issue 13).
     public let idempotency: IdempotencyService
+    /// Webhooks, their events and deliveries.
+    public let webhooks: WebhookService
     let core: ServiceCore
 
     /// Limits and retention.
@@ -75,10 +77,11 @@ public final class ConcordService: Sendable {
     ///     (tests make them reproducible).
     public init(store: any ConcordStore, configuration: DomainConfiguration = DomainConfiguration(),
                 clock: @escaping @Sendable () -> Date = { Date() },
-                newID: @escaping @Sendable () -> String = { Identifiers.newUUID() }) throws(DomainError) {
+                newID: @escaping @Sendable () -> String = { Identifiers.newUUID() },
+                webhooks: WebhookEnvironment? = nil) throws(DomainError) {
         let keys = try ServiceCore.run { try ChangeKeys.loadOrCreate(store) }
         let codec = ChangeTokenCodec(keys: keys, reload: { try? store.readServer { tx in try ChangeKeys.load(tx) } })
-        let core = ServiceCore(configuration: configuration, store: store, tokens: codec, clock: clock, newID: newID)
+        let core = ServiceCore(configuration: configuration, store: store, tokens: codec, clock: clock, newID: newID, webhooks: webhooks)
         self.core = core
         self.accounts = AccountService(core: core)
         self.library = LibraryService(core: core)
@@ -87,6 +90,7 @@ public final class ConcordService: Sendable {
         self.history = HistoryService(core: core)
         self.journals = JournalService(core: core)
         self.idempotency = IdempotencyService(core: core)
+        self.webhooks = WebhookService(core: core)
     }
 }
 
@@ -101,10 +105,15 @@ public final class ServiceCore: Sendable {
     public let index: MappingIndex?
     /// Writes tokens' last use off the request path.
     let lastUse = TokenLastUse()
+    /// Counts of the webhook outbox, for metrics.
+    public let webhookCounters = WebhookCounters()
+    /// Destination checks, secret sealing and settings of webhooks; nil: webhooks are not served.
+    let webhookEnvironment: WebhookEnvironment?
 
 
     init(configuration: DomainConfiguration, store: any ConcordStore, tokens: ChangeTokenCodec, clock: @escaping @Sendable () -> Date,
-         newID: @escaping @Sendable () -> String) {
+         newID: @escaping @Sendable () -> String, webhooks: WebhookEnvironment?) {
+        self.webhookEnvironment = webhooks
         self.configuration = configuration
         self.store = store
         self.tokens = tokens

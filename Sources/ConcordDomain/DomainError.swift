@@ -61,6 +61,15 @@ public enum DomainError: Error, Sendable, Equatable {
     case insufficientStorage(message: String)
     /// 500: a bug or an unexpected storage failure; the message is for logs, not clients.
     case internalError(message: String)
+    /// 422: a webhook URL whose destination may not be called (`reason`: `insecureScheme`,
+    /// `unresolvable`, `forbiddenAddress`); the field is always `url`.
+    case forbiddenDestination(reason: String)
+    /// 409: a newer event of the same feed exists; redelivering this one would send a stale token.
+    case eventSuperseded(supersededBy: String)
+    /// 409: the webhook is disabled.
+    case webhookDisabled
+    /// 429: too soon (a ping within a second of the previous one); retry after that many seconds.
+    case tooManyRequests(retryAfter: Int)
 
     /// The contract name (`"badRequest"`, ...).
     public var name: String {
@@ -84,6 +93,10 @@ public enum DomainError: Error, Sendable, Equatable {
         case .tooManyUploads: return "tooManyUploads"
         case .insufficientStorage: return "insufficientStorage"
         case .internalError: return "internalError"
+        case .forbiddenDestination: return "forbiddenDestination"
+        case .eventSuperseded: return "eventSuperseded"
+        case .webhookDisabled: return "webhookDisabled"
+        case .tooManyRequests: return "tooManyRequests"
         }
     }
 
@@ -94,12 +107,13 @@ public enum DomainError: Error, Sendable, Equatable {
         case .unauthorized: return 401
         case .forbidden, .accessUserDenied, .quotaExceeded: return 403
         case .notFound: return 404
-        case .fingerprintMismatch, .deviceAlreadyReplaced, .noPredecessor, .tooManyUploads: return 409
+        case .fingerprintMismatch, .deviceAlreadyReplaced, .noPredecessor, .tooManyUploads, .eventSuperseded, .webhookDisabled: return 409
         case .persistentChangeTokenExpired: return 410
         case .versionMismatch: return 412
         case .changeTokenMismatch: return 412
         case .batchTooLarge: return 413
-        case .unprocessable: return 422
+        case .unprocessable, .forbiddenDestination: return 422
+        case .tooManyRequests: return 429
         case .internalError: return 500
         case .unavailable: return 503
         case .insufficientStorage: return 507
@@ -137,6 +151,15 @@ public enum DomainError: Error, Sendable, Equatable {
         case .tooManyUploads(let limit): return "This device has \(limit) open uploads already; commit or delete one first."
         case .changeTokenMismatch: return "The library changed since the change token in If-Match; nothing was stored."
         case .internalError: return "Internal server error."
+        case .forbiddenDestination(let reason):
+            switch reason {
+            case "insecureScheme": return "http is allowed only for hosts listed in webhooks.allowedHosts; use https."
+            case "unresolvable": return "The URL's host does not resolve."
+            default: return "The URL's host resolves to an address that may not be called."
+            }
+        case .eventSuperseded: return "A newer event of the same feed exists; redeliver that one instead."
+        case .webhookDisabled: return "The webhook is disabled; enable it first."
+        case .tooManyRequests: return "Too many requests; retry later."
         }
     }
 
@@ -152,6 +175,8 @@ public enum DomainError: Error, Sendable, Equatable {
         case .deviceAlreadyReplaced(let successor): return [DetailField("replacedBy", .string(successor))]
         case .changeTokenMismatch(let token): return [DetailField("changeToken", .string(token))]
         case .tooManyUploads(let limit): return [DetailField("maxOpenUploads", .int(limit))]
+        case .forbiddenDestination(let reason): return [DetailField("field", .string("url")), DetailField("reason", .string(reason))]
+        case .eventSuperseded(let newer): return [DetailField("supersededBy", .string(newer))]
         default: return []
         }
     }

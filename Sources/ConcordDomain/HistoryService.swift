@@ -53,6 +53,7 @@ public struct HistoryService: ServiceArea {
                              objectCount: Int) throws -> Int64 {
         let seq = state.lastChangeSeq + 1
         try tx.appendChange(state.ref, seq: seq, createdAt: now.timeIntervalSince1970, details: details)
+        try WebhookOutbox.libraryChanged(core, tx, device: state.ref, seq: seq, at: now.timeIntervalSince1970)
         try tx.updateDeviceCounters(state.ref, lastChangeSeq: seq, objectCount: objectCount)
         var boundary = try Self.retentionBoundary(core, tx, state, lastSeq: seq, now: now)
         if let overBytes = try Self.bytesBoundary(core, tx, state.ref, seq: seq, details: details) { boundary = max(boundary, overBytes) }

@@ -54,7 +54,7 @@ extension JournalService {
                 let details = JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
                                                    entries: JournalChangeLists(updated: [journalID + "/" + entryID]))
                 entry.photos = plan.photos
-                try self.commitJournalChange(tx, now: now, details) { seq in
+                try self.commitJournalChange(tx, origin: device, now: now, details) { seq in
                     entry.version = seq
                     try tx.putJournalEntry(entry)
                     try Self.touch(tx, &journal, seq: seq, now: now)

@@ -25,7 +25,7 @@ public struct JournalService: ServiceArea {
         return try self.write(device) { tx, _ in
             let quota = self.configuration.quotas.journalsPerAccount
             if try tx.journals().count >= quota { throw DomainError.quotaExceeded(quota: "journalsPerAccount", limit: quota) }
-            let journal = try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(inserted: [id]))) { seq in
+            let journal = try self.commitJournalChange(tx, origin: device, now: now, JournalChangeDetails(journals: JournalChangeLists(inserted: [id]))) { seq in
                 let journal = StoredJournal(journalID: id, title: title, version: seq, entryCount: 0, createdSeq: seq,
                                             createdAt: now.timeIntervalSince1970, updatedAt: now.timeIntervalSince1970)
                 try tx.putJournal(journal)
@@ -139,7 +139,7 @@ public struct JournalService: ServiceArea {
             try Self.checkPrecondition(ifMatch, current: journal.version)
             guard journal.title != title else { return Self.summary(journal) }
             journal.title = title
-            try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]))) { seq in
+            try self.commitJournalChange(tx, origin: device, now: now, JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]))) { seq in
                 try Self.touch(tx, &journal, seq: seq, now: now)
             }
             return Self.summary(journal)
@@ -156,7 +156,7 @@ public struct JournalService: ServiceArea {
             let entryIDs = try tx.journalEntryIDs(journalID: journalID)
             let details = JournalChangeDetails(journals: JournalChangeLists(deleted: [journalID]),
                                                entries: JournalChangeLists(deleted: IdentifierList(entryIDs.map { journalID + "/" + $0 })))
-            try self.commitJournalChange(tx, now: now, details) { _ in try tx.deleteJournal(journalID: journalID) }
+            try self.commitJournalChange(tx, origin: device, now: now, details) { _ in try tx.deleteJournal(journalID: journalID) }
         }
     }
 
@@ -230,7 +230,7 @@ public struct JournalService: ServiceArea {
                     if journal.entryCount >= quota { throw DomainError.quotaExceeded(quota: "entriesPerJournal", limit: quota) }
                     journal.entryCount += 1
                 }
-                try self.commitJournalChange(tx, now: now, JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]), entries: entries)) { seq in
+                try self.commitJournalChange(tx, origin: device, now: now, JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]), entries: entries)) { seq in
                     entry.version = seq
                     if existing == nil { entry.createdSeq = seq }
                     try tx.putJournalEntry(entry)
@@ -254,7 +254,7 @@ public struct JournalService: ServiceArea {
             let details = JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
                                                entries: JournalChangeLists(deleted: [journalID + "/" + entryID]))
             journal.entryCount = max(0, journal.entryCount - 1)
-            try self.commitJournalChange(tx, now: now, details) { seq in
+            try self.commitJournalChange(tx, origin: device, now: now, details) { seq in
                 try tx.deleteJournalEntry(journalID: journalID, entryID: entryID)
                 try Self.touch(tx, &journal, seq: seq, now: now)
             }
@@ -394,12 +394,14 @@ public struct JournalService: ServiceArea {
     /// appended to the feed and the feed pruned by the history retention (the same `historyMaxChanges`
     /// and `historyMaxAge` as a device's library history). Runs under the account's write lock, so
     /// sequence numbers commit in order.
-    func commitJournalChange<T>(_ tx: any AccountWriteTransaction, now: Date, _ details: JournalChangeDetails,
+    func commitJournalChange<T>(_ tx: any AccountWriteTransaction, origin: DeviceRef, now: Date, _ details: JournalChangeDetails,
                                 _ apply: (Int64) throws -> T) throws -> T {
         let feed = try tx.journalFeed()
         let seq = feed.lastChangeSeq + 1
         let result = try apply(seq)
         try tx.appendJournalChange(seq: seq, createdAt: now.timeIntervalSince1970, details: details)
+        try WebhookOutbox.journalsChanged(self.core, tx, accountID: origin.accountID, seq: seq, origin: origin.deviceID,
+                                          at: now.timeIntervalSince1970)
         let boundary = try self.journalRetentionBoundary(tx, lastSeq: seq, prunedThrough: feed.prunedThroughSeq, now: now)
         if boundary > feed.prunedThroughSeq { try tx.pruneJournalChanges(throughSeq: boundary) }
         return result

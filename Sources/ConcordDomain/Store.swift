@@ -158,7 +158,7 @@ extension ServerReadTransaction {
     }
 }
 
-public protocol ServerReadTransaction: AnyObject {
+public protocol ServerReadTransaction: AnyObject, WebhookReads {
     /// A server-wide setting (e.g. the change-token secret).
     func setting(_ key: String) throws -> [UInt8]?
     /// The principal whose token hashes to `tokenHash`.
@@ -168,7 +168,7 @@ public protocol ServerReadTransaction: AnyObject {
 }
 
 /// Server-wide writes (serialised with each other).
-public protocol ServerWriteTransaction: ServerReadTransaction {
+public protocol ServerWriteTransaction: ServerReadTransaction, WebhookWrites {
     func setSetting(_ key: String, _ value: [UInt8]) throws
     func insertAccount(accountID: String, name: String, tokenHash: [UInt8], createdAt: Date) throws
     /// Notes a use of the token (callers write at most once a minute per token).
@@ -379,7 +379,7 @@ extension AccountReadTransaction {
 /// argument is answered in one round trip; missing things are omitted. No method takes an account:
 /// each reads and writes this transaction's own (`accountID`); a `DeviceRef` argument names a
 /// device of it.
-public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransaction {
+public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransaction, WebhookReads {
     /// The account this transaction is scoped to.
     var accountID: String { get }
     func accountExists() throws -> Bool
@@ -433,7 +433,7 @@ public protocol AccountReadTransaction: MappingReads, JournalStoreReadTransactio
 }
 
 /// Batch writes of one account, inside its one write transaction.
-public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWriteTransaction {
+public protocol AccountWriteTransaction: AccountReadTransaction, JournalStoreWriteTransaction, WebhookWrites {
     /// Adds an observer told of every mapping change and feed append this transaction makes from now on.
     func add(observer: any TransactionObserver)
     /// Records `id` as the account's mapping index snapshot when its mapping version is still

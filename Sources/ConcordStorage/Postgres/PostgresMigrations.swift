@@ -191,6 +191,8 @@ enum PostgresMigrations {
         """),
         // Migration 10: the ID of the account's mapping index snapshot (as SQLite's migration 10).
         (10, "ALTER TABLE accounts ADD COLUMN index_snapshot text;"),
+        // Migration 11: webhooks, their events (the outbox) and the deliveries log (WebhookSchema).
+        (11, WebhookSchema.postgres),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -261,6 +261,8 @@ enum SQLiteMigrations {
         // Migration 15: records lose created_at, which nothing read: a record's GUID (a version 7
         // UUID since stop 22) carries the time it was made, and created_order gives "the oldest".
         (15, "ALTER TABLE records DROP COLUMN created_at;"),
+        // Migration 16: webhooks, their events (the outbox) and the deliveries log (WebhookSchema).
+        (16, WebhookSchema.sqlite),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -1,0 +1,53 @@
+import Synchronization
+
+/// What a webhook URL's destination turned out to be (checked by the app: resolving is I/O).
+public enum WebhookDestinationVerdict: Sendable, Equatable {
+    /// Allowed; `origin` is `scheme://host:port`, for audit lines.
+    case allowed(origin: String)
+    /// The URL breaks a rule of the `url` member (the message says which).
+    case invalid(message: String)
+    /// `reason`: `insecureScheme`, `unresolvable` or `forbiddenAddress`.
+    case forbidden(reason: String, origin: String)
+}
+
+/// Checks a webhook URL on create and update: its form, its scheme and every address it resolves to.
+public protocol WebhookDestinationChecking: Sendable {
+    func check(url: String) -> WebhookDestinationVerdict
+}
+
+/// Seals webhook secrets under the webhook key, and opens them to sign.
+public protocol WebhookSecretSealing: Sendable {
+    /// The ID of the key this instance has.
+    var keyID: String { get }
+    /// A new secret (`whsec_…`).
+    func newSecret() -> String
+    func seal(_ secret: String, webhookID: String, serial: Int64) -> [UInt8]
+    /// nil when the bytes were not sealed under this key, or were altered.
+    func open(_ sealed: [UInt8], webhookID: String, serial: Int64) -> String?
+}
+
+/// The app's parts the webhook service needs: destination checks, secret sealing, and a wake-up
+/// for the delivery engine after a commit that queued events.
+public struct WebhookEnvironment: Sendable {
+    public var destinations: any WebhookDestinationChecking
+    public var secrets: any WebhookSecretSealing
+    public var settings: WebhookSettings
+    public var wake: @Sendable () -> Void
+
+    public init(destinations: any WebhookDestinationChecking, secrets: any WebhookSecretSealing, settings: WebhookSettings,
+                wake: @escaping @Sendable () -> Void = {}) {
+        self.destinations = destinations
+        self.secrets = secrets
+        self.settings = settings
+        self.wake = wake
+    }
+}
+
+/// Counts the outbox keeps for metrics (the app reads them).
+public final class WebhookCounters: Sendable {
+    private let coalescedCount = Atomic<Int>(0)
+    public init() {}
+    func coalesced() { self.coalescedCount.add(1, ordering: .relaxed) }
+    /// Events that took a newer change in place of waiting for their own attempt, or were superseded.
+    public var coalescedTotal: Int { self.coalescedCount.load(ordering: .relaxed) }
+}

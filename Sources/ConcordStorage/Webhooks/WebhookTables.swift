@@ -1,0 +1,322 @@
+import ConcordDomain
+import Foundation
+
+/// A value bound to a webhook statement; optionals bind NULL of the column's type.
+enum WebhookValue {
+    case text(String?)
+    case int(Int64?)
+    case double(Double?)
+    case blob([UInt8]?)
+}
+
+/// A result row of a webhook statement.
+protocol WebhookRow {
+    func isNull(_ i: Int32) -> Bool
+    func text(_ i: Int32) -> String
+    func int(_ i: Int32) -> Int64
+    func double(_ i: Int32) -> Double
+    func blob(_ i: Int32) -> [UInt8]
+}
+
+extension WebhookRow {
+    func optionalText(_ i: Int32) -> String? { self.isNull(i) ? nil : self.text(i) }
+    func optionalDouble(_ i: Int32) -> Double? { self.isNull(i) ? nil : self.double(i) }
+    func optionalInt(_ i: Int32) -> Int64? { self.isNull(i) ? nil : self.int(i) }
+    func optionalBlob(_ i: Int32) -> [UInt8]? { self.isNull(i) ? nil : self.blob(i) }
+}
+
+/// What an engine's transaction provides for the webhook tables: one statement runner. The SQL
+/// below is written once, with `$n` placeholders, for both engines.
+protocol WebhookStatements: WebhookWrites {
+    @discardableResult
+    func webhookRun(_ sql: String, _ values: [WebhookValue]) throws -> Int
+    func webhookQuery(_ sql: String, _ values: [WebhookValue], _ row: (any WebhookRow) throws -> Void) throws
+    /// Serialises claims across instances (PostgreSQL: a transaction-scoped advisory lock; SQLite's
+    /// one writer already does).
+    func lockWebhookClaims() throws
+}
+
+extension WebhookStatements {
+    static var webhookColumns: String {
+        """
+        webhook_id, scope, account_id, url, events, description, enabled, disabled_reason, disabled_at, min_interval, created_at,
+        updated_at, secret, secret_key_id, secret_created_at, prev_secret, prev_secret_key_id, prev_secret_created_at,
+        prev_secret_expires_at, secret_serial, consecutive_failures, last_success_at, last_failure_at, last_ping_at
+        """
+    }
+
+    static var eventColumns: String {
+        """
+        seq, event_id, webhook_id, account_id, feed, type, status, created_at, ts, data, origin, attempts, attempted,
+        next_attempt_at, superseded_by, lease_owner, lease_until, manual
+        """
+    }
+
+    private func webhooksWhere(_ clause: String, _ values: [WebhookValue]) throws -> [StoredWebhook] {
+        var out: [StoredWebhook] = []
+        try self.webhookQuery("SELECT \(Self.webhookColumns) FROM webhooks WHERE \(clause)", values) { r in out.append(Self.webhook(r)) }
+        return out
+    }
+
+    private func eventsWhere(_ clause: String, _ values: [WebhookValue]) throws -> [StoredWebhookEvent] {
+        var out: [StoredWebhookEvent] = []
+        try self.webhookQuery("SELECT \(Self.eventColumns) FROM webhook_events WHERE \(clause)", values) { r in
+            if let e = Self.event(r) { out.append(e) }
+        }
+        return out
+    }
+
+    static func webhook(_ r: any WebhookRow) -> StoredWebhook {
+        let previous: StoredWebhookSecret? = r.optionalBlob(15).map { sealed in
+            StoredWebhookSecret(sealed: sealed, keyID: r.optionalText(16) ?? "", createdAt: r.optionalDouble(17) ?? 0, expiresAt: r.optionalDouble(18))
+        }
+        return StoredWebhook(
+            webhookID: r.text(0), scope: WebhookScope(rawValue: r.text(1)) ?? .account, accountID: r.optionalText(2), url: r.text(3),
+            events: r.text(4).split(separator: ",").compactMap { WebhookEventType(rawValue: String($0)) }, description: r.text(5),
+            enabled: r.int(6) != 0, disabledReason: r.optionalText(7).flatMap(WebhookDisabledReason.init(rawValue:)),
+            disabledAt: r.optionalDouble(8), minIntervalSeconds: Int(r.int(9)), createdAt: r.double(10), updatedAt: r.double(11),
+            secret: StoredWebhookSecret(sealed: r.blob(12), keyID: r.text(13), createdAt: r.double(14)), previousSecret: previous,
+            secretSerial: r.int(19), consecutiveFailures: Int(r.int(20)), lastSuccessAt: r.optionalDouble(21),
+            lastFailureAt: r.optionalDouble(22), lastPingAt: r.optionalDouble(23))
+    }
+
+    static func webhookValues(_ w: StoredWebhook) -> [WebhookValue] {
+        [.text(w.webhookID), .text(w.scope.rawValue), .text(w.accountID), .text(w.url), .text(w.events.map(\.rawValue).joined(separator: ",")),
+         .text(w.description), .int(w.enabled ? 1 : 0), .text(w.disabledReason?.rawValue), .double(w.disabledAt), .int(Int64(w.minIntervalSeconds)),
+         .double(w.createdAt), .double(w.updatedAt), .blob(w.secret.sealed), .text(w.secret.keyID), .double(w.secret.createdAt),
+         .blob(w.previousSecret?.sealed), .text(w.previousSecret?.keyID), .double(w.previousSecret?.createdAt),
+         .double(w.previousSecret?.expiresAt), .int(w.secretSerial), .int(Int64(w.consecutiveFailures)), .double(w.lastSuccessAt),
+         .double(w.lastFailureAt), .double(w.lastPingAt)]
+    }
+
+    static func event(_ r: any WebhookRow) -> StoredWebhookEvent? {
+        guard let type = WebhookEventType(rawValue: r.text(5)), let status = WebhookEventStatus(rawValue: r.text(6)) else { return nil }
+        return StoredWebhookEvent(
+            eventID: r.text(1), webhookID: r.text(2), accountID: r.text(3), feed: r.text(4), type: type, seq: r.int(0), status: status,
+            createdAt: r.double(7), timestamp: r.double(8), data: r.text(9), originDeviceID: r.optionalText(10), attempts: Int(r.int(11)),
+            attempted: r.int(12) != 0, nextAttemptAt: r.optionalDouble(13), supersededBy: r.optionalText(14), leaseOwner: r.optionalText(15),
+            leaseUntil: r.optionalDouble(16), manual: r.int(17) != 0)
+    }
+
+    // MARK: - WebhookReads
+
+    func webhooks(accountID: String?) throws -> [StoredWebhook] {
+        if let accountID { return try self.webhooksWhere("account_id = $1 AND scope = 'account' ORDER BY created_at, webhook_id", [.text(accountID)]) }
+        return try self.webhooksWhere("scope = 'server' ORDER BY created_at, webhook_id", [])
+    }
+
+    func webhook(id: String) throws -> StoredWebhook? {
+        try self.webhooksWhere("webhook_id = $1", [.text(id)]).first
+    }
+
+    func webhookEvents(webhookID: String, status: WebhookEventStatus?, beforeSeq: Int64?, limit: Int) throws -> [StoredWebhookEvent] {
+        try self.eventsWhere("webhook_id = $1 AND ($2 IS NULL OR status = $2) AND seq < $3 ORDER BY seq DESC LIMIT $4",
+                             [.text(webhookID), .text(status?.rawValue), .int(beforeSeq ?? Int64.max), .int(Int64(limit))])
+    }
+
+    func webhookEvent(id: String) throws -> StoredWebhookEvent? {
+        try self.eventsWhere("event_id = $1", [.text(id)]).first
+    }
+
+    func newestWebhookEvent(webhookID: String, feed: String) throws -> StoredWebhookEvent? {
+        try self.eventsWhere("webhook_id = $1 AND feed = $2 ORDER BY seq DESC LIMIT 1", [.text(webhookID), .text(feed)]).first
+    }
+
+    func webhookAttempts(eventIDs: [String]) throws -> [String: [StoredWebhookAttempt]] {
+        var out: [String: [StoredWebhookAttempt]] = [:]
+        for id in eventIDs {
+            try self.webhookQuery("SELECT event_id, attempted_at, duration_ms, response_status, error FROM webhook_attempts WHERE event_id = $1 ORDER BY attempted_at",
+                                  [.text(id)]) { r in
+                out[id, default: []].append(StoredWebhookAttempt(eventID: r.text(0), attemptedAt: r.double(1), durationMs: Int(r.int(2)),
+                                                                 responseStatus: r.optionalInt(3).map(Int.init), error: r.optionalText(4)))
+            }
+        }
+        return out
+    }
+
+    private func count(_ sql: String, _ values: [WebhookValue]) throws -> Int {
+        var n = 0
+        try self.webhookQuery(sql, values) { r in n = Int(r.int(0)) }
+        return n
+    }
+
+    func pendingWebhookEventCount(webhookID: String) throws -> Int {
+        try self.count("SELECT count(*) FROM webhook_events WHERE webhook_id = $1 AND status = 'pending'", [.text(webhookID)])
+    }
+
+    func nextWebhookDueTime() throws -> Double? {
+        var out: Double? = nil
+        try self.webhookQuery("""
+            SELECT min(e.next_attempt_at) FROM webhook_events e JOIN webhooks w ON w.webhook_id = e.webhook_id
+            WHERE e.status = 'pending' AND e.lease_owner IS NULL AND e.next_attempt_at IS NOT NULL AND w.enabled = 1
+            """, []) { r in out = r.optionalDouble(0) }
+        return out
+    }
+
+    func dueWebhookEventCount(now: Double) throws -> Int {
+        try self.count("""
+            SELECT count(*) FROM webhook_events e JOIN webhooks w ON w.webhook_id = e.webhook_id
+            WHERE e.status = 'pending' AND e.next_attempt_at <= $1 AND w.enabled = 1
+            """, [.double(now)])
+    }
+
+    func failedWebhookFeedHeads(webhookID: String) throws -> [StoredWebhookEvent] {
+        try self.eventsWhere("""
+            webhook_id = $1 AND status = 'failed' AND type IN ('library.changed', 'journals.changed')
+            AND seq = (SELECT max(x.seq) FROM webhook_events x WHERE x.webhook_id = $1 AND x.feed = webhook_events.feed)
+            ORDER BY seq
+            """, [.text(webhookID)])
+    }
+
+    func webhookSecretKeyIDs() throws -> [String] {
+        var out: [String] = []
+        try self.webhookQuery("SELECT DISTINCT secret_key_id FROM webhooks", []) { r in out.append(r.text(0)) }
+        return out
+    }
+
+    func expiredWebhookClaims(now: Double) throws -> [StoredWebhookEvent] {
+        if now == .infinity { return try self.eventsWhere("lease_owner IS NOT NULL ORDER BY seq", []) }
+        return try self.eventsWhere("lease_owner IS NOT NULL AND lease_until < $1 ORDER BY seq", [.double(now)])
+    }
+
+    func heldWebhookEvents(createdBefore before: Double) throws -> [StoredWebhookEvent] {
+        try self.eventsWhere("""
+            status = 'pending' AND lease_owner IS NULL AND created_at < $1
+            AND webhook_id IN (SELECT webhook_id FROM webhooks WHERE enabled = 0) ORDER BY seq
+            """, [.double(before)])
+    }
+
+    // MARK: - WebhookWrites
+
+    func insertWebhook(_ webhook: StoredWebhook) throws {
+        let placeholders = (1...24).map { "$\($0)" }.joined(separator: ", ")
+        try self.webhookRun("INSERT INTO webhooks (\(Self.webhookColumns)) VALUES (\(placeholders))", Self.webhookValues(webhook))
+    }
+
+    func updateWebhook(_ webhook: StoredWebhook) throws {
+        let names = Self.webhookColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let sets = names.enumerated().dropFirst().map { "\($0.element) = $\($0.offset + 1)" }.joined(separator: ", ")
+        try self.webhookRun("UPDATE webhooks SET \(sets) WHERE webhook_id = $1", Self.webhookValues(webhook))
+    }
+
+    func deleteWebhook(id: String) throws {
+        try self.webhookRun("DELETE FROM webhook_attempts WHERE event_id IN (SELECT event_id FROM webhook_events WHERE webhook_id = $1)", [.text(id)])
+        try self.webhookRun("DELETE FROM webhook_events WHERE webhook_id = $1", [.text(id)])
+        try self.webhookRun("DELETE FROM webhook_feeds WHERE webhook_id = $1", [.text(id)])
+        try self.webhookRun("DELETE FROM webhooks WHERE webhook_id = $1", [.text(id)])
+    }
+
+    func deleteWebhooks(accountID: String) throws {
+        for w in try self.webhooks(accountID: accountID) { try self.deleteWebhook(id: w.webhookID) }
+    }
+
+    func subscribedWebhooks(accountID: String) throws -> [StoredWebhook] {
+        try self.webhooksWhere("(account_id = $1 AND scope = 'account') OR scope = 'server' ORDER BY created_at, webhook_id", [.text(accountID)])
+    }
+
+    func waitingWebhookEvent(webhookID: String, feed: String) throws -> StoredWebhookEvent? {
+        try self.eventsWhere("webhook_id = $1 AND feed = $2 AND status = 'pending' AND lease_owner IS NULL ORDER BY seq DESC LIMIT 1",
+                             [.text(webhookID), .text(feed)]).first
+    }
+
+    private static func eventValues(_ e: StoredWebhookEvent) -> [WebhookValue] {
+        [.text(e.eventID), .text(e.webhookID), .text(e.accountID), .text(e.feed), .text(e.type.rawValue), .text(e.status.rawValue),
+         .double(e.createdAt), .double(e.timestamp), .text(e.data), .text(e.originDeviceID), .int(Int64(e.attempts)),
+         .int(e.attempted ? 1 : 0), .double(e.nextAttemptAt), .text(e.supersededBy), .text(e.leaseOwner), .double(e.leaseUntil),
+         .int(e.manual ? 1 : 0)]
+    }
+
+    @discardableResult
+    func insertWebhookEvent(_ event: StoredWebhookEvent) throws -> Int64 {
+        var seq: Int64 = 0
+        let columns = Self.eventColumns.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
+        try self.webhookQuery("INSERT INTO webhook_events (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) RETURNING seq",
+                              Self.eventValues(event)) { r in seq = r.int(0) }
+        return seq
+    }
+
+    @discardableResult
+    func updateWebhookEvent(_ event: StoredWebhookEvent, onlyIfUnclaimed: Bool) throws -> Bool {
+        let columns = Self.eventColumns.split(separator: ",").dropFirst(2).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let sets = columns.enumerated().map { "\($0.element) = $\($0.offset + 2)" }.joined(separator: ", ")
+        let guardClause = onlyIfUnclaimed ? " AND lease_owner IS NULL AND status = 'pending'" : ""
+        return try self.webhookRun("UPDATE webhook_events SET \(sets) WHERE event_id = $1\(guardClause)", Self.eventValues(event)) > 0
+    }
+
+    func insertWebhookAttempt(_ attempt: StoredWebhookAttempt) throws {
+        try self.webhookRun("INSERT INTO webhook_attempts (event_id, attempted_at, duration_ms, response_status, error) VALUES ($1, $2, $3, $4, $5)",
+                            [.text(attempt.eventID), .double(attempt.attemptedAt), .int(Int64(attempt.durationMs)),
+                             .int(attempt.responseStatus.map(Int64.init)), .text(attempt.error)])
+    }
+
+    @discardableResult
+    func cancelPendingWebhookEvents(webhookID: String?, accountID: String?, feed: String?, type: WebhookEventType?) throws -> Int {
+        try self.webhookRun("""
+            UPDATE webhook_events SET status = 'cancelled', next_attempt_at = NULL
+            WHERE status = 'pending' AND ($1 IS NULL OR webhook_id = $1) AND ($2 IS NULL OR account_id = $2)
+              AND ($3 IS NULL OR feed = $3) AND ($4 IS NULL OR type = $4)
+            """, [.text(webhookID), .text(accountID), .text(feed), .text(type?.rawValue)])
+    }
+
+    func webhookFeedLastAttempt(webhookID: String, feed: String) throws -> Double? {
+        var out: Double? = nil
+        try self.webhookQuery("SELECT last_attempt_at FROM webhook_feeds WHERE webhook_id = $1 AND feed = $2", [.text(webhookID), .text(feed)]) { r in
+            out = r.double(0)
+        }
+        return out
+    }
+
+    func setWebhookFeedLastAttempt(webhookID: String, feed: String, at time: Double) throws {
+        try self.webhookRun("""
+            INSERT INTO webhook_feeds (webhook_id, feed, last_attempt_at) VALUES ($1, $2, $3)
+            ON CONFLICT (webhook_id, feed) DO UPDATE SET last_attempt_at = excluded.last_attempt_at
+            """, [.text(webhookID), .text(feed), .double(time)])
+    }
+
+    func claimDueWebhookEvents(now: Double, owner: String, leaseUntil: Double, keyID: String, limit: Int) throws -> [StoredWebhookEvent] {
+        try self.lockWebhookClaims()
+        // The oldest pending event of its feed, due, of an enabled webhook this instance can sign
+        // for, in a feed with no attempt in flight.
+        var ids: [String] = []
+        try self.webhookQuery("""
+            SELECT e.event_id FROM webhook_events e JOIN webhooks w ON w.webhook_id = e.webhook_id
+            WHERE e.status = 'pending' AND e.lease_owner IS NULL AND e.next_attempt_at <= $1 AND w.enabled = 1 AND w.secret_key_id = $2
+              AND NOT EXISTS (SELECT 1 FROM webhook_events x WHERE x.webhook_id = e.webhook_id AND x.feed = e.feed AND x.lease_owner IS NOT NULL)
+              AND e.seq = (SELECT min(y.seq) FROM webhook_events y WHERE y.webhook_id = e.webhook_id AND y.feed = e.feed AND y.status = 'pending')
+            ORDER BY e.next_attempt_at, e.seq LIMIT $3
+            """, [.double(now), .text(keyID), .int(Int64(limit))]) { r in ids.append(r.text(0)) }
+        var claimed: [StoredWebhookEvent] = []
+        for id in ids {
+            try self.webhookQuery("""
+                UPDATE webhook_events SET lease_owner = $2, lease_until = $3
+                WHERE event_id = $1 AND status = 'pending' AND lease_owner IS NULL RETURNING \(Self.eventColumns)
+                """, [.text(id), .text(owner), .double(leaseUntil)]) { r in
+                if let e = Self.event(r) { claimed.append(e) }
+            }
+        }
+        return claimed
+    }
+
+    func pruneWebhookEvents(finishedBefore before: Double, keep: Int) throws {
+        let finished = "status IN ('succeeded', 'failed', 'superseded', 'cancelled')"
+        try self.webhookRun("""
+            DELETE FROM webhook_attempts WHERE event_id IN (SELECT event_id FROM webhook_events WHERE \(finished) AND created_at < $1)
+            """, [.double(before)])
+        try self.webhookRun("DELETE FROM webhook_events WHERE \(finished) AND created_at < $1", [.double(before)])
+        // Beyond the newest `keep` finished events of a webhook.
+        var over: [(String, Int64)] = []
+        try self.webhookQuery("SELECT webhook_id, count(*) FROM webhook_events WHERE \(finished) GROUP BY webhook_id HAVING count(*) > $1",
+                              [.int(Int64(keep))]) { r in over.append((r.text(0), r.int(1))) }
+        for (webhookID, _) in over {
+            var cutoff: Int64? = nil
+            try self.webhookQuery("SELECT seq FROM webhook_events WHERE webhook_id = $1 AND \(finished) ORDER BY seq DESC LIMIT 1 OFFSET $2",
+                                  [.text(webhookID), .int(Int64(keep))]) { r in cutoff = r.int(0) }
+            guard let cutoff else { continue }
+            try self.webhookRun("""
+                DELETE FROM webhook_attempts WHERE event_id IN (SELECT event_id FROM webhook_events WHERE webhook_id = $1 AND \(finished) AND seq <= $2)
+                """, [.text(webhookID), .int(cutoff)])
+            try self.webhookRun("DELETE FROM webhook_events WHERE webhook_id = $1 AND \(finished) AND seq <= $2", [.text(webhookID), .int(cutoff)])
+        }
+    }
+}
