@@ -93,6 +93,16 @@ public struct Configuration: Sendable, Equatable {
         public init() {}
     }
 
+    /// Webhooks: who may be called, the key secrets are sealed under, and delivery's settings.
+    public struct Webhooks: Sendable, Equatable {
+        /// Host names, IP addresses and CIDR blocks trusted for `http` and for non-public addresses.
+        public var allowedHosts: [String] = []
+        /// 64 hexadecimal characters; nil: generated on first start into `webhook-key` beside the SQLite file.
+        public var secretKey: String? = nil
+        public var settings = WebhookSettings()
+        public init() {}
+    }
+
     /// Where the data lives.
     public enum Database: Sendable, Equatable, CustomStringConvertible {
         case sqlite(path: String)
@@ -139,6 +149,7 @@ public struct Configuration: Sendable, Equatable {
     public var history = History()
     public var rateLimits = RateLimits()
     public var longPoll = LongPoll()
+    public var webhooks = Webhooks()
     /// Per-account quotas (issue 12).
     public var quotas = Quotas()
     /// Byte bounds on kept idempotency answers, history and journal answers (issue 23):

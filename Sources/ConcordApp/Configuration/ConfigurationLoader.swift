@@ -25,6 +25,12 @@ struct Setting: Sendable {
         case addressRanges
         /// An integer, or `auto` for the value `auto` gives (a size derived from the machine's memory).
         case intOrAuto(ClosedRange<Int>, auto: @Sendable () -> Int)
+        /// Host names, IP addresses and CIDR blocks: a JSON array of strings in the file, comma-separated elsewhere.
+        case hostList
+        /// `count` integers, each in `each`: a JSON array in the file, comma-separated elsewhere.
+        case intList(count: ClosedRange<Int>, each: ClosedRange<Int>)
+        /// `length` hexadecimal digits, or `null` in the file for "not set".
+        case optionalHex(length: Int)
     }
 
     /// Dotted path in the JSON file, e.g. `server.limits.bodyBytes`.
@@ -36,6 +42,9 @@ struct Setting: Sendable {
     /// A validated value.
     enum Value {
         case int(Int), double(Double), string(String?), logLevel(LogLevel), database(Configuration.Database), ranges([IPAddressRange])
+        case strings([String]), ints([Int])
+        var strings: [String] { if case .strings(let v) = self { v } else { [] } }
+        var ints: [Int] { if case .ints(let v) = self { v } else { [] } }
         var int: Int { if case .int(let v) = self { v } else { 0 } }
         var double: Double { if case .double(let v) = self { v } else { 0 } }
         var string: String? { if case .string(let v) = self { v } else { nil } }
@@ -66,6 +75,10 @@ struct Setting: Sendable {
         case .choice(let words): "one of " + words.joined(separator: ", ")
         case .addressRanges: "IP addresses or CIDR blocks (10.0.0.0/8, 2001:db8::/32), comma-separated"
         case .intOrAuto(let range, _): "auto, or an integer from \(range.lowerBound) to \(range.upperBound)"
+        case .hostList: "host names, IP addresses or CIDR blocks (relay.internal, 10.0.0.5, 10.0.0.0/8), comma-separated"
+        case .intList(let count, let each):
+            "\(count.lowerBound) to \(count.upperBound) integers from \(each.lowerBound) to \(each.upperBound), comma-separated"
+        case .optionalHex(let length): "\(length) hexadecimal characters"
         }
     }
 
@@ -102,7 +115,33 @@ struct Setting: Sendable {
                 ranges.append(range)
             }
             return .ranges(ranges)
+        case .hostList:
+            return Self.hosts(text.split(separator: ",").map { String($0).trimmingASCIISpaces() }.filter { !$0.isEmpty }.map(String.init))
+        case .intList(let count, let each):
+            var values: [Int] = []
+            for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let v = Int(String(item).trimmingASCIISpaces()), each.contains(v) else { return nil }
+                values.append(v)
+            }
+            return count.contains(values.count) ? .ints(values) : nil
+        case .optionalHex(let length):
+            return text.utf8.count == length && text.utf8.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isHexDigit }) ? .string(text) : nil
         }
+    }
+
+    /// Each entry an IP address, a CIDR block or a host name (letters, digits, `-`, `.`).
+    static func hosts(_ items: [String]) -> Value? {
+        for item in items {
+            if IPAddressRange(item) != nil { continue }
+            let labels = item.lowercased().split(separator: ".", omittingEmptySubsequences: false)
+            let valid = !item.isEmpty && item.utf8.count <= 253 && labels.allSatisfy { label in
+                !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                    && label.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 }
+            }
+            // A name of digits only would be a number, not a host name.
+            guard valid, !(labels.last?.allSatisfy(\.isNumber) ?? true) else { return nil }
+        }
+        return .strings(items)
     }
 
     /// Validates a value from the JSON file (types are checked, not coerced).
@@ -113,8 +152,22 @@ struct Setting: Sendable {
             return .int(v)
         case (.double(let range), .number(let d)):
             return range.contains(d) ? .double(d) : nil
-        case (.optionalString, .null):
+        case (.optionalString, .null), (.optionalHex, .null):
             return .string(nil)
+        case (.hostList, .array(let items)):
+            var hosts: [String] = []
+            for item in items {
+                guard case .string(let text) = item else { return nil }
+                hosts.append(text)
+            }
+            return Self.hosts(hosts)
+        case (.intList(let count, let each), .array(let items)):
+            var values: [Int] = []
+            for item in items {
+                guard case .number(let d) = item, let v = Int(exactly: d), each.contains(v) else { return nil }
+                values.append(v)
+            }
+            return count.contains(values.count) ? .ints(values) : nil
         case (.addressRanges, .array(let items)):
             var ranges: [IPAddressRange] = []
             for item in items {
@@ -124,7 +177,7 @@ struct Setting: Sendable {
             return .ranges(ranges)
         case (_, .string(let s)):
             switch self.kind {
-            case .int, .double, .addressRanges: return nil
+            case .int, .double, .addressRanges, .hostList, .intList: return nil
             default: return self.parse(text: s)
             }
         default:
@@ -188,6 +241,17 @@ public enum ConfigurationLoader {
         Setting(key: "quotas.recordsPerAccount", kind: .int(1...maxInt), flag: nil) { $0.quotas.recordsPerAccount = $1.int },
         // Issue 23: byte bounds (DataBounds).
         Setting(key: "quotas.idempotencyBytesPerAccount", kind: .int(4096...maxInt), flag: nil) { $0.dataBounds.idempotencyBytesPerAccount = $1.int },
+        Setting(key: "quotas.webhooksPerAccount", kind: .int(0...10_000), flag: nil) { $0.webhooks.settings.webhooksPerAccount = $1.int },
+        Setting(key: "webhooks.allowedHosts", kind: .hostList, flag: nil) { $0.webhooks.allowedHosts = $1.strings },
+        Setting(key: "webhooks.secretKey", kind: .optionalHex(length: 64), flag: nil) { $0.webhooks.secretKey = $1.string },
+        Setting(key: "webhooks.timeoutSeconds", kind: .int(1...30), flag: nil) { $0.webhooks.settings.timeoutSeconds = $1.int },
+        Setting(key: "webhooks.retrySchedule", kind: .intList(count: 1...20, each: 1...86_400), flag: nil) { $0.webhooks.settings.retrySchedule = $1.ints },
+        Setting(key: "webhooks.disableAfterFailures", kind: .int(1...10_000), flag: nil) { $0.webhooks.settings.disableAfterFailures = $1.int },
+        Setting(key: "webhooks.disableAfterSeconds", kind: .int(0...2_592_000), flag: nil) { $0.webhooks.settings.disableAfterSeconds = $1.int },
+        Setting(key: "webhooks.leaseSeconds", kind: .int(11...86_400), flag: nil) { $0.webhooks.settings.leaseSeconds = $1.int },
+        Setting(key: "webhooks.maxInFlight", kind: .int(1...10_000), flag: nil) { $0.webhooks.settings.maxInFlight = $1.int },
+        Setting(key: "webhooks.logDays", kind: .int(1...365), flag: nil) { $0.webhooks.settings.logDays = $1.int },
+        Setting(key: "webhooks.maxServerWebhooks", kind: .int(0...10_000), flag: nil) { $0.webhooks.settings.maxServerWebhooks = $1.int },
         Setting(key: "history.maxBytesPerDevice", kind: .int(1...maxInt), flag: nil) { $0.dataBounds.historyBytesPerDevice = $1.int },
         Setting(key: "server.limits.journalAnswerBytes", kind: .int(1...maxInt), flag: nil) { $0.dataBounds.journalAnswerBytes = $1.int },
         Setting(key: "rateLimits.perAddress", kind: .double(0...1e9), flag: nil) { $0.rateLimits.perAddress = $1.double },
@@ -252,7 +316,16 @@ public enum ConfigurationLoader {
             }
             setting.apply(&configuration, value)
         }
+        try self.checkTogether(configuration)
         return configuration
+    }
+
+    /// Settings that cannot work together stop the start, naming the keys.
+    static func checkTogether(_ c: Configuration) throws(ConfigurationError) {
+        let w = c.webhooks.settings
+        if w.leaseSeconds < w.timeoutSeconds + 10 {
+            throw ConfigurationError("webhooks.leaseSeconds (\(w.leaseSeconds)) must be at least webhooks.timeoutSeconds (\(w.timeoutSeconds)) + 10")
+        }
     }
 
     /// Reads a JSON config file over `configuration`. Unknown keys are errors: a typo
