@@ -3,6 +3,7 @@
 // Modules are layers; dependencies point one way:
 //   ConcordJSON  <-  ConcordHTTP  <-  ConcordTransport (CConcordSystem);  ConcordObservability
 //   ConcordDomain (CConcordSystem)  <-  ConcordStorage (CSQLite, CLibPQ)
+//   ConcordOutbound (CCurl): webhook destinations and delivery, nothing else of ours
 //   everything but the C libraries  <-  ConcordApp  <-  concord
 import PackageDescription
 
@@ -32,6 +33,11 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(name: "CConcordSystem"),
 
         // Pure layers.
@@ -44,6 +50,7 @@ let package = Package(
         // I/O layers.
         .target(name: "ConcordTransport", dependencies: ["CConcordSystem", "ConcordHTTP"]),
         .target(name: "ConcordStorage", dependencies: ["CSQLite", "CLibPQ", "ConcordDomain"]),
+        .target(name: "ConcordOutbound", dependencies: ["CCurl"]),
 
         // Wiring.
         .target(
@@ -64,6 +71,7 @@ let package = Package(
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
         .testTarget(name: "ConcordObservabilityTests", dependencies: ["ConcordObservability"]),
         .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem"]),
+        .testTarget(name: "ConcordOutboundTests", dependencies: ["ConcordOutbound"]),
         .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordStorage", "ConcordTestSupport"]),
         .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite", "ConcordTestSupport"]),
         .testTarget(
