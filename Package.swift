@@ -57,7 +57,7 @@ let package = Package(
             name: "ConcordApp",
             dependencies: [
                 "ConcordJSON", "ConcordHTTP", "ConcordTransport", "ConcordObservability",
-                "ConcordDomain", "ConcordStorage", "CConcordSystem",
+                "ConcordDomain", "ConcordStorage", "CConcordSystem", "ConcordOutbound",
             ]
         ),
         .executableTarget(name: "concord", dependencies: ["ConcordApp"]),

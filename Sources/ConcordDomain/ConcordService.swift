@@ -60,6 +60,9 @@ public final class ConcordService: Sendable {
     /// Limits and retention.
     public var configuration: DomainConfiguration { self.core.configuration }
 
+    /// Webhook events coalesced so far (for metrics).
+    public var webhookCoalescedTotal: Int { self.core.webhookCounters.coalescedTotal }
+
     /// The in-memory mapping index (nil when turned off), for its metrics.
     public var mappingIndex: MappingIndex? { self.core.index }
 

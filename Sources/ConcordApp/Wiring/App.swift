@@ -6,6 +6,7 @@ import Darwin
 import CConcordSystem
 import ConcordDomain
 import ConcordHTTP
+import ConcordOutbound
 import ConcordObservability
 import ConcordStorage
 import ConcordTransport
@@ -65,7 +66,15 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
     do throws(StartupError) {
         let cores = ServerConfiguration.coreCount
         let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
-        let storage = try lifecycle.start("storage", { () throws(StartupError) in try StorageHook.open(StorageOptions(configuration, workers: workers)) }) { storage, reason in
+        // Webhooks: destinations checked against webhooks.allowedHosts, secrets sealed under the webhook key.
+        let policy: DestinationPolicy
+        do { policy = try DestinationPolicy(allowedHosts: configuration.webhooks.allowedHosts) } catch { throw StartupError(String(describing: error)) }
+        let webhookKey = try WebhookKeyFile.resolve(configured: configuration.webhooks.secretKey, database: configuration.database, logger: logger)
+        let wakeRelay = WebhookWakeRelay()
+        var storageOptions = StorageOptions(configuration, workers: workers)
+        storageOptions.webhooks = WebhookEnvironment(destinations: PolicyDestinations(policy: policy), secrets: KeyedWebhookSecrets(key: webhookKey),
+                                                     settings: configuration.webhooks.settings, wake: { wakeRelay.fire() })
+        let storage = try lifecycle.start("storage", { () throws(StartupError) in try StorageHook.open(storageOptions) }) { storage, reason in
             let unfinished = shutdown.unfinished.load(ordering: .relaxed)
             guard reason == .startFailed || unfinished == 0 else {
                 // Closing storage would wait for those requests (a write holds the writer), past the
@@ -101,7 +110,16 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         if let generatedTokenFile {
             lifecycle.register("generated admin token") { reason in if reason == .startFailed { unlink(generatedTokenFile) } }
         }
-        let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage, clock: clock)
+        // Delivery runs beside the requests, never in them; stopped before storage closes.
+        let isSQLite = if case .sqlite = configuration.database { true } else { false }
+        let webhookEngine = WebhookDeliveryEngine(service: storage.service, sender: WebhookSender(policy: policy, userAgent: "Concord/\(CommandLineInterface.version)"),
+                                                  settings: configuration.webhooks.settings, logger: logger, metrics: metrics, ownsDatabase: isSQLite)
+        wakeRelay.set { webhookEngine.wake() }
+        storage.store.feedSignals.observe { _ in webhookEngine.wake() }
+        webhookEngine.start()
+        lifecycle.register("webhook delivery") { _ in webhookEngine.stop(grace: configuration.server.timeouts.shutdownGrace) }
+        let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage, clock: clock,
+                                 webhooks: webhookEngine)
 
         let dispatcher = try lifecycle.start("workers", { () throws(StartupError) in
             Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers, cores: cores,

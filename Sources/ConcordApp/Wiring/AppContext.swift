@@ -23,9 +23,23 @@ public final class AppContext: Sendable {
 
     /// The one domain service every route calls (on the worker pool, never on a loop).
     public var service: ConcordService { self.storage.service }
+    /// Delivers webhook events (nil in contexts built without one: pings answer 404).
+    let webhookEngine: WebhookDeliveryEngine?
 
-    public init(configuration: Configuration, logger: Logger, metrics: MetricsRegistry, adminToken: String, storage: StorageHook,
+    /// `POST …/webhooks/{id}/ping`: one attempt now, and its outcome.
+    func webhookPing(_ owner: WebhookOwner, id: String) throws -> WebhookPingResult {
+        guard let engine = self.webhookEngine else { throw DomainError.notFound(message: "Webhooks are not served here.") }
+        return try engine.ping(owner, id: id)
+    }
+
+    public convenience init(configuration: Configuration, logger: Logger, metrics: MetricsRegistry, adminToken: String, storage: StorageHook,
                 clock: AppClock = .monotonic) {
+        self.init(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage, clock: clock, webhooks: nil)
+    }
+
+    init(configuration: Configuration, logger: Logger, metrics: MetricsRegistry, adminToken: String, storage: StorageHook,
+         clock: AppClock, webhooks: WebhookDeliveryEngine?) {
+        self.webhookEngine = webhooks
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics

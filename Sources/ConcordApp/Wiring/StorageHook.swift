@@ -24,6 +24,8 @@ public struct StorageOptions: Sendable {
     public var quotas = Quotas()
     /// Byte bounds (issue 23).
     public var dataBounds = DataBounds()
+    /// Webhooks' destination checks, secrets and settings (nil: webhook routes answer 404).
+    public var webhooks: WebhookEnvironment? = nil
 
     public init(database: Configuration.Database) { self.database = database }
 
@@ -120,7 +122,7 @@ public struct StorageHook: Sendable {
             }
         }
         do {
-            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain), listen: listen)
+            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain, webhooks: options.webhooks), listen: listen)
             hook.warnings = warnings
             return hook
         } catch {

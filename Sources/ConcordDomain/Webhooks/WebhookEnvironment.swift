@@ -16,7 +16,7 @@ public protocol WebhookDestinationChecking: Sendable {
 }
 
 /// Seals webhook secrets under the webhook key, and opens them to sign.
-public protocol WebhookSecretSealing: Sendable {
+public protocol WebhookSecretKeeping: Sendable {
     /// The ID of the key this instance has.
     var keyID: String { get }
     /// A new secret (`whsec_…`).
@@ -30,11 +30,11 @@ public protocol WebhookSecretSealing: Sendable {
 /// for the delivery engine after a commit that queued events.
 public struct WebhookEnvironment: Sendable {
     public var destinations: any WebhookDestinationChecking
-    public var secrets: any WebhookSecretSealing
+    public var secrets: any WebhookSecretKeeping
     public var settings: WebhookSettings
     public var wake: @Sendable () -> Void
 
-    public init(destinations: any WebhookDestinationChecking, secrets: any WebhookSecretSealing, settings: WebhookSettings,
+    public init(destinations: any WebhookDestinationChecking, secrets: any WebhookSecretKeeping, settings: WebhookSettings,
                 wake: @escaping @Sendable () -> Void = {}) {
         self.destinations = destinations
         self.secrets = secrets
