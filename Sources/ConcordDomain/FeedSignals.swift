@@ -20,6 +20,8 @@ public enum FeedTopic: Hashable, Sendable {
 public enum FeedSignal: Sendable, Equatable {
     case committed([FeedTopic])
     case anyMayHaveChanged
+    /// Another instance committed webhook events (device and account events, which append to no feed).
+    case webhookEventsQueued
 }
 
 /// Where a store announces that change feeds gained committed entries: after its own commits,

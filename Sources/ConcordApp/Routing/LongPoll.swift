@@ -203,6 +203,7 @@ final class LongPolls: Sendable {
             switch signal {
             case .committed(let topics): ids = topics.flatMap { state.byTopic[$0].map(Array.init) ?? [] }
             case .anyMayHaveChanged: ids = Array(state.waiters.keys)
+            case .webhookEventsQueued: ids = []
             }
             var resumes: [@Sendable (Wake) -> Void] = []
             for id in ids {

@@ -33,6 +33,8 @@ final class WebhookDeliveryEngine: Sendable {
         var lastMaintenance = 0.0
         var lastReleaseCheck = 0.0
         var warnedKeys: Set<String> = []
+        /// A pump is queued: more wake-ups until it runs add nothing (a busy server commits thousands of times a second).
+        var pumpQueued = false
     }
 
     init(service: ConcordService, sender: WebhookSender, settings: WebhookSettings, logger: Logger, metrics: MetricsRegistry, ownsDatabase: Bool) {
@@ -61,8 +63,12 @@ final class WebhookDeliveryEngine: Sendable {
 
     /// Something was committed: look for due events now.
     func wake() {
-        guard self.state.withLock({ $0.running }) else { return }
-        self.queue.async { self.pump() }
+        let queue = self.state.withLock { s -> Bool in
+            guard s.running, !s.pumpQueued else { return false }
+            s.pumpQueued = true
+            return true
+        }
+        if queue { self.queue.async { self.pump() } }
     }
 
     /// No attempt starts after this; those in flight get until `deadline` (seconds from now) to finish.
@@ -76,22 +82,28 @@ final class WebhookDeliveryEngine: Sendable {
     private func pump() {
         let (running, room, generation) = self.state.withLock { s -> (Bool, Int, Int) in
             s.generation += 1
+            s.pumpQueued = false
             return (s.running, self.settings.maxInFlight - s.inFlight, s.generation)
         }
         guard running else { return }
         let now = Date().timeIntervalSince1970
         self.upkeep(now: now)
-        if room > 0 {
+        // A read first: the claim is a write, and most wake-ups find nothing due.
+        var due = try? self.delivery.nextDueTime()
+        if room > 0, let first = due, first <= now {
             do {
                 let plans = try self.delivery.claim(owner: self.instanceID, limit: room)
                 for plan in plans { self.begin(plan) }
+                due = try? self.delivery.nextDueTime()
             } catch {
                 self.logger.warning("webhook claims failed; retrying", metadata: ["error": .string(error.message)])
             }
         }
         // Again when the next event comes due, and at least once a second.
+        // (An event due now but not claimed waits behind its feed's attempt in flight, or for room:
+        // that attempt's end wakes the engine.)
         var next = now + 1
-        if let due = try? self.delivery.nextDueTime() { next = min(next, max(due, now + 0.01)) }
+        if let due, due > now { next = min(next, due) }
         self.queue.asyncAfter(deadline: .now() + max(0.01, next - now)) {
             guard self.state.withLock({ $0.generation == generation }) else { return }
             self.pump()

@@ -26,6 +26,10 @@ final class PostgresFeedListener: Sendable {
         self.instanceID = instanceID
     }
 
+    /// The payload a transaction that queued webhook events sends (PostgreSQL sends one per
+    /// transaction, however many events it queued).
+    static let webhookPayload = "- w"
+
     /// The payload announcing `topic` from this instance.
     func payload(_ topic: FeedTopic) -> String {
         switch topic {
@@ -75,6 +79,7 @@ final class PostgresFeedListener: Sendable {
                 guard let payloads = try? connection.notifications(timeoutMs: 250) else { break }
                 let topics = payloads.compactMap { Self.topic($0, skipping: self.instanceID) }
                 self.signals.publish(.committed(topics))
+                if payloads.contains(Self.webhookPayload) { self.signals.publish(.webhookEventsQueued) }
             }
             connection.close()
         }

@@ -16,6 +16,11 @@ extension PostgresTransaction: WebhookStatements {
         try self.db.query("SELECT pg_advisory_xact_lock($1)", [.int(Self.webhookClaimLock)])
     }
 
+    /// Other instances' engines wake at commit (PostgreSQL sends one notification per transaction for equal payloads).
+    func announceWebhookEvents() throws {
+        try self.db.query("SELECT pg_notify($1, $2)", [.text(PostgresFeedListener.channel), .text(PostgresFeedListener.webhookPayload)])
+    }
+
     static let webhookClaimLock: Int64 = 0x436F_6E63_5748_4B   // "ConcWHK"
 
     static func pgValue(_ v: WebhookValue) -> PGValue {

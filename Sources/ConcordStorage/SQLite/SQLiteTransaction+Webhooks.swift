@@ -13,6 +13,9 @@ extension SQLiteTransaction: WebhookStatements {
     /// One writer serialises claims already.
     func lockWebhookClaims() throws {}
 
+    /// One process: its engine is woken in process.
+    func announceWebhookEvents() throws {}
+
     /// `$n` → `?n` (SQLite numbers `$n` parameters by first appearance, not by `n`).
     static func sqliteText(_ sql: String) -> String { sql.replacingOccurrences(of: "$", with: "?") }
 

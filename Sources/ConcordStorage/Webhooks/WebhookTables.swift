@@ -34,6 +34,8 @@ protocol WebhookStatements: WebhookWrites {
     /// Serialises claims across instances (PostgreSQL: a transaction-scoped advisory lock; SQLite's
     /// one writer already does).
     func lockWebhookClaims() throws
+    /// Tells other instances, at commit, that events were queued (PostgreSQL: `NOTIFY`).
+    func announceWebhookEvents() throws
 }
 
 extension WebhookStatements {
@@ -211,7 +213,8 @@ extension WebhookStatements {
     }
 
     func subscribedWebhooks(accountID: String) throws -> [StoredWebhook] {
-        try self.webhooksWhere("(account_id = $1 AND scope = 'account') OR scope = 'server' ORDER BY created_at, webhook_id", [.text(accountID)])
+        // Two index lookups (an OR would read the whole table on every commit).
+        try self.webhooks(accountID: accountID) + self.webhooks(accountID: nil)
     }
 
     func waitingWebhookEvent(webhookID: String, feed: String) throws -> StoredWebhookEvent? {
@@ -233,6 +236,7 @@ extension WebhookStatements {
         let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
         try self.webhookQuery("INSERT INTO webhook_events (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) RETURNING seq",
                               Self.eventValues(event)) { r in seq = r.int(0) }
+        try self.announceWebhookEvents()
         return seq
     }
 
