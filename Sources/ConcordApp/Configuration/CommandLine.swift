@@ -26,6 +26,7 @@ public enum CommandLineInterface {
           concord healthcheck [--url http://HOST:PORT/PATH]
           concord backup --to FILE [--database D] [--config FILE]
           concord rotate-change-key [--database D] [--config FILE]
+          concord webhooks listen --port P --secret whsec_... [--host 127.0.0.1]
 
         serve options (each also an environment variable):
           --host H          address to listen on (CONCORD_HOST, default 0.0.0.0)
@@ -47,6 +48,9 @@ public enum CommandLineInterface {
         overwrites FILE.
         rotate-change-key: a new key signs change tokens from each server's next start; tokens
         signed with earlier keys stay valid (servers look up a key a token names).
+        webhooks listen: for developing a push relay; receives webhook POSTs, verifies their
+        signatures with the secret (repeat --secret for a previous one), answers 204 (401 for a bad
+        signature, 400 for missing headers) and prints each new event as "type id data" on stdout.
 
         Precedence: defaults < config file < environment < flags.
         Exit status: 0 after a clean shutdown, 1 when the server cannot start, 2 for a usage or

@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// Commands for operators besides `serve`: `healthcheck` (for container health checks) and
-/// `backup`. Kept apart from `Command` so the server's command line stays as it is.
+/// `backup`, `rotate-change-key`, and `webhooks listen` for developers. Kept apart from `Command` so the server's command line stays as it is.
 enum OperatorCommands {
     /// Runs `arguments` when they name an operator command and returns its exit status;
     /// nil for anything else (which `CommandLineInterface` handles).
@@ -16,6 +16,7 @@ enum OperatorCommands {
         case "healthcheck": return Healthcheck.run(rest, environment: environment)
         case "backup": return BackupCommand.run(rest, environment: environment)
         case "rotate-change-key": return RotateChangeKeyCommand.run(rest, environment: environment)
+        case "webhooks": return WebhooksCommand.run(rest, environment: environment)
         default: return nil
         }
     }
