@@ -58,7 +58,7 @@ final class WebhookTestServer: Sendable {
     private let server: HTTPServer
     private let dispatcher: Dispatcher
     private let sink: LogSink
-    private let lines: LogLines
+    private let lines: WebhookLogLines
 
     init(engine: TestEngine = .sqlite, settings: WebhookSettings = WebhookSettings()) throws {
         let database = try TestDatabase(engine, poolSize: 4)
@@ -66,7 +66,7 @@ final class WebhookTestServer: Sendable {
         let environment = WebhookEnvironment(destinations: TestWebhookDestinations(), secrets: TestWebhookSealing(), settings: settings)
         let service = try ConcordService(store: database.store, webhooks: environment)
         let configuration = testServerConfiguration(.sqlite(path: ":memory:"), quiet: false)
-        let lines = LogLines()
+        let lines = WebhookLogLines()
         self.lines = lines
         self.sink = LogSink(flushInterval: 0, output: { bytes in lines.append(bytes) })
         let logger = Logger(level: .notice, sink: self.sink)
@@ -129,7 +129,7 @@ final class WebhookTestServer: Sendable {
 }
 
 /// Log lines a sink handed over, split at newlines.
-final class LogLines: Sendable {
+final class WebhookLogLines: Sendable {
     private let text = Mutex<String>("")
     func append(_ bytes: [UInt8]) { self.text.withLock { $0 += String(decoding: bytes, as: UTF8.self) } }
     func all() -> [String] { self.text.withLock { $0.split(separator: "\n").map(String.init) } }
