@@ -404,3 +404,20 @@ import Testing
         #expect(options.header("Allow") == "DELETE, GET, HEAD, OPTIONS, PATCH")
     }
 }
+
+/// The webhook errors of the domain as answers: status, name, details, and `Retry-After` for a ping too soon.
+@Test(arguments: [
+    (DomainError.forbiddenDestination(reason: "forbiddenAddress"), 422, #""name":"forbiddenDestination""#, #""field":"url","reason":"forbiddenAddress"}}"#, nil),
+    (DomainError.eventSuperseded(supersededBy: "E2"), 409, #""name":"eventSuperseded""#, #""supersededBy":"E2"}}"#, nil),
+    (DomainError.webhookDisabled, 409, #""name":"webhookDisabled""#, #""}}"#, nil),
+    (DomainError.tooManyRequests(retryAfter: 1), 429, #""name":"tooManyRequests""#, #""}}"#, "1"),
+    (DomainError.tooManyRequests(retryAfter: 7), 429, #""name":"tooManyRequests""#, #""}}"#, "7"),
+] as [(DomainError, Int, String, String, String?)])
+func webhookDomainErrorsRenderWithTheirDetails(_ error: DomainError, _ status: Int, _ name: String, _ ending: String, _ retryAfter: String?) {
+    let response = APIError(error).response
+    let body = String(decoding: response.body, as: UTF8.self)
+    #expect(response.status == status)
+    #expect(body.hasPrefix(#"{"error":{"# + name + #","message":"#), "\(body)")
+    #expect(body.hasSuffix(ending), "\(body)")
+    #expect(response.headers[first: "Retry-After"] == retryAfter)
+}
