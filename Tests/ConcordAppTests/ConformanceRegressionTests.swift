@@ -18,7 +18,7 @@ import Testing
 @Test func unknownOrLowercaseMethodIsNotImplemented() throws {
     let server = try APIServer()
     // RFC 9110 §9.1/§15.6.2: methods are case-sensitive; an unrecognised one is 501, not 405.
-    for (method, path) in [("FOO", "/health"), ("get", "/health"), ("PATCH", "/v1/devices"), ("FOO", "/nothing"), ("CONNECT", "127.0.0.1:443")] {
+    for (method, path) in [("FOO", "/health"), ("get", "/health"), ("TRACE", "/v1/devices"), ("FOO", "/nothing"), ("CONNECT", "127.0.0.1:443")] {
         let response = try rawRequest(port: server.port, method, path)
         #expect(response.status == 501, "\(method) \(path)")
         #expect(response.header("Content-Type") == "application/json")
@@ -33,6 +33,9 @@ import Testing
     // A method the server implements, on a path without it, stays 405 with Allow.
     let wrong = try rawRequest(port: server.port, "POST", "/health", headers: ["Content-Length: 0"])
     #expect(wrong.status == 405 && wrong.header("Allow") == "GET, HEAD, OPTIONS")
+    // PATCH is served (webhooks): on every other route it is such a method, 405 with Allow, not 501.
+    let patch = try rawRequest(port: server.port, "PATCH", "/v1/devices", headers: ["Content-Length: 0"])
+    #expect(patch.status == 405 && patch.header("Allow") == "GET, HEAD, OPTIONS, POST")
 }
 
 @Test func optionsAnswersAllowForAPathAndForTheServer() throws {
@@ -41,7 +44,7 @@ import Testing
     #expect(path.status == 200 && path.header("Allow") == "GET, HEAD, OPTIONS, POST")
     #expect(path.header("Content-Length") == "0" && path.body.isEmpty)
     let star = try rawRequest(port: server.port, "OPTIONS", "*")
-    #expect(star.status == 200 && star.header("Allow") == "DELETE, GET, HEAD, OPTIONS, POST, PUT")
+    #expect(star.status == 200 && star.header("Allow") == "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT")
     let unknown = try rawRequest(port: server.port, "OPTIONS", "/nothing")
     #expect(unknown.status == 404)
 }

@@ -60,8 +60,10 @@ import Testing
                 .replacingOccurrences(of: "{journalID}", with: UUID().uuidString)
                 .replacingOccurrences(of: "{entryID}", with: "e1")
                 .replacingOccurrences(of: "{accountID}", with: UUID().uuidString)
+                .replacingOccurrences(of: "{webhookID}", with: UUID().uuidString)
+                .replacingOccurrences(of: "{eventID}", with: UUID().uuidString)
                 + (route.pattern.hasSuffix("/changes") && route.method == "GET" ? "?since=x" : "")
-            let body = ["POST", "PUT"].contains(route.method) ? "{}" : nil
+            let body = ["POST", "PUT", "PATCH"].contains(route.method) ? "{}" : nil
             let label = "\(route.method) \(route.pattern)"
             #expect(try server.call(route.method, target, token: nil, body: body).status == 401, "\(label) without a token")
             #expect(try server.call(route.method, target, token: "cdt_unknown", body: body).status == 401, "\(label) with an unknown token")

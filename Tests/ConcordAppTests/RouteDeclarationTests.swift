@@ -57,6 +57,26 @@ import Testing
         .init(method: "GET", pattern: "/v1/journals/{journalID}/entries/{entryID}", caller: .device, body: .small, idempotent: false),
         .init(method: "DELETE", pattern: "/v1/journals/{journalID}/entries/{entryID}", caller: .device, body: .small, idempotent: false),
         .init(method: "POST", pattern: "/v1/journals/{journalID}/entries/{entryID}/selection", caller: .device, body: .batch, idempotent: true),
+        .init(method: "POST", pattern: "/v1/account/webhooks", caller: .account, body: .small, idempotent: true),
+        .init(method: "GET", pattern: "/v1/account/webhooks", caller: .account, body: .small, idempotent: false),
+        .init(method: "GET", pattern: "/v1/account/webhooks/{webhookID}", caller: .account, body: .small, idempotent: false),
+        .init(method: "PATCH", pattern: "/v1/account/webhooks/{webhookID}", caller: .account, body: .small, idempotent: false),
+        .init(method: "DELETE", pattern: "/v1/account/webhooks/{webhookID}", caller: .account, body: .small, idempotent: false),
+        .init(method: "POST", pattern: "/v1/account/webhooks/{webhookID}/rotate-secret", caller: .account, body: .small, idempotent: true),
+        .init(method: "POST", pattern: "/v1/account/webhooks/{webhookID}/ping", caller: .account, body: .small, idempotent: true),
+        .init(method: "GET", pattern: "/v1/account/webhooks/{webhookID}/deliveries", caller: .account, body: .small, idempotent: false),
+        .init(method: "GET", pattern: "/v1/account/webhooks/{webhookID}/deliveries/{eventID}", caller: .account, body: .small, idempotent: false),
+        .init(method: "POST", pattern: "/v1/account/webhooks/{webhookID}/deliveries/{eventID}/redeliver", caller: .account, body: .small, idempotent: true),
+        .init(method: "POST", pattern: "/v1/webhooks", caller: .admin, body: .small, idempotent: true),
+        .init(method: "GET", pattern: "/v1/webhooks", caller: .admin, body: .small, idempotent: false),
+        .init(method: "GET", pattern: "/v1/webhooks/{webhookID}", caller: .admin, body: .small, idempotent: false),
+        .init(method: "PATCH", pattern: "/v1/webhooks/{webhookID}", caller: .admin, body: .small, idempotent: false),
+        .init(method: "DELETE", pattern: "/v1/webhooks/{webhookID}", caller: .admin, body: .small, idempotent: false),
+        .init(method: "POST", pattern: "/v1/webhooks/{webhookID}/rotate-secret", caller: .admin, body: .small, idempotent: true),
+        .init(method: "POST", pattern: "/v1/webhooks/{webhookID}/ping", caller: .admin, body: .small, idempotent: true),
+        .init(method: "GET", pattern: "/v1/webhooks/{webhookID}/deliveries", caller: .admin, body: .small, idempotent: false),
+        .init(method: "GET", pattern: "/v1/webhooks/{webhookID}/deliveries/{eventID}", caller: .admin, body: .small, idempotent: false),
+        .init(method: "POST", pattern: "/v1/webhooks/{webhookID}/deliveries/{eventID}/redeliver", caller: .admin, body: .small, idempotent: true),
     ]
 
     /// Operations of docs/openapi.yaml that list the `IdempotencyKey` parameter.
@@ -90,7 +110,7 @@ import Testing
             #expect(callers[operation] == route.caller, "\(operation): documented for \(String(describing: callers[operation]))")
             #expect(idempotent.contains(operation) == route.idempotent, "\(operation): Idempotency-Key documented \(idempotent.contains(operation))")
             // A body class above `small` only where the document takes a request body.
-            if route.body != .small { #expect(["POST", "PUT"].contains(route.method), "\(operation) has no body to be \(route.body)") }
+            if route.body != .small { #expect(["POST", "PUT", "PATCH"].contains(route.method), "\(operation) has no body to be \(route.body)") }
         }
     }
 

@@ -13,6 +13,7 @@ private let router = Router(routes: [
     Route("GET", "/v1/library/objects/{localIdentifier...}", caller: .anyone) { _ throws(APIError) in .text("object") },
     Route("PUT", "/v1/library/objects/{localIdentifier...}", caller: .anyone) { _ throws(APIError) in .text("put") },
     Route("GET", "/v1/accounts/{accountID}/devices/{deviceID}", caller: .anyone) { _ throws(APIError) in .text("nested") },
+    Route("PATCH", "/v1/hooks/{hookID}", caller: .anyone) { _ throws(APIError) in .text("patch") },
 ])
 
 private enum Expected: Equatable {
@@ -78,13 +79,16 @@ private let cases: [(method: String, path: String, expected: Expected)] = [
     ("get", "/health", .notImplemented),
     ("FOO", "/health", .notImplemented),
     ("FOO", "/nothing", .notImplemented),
-    ("PATCH", "/v1/library/objects", .notImplemented),
+    // PATCH is served on some paths: elsewhere it is a method the path lacks.
+    ("PATCH", "/v1/hooks/h1", .found("PATCH /v1/hooks/{hookID}", ["hookID": "h1"])),
+    ("PATCH", "/v1/library/objects", .methodNotAllowed(["OPTIONS", "POST"])),
+    ("GET", "/v1/hooks/h1", .methodNotAllowed(["OPTIONS", "PATCH"])),
     ("TRACE", "/health", .notImplemented),
     // OPTIONS: the matching pattern's methods; "*" lists every method the server implements.
     ("OPTIONS", "/health", .options(["GET", "HEAD", "OPTIONS"])),
     ("OPTIONS", "/v1/devices/abc", .options(["DELETE", "GET", "HEAD", "OPTIONS"])),
     ("OPTIONS", "/nothing", .notFound),
-    ("OPTIONS", "*", .options(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"])),
+    ("OPTIONS", "*", .options(["DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"])),
 ]
 
 @Test(arguments: cases.indices)

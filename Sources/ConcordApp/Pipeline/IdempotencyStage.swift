@@ -36,6 +36,9 @@ extension IdempotencyService: IdempotencyKeys {}
 /// a short `409 idempotencyKeyAnswerLost` naming why (`"reason"`) and the first answer's status and
 /// non-secret members (`"accountID"`, `"deviceID"`, `"replaces"`), which a resend gets, replayed.
 /// An admin's key that created an account is tied to that account, so it is deleted with it.
+/// An answer showing a webhook secret (`"secret"`: a webhook created, a secret rotated) is not
+/// stored either: a resend gets `409 idempotencyKeyAnswerLost` with `"reason": "secretNotKept"`,
+/// the first answer's status and the webhook's ID.
 struct IdempotencyStage: Sendable {
     let keys: any IdempotencyKeys
 
@@ -80,6 +83,10 @@ struct IdempotencyStage: Sendable {
                     // Tokens are stored only as hashes (API.md §1): the resend is told so.
                     let kept = StoredAnswer.encode(StoredAnswer.notKept(.tokenNotKept, response, members: issued.members).response)
                     try self.keys.complete(owner: owner, key: key, answer: kept, fallback: kept, accountID: accountID ?? issued.accountID)
+                } else if let members = StoredAnswer.issuedSecret(response, request) {
+                    // Webhook secrets are kept only sealed under the webhook key: never in a stored answer.
+                    let kept = StoredAnswer.encode(StoredAnswer.notKept(.secretNotKept, response, members: members).response)
+                    try self.keys.complete(owner: owner, key: key, answer: kept, fallback: kept, accountID: accountID)
                 } else {
                     let fallback = StoredAnswer.encode(StoredAnswer.notKept(.answerTooLarge, response, members: []).response)
                     try self.keys.complete(owner: owner, key: key, answer: StoredAnswer.encode(response), fallback: fallback, accountID: accountID)
@@ -138,9 +145,19 @@ enum StoredAnswer {
         return (members, accountID)
     }
 
-    /// `Token"` somewhere in the body: only such answers are parsed to look for a token member.
-    private static func mayNameAToken(_ body: [UInt8]) -> Bool {
-        let needle = Array("Token\"".utf8)
+    /// When `response` shows a webhook secret (a webhook's creation, a rotation): the members worth
+    /// telling a resend, `"webhookID"` (from the answer, or else the route's path). nil for any other answer.
+    static func issuedSecret(_ response: HTTPResponse, _ request: RequestContext) -> [(key: String, jsonValue: String)]? {
+        guard (200..<300).contains(response.status), Self.contains(response.body, Self.secretNeedle),
+              case .object(let object)? = try? JSONValue.parse(response.body), object["secret"] != nil else { return nil }
+        guard let webhookID = object["webhookID"]?.stringValue ?? request.pathParameters["webhookID"] else { return [] }
+        return [("webhookID", jsonString(webhookID))]
+    }
+
+    private static let secretNeedle = Array("\"secret\"".utf8)
+
+    /// `needle` somewhere in `body` (at most 64 KiB: answers that issue something are small).
+    private static func contains(_ body: [UInt8], _ needle: [UInt8]) -> Bool {
         guard body.count >= needle.count, body.count <= 64 * 1024 else { return false }
         for i in 0...(body.count - needle.count) where body[i] == needle[0] {
             if (1..<needle.count).allSatisfy({ body[i + $0] == needle[$0] }) { return true }
@@ -148,8 +165,15 @@ enum StoredAnswer {
         return false
     }
 
+    /// `Token"` somewhere in the body: only such answers are parsed to look for a token member.
+    private static func mayNameAToken(_ body: [UInt8]) -> Bool {
+        Self.contains(body, Self.tokenNeedle)
+    }
+
+    private static let tokenNeedle = Array("Token\"".utf8)
+
     /// Why a first answer was not kept (issue 23).
-    enum NotKeptReason: String { case tokenNotKept, answerTooLarge }
+    enum NotKeptReason: String { case tokenNotKept, secretNotKept, answerTooLarge }
 
     /// The answer kept in place of one that is not: `409 idempotencyKeyAnswerLost`, with the reason,
     /// the first answer's status and the members worth telling (never a token).
@@ -158,6 +182,8 @@ enum StoredAnswer {
         switch reason {
         case .tokenNotKept:
             message = "The request with this Idempotency-Key was applied and issued a token, which is shown once and never kept; it cannot be replayed. Rotate the token, or delete what was created, instead of sending it again."
+        case .secretNotKept:
+            message = "The request with this Idempotency-Key was applied and showed a webhook secret, which is shown once and never kept; it cannot be replayed. Rotate the webhook's secret instead of sending it again."
         case .answerTooLarge:
             message = "The request with this Idempotency-Key was answered, but its answer did not fit the room for this account's kept answers; read the current state instead of sending it again."
         }

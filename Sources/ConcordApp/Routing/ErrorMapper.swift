@@ -94,5 +94,6 @@ extension APIError {
         }
         if case .unavailable = error { self.headers.append(("Retry-After", "1")) }
         if case .insufficientStorage = error { self.headers.append(("Retry-After", "30")) }
+        if case .tooManyRequests(let seconds) = error { self.headers.append(("Retry-After", String(max(1, seconds)))) }
     }
 }
