@@ -41,6 +41,6 @@ import Testing
     /// The server's components, in start order; shutdown stops them from the long-polls back to the logs.
     @Test func theServerRegistersEachComponentOnce() throws {
         let server = try APIServer()
-        #expect(server.app.lifecycle.names == ["logs", "storage", "mapping index snapshots", "workers", "listener", "long-polls"])
+        #expect(server.app.lifecycle.names == ["logs", "generated webhook key", "storage", "mapping index snapshots", "webhook delivery", "workers", "listener", "long-polls"])
     }
 }

@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func aLibraryWriteReachesTheReceiverSigned(_ engine: TestEngine) throws {
-        let receiver = try WebhookReceiver()
+        let receiver = try LocalWebhookReceiver()
         defer { receiver.stop() }
         let server = try self.server(engine)
         let account = try server.account()
@@ -57,7 +57,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func aFailingReceiverGetsRetriesAndGoneDisablesTheWebhook(_ engine: TestEngine) throws {
-        let receiver = try WebhookReceiver()
+        let receiver = try LocalWebhookReceiver()
         defer { receiver.stop() }
         receiver.answer.withLock { $0 = (500, "") }
         let server = try self.server(engine)

@@ -30,7 +30,7 @@ struct TestWebhookDestinations: WebhookDestinationChecking {
 
 /// Secrets XORed with a fixed key behind a one-byte key tag: enough to see that what is stored is
 /// not the secret, and that it opens again.
-struct TestWebhookSealing: WebhookSecretSealing {
+struct TestWebhookSealing: WebhookSecretKeeping {
     static let key: [UInt8] = Array("concord-test-webhook-key-0123456789".utf8)
     var keyID: String { "test" }
 

@@ -69,7 +69,12 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         // Webhooks: destinations checked against webhooks.allowedHosts, secrets sealed under the webhook key.
         let policy: DestinationPolicy
         do { policy = try DestinationPolicy(allowedHosts: configuration.webhooks.allowedHosts) } catch { throw StartupError(String(describing: error)) }
-        let webhookKey = try WebhookKeyFile.resolve(configured: configuration.webhooks.secretKey, database: configuration.database, logger: logger).key
+        let (webhookKey, generatedKeyFile) = try WebhookKeyFile.resolve(configured: configuration.webhooks.secretKey, database: configuration.database,
+                                                                         logger: logger)
+        // Like a generated admin token: a key no served secret was sealed under is not kept by a failed start.
+        if let generatedKeyFile {
+            lifecycle.register("generated webhook key") { reason in if reason == .startFailed { unlink(generatedKeyFile) } }
+        }
         let wakeRelay = WebhookWakeRelay()
         var storageOptions = StorageOptions(configuration, workers: workers)
         storageOptions.webhooks = WebhookEnvironment(destinations: PolicyDestinations(policy: policy), secrets: KeyedWebhookSecrets(key: webhookKey),

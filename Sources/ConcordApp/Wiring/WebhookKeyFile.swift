@@ -27,10 +27,10 @@ enum WebhookKeyFile {
         let databasePath: String
         switch database {
         case .sqlite(let path): databasePath = path
-        case .postgres:
-            databasePath = "./data/concord.sqlite"
-            try DataDirectory.create(forDatabaseAt: databasePath)
+        case .postgres: databasePath = "./data/concord.sqlite"
         }
+        // Resolved before storage opens (the service seals with it): the directory may not exist yet.
+        try DataDirectory.create(forDatabaseAt: databasePath)
         return try self.loadOrCreate(directory: DataDirectory.path(forDatabaseAt: databasePath), logger: logger)
     }
 

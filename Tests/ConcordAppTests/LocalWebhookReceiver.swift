@@ -6,7 +6,7 @@ import Synchronization
 
 /// A webhook receiver for tests: an HTTP/1.1 listener on 127.0.0.1 that keeps every POST it gets
 /// and answers each with the status `answer` gives (204 by default).
-final class WebhookReceiver: Sendable {
+final class LocalWebhookReceiver: Sendable {
     struct Received: Sendable {
         var headers: [String: String]
         var body: [UInt8]
