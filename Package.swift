@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
         .testTarget(name: "ConcordObservabilityTests", dependencies: ["ConcordObservability"]),
         .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem"]),
-        .testTarget(name: "ConcordOutboundTests", dependencies: ["ConcordOutbound"]),
+        .testTarget(name: "ConcordOutboundTests", dependencies: ["ConcordOutbound", "CCurl"]),
         .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordStorage", "ConcordTestSupport"]),
         .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite", "ConcordTestSupport"]),
         .testTarget(
