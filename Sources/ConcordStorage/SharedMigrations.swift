@@ -5,19 +5,12 @@
 /// PostgreSQL by the `account_id` and `device_id` clients see. Identifiers on PostgreSQL are
 /// `COLLATE "C"`: the contract's order is byte order, whatever the database's default collation.
 struct SchemaDialect: Sendable {
-    /// The account key's column name, and with its type (no constraint).
-    let account: String
-    let accountColumn: String
-    /// The device key's column name, and with its type (no constraint).
-    let device: String
-    let deviceColumn: String
+    /// The account and device keys' column names, and each with its type (no constraint).
+    let account: String, accountColumn: String
+    let device: String, deviceColumn: String
     /// Column types: a whole number, free text, an identifier (compared and ordered as bytes),
     /// a flag and a time in seconds.
-    let integer: String
-    let text: String
-    let identifier: String
-    let boolean: String
-    let real: String
+    let integer: String, text: String, identifier: String, boolean: String, real: String
     /// What closes a `CREATE TABLE` (SQLite's tables keyed by their primary key have no rowid).
     let tableEnd: String
 
