@@ -7,12 +7,8 @@ import PackageDescription
 
 let package = Package(
     name: "ConcordFuzz",
-    products: [
-        .executable(name: "fuzz-http", targets: ["fuzz-http"]),
-        .executable(name: "fuzz-json", targets: ["fuzz-json"]),
-        .executable(name: "fuzz-batch", targets: ["fuzz-batch"]),
-        .executable(name: "fuzz-cloudid", targets: ["fuzz-cloudid"]),
-    ],
+    // No products: SwiftPM makes one executable per executable target of this (root) package,
+    // which is all Fuzz/run builds and runs.
     dependencies: [
         .package(name: "Concord", path: ".."),
     ],
