@@ -39,6 +39,8 @@ let package = Package(
             name: "device-sim",
             dependencies: [
                 .product(name: "ConcordJSON", package: "Concord"),
+                // SHA-256 of the synthetic photos: the server's own implementation.
+                .product(name: "ConcordDomain", package: "Concord"),
             ]
         ),
     ]

@@ -7,39 +7,36 @@ import PackageDescription
 
 let package = Package(
     name: "ConcordFuzz",
-    products: [
-        .executable(name: "fuzz-http", targets: ["fuzz-http"]),
-        .executable(name: "fuzz-json", targets: ["fuzz-json"]),
-        .executable(name: "fuzz-batch", targets: ["fuzz-batch"]),
-        .executable(name: "fuzz-cloudid", targets: ["fuzz-cloudid"]),
-    ],
+    // No products: SwiftPM makes one executable per executable target of this (root) package,
+    // which is all Fuzz/run builds and runs.
     dependencies: [
         .package(name: "Concord", path: ".."),
     ],
     targets: [
-        // The property checks' failure path (message, then abort: libFuzzer keeps the input).
-        .target(name: "FuzzSupport"),
+        // The driver every harness runs (libFuzzer's, see runFuzzer) and the property checks'
+        // failure path (message, then abort: libFuzzer keeps the input).
+        .target(name: "FuzzSupport", dependencies: ["CFuzzer"]),
         // libFuzzer's LLVMFuzzerRunDriver, declared for Swift.
         .target(name: "CFuzzer"),
         .executableTarget(
             name: "fuzz-http",
-            dependencies: ["FuzzSupport", "CFuzzer", .product(name: "ConcordHTTP", package: "Concord")]
+            dependencies: ["FuzzSupport", .product(name: "ConcordHTTP", package: "Concord")]
         ),
         .executableTarget(
             name: "fuzz-json",
-            dependencies: ["FuzzSupport", "CFuzzer", .product(name: "ConcordJSON", package: "Concord")]
+            dependencies: ["FuzzSupport", .product(name: "ConcordJSON", package: "Concord")]
         ),
         .executableTarget(
             name: "fuzz-batch",
             dependencies: [
-                "FuzzSupport", "CFuzzer",
+                "FuzzSupport",
                 .product(name: "ConcordJSON", package: "Concord"),
                 .product(name: "ConcordDomain", package: "Concord"),
             ]
         ),
         .executableTarget(
             name: "fuzz-cloudid",
-            dependencies: ["FuzzSupport", "CFuzzer", .product(name: "ConcordDomain", package: "Concord")]
+            dependencies: ["FuzzSupport", .product(name: "ConcordDomain", package: "Concord")]
         ),
     ]
 )

@@ -15,14 +15,12 @@
 # Every server, wrk and PostgreSQL share this machine's cores: only the ratios mean much.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 DURATION="${BENCH_DURATION:-8}"
 CONNECTIONS="${BENCH_CONNECTIONS:-8}"
 DEVICES="${DEVICES:-8}"
 MANIFEST_ITEMS="${MANIFEST_ITEMS:-10000}"
-BIN="$ROOT/.build/release/concord"
-WORK="$(mktemp -d /tmp/concord-pgbench.XXXXXX)"
-chmod 755 "$WORK"   # the throwaway cluster's postgres user must reach $WORK/pg
+WORK="$(new_work_dir concord-pgbench)"
 PIDS=()
 PG_DIR=""
 
@@ -35,11 +33,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
-    log "building release concord"
-    (cd "$ROOT" && swift build -c release --product concord >&2)
-fi
-[[ -x "$BIN" ]] || { log "missing $BIN"; exit 1; }
+build_concord
 
 if [[ -n "${CONCORD_BENCH_POSTGRES_URL:-}" ]]; then
     PG_ADMIN_URL="$CONCORD_BENCH_POSTGRES_URL"

@@ -6,7 +6,7 @@ scale-client.py --bin BIN --database URL --work DIR --engine sqlite|postgres [--
                 [--assets N] [--alt-assets N] [--put-assets N|auto] [--warm-batches N]
                 [--alt-requests N] [--json FILE] [--command TEXT] [--commit TEXT]
 
-Phases (see docs/benchmarks.md, "Scale scenario (issue 24)"):
+Phases (see docs/benchmarks.md, "Scale scenario"):
   1. account A: device 1 uploads N assets in parts of 10 000 at defaults; device 2 PUT /v1/library of
      as much as the default body limit takes, the rest in POST /v1/library/changes batches of 10 000;
   2. changes batches of 10 000 at the start (a fresh device 3, 0 → 50 000, then deleted) and at the end

@@ -31,16 +31,14 @@
 # when none is set. No peer: absolute figures of one shared machine; compare runs on one machine.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ASSETS="${SCALE_ASSETS:-1000000}"
 ALT_DEFAULT=$(( ASSETS * 3 / 10 )); (( ALT_DEFAULT > 300000 )) && ALT_DEFAULT=300000
 ALT="${SCALE_ALT_ASSETS:-$ALT_DEFAULT}"
 ENGINE="${SCALE_ENGINE:-sqlite}"
-BIN="$ROOT/.build/release/concord"
 RESULTS="$ROOT/Benchmarks/results"
 NAME="scale-$ENGINE${SCALE_TAG:+-$SCALE_TAG}"
-WORK="$(mktemp -d /tmp/concord-scale.XXXXXX)"
-chmod 755 "$WORK"   # the throwaway cluster's postgres user must reach $WORK/pg
+WORK="$(new_work_dir concord-scale)"
 PG_DIR=""
 CLIENT=""
 
@@ -68,11 +66,7 @@ trap 'exit 130' INT TERM
 
 case "$ENGINE" in sqlite|postgres) ;; *) log "SCALE_ENGINE must be sqlite or postgres"; exit 2 ;; esac
 
-if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
-    log "building release concord"
-    (cd "$ROOT" && swift build -c release --product concord >&2)
-fi
-[[ -x "$BIN" ]] || { log "missing $BIN"; exit 1; }
+build_concord
 
 # Background saves of settled accounts' index snapshots every 5 s (the default is 60): step 4c
 # waits for one before its crash.

@@ -10,14 +10,12 @@
 # No peer: these are absolute figures of one machine, shared and noisy; compare runs on one machine.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ASSETS="${SCALE_ASSETS:-1000000}"
 PART="${SCALE_PART:-10000}"
 PUT_ASSETS="${SCALE_PUT_ASSETS:-300000}"
 ENGINE="${SCALE_ENGINE:-sqlite}"
-BIN="$ROOT/.build/release/concord"
-WORK="$(mktemp -d /tmp/concord-scale.XXXXXX)"
-chmod 755 "$WORK"
+WORK="$(new_work_dir concord-scale)"
 ADMIN="scale-admin-token-0123456789abcdef0123456789"
 PID=""
 PG_DIR=""
@@ -30,10 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
-    log "building release concord"
-    (cd "$ROOT" && swift build -c release --product concord >&2)
-fi
+build_concord
 
 if [[ "$ENGINE" == postgres ]]; then
     PG_DIR="$WORK/pg"; mkdir -p "$PG_DIR"

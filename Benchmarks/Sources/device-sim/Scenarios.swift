@@ -6,6 +6,21 @@ import Foundation
 
 func f(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 
+/// The warm rounds of one direction: Concord, then the peer's echo of the very same request bytes,
+/// `s.rounds` times in turn, so that a burst of load from elsewhere on the machine hits both.
+func warmRounds(_ direction: String, _ requests: [RawRequest], _ s: Settings) throws -> (concord: LoadResult, echo: LoadResult) {
+    var concord = LoadResult(), echo = LoadResult()
+    for round in 1...s.rounds {
+        log("warm \(direction) round \(round)/\(s.rounds): Concord \(f(s.seconds, 0))s")
+        concord.merge(try runLoad(port: s.port, clients: s.clients, requests: requests, duration: s.seconds, server: s.server))
+        if let peerPort = s.peerPort {
+            log("warm \(direction) round \(round)/\(s.rounds): peer echo \(f(s.seconds, 0))s")
+            echo.merge(try runLoad(port: peerPort, clients: s.clients, requests: requests, duration: s.seconds, server: s.peer))
+        }
+    }
+    return (concord, echo)
+}
+
 func parseObject(_ bytes: [UInt8]) throws -> JSONObject {
     guard case .object(let object) = try JSONValue.parse(bytes) else { throw ClientError(description: "answer is not a JSON object") }
     return object
@@ -147,16 +162,7 @@ func mappingScenario(_ s: Settings) throws {
         }
     }
 
-    // Warm, interleaved with the peer's echo of the very same request bytes.
-    var warm = LoadResult(), echo = LoadResult()
-    for round in 1...s.rounds {
-        log("warm local→cloud round \(round)/\(s.rounds): Concord \(f(s.seconds, 0))s")
-        warm.merge(try runLoad(port: s.port, clients: s.clients, requests: l2c, duration: s.seconds, server: s.server))
-        if let peerPort = s.peerPort {
-            log("warm local→cloud round \(round)/\(s.rounds): peer echo \(f(s.seconds, 0))s")
-            echo.merge(try runLoad(port: peerPort, clients: s.clients, requests: l2c, duration: s.seconds, server: s.peer))
-        }
-    }
+    let (warm, echo) = try warmRounds("local→cloud", l2c, s)
 
     // Cloud → local on device 2 with device 1's identifiers: the first pass resolves by content and stores links.
     let c2l = stride(from: 0, to: cloudIDs.count, by: s.batch).map { start in
@@ -171,16 +177,7 @@ func mappingScenario(_ s: Settings) throws {
             backOutcomes[m.found != nil ? "found" : (m.error ?? "?"), default: 0] += 1
         }
     }
-    // Warm, interleaved with the peer's echo of the very same request bytes (issue 24: both directions).
-    var warmBack = LoadResult(), echoBack = LoadResult()
-    for round in 1...s.rounds {
-        log("warm cloud→local round \(round)/\(s.rounds): \(f(s.seconds, 0))s")
-        warmBack.merge(try runLoad(port: s.port, clients: s.clients, requests: c2l, duration: s.seconds, server: s.server))
-        if let peerPort = s.peerPort {
-            log("warm cloud→local round \(round)/\(s.rounds): peer echo \(f(s.seconds, 0))s")
-            echoBack.merge(try runLoad(port: peerPort, clients: s.clients, requests: c2l, duration: s.seconds, server: s.peer))
-        }
-    }
+    let (warmBack, echoBack) = try warmRounds("cloud→local", c2l, s)
 
     // Change feed on device 3: small changes (10 favourites toggled each), then the feed read in pages.
     let feedDevice = min(2, s.devices - 1)

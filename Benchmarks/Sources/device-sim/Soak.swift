@@ -33,6 +33,7 @@ import Glibc
 import ConcordJSON
 import Foundation
 import Synchronization
+import struct ConcordDomain.SHA256
 
 // MARK: - Settings
 
@@ -302,16 +303,29 @@ final class SoakWorker {
         }
     }
 
+    /// One mapping batch through an instance picked at random, counted as `operation`: the
+    /// instance and the answer's items, or nil when there was no answer (counted by `exchange`) or
+    /// it does not hold one item per identifier asked (counted here).
+    func mapBatch(_ asked: [String], localToCloud: Bool, operation: String) -> (Int, [(String, found: String?, error: String?)])? {
+        let direction = localToCloud ? "local→cloud" : "cloud→local"
+        let inst = self.instance()
+        let request = localToCloud
+            ? RawRequest("POST", "/v1/library/cloud-identifiers", token: self.token, body: identifiersBody("localIdentifiers", asked[...]))
+            : RawRequest("POST", "/v1/library/local-identifiers", token: self.token, body: identifiersBody("cloudIdentifiers", asked[...]))
+        guard let answer = self.client.exchange(inst, request, what: direction) else { return nil }
+        self.stats.operation(operation)
+        let (askedKey, foundKey) = localToCloud ? ("localIdentifier", "cloudIdentifier") : ("cloudIdentifier", "localIdentifier")
+        guard let items = try? mappings(answer.body, askedKey: askedKey, foundKey: foundKey), items.count == asked.count else {
+            self.stats.contradiction(inst, "\(direction) answer unreadable", String(decoding: answer.body.prefix(200), as: UTF8.self))
+            return nil
+        }
+        return (inst, items)
+    }
+
     // Local → cloud: every identifier maps, to the record it mapped to before.
     func localToCloud() {
         let asked = self.pick(100)
-        let inst = self.instance()
-        let request = RawRequest("POST", "/v1/library/cloud-identifiers", token: self.token, body: identifiersBody("localIdentifiers", asked[...]))
-        guard let answer = self.client.exchange(inst, request, what: "local→cloud") else { return }
-        self.stats.operation("local→cloud batches (100 ids)")
-        guard let items = try? mappings(answer.body, askedKey: "localIdentifier", foundKey: "cloudIdentifier"), items.count == asked.count else {
-            self.stats.contradiction(inst, "local→cloud answer unreadable", String(decoding: answer.body.prefix(200), as: UTF8.self)); return
-        }
+        guard let (inst, items) = self.mapBatch(asked, localToCloud: true, operation: "local→cloud batches (100 ids)") else { return }
         var fresh: [String] = []
         for (i, item) in items.enumerated() {
             guard item.0 == asked[i], let cloud = item.found else {
@@ -336,13 +350,7 @@ final class SoakWorker {
         let others = self.account.sample(50, &self.rng)
         let asked = own + others
         guard !asked.isEmpty else { return }
-        let inst = self.instance()
-        let request = RawRequest("POST", "/v1/library/local-identifiers", token: self.token, body: identifiersBody("cloudIdentifiers", asked[...]))
-        guard let answer = self.client.exchange(inst, request, what: "cloud→local") else { return }
-        self.stats.operation("cloud→local batches (≤ 100 ids)")
-        guard let items = try? mappings(answer.body, askedKey: "cloudIdentifier", foundKey: "localIdentifier"), items.count == asked.count else {
-            self.stats.contradiction(inst, "cloud→local answer unreadable", String(decoding: answer.body.prefix(200), as: UTF8.self)); return
-        }
+        guard let (inst, items) = self.mapBatch(asked, localToCloud: false, operation: "cloud→local batches (≤ 100 ids)") else { return }
         for (i, local) in linked.enumerated() where items[i].found != local {
             self.stats.contradiction(inst, "cloud→local: own identifier not back to its object",
                                      "\(own[i]) → \(items[i].found ?? items[i].error ?? "?"), expected \(local)")

@@ -1,4 +1,3 @@
-import CFuzzer
 import ConcordJSON
 import FuzzSupport
 
@@ -104,11 +103,6 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     return 0
 }
 
-// The entry point SwiftPM links as `main` on Linux (`--defsym main=<module>_main`): libFuzzer's
-// driver with this file's LLVMFuzzerTestOneInput.
+// The entry point SwiftPM links as `main` (see FuzzSupport's runFuzzer).
 @_cdecl("fuzz_json_main")
-func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzJSON(data, size) }
-}
+func fuzzMain(_ argc: Int32, _ argv: FuzzArguments) -> Int32 { runFuzzer(argc, argv, testOneInput: fuzzJSON) }

@@ -64,16 +64,7 @@ enum PostgresMigrations {
             account_id text COLLATE "C" NOT NULL,
             device_id text COLLATE "C" NOT NULL,
             local_id text COLLATE "C" NOT NULL,
-            type bigint NOT NULL,
-            fingerprint text COLLATE "C" NOT NULL,
-            media_type text NOT NULL,
-            creation_date text,
-            modification_date text,
-            has_adjustments boolean NOT NULL,
-            is_favorite boolean NOT NULL,
-            title text,
-            members text NOT NULL,
-            app_created boolean NOT NULL,
+        \(SchemaDialect.postgres.objectColumns)
             record_guid text COLLATE "C",
             PRIMARY KEY (account_id, device_id, local_id)
         );
@@ -92,9 +83,9 @@ enum PostgresMigrations {
         );
         CREATE INDEX changes_by_time ON changes (account_id, device_id, created_at, seq);
         """),
-        Self.journals,
-        // Migration 3: the account's mapping version (see the SQLite migration 3).
-        (3, "ALTER TABLE accounts ADD COLUMN mapping_version bigint NOT NULL DEFAULT 0;"),
+        // Migrations 2, 3 and 7 to 10 are the same on both engines: SharedMigrations.swift.
+        SharedMigrations.journals(.postgres),
+        SharedMigrations.mappingVersion(.postgres),
         // Migration 4: when each token was issued and last used (as SQLite's migration 4).
         (4, """
         ALTER TABLE tokens ADD COLUMN created_at double precision;
@@ -135,62 +126,10 @@ enum PostgresMigrations {
         );
         CREATE INDEX record_keys_by_key ON record_keys (account_id, type, key_a);
         """),
-        // Migration 7: device successors (as SQLite's migration 7).
-        (7, """
-        ALTER TABLE devices ADD COLUMN replaces text COLLATE "C";
-        ALTER TABLE devices ADD COLUMN replaced_by text COLLATE "C";
-        """),
-        // Migration 8: uploads in parts (issue 24, API.md §4), as on SQLite.
-        (8, """
-        CREATE TABLE uploads (
-            account_id text COLLATE "C" NOT NULL,
-            upload_id text COLLATE "C" NOT NULL,
-            device_id text COLLATE "C" NOT NULL,
-            touched_at double precision NOT NULL,
-            PRIMARY KEY (account_id, upload_id)
-        );
-        CREATE INDEX uploads_by_device ON uploads (account_id, device_id);
-        CREATE TABLE upload_parts (
-            account_id text COLLATE "C" NOT NULL,
-            upload_id text COLLATE "C" NOT NULL,
-            part bigint NOT NULL,
-            objects bigint NOT NULL,
-            PRIMARY KEY (account_id, upload_id, part)
-        );
-        CREATE TABLE upload_objects (
-            account_id text COLLATE "C" NOT NULL,
-            upload_id text COLLATE "C" NOT NULL,
-            local_id text COLLATE "C" NOT NULL,
-            part bigint NOT NULL,
-            type bigint NOT NULL,
-            fingerprint text COLLATE "C" NOT NULL,
-            media_type text NOT NULL,
-            creation_date text,
-            modification_date text,
-            has_adjustments boolean NOT NULL,
-            is_favorite boolean NOT NULL,
-            title text,
-            members text NOT NULL,
-            app_created boolean NOT NULL,
-            pk_identifier text COLLATE "C",
-            PRIMARY KEY (account_id, upload_id, local_id, part)
-        );
-        CREATE INDEX upload_objects_by_part ON upload_objects (account_id, upload_id, part);
-        """),
-        // Migration 9: a smaller database (as SQLite's migration 9): one unique index for links in
-        // place of two, albums and folders only in objects_by_type (assets page through the primary
-        // key), objects with a fingerprint only in objects_by_content.
-        (9, """
-        DROP INDEX objects_by_record;
-        DROP INDEX objects_by_link;
-        CREATE UNIQUE INDEX objects_by_link ON objects (account_id, record_guid, device_id) WHERE record_guid IS NOT NULL;
-        DROP INDEX objects_by_type;
-        CREATE INDEX objects_by_type ON objects (account_id, device_id, type, local_id) WHERE type <> 1;
-        DROP INDEX objects_by_content;
-        CREATE INDEX objects_by_content ON objects (account_id, device_id, type, fingerprint, local_id) WHERE fingerprint <> '';
-        """),
-        // Migration 10: the ID of the account's mapping index snapshot (as SQLite's migration 10).
-        (10, "ALTER TABLE accounts ADD COLUMN index_snapshot text;"),
+        SharedMigrations.deviceSuccessors(.postgres),
+        SharedMigrations.uploads(.postgres),
+        SharedMigrations.smallerObjectIndexes(.postgres),
+        SharedMigrations.indexSnapshot(.postgres),
         // Migration 11: webhooks, their events (the outbox) and the deliveries log (WebhookSchema).
         (11, WebhookSchema.postgres),
     ]

@@ -65,16 +65,7 @@ enum SQLiteMigrations {
             account_key INTEGER NOT NULL,
             device_key INTEGER NOT NULL,
             local_id TEXT NOT NULL,
-            type INTEGER NOT NULL,
-            fingerprint TEXT NOT NULL,
-            media_type TEXT NOT NULL,
-            creation_date TEXT,
-            modification_date TEXT,
-            has_adjustments INTEGER NOT NULL,
-            is_favorite INTEGER NOT NULL,
-            title TEXT,
-            members TEXT NOT NULL,
-            app_created INTEGER NOT NULL,
+        \(SchemaDialect.sqlite.objectColumns)
             record_guid TEXT,
             PRIMARY KEY (account_key, device_key, local_id)
         ) WITHOUT ROWID;
@@ -93,20 +84,18 @@ enum SQLiteMigrations {
         ) WITHOUT ROWID;
         CREATE INDEX changes_by_time ON changes (account_key, device_key, created_at, seq);
         """),
-        SQLiteMigrations.journals,
-        // Migration 3: the account's mapping version, bumped by every write transaction that changes
-        // its objects, links, records or devices; an in-memory mapping index remembers the version it
-        // reflects (ConcordDomain/MappingIndex).
-        (3, "ALTER TABLE accounts ADD COLUMN mapping_version INTEGER NOT NULL DEFAULT 0;"),
-        // Migration 4: when each token was issued and last used (issue 12: tokens can be rotated
-        // and revoked; the device list shows both). Tokens issued before it date from their owner.
+        // Migrations 2, 3 and 7 to 10 are the same on both engines: SharedMigrations.swift.
+        SharedMigrations.journals(.sqlite),
+        SharedMigrations.mappingVersion(.sqlite),
+        // Migration 4: when each token was issued and last used (tokens can be rotated and
+        // revoked; the device list shows both). Tokens issued before it date from their owner.
         (4, """
         ALTER TABLE tokens ADD COLUMN created_at REAL;
         ALTER TABLE tokens ADD COLUMN last_used_at REAL;
         UPDATE tokens SET created_at = (SELECT a.created_at FROM accounts a WHERE a.account_key = tokens.account_key) WHERE kind = 1;
         UPDATE tokens SET created_at = (SELECT d.created_at FROM devices d WHERE d.account_key = tokens.account_key AND d.device_key = tokens.device_key) WHERE kind = 2;
         """),
-        // Migration 5: idempotency keys of POST requests (issue 13), per token (its hash), with the
+        // Migration 5: idempotency keys of POST requests, per token (its hash), with the
         // request's fingerprint, its first answer (NULL while it runs), whether its write committed
         // (set inside that write) and the process that claimed it; deleted with their account.
         (5, """
@@ -124,7 +113,7 @@ enum SQLiteMigrations {
         CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
         CREATE INDEX idempotency_keys_account ON idempotency_keys (account_key);
         """),
-        // Migration 6: keys and optional fingerprints (issue 21, API.md §2, §5). An object keeps the
+        // Migration 6: keys and optional fingerprints. An object keeps the
         // photoKitCloudIdentifier it was sent and its key's A (key_a; the key is (type, key_a)); ''
         // is the fingerprint of an object or record that has none (valid ones are 22 to 86
         // characters). creation_second is creationDate in whole seconds, for the wanted rule. A
@@ -146,77 +135,11 @@ enum SQLiteMigrations {
         ) WITHOUT ROWID;
         CREATE INDEX record_keys_by_key ON record_keys (account_key, type, key_a);
         """),
-        // Migration 7: device successors (issue 22, API.md §3): the device ID each device took over
-        // from (cleared when that one is deleted), and the one that took over from it.
-        (7, """
-        ALTER TABLE devices ADD COLUMN replaces TEXT;
-        ALTER TABLE devices ADD COLUMN replaced_by TEXT;
-        """),
-        // Migration 8: uploads in parts (issue 24, API.md §4). An upload belongs to one device and
-        // expires a day after touched_at; its parts' objects have the columns of `objects`, keyed so
-        // that the commit reads them in local identifier order and finds one held by two parts.
-        (8, """
-        CREATE TABLE uploads (
-            account_key INTEGER NOT NULL,
-            upload_id TEXT NOT NULL,
-            device_key INTEGER NOT NULL,
-            touched_at REAL NOT NULL,
-            PRIMARY KEY (account_key, upload_id)
-        ) WITHOUT ROWID;
-        CREATE INDEX uploads_by_device ON uploads (account_key, device_key);
-        CREATE TABLE upload_parts (
-            account_key INTEGER NOT NULL,
-            upload_id TEXT NOT NULL,
-            part INTEGER NOT NULL,
-            objects INTEGER NOT NULL,
-            PRIMARY KEY (account_key, upload_id, part)
-        ) WITHOUT ROWID;
-        CREATE TABLE upload_objects (
-            account_key INTEGER NOT NULL,
-            upload_id TEXT NOT NULL,
-            local_id TEXT NOT NULL,
-            part INTEGER NOT NULL,
-            type INTEGER NOT NULL,
-            fingerprint TEXT NOT NULL,
-            media_type TEXT NOT NULL,
-            creation_date TEXT,
-            modification_date TEXT,
-            has_adjustments INTEGER NOT NULL,
-            is_favorite INTEGER NOT NULL,
-            title TEXT,
-            members TEXT NOT NULL,
-            app_created INTEGER NOT NULL,
-            pk_identifier TEXT,
-            PRIMARY KEY (account_key, upload_id, local_id, part)
-        ) WITHOUT ROWID;
-        CREATE INDEX upload_objects_by_part ON upload_objects (account_key, upload_id, part);
-        """),
-        // Migration 9: a smaller database (issue 24, docs/scaling.md "Storage layout and database
-        // size"). Three of the five secondary indexes of `objects` held an entry per object that no
-        // query needed:
-        // - objects_by_record (account, device, record_guid) and objects_by_link (account,
-        //   record_guid) indexed every link twice: one unique index (account, record_guid, device)
-        //   answers both (a record's link on one device, its links on every device) and keeps "a
-        //   record links to at most one object per device".
-        // - objects_by_type indexed every asset for the paged listing by type: assets are most of a
-        //   library, so they page through the primary key (in local identifier order already) and
-        //   only albums and folders (type <> 1) keep an index, which the album scan of a deleting
-        //   change batch needs.
-        // - objects_by_content indexed objects without a fingerprint under '' (a library uploaded
-        //   before hashing is mostly such): lookups by content are by non-empty fingerprints only.
-        (9, """
-        DROP INDEX objects_by_record;
-        DROP INDEX objects_by_link;
-        CREATE UNIQUE INDEX objects_by_link ON objects (account_key, record_guid, device_key) WHERE record_guid IS NOT NULL;
-        DROP INDEX objects_by_type;
-        CREATE INDEX objects_by_type ON objects (account_key, device_key, type, local_id) WHERE type <> 1;
-        DROP INDEX objects_by_content;
-        CREATE INDEX objects_by_content ON objects (account_key, device_key, type, fingerprint, local_id) WHERE fingerprint <> '';
-        """),
-        // Migration 10: the ID of the account's mapping index snapshot (issue 24,
-        // ConcordDomain/MappingIndex/IndexSnapshot.swift), recorded at the mapping version it reflects.
-        (10, "ALTER TABLE accounts ADD COLUMN index_snapshot TEXT;"),
-        // Migration 11: record GUIDs and fingerprints in their binary form (issue 24, CompactText.swift):
+        SharedMigrations.deviceSuccessors(.sqlite),
+        SharedMigrations.uploads(.sqlite),
+        SharedMigrations.smallerObjectIndexes(.sqlite),
+        SharedMigrations.indexSnapshot(.sqlite),
+        // Migration 11: record GUIDs and fingerprints in their binary form (CompactText.swift):
         // an upper-case UUID as 16 bytes, a canonical base64url fingerprint as the bytes it encodes,
         // in `records`, `record_keys` and `objects` and so in every index holding them; any other
         // text stays as it is. Each converted row is rewritten once, in this one transaction. The
@@ -234,7 +157,7 @@ enum SQLiteMigrations {
         CREATE UNIQUE INDEX objects_by_link ON objects (account_key, record_guid, device_key) WHERE record_guid IS NOT NULL;
         """),
         // Migration 12: the content indexes hold the first 4 bytes of a fingerprint, not all of it
-        // (issue 24, docs/scaling.md): lookups by content compare that prefix in the index and the
+        // (docs/scaling.md): lookups by content compare that prefix in the index and the
         // whole fingerprint in the row, which they read anyway (objects) or read by primary key
         // (records). Of a device's million SHA-256 fingerprints, another shares a given 4-byte
         // prefix with odds of 1 in 4 000; a text one (not canonical base64url) is cut at 4
@@ -259,7 +182,7 @@ enum SQLiteMigrations {
             creation_date = concord_date(creation_date), modification_date = concord_date(modification_date);
         """),
         // Migration 15: records lose created_at, which nothing read: a record's GUID (a version 7
-        // UUID since stop 22) carries the time it was made, and created_order gives "the oldest".
+        // UUID) carries the time it was made, and created_order gives "the oldest".
         (15, "ALTER TABLE records DROP COLUMN created_at;"),
         // Migration 16: webhooks, their events (the outbox) and the deliveries log (WebhookSchema).
         (16, WebhookSchema.sqlite),
