@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 
 /// A webhook receiver for tests: an HTTP/1.1 listener on 127.0.0.1 that keeps every POST it gets
-/// and answers each with the status `answer` gives (204 by default).
+/// and answers each with the status `answer` gives (204 by default; 0: never answers).
 final class LocalWebhookReceiver: Sendable {
     struct Received: Sendable {
         var headers: [String: String]
@@ -89,6 +89,11 @@ final class LocalWebhookReceiver: Sendable {
             }
             self.received.withLock { $0.append(Received(headers: headers, body: Array(buffer[(end + 4)..<(end + 4 + length)]))) }
             let (status, extra) = self.answer.withLock { $0 }
+            // Status 0: hang (the connection stays open, unanswered, until the receiver stops).
+            if status == 0 {
+                while !self.stopped.load(ordering: .relaxed) { usleep(20_000) }
+                return
+            }
             let response = "HTTP/1.1 \(status) X\r\nContent-Length: 0\r\nConnection: close\r\n\(extra)\r\n"
             _ = response.withCString { write(client, $0, strlen($0)) }
             return
