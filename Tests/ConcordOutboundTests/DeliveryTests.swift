@@ -212,6 +212,7 @@ import Testing
         let sender = WebhookSender(policy: Self.loopbackPolicy, userAgent: "Concord/test")
         let result = sender.send(try Self.request("https://127.0.0.1:\(port)/"))
         #expect(result.error == .tlsFailure, "\(String(describing: result.detail))")
+        #expect(result.detail?.contains("certificate") == true, "refused for its certificate: \(String(describing: result.detail))")
     }
 
     static func run(_ arguments: [String]) throws -> Int32 {
