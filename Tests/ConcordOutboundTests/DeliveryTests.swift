@@ -166,6 +166,84 @@ import Testing
         #expect(receiver.connections == 1)
     }
 
+    @Test func unknownHostIsDNSFailure() throws {
+        // `.invalid` never resolves (RFC 2606).
+        let policy = try DestinationPolicy(allowedHosts: [])
+        let sender = WebhookSender(policy: policy, userAgent: "Concord/test")
+        #expect(sender.send(try Self.request("https://no-such-host.invalid/", policy: policy)).error == .dnsFailure)
+    }
+
+    /// Proxy settings in the environment are ignored: the POST goes straight to the receiver. In a
+    /// child process, so that changing the environment cannot disturb other tests.
+    @Test func environmentProxiesAreIgnored() async {
+        await #expect(processExitsWith: .success) {
+            for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] {
+                setenv(name, "http://127.0.0.1:9", 1)
+            }
+            guard let (result, receiver) = try? DeliveryTests.send(DeliveryTests.answer("HTTP/1.1 204 No Content\r\n\r\n")) else { exit(10) }
+            exit(result.status == 204 && result.error == nil && receiver.connections == 1 ? 0 : 11)
+        }
+    }
+
+    /// The chain is verified: a self-signed certificate (`openssl s_server`) fails as tlsFailure.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs /usr/bin/openssl"))
+    func selfSignedCertificateIsTLSFailure() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbound-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("key.pem").path, certificate = directory.appendingPathComponent("cert.pem").path
+        let made = try Self.run(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                                 "-keyout", key, "-out", certificate, "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1"])
+        try #require(made == 0, "openssl req")
+        // A free port: bind one, let it go, hand it to s_server.
+        let probe = try LocalReceiver(.hang)
+        let port = probe.port
+        probe.stop()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet"]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        // SIGKILL: the child may inherit a mask blocking SIGTERM from the test runner.
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        try #require(Self.waitUntilListening(port: port), "s_server listens")
+
+        let sender = WebhookSender(policy: Self.loopbackPolicy, userAgent: "Concord/test")
+        let result = sender.send(try Self.request("https://127.0.0.1:\(port)/"))
+        #expect(result.error == .tlsFailure, "\(String(describing: result.detail))")
+        #expect(result.detail?.contains("certificate") == true, "refused for its certificate: \(String(describing: result.detail))")
+    }
+
+    static func run(_ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Whether something accepts on 127.0.0.1:port within 20 s.
+    static func waitUntilListening(port: Int) -> Bool {
+        for _ in 0..<200 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if connected == 0 { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
     @Test func manyThreadsAtOnce() throws {
         let receiver = try LocalReceiver(Self.answer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
         defer { receiver.stop() }
