@@ -169,6 +169,46 @@ struct PostgresFaultTests {
         return ((status & 0x7F) == 0 && (status >> 8) & 0xFF == 0, text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
+    /// Webhook deliveries hold while PostgreSQL is down and resume after it, without a restart: a
+    /// retry that fell due during the outage is made once it is back.
+    @Test func webhookDeliveriesHoldDuringAnOutageAndResume() throws {
+        let clusterDirectory = NSTemporaryDirectory() + "concord-fault-" + UUID().uuidString
+        let (created, url) = try self.control(["init", clusterDirectory], directory: clusterDirectory)
+        try #require(created, "cannot create a cluster: \(url)")
+        defer { _ = try? self.control(["destroy"], directory: clusterDirectory) }
+        let receiver = try LocalWebhookReceiver()
+        defer { receiver.stop() }
+        var configuration = testServerConfiguration(.postgres(url: url))
+        configuration.webhooks.allowedHosts = ["127.0.0.1"]
+        configuration.webhooks.secretKey = String(repeating: "cd", count: 32)
+        configuration.webhooks.settings.retrySchedule = [2, 2, 2]
+        let app = try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in }))
+        defer { app.shutdown() }
+        let port = app.port
+        let accountToken = try #require(try send(port, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Fault"}"#)["accountToken"]?.stringValue)
+        let hook = try send(port, "POST", "/v1/account/webhooks", token: accountToken,
+                            body: #"{"url":"http://127.0.0.1:\#(receiver.port)/","events":["library.changed"]}"#)
+        try #require(hook.status == 201, "\(hook.raw.body)")
+        let device = try #require(try send(port, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
+        receiver.answer.withLock { $0 = (500, "") }
+        let write = try send(port, "POST", "/v1/library/changes", token: device,
+                             body: #"{"assets":{"upsert":[{"localIdentifier":"a","fingerprint":"\#(fingerprint(1))"}]}}"#)
+        let token = try #require(write["changeToken"]?.stringValue)
+        try #require(receiver.wait { $0.type == "library.changed" }.count >= 1)
+
+        let (stopped, stopOutput) = try self.control(["stop"], directory: clusterDirectory)
+        try #require(stopped, "pg_ctl stop: \(stopOutput)")
+        receiver.answer.withLock { $0 = (204, "") }
+        let before = receiver.all.count
+        usleep(4_000_000)   // the retry falls due while the database is down: nothing can be claimed
+        #expect(receiver.all.count <= before + 1)
+        let (started, startOutput) = try self.control(["start"], directory: clusterDirectory)
+        try #require(started, "pg_ctl start: \(startOutput)")
+        let delivered = receiver.wait(seconds: 30) { $0.type == "library.changed" && $0.headers["webhook-id"] != nil }
+            .filter { $0.data?["changeToken"] as? String == token }
+        #expect(delivered.count >= 2)
+    }
+
     @Test func postgresGoingAwayAnswers503ThenRecoversWithoutRestartAndLosesNothing() throws {
         let clusterDirectory = NSTemporaryDirectory() + "concord-fault-" + UUID().uuidString
         let (created, url) = try self.control(["init", clusterDirectory], directory: clusterDirectory)

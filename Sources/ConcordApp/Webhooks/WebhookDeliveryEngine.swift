@@ -191,19 +191,33 @@ final class WebhookDeliveryEngine: Sendable {
         return outcome
     }
 
+    /// Records the outcome, retrying each second while storage is unavailable and the claim's lease
+    /// lasts (after it, the attempt is another instance's to release as interrupted).
     private func recordOutcome(_ plan: WebhookAttemptPlan, _ outcome: WebhookAttemptOutcome) {
-        do {
-            guard let result = try self.delivery.record(plan, outcome), let reason = result.disabled else { return }
-            self.metrics.disabled(reason: reason.rawValue).increment()
-            var metadata: LogMetadata = ["audit": .bool(true), "scope": .string(result.accountID == nil ? "server" : "account"),
-                                         "webhookID": .string(result.webhookID), "reason": .string(reason.rawValue),
-                                         "destination": .string(result.origin)]
-            if let account = result.accountID { metadata["accountID"] = .string(account) }
-            self.logger.notice("webhook disabled", metadata: metadata)
-        } catch {
-            // The claim stays until its lease runs out; the attempt is then recorded as interrupted.
-            self.logger.warning("recording a webhook attempt failed", metadata: ["eventID": .string(plan.event.eventID), "error": .string(error.message)])
+        let until = (plan.event.leaseUntil ?? 0) - 1
+        while true {
+            do {
+                try self.recordOnce(plan, outcome)
+                return
+            } catch {
+                guard Date().timeIntervalSince1970 + 1 < until, self.state.withLock({ $0.running }) else {
+                    // The claim stays until its lease runs out; the attempt is then recorded as interrupted.
+                    self.logger.warning("recording a webhook attempt failed", metadata: ["eventID": .string(plan.event.eventID), "error": .string(error.message)])
+                    return
+                }
+                usleep(1_000_000)
+            }
         }
+    }
+
+    private func recordOnce(_ plan: WebhookAttemptPlan, _ outcome: WebhookAttemptOutcome) throws(DomainError) {
+        guard let result = try self.delivery.record(plan, outcome), let reason = result.disabled else { return }
+        self.metrics.disabled(reason: reason.rawValue).increment()
+        var metadata: LogMetadata = ["audit": .bool(true), "scope": .string(result.accountID == nil ? "server" : "account"),
+                                     "webhookID": .string(result.webhookID), "reason": .string(reason.rawValue),
+                                     "destination": .string(result.origin)]
+        if let account = result.accountID { metadata["accountID"] = .string(account) }
+        self.logger.notice("webhook disabled", metadata: metadata)
     }
 
     /// `POST …/ping`: one attempt now, answered with its outcome.
