@@ -11,7 +11,7 @@ private struct AnyDestination: WebhookDestinationChecking {
 
 /// Secrets sealed under a fixed key, as the app's keeper does.
 private struct FixedKeySecrets: WebhookSecretKeeping {
-    let key = WebhookKey(bytes: [UInt8](repeating: 7, count: 32))!
+    var key = WebhookKey(bytes: [UInt8](repeating: 7, count: 32))!
     var keyID: String { self.key.keyID }
     func newSecret() -> String { WebhookSecret.generate().text }
     func seal(_ secret: String, webhookID: String, serial: Int64) -> [UInt8] {
@@ -264,6 +264,21 @@ private func token(_ view: DeliveryView) -> String? {
         // The receiver never answered for the dead instance: its late outcome is not recorded.
         try w.answer(plan, status: 200)
         #expect(try w.service.webhooks.delivery(.account(w.accountID), id: hook, eventID: plan.event.eventID).event.status == .pending)
+    }
+
+    @Test(arguments: TestEngine.available) func anInstanceWithoutTheWebhookKeyClaimsNothing(_ engine: TestEngine) throws {
+        let w = try WebhookEnv(engine)
+        _ = try w.webhook(["library.changed"])
+        _ = try w.write(try w.device(), 1)
+        let clock = w.clock
+        let other = try ConcordService(store: try w.env.database.openAnotherStore(), clock: { clock.now },
+                                       webhooks: WebhookEnvironment(destinations: AnyDestination(),
+                                                                    secrets: FixedKeySecrets(key: WebhookKey(bytes: [UInt8](repeating: 9, count: 32))!),
+                                                                    settings: WebhookSettings()))
+        let stranger = WebhookDelivery(other)
+        #expect(try stranger.claim(owner: "stranger", limit: 64).isEmpty)
+        #expect(try stranger.foreignKeyIDs() == [FixedKeySecrets().keyID])
+        #expect(try w.claim().count == 1)
     }
 
     /// The retry schedule: the n-th failure waits `schedule[n-1]` seconds, 0–20 % longer, or until
