@@ -60,9 +60,6 @@ public final class ConcordService: Sendable {
     /// Limits and retention.
     public var configuration: DomainConfiguration { self.core.configuration }
 
-    /// Webhook events coalesced so far (for metrics).
-    public var webhookCoalescedTotal: Int { self.core.webhookCounters.coalescedTotal }
-
     /// The in-memory mapping index (nil when turned off), for its metrics.
     public var mappingIndex: MappingIndex? { self.core.index }
 
@@ -108,8 +105,6 @@ public final class ServiceCore: Sendable {
     public let index: MappingIndex?
     /// Writes tokens' last use off the request path.
     let lastUse = TokenLastUse()
-    /// Counts of the webhook outbox, for metrics.
-    public let webhookCounters = WebhookCounters()
     /// Destination checks, secret sealing and settings of webhooks; nil: webhooks are not served.
     let webhookEnvironment: WebhookEnvironment?
 

@@ -48,9 +48,6 @@ final class WebhookDeliveryEngine: Sendable {
         metrics.gauge("concord_webhook_events_due", help: "Webhook events due now (pending, of enabled webhooks).") { [delivery] in
             Double((try? delivery.dueCount()) ?? 0)
         }
-        metrics.gauge("concord_webhook_coalesced_total", help: "Webhook events that took a newer change in place, or were superseded by one.") {
-            Double(service.webhookCoalescedTotal)
-        }
     }
 
     func start() {

@@ -76,9 +76,11 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             lifecycle.register("generated webhook key") { reason in if reason == .startFailed { unlink(generatedKeyFile) } }
         }
         let wakeRelay = WebhookWakeRelay()
+        let coalesced = metrics.counter("concord_webhook_coalesced_total", help: "Webhook events that took a newer change in place, or were superseded by one.")
         var storageOptions = StorageOptions(configuration, workers: workers)
         storageOptions.webhooks = WebhookEnvironment(destinations: PolicyDestinations(policy: policy), secrets: KeyedWebhookSecrets(key: webhookKey),
-                                                     settings: configuration.webhooks.settings, wake: { wakeRelay.fire() })
+                                                     settings: configuration.webhooks.settings, wake: { wakeRelay.fire() },
+                                                     coalesced: { coalesced.increment() })
         let storage = try lifecycle.start("storage", { () throws(StartupError) in try StorageHook.open(storageOptions) }) { storage, reason in
             let unfinished = shutdown.unfinished.load(ordering: .relaxed)
             guard reason == .startFailed || unfinished == 0 else {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// What a webhook URL's destination turned out to be (checked by the app: resolving is I/O).
 public enum WebhookDestinationVerdict: Sendable, Equatable {
@@ -33,21 +32,15 @@ public struct WebhookEnvironment: Sendable {
     public var secrets: any WebhookSecretKeeping
     public var settings: WebhookSettings
     public var wake: @Sendable () -> Void
+    /// Told of each event that took a newer change in place or was superseded by one (a metric).
+    public var coalesced: @Sendable () -> Void
 
     public init(destinations: any WebhookDestinationChecking, secrets: any WebhookSecretKeeping, settings: WebhookSettings,
-                wake: @escaping @Sendable () -> Void = {}) {
+                wake: @escaping @Sendable () -> Void = {}, coalesced: @escaping @Sendable () -> Void = {}) {
         self.destinations = destinations
         self.secrets = secrets
         self.settings = settings
         self.wake = wake
+        self.coalesced = coalesced
     }
-}
-
-/// Counts the outbox keeps for metrics (the app reads them).
-public final class WebhookCounters: Sendable {
-    private let coalescedCount = Atomic<Int>(0)
-    public init() {}
-    func coalesced() { self.coalescedCount.add(1, ordering: .relaxed) }
-    /// Events that took a newer change in place of waiting for their own attempt, or were superseded.
-    public var coalescedTotal: Int { self.coalescedCount.load(ordering: .relaxed) }
 }

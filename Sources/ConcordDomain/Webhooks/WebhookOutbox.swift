@@ -75,7 +75,7 @@ enum WebhookOutbox {
                     updated.originDeviceID = mergedOrigin
                     updated.data = data(mergedOrigin)
                     if try tx.updateWebhookEvent(updated, onlyIfUnclaimed: true) {
-                        core.webhookCounters.coalesced()
+                        core.webhookEnvironment?.coalesced()
                         continue
                     }
                 } else {
@@ -90,7 +90,7 @@ enum WebhookOutbox {
                     old.nextAttemptAt = nil
                     if try tx.updateWebhookEvent(old, onlyIfUnclaimed: true) {
                         try tx.insertWebhookEvent(newer)
-                        core.webhookCounters.coalesced()
+                        core.webhookEnvironment?.coalesced()
                         continue
                     }
                 }
