@@ -281,24 +281,3 @@ func monotonicSeconds() -> Double {
     clock_gettime(CLOCK_MONOTONIC, &t)
     return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
 }
-
-/// The timer's heap hands deadlines back in order, whatever order they were added in.
-@Test(arguments: [
-    [3.0, 1.0, 2.0],
-    [5.0, 4.0, 3.0, 2.0, 1.0],
-    [1.0, 1.0, 0.5, 7.0, 2.5, 2.5, 0.1],
-    [],
-])
-func deadlineHeapPopsInDeadlineOrder(_ deadlines: [Double]) {
-    var heap = DeadlineHeap()
-    for (id, deadline) in deadlines.enumerated() { heap.insert(deadline, UInt64(id)) }
-    #expect(heap.earliest == deadlines.min())
-    #expect(heap.popIfDue(-1) == nil || deadlines.isEmpty)
-    var popped: [Double] = []
-    while let (deadline, id) = heap.popIfDue(100) {
-        #expect(deadlines[Int(id)] == deadline)
-        popped.append(deadline)
-    }
-    #expect(popped == deadlines.sorted())
-    #expect(heap.count == 0)
-}

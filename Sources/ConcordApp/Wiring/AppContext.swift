@@ -24,8 +24,10 @@ public final class AppContext: Sendable {
     /// The one domain service every route calls (on the worker pool, never on a loop).
     public var service: ConcordService { self.storage.service }
 
+    /// - Parameter scheduler: where long-poll deadlines wait (nil: a process-wide one; `startApp`
+    ///   passes its own, stopped at shutdown). Deadlines are read on its clock.
     public init(configuration: Configuration, logger: Logger, metrics: MetricsRegistry, adminToken: String, storage: StorageHook,
-                clock: AppClock = .monotonic) {
+                clock: AppClock = .monotonic, scheduler: (any TimedWorkScheduler)? = nil) {
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
@@ -35,7 +37,7 @@ public final class AppContext: Sendable {
         self.clock = clock
         self.rates = RequestRates(configuration.rateLimits, metrics: metrics, clock: clock)
         let longPolls = LongPolls(maxWaiting: configuration.longPoll.maxWaiting, maxWaitingPerAccount: configuration.longPoll.maxWaitingPerAccount,
-                                  metrics: metrics, clock: clock)
+                                  metrics: metrics, scheduler: scheduler ?? Scheduler.shared)
         storage.store.feedSignals.observe { signal in longPolls.signal(signal) }
         self.longPolls = longPolls
     }

@@ -24,6 +24,8 @@ public struct StorageOptions: Sendable {
     public var quotas = Quotas()
     /// Byte bounds (issue 23).
     public var dataBounds = DataBounds()
+    /// The time of changes and records (and of the mapping index's retries).
+    public var wallClock = WallClock.system
 
     public init(database: Configuration.Database) { self.database = database }
 
@@ -120,7 +122,7 @@ public struct StorageHook: Sendable {
             }
         }
         do {
-            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain), listen: listen)
+            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain, clock: options.wallClock.now), listen: listen)
             hook.warnings = warnings
             return hook
         } catch {
