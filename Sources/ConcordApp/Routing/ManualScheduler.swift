@@ -12,10 +12,13 @@ final class ManualClock: Sendable {
     var nanoseconds: Int64 { self.now.load(ordering: .relaxed) }
 
     func advance(by seconds: Double) { self.now.add(Int64(seconds * 1e9), ordering: .relaxed) }
+
+    /// Moves the clock to `nanoseconds`, unless it reads later already (it never goes back).
+    func advance(to nanoseconds: Int64) { self.now.max(nanoseconds, ordering: .relaxed) }
 }
 
 /// A `TimedWorkScheduler` for tests: no thread; `advance(by:)` moves its `ManualClock` and runs
-/// what became due, on the caller's thread, in the order the real one would.
+/// what became due, on the caller's thread, in the order the real one would (see `advance(by:)`).
 final class ManualScheduler: TimedWorkScheduler, Sendable {
     let manualClock: ManualClock
     private let queue = Mutex(TimedWorkQueue())
@@ -37,22 +40,22 @@ final class ManualScheduler: TimedWorkScheduler, Sendable {
         self.queue.withLock { $0.cancel(work) }
     }
 
-    /// Moves the clock by `seconds` and runs the work due by then (work that schedules more work
-    /// due by then runs too); returns how many ran.
+    /// Moves the clock by `seconds`, stopping at each deadline on the way to run its work, as a
+    /// punctual scheduler would: work runs with the clock at its deadline, so work it schedules
+    /// counts from there (and runs within this advance when due by its end). Returns how many ran.
     @discardableResult
     func advance(by seconds: Double) -> Int {
-        self.manualClock.advance(by: seconds)
-        return self.runDue()
-    }
-
-    /// Runs the work due now; returns how many ran.
-    @discardableResult
-    func runDue() -> Int {
+        let target = self.manualClock.nanoseconds + Int64(seconds * 1e9)
         var ran = 0
-        while let work = self.queue.withLock({ $0.takeDue(self.manualClock.nanoseconds) }) {
+        while let work = self.queue.withLock({ queue -> (@Sendable () -> Void)? in
+            guard let next = queue.nextDeadline(), next <= target else { return nil }
+            self.manualClock.advance(to: next)
+            return queue.takeDue(self.manualClock.nanoseconds)
+        }) {
             work()
             ran += 1
         }
+        self.manualClock.advance(to: target)
         return ran
     }
 }

@@ -70,7 +70,11 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
     do throws(StartupError) {
         let cores = ServerConfiguration.coreCount
         let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
-        let storage = try lifecycle.start("storage", { () throws(StartupError) in try StorageHook.open(StorageOptions(configuration, workers: workers)) }) { storage, reason in
+        let storage = try lifecycle.start("storage", { () throws(StartupError) in
+            var options = StorageOptions(configuration, workers: workers)
+            options.wallClock = wallClock
+            return try StorageHook.open(options)
+        }) { storage, reason in
             let unfinished = shutdown.unfinished.load(ordering: .relaxed)
             guard reason == .startFailed || unfinished == 0 else {
                 // Closing storage would wait for those requests (a write holds the writer), past the
