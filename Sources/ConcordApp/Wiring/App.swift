@@ -50,7 +50,10 @@ public final class RunningApp: Sendable {
 ///
 /// - Parameter sink: where log lines go; stdout when nil.
 /// - Parameter extraRoutes: routes served besides the API's (tests use it for slow handlers).
-public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extraRoutes: [Route] = []) throws(StartupError) -> RunningApp {
+/// - Parameter scheduler: where timed work waits (nil: a `Scheduler` of its own, stopped at
+///   shutdown; tests pass a `ManualScheduler` to move long-polls' time themselves).
+public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extraRoutes: [Route] = [],
+                     scheduler: (any TimedWorkScheduler)? = nil) throws(StartupError) -> RunningApp {
     let sink = sink ?? LogSink()
     let logger = Logger(level: configuration.logLevel, sink: sink)
     let metrics = MetricsRegistry()
@@ -65,8 +68,9 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
     }
     // Timed work (long-poll deadlines, background snapshot saves) waits here; stopped after
     // everything that schedules on it.
-    let scheduler = Scheduler(clock: clock)
-    lifecycle.register("scheduler") { _ in scheduler.stop() }
+    let ownScheduler = scheduler == nil ? Scheduler(clock: clock) : nil
+    let scheduler = scheduler ?? ownScheduler!
+    lifecycle.register("scheduler") { _ in ownScheduler?.stop() }
     do throws(StartupError) {
         let cores = ServerConfiguration.coreCount
         let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
