@@ -76,7 +76,7 @@ public final class ConcordService: Sendable {
     ///   - newID: identifiers of new accounts, devices, journals and cloud records: UUIDs, upper case
     ///     (tests make them reproducible).
     public init(store: any ConcordStore, configuration: DomainConfiguration = DomainConfiguration(),
-                clock: @escaping @Sendable () -> Date = { Date() },
+                clock: @escaping @Sendable () -> Date = WallClock.system.now,
                 newID: @escaping @Sendable () -> String = { Identifiers.newUUID() },
                 webhooks: WebhookEnvironment? = nil) throws(DomainError) {
         let keys = try ServiceCore.run { try ChangeKeys.loadOrCreate(store) }

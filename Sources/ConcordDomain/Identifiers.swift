@@ -8,7 +8,7 @@ final class UUIDClock: Sendable {
     static let shared = UUIDClock()
     private let state = Mutex<(milliseconds: UInt64, counter: UInt64)>((0, 0))
 
-    func next(now: UInt64 = UInt64(max(0, Date().timeIntervalSince1970 * 1000))) -> (milliseconds: UInt64, counter: UInt64) {
+    func next(now: UInt64 = UInt64(max(0, WallClock.system.now().timeIntervalSince1970 * 1000))) -> (milliseconds: UInt64, counter: UInt64) {
         self.state.withLock { s in
             if now > s.milliseconds {
                 s = (now & 0xFFFF_FFFF_FFFF, 0)

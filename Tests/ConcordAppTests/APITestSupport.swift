@@ -1,3 +1,4 @@
+import ConcordDomain
 import ConcordJSON
 import ConcordObservability
 import ConcordTestSupport
@@ -36,7 +37,8 @@ final class APIServer: Sendable {
     var port: Int { self.app.port }
 
     /// - Parameter configure: adjusts the configuration (retention, maxBatch) before start.
-    init(engine: TestEngine = .sqlite, _ configure: (inout Configuration) -> Void = { _ in }) throws {
+    /// - Parameter scheduler: timed work's scheduler (nil: the server's own, on the system's clock).
+    init(engine: TestEngine = .sqlite, scheduler: (any TimedWorkScheduler)? = nil, _ configure: (inout Configuration) -> Void = { _ in }) throws {
         self.directory = makeTemporaryDirectory()
         var c = testServerConfiguration(.sqlite(path: self.directory.appendingPathComponent("concord.sqlite").path))
         if engine == .postgres {
@@ -47,7 +49,7 @@ final class APIServer: Sendable {
             self.postgres = nil
         }
         configure(&c)
-        self.app = try startApp(c, sink: LogSink(flushInterval: 0, output: { _ in }))
+        self.app = try startApp(c, sink: LogSink(flushInterval: 0, output: { _ in }), scheduler: scheduler)
     }
 
     deinit {

@@ -38,9 +38,10 @@ import Testing
         #expect(lifecycle.names == ["a"])
     }
 
-    /// The server's components, in start order; shutdown stops them from the long-polls back to the logs.
+    /// The server's components, in start order; shutdown stops them from the long-polls back to the
+    /// logs (the scheduler after everything that schedules on it).
     @Test func theServerRegistersEachComponentOnce() throws {
         let server = try APIServer()
-        #expect(server.app.lifecycle.names == ["logs", "generated webhook key", "storage", "mapping index snapshots", "webhook delivery", "workers", "listener", "long-polls"])
+        #expect(server.app.lifecycle.names == ["logs", "scheduler", "generated webhook key", "storage", "mapping index snapshots", "webhook delivery", "workers", "listener", "long-polls"])
     }
 }

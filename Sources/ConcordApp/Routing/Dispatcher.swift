@@ -10,11 +10,15 @@ import ConcordTransport
 import Synchronization
 
 /// The app's `HTTPResponder`: routes each request, runs its first stage (`AddressRateStage`),
-/// then the route — on the loop or on the worker pool, as the route is declared — and counts and
-/// logs the answer in one place (`finish`).
+/// then the route — on the loop, the compute pool or the blocking pool, as the route is declared —
+/// and counts and logs the answer in one place (`finish`).
 public final class Dispatcher: HTTPResponder {
     let router: Router
+    /// The blocking pool: routes declared `.blockingPool` (storage), the head checks (`admit`),
+    /// deferred answers (long-polls).
     let workers: WorkerPool
+    /// The compute pool, a thread per core: routes declared `.perCoreLookup`.
+    let compute: WorkerPool
     let metrics: HTTPMetrics
     let logger: Logger
     /// Stage 1 of every request: the client address's rate.
@@ -25,9 +29,9 @@ public final class Dispatcher: HTTPResponder {
     private let nextRequestID = Atomic<Int>(1)
 
     /// - Parameters:
-    ///   - workerCount: threads for blocking handlers.
-    ///   - maxPendingJobs: queued blocking requests beyond which the answer is `503 unavailable`.
-    ///   - cores: how many handlers of routes scheduled `perCoreLookup` may compute at once (`WorkerPool`).
+    ///   - workerCount: threads of the blocking pool.
+    ///   - maxPendingJobs: requests queued on a pool beyond which the answer is `503 unavailable`.
+    ///   - cores: threads of the compute pool (routes scheduled `perCoreLookup`), at most `workerCount`.
     ///   - rates: rate limits per address and caller (nil: none, as in the transport's own tests).
     ///   - bodyLimits: each body class's limit (`Route.body`).
     init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000,
@@ -45,12 +49,14 @@ public final class Dispatcher: HTTPResponder {
             route.maxBodyBytes = bodyLimits.limit(route.body)
             return route
         })
-        self.workers = WorkerPool(threadCount: workerCount, maxPending: maxPendingJobs, cores: cores)
+        self.workers = WorkerPool(name: "concord-work", threadCount: workerCount, maxPending: maxPendingJobs, clock: clock)
+        self.compute = WorkerPool(name: "concord-compute", threadCount: min(max(1, cores), max(1, workerCount)),
+                                  maxPending: maxPendingJobs, clock: clock)
         self.metrics = table
         self.logger = logger
-        let workers = self.workers
+        let workers = self.workers, compute = self.compute
         metrics.gauge("concord_worker_queue_depth", help: "Blocking requests queued or running on the worker pool.") {
-            Double(workers.depth)
+            Double(workers.depth + compute.depth)
         }
     }
 
@@ -210,7 +216,8 @@ public final class Dispatcher: HTTPResponder {
         case (.immediately, .eventLoop):
             answer(Self.run(route, context))
         case (.immediately, .perCoreLookup), (.immediately, .blockingPool):
-            let accepted = self.workers.submit(onCore: route.onCore) {
+            let pool = route.onCore ? self.compute : self.workers
+            let accepted = pool.submit {
                 let response = Self.run(route, context)
                 let large = context.request.body.count >= Self.trimAfterBodyBytes || response.body.count >= Self.trimAfterBodyBytes
                 answer(response)
@@ -273,10 +280,14 @@ public final class Dispatcher: HTTPResponder {
         respond(response)
     }
 
-    /// Lets queued blocking requests finish (up to `deadline` seconds) and stops the workers.
+    /// Lets queued requests finish (up to `deadline` seconds in all) and stops both pools; returns
+    /// how many were still unfinished then.
     @discardableResult
     public func shutdown(deadline: Double) -> Int {
-        self.workers.shutdown(deadline: deadline)
+        let end = self.clock.seconds + deadline
+        // Lookups first: they are short, and nothing they run queues blocking work.
+        let lookups = self.compute.shutdown(deadline: deadline)
+        return lookups + self.workers.shutdown(deadline: max(0, end - self.clock.seconds))
     }
 }
 

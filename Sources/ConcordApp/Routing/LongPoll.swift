@@ -25,6 +25,8 @@ final class LongPolls: Sendable {
         var resume: (@Sendable (Wake) -> Void)?
         /// A signal for its topic arrived while its query ran.
         var fired = false
+        /// Its deadline on the scheduler, once parked (cancelled when it is answered first).
+        var timeout: ScheduledWork?
     }
 
     private struct State {
@@ -32,7 +34,6 @@ final class LongPolls: Sendable {
         var byTopic: [FeedTopic: Set<UInt64>] = [:]
         /// Polls registered per account (`maxWaitingPerAccount`); an account leaves with its last.
         var byAccount: [String: Int] = [:]
-        var deadlines = DeadlineHeap()
         var nextID: UInt64 = 1
         var closed = false
     }
@@ -43,16 +44,13 @@ final class LongPolls: Sendable {
     /// cannot take every place); 0: no share of its own. A poll over it is answered at once too.
     let maxWaitingPerAccount: Int
     private let state = Mutex(State())
-    private let timer = NSCondition()
-    /// Signalled when a nearer deadline is added, or at shutdown (read under `timer`).
-    nonisolated(unsafe) private var timerStopped = false
     private let answers: [Wake: Counter]
     private let immediateAnswers: Counter
-    /// Deadlines are read from it (monotonic seconds).
-    private let clock: AppClock
+    /// Answers each parked poll whose wait is over; deadlines are read on its clock.
+    private let scheduler: any TimedWorkScheduler
 
-    init(maxWaiting: Int, maxWaitingPerAccount: Int = 0, metrics: MetricsRegistry, clock: AppClock = .monotonic) {
-        self.clock = clock
+    init(maxWaiting: Int, maxWaitingPerAccount: Int = 0, metrics: MetricsRegistry, scheduler: any TimedWorkScheduler) {
+        self.scheduler = scheduler
         self.maxWaiting = maxWaiting
         self.maxWaitingPerAccount = maxWaitingPerAccount
         let help = "Held long-poll requests answered, by what ended the wait."
@@ -64,9 +62,6 @@ final class LongPolls: Sendable {
         ]
         self.immediateAnswers = metrics.counter("concord_long_poll_over_limit_total",
                                                 help: "Long-polls answered at once because maxWaiting requests (or the account's maxWaitingPerAccount) were already held.")
-        let thread = Thread { [self] in self.runTimer() }
-        thread.name = "concord.long-poll-timer"
-        thread.start()
         metrics.gauge("concord_long_poll_waiting", help: "Long-poll requests held right now.") { [weak self] in
             Double(self?.waiting ?? 0)
         }
@@ -83,14 +78,14 @@ final class LongPolls: Sendable {
     /// (the same token, API.md §7) at once.
     func serve(topic: FeedTopic, wait: Double, request: RequestContext, answer: DeferredAnswer,
                query: @escaping @Sendable () throws -> (response: HTTPResponse, hasChanges: Bool)) throws {
-        let deadline = self.clock.seconds + wait
+        let deadline = self.scheduler.clock.nanoseconds(after: wait)
         try self.attempt(topic: topic, deadline: deadline, request: request, answer: answer, query: query)
     }
 
-    private func attempt(topic: FeedTopic, deadline: Double, request: RequestContext, answer: DeferredAnswer,
+    private func attempt(topic: FeedTopic, deadline: Int64, request: RequestContext, answer: DeferredAnswer,
                          query: @escaping @Sendable () throws -> (response: HTTPResponse, hasChanges: Bool)) throws {
         while true {
-            let id = self.clock.seconds < deadline ? self.arm(topic) : nil
+            let id = self.scheduler.clock.nanoseconds() < deadline ? self.arm(topic) : nil
             let page: (response: HTTPResponse, hasChanges: Bool)
             do {
                 page = try query()
@@ -154,40 +149,52 @@ final class LongPolls: Sendable {
     }
 
     private func disarm(_ id: UInt64) {
-        self.state.withLock { state in _ = Self.remove(id, from: &state) }
+        self.state.withLock { state in _ = self.remove(id, from: &state) }
     }
 
-    /// Parks an armed poll until `deadline`; false (and unregistered) when a signal for its topic
-    /// arrived meanwhile or the server is shutting down.
-    private func park(_ id: UInt64, deadline: Double, resume: @escaping @Sendable (Wake) -> Void) -> Bool {
-        let (parked, nearest) = self.state.withLock { state -> (Bool, Bool) in
-            guard var waiter = state.waiters[id] else { return (false, false) }
+    /// Parks an armed poll until `deadline` (the scheduler's nanoseconds); false (and
+    /// unregistered) when a signal for its topic arrived meanwhile or the server is shutting down.
+    private func park(_ id: UInt64, deadline: Int64, resume: @escaping @Sendable (Wake) -> Void) -> Bool {
+        // Scheduled under the state's lock, so whoever answers the poll first finds its token to
+        // cancel; the scheduler never calls back while holding its own lock, so the order is safe.
+        self.state.withLock { state -> Bool in
+            guard var waiter = state.waiters[id] else { return false }
             if waiter.fired || state.closed {
-                _ = Self.remove(id, from: &state)
-                return (false, false)
+                _ = self.remove(id, from: &state)
+                return false
             }
             waiter.resume = resume
+            waiter.timeout = self.scheduler.schedule(at: deadline) { [weak self] in self?.waitPassed(id) }
             state.waiters[id] = waiter
-            let nearest = state.deadlines.earliest.map { deadline < $0 } ?? true
-            state.deadlines.insert(deadline, id)
-            return (true, nearest)
+            return true
         }
-        if nearest { self.timer.withLock { self.timer.signal() } }
-        return parked
+    }
+
+    /// A parked poll's wait is over: it is answered with its empty page (unless answered already).
+    private func waitPassed(_ id: UInt64) {
+        let resume = self.state.withLock { state -> (@Sendable (Wake) -> Void)? in
+            guard let resume = state.waiters[id]?.resume else { return nil }
+            state.waiters[id]?.timeout = nil
+            _ = self.remove(id, from: &state)
+            return resume
+        }
+        resume?(.timedOut)
     }
 
     /// The client of a parked poll went: it is answered (a half-closed client still reads it).
     private func clientLeft(_ id: UInt64) {
         let resume = self.state.withLock { state -> (@Sendable (Wake) -> Void)? in
             guard let resume = state.waiters[id]?.resume else { return nil }
-            _ = Self.remove(id, from: &state)
+            _ = self.remove(id, from: &state)
             return resume
         }
         resume?(.clientGone)
     }
 
-    private static func remove(_ id: UInt64, from state: inout State) -> Waiter? {
+    /// Unregisters a poll, cancelling its deadline.
+    private func remove(_ id: UInt64, from state: inout State) -> Waiter? {
         guard let waiter = state.waiters.removeValue(forKey: id) else { return nil }
+        if let timeout = waiter.timeout { self.scheduler.cancel(timeout) }
         let account = waiter.topic.accountID
         if let held = state.byAccount[account] { state.byAccount[account] = held > 1 ? held - 1 : nil }
         if state.byTopic[waiter.topic]?.remove(id) != nil, state.byTopic[waiter.topic]?.isEmpty == true {
@@ -209,7 +216,7 @@ final class LongPolls: Sendable {
             for id in ids {
                 guard let waiter = state.waiters[id] else { continue }
                 if let resume = waiter.resume {
-                    _ = Self.remove(id, from: &state)
+                    _ = self.remove(id, from: &state)
                     resumes.append(resume)
                 } else {
                     state.waiters[id]?.fired = true
@@ -225,89 +232,9 @@ final class LongPolls: Sendable {
         let resumes = self.state.withLock { state -> [@Sendable (Wake) -> Void] in
             state.closed = true
             let resumes = state.waiters.values.compactMap(\.resume)
-            for (id, waiter) in state.waiters where waiter.resume != nil { _ = Self.remove(id, from: &state) }
-            state.deadlines = DeadlineHeap()
+            for (id, waiter) in state.waiters where waiter.resume != nil { _ = self.remove(id, from: &state) }
             return resumes
         }
-        self.timer.withLock {
-            self.timerStopped = true
-            self.timer.signal()
-        }
         for resume in resumes { resume(.shuttingDown) }
-    }
-
-    // MARK: Timeouts
-
-    /// One thread sleeps until the nearest deadline and answers the polls whose wait is over.
-    private func runTimer() {
-        while true {
-            let now = self.clock.seconds
-            let (expired, next) = self.state.withLock { state -> ([@Sendable (Wake) -> Void], Double?) in
-                var expired: [@Sendable (Wake) -> Void] = []
-                while let (deadline, id) = state.deadlines.popIfDue(now) {
-                    _ = deadline
-                    // Polls woken or answered before their deadline are no longer registered.
-                    if let waiter = state.waiters[id], let resume = waiter.resume {
-                        _ = Self.remove(id, from: &state)
-                        expired.append(resume)
-                    }
-                }
-                return (expired, state.deadlines.earliest)
-            }
-            for resume in expired { resume(.timedOut) }
-            self.timer.lock()
-            if self.timerStopped {
-                self.timer.unlock()
-                return
-            }
-            if let next {
-                _ = self.timer.wait(until: Date(timeIntervalSinceNow: max(0, next - self.clock.seconds)))
-            } else {
-                self.timer.wait()
-            }
-            let stop = self.timerStopped
-            self.timer.unlock()
-            if stop { return }
-        }
-    }
-}
-
-/// A binary min-heap of (deadline, poll ID). Entries of polls answered early stay until their
-/// deadline and are skipped then (each poll is in it at most once).
-struct DeadlineHeap {
-    private var items: [(deadline: Double, id: UInt64)] = []
-
-    var earliest: Double? { self.items.first?.deadline }
-    var count: Int { self.items.count }
-
-    mutating func insert(_ deadline: Double, _ id: UInt64) {
-        self.items.append((deadline, id))
-        var child = self.items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard self.items[child].deadline < self.items[parent].deadline else { break }
-            self.items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    /// Removes and returns the earliest entry if its deadline is at or before `now`.
-    mutating func popIfDue(_ now: Double) -> (Double, UInt64)? {
-        guard let first = self.items.first, first.deadline <= now else { return nil }
-        let last = self.items.removeLast()
-        if !self.items.isEmpty {
-            self.items[0] = last
-            var parent = 0
-            while true {
-                let left = 2 * parent + 1, right = left + 1
-                var smallest = parent
-                if left < self.items.count, self.items[left].deadline < self.items[smallest].deadline { smallest = left }
-                if right < self.items.count, self.items[right].deadline < self.items[smallest].deadline { smallest = right }
-                if smallest == parent { break }
-                self.items.swapAt(parent, smallest)
-                parent = smallest
-            }
-        }
-        return (first.deadline, first.id)
     }
 }

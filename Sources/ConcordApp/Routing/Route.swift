@@ -41,10 +41,10 @@ public struct Route: Sendable {
     public enum Scheduling: String, Sendable, CaseIterable {
         /// Inline on the event loop: only handlers that never block.
         case eventLoop
-        /// On the worker pool, waiting its turn for a core (`WorkerPool`): a lookup that is
+        /// On the compute pool, a thread per core, first come first served: a lookup that is
         /// computation once the account's index is loaded.
         case perCoreLookup
-        /// On the worker pool, starting when a thread is free (storage may block it).
+        /// On the blocking pool, more threads than cores (storage may block them).
         case blockingPool
     }
 
@@ -70,7 +70,7 @@ public struct Route: Sendable {
 
     /// True only for handlers that never block: they run on the event loop.
     public var onLoop: Bool { self.scheduling == .eventLoop }
-    /// It waits its turn for a core on the worker pool, first come first served (`WorkerPool`).
+    /// It runs on the compute pool, a thread per core, first come first served (`Dispatcher.compute`).
     public var onCore: Bool { self.scheduling == .perCoreLookup }
 
     public init(_ method: String, _ pattern: String, caller: RouteCaller, body: BodyClass = .small, idempotent: Bool = false,

@@ -51,18 +51,27 @@ public final class RunningApp: Sendable {
 ///
 /// - Parameter sink: where log lines go; stdout when nil.
 /// - Parameter extraRoutes: routes served besides the API's (tests use it for slow handlers).
-public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extraRoutes: [Route] = []) throws(StartupError) -> RunningApp {
+/// - Parameter scheduler: where timed work waits (nil: a `Scheduler` of its own, stopped at
+///   shutdown; tests pass a `ManualScheduler` to move long-polls' time themselves).
+public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extraRoutes: [Route] = [],
+                     scheduler: (any TimedWorkScheduler)? = nil) throws(StartupError) -> RunningApp {
     let sink = sink ?? LogSink()
     let logger = Logger(level: configuration.logLevel, sink: sink)
     let metrics = MetricsRegistry()
     let lifecycle = Lifecycle()
     let clock = AppClock.monotonic
+    let wallClock = WallClock.system
     /// When the shutdown began, and how many requests were still unfinished after the workers' deadline.
     let shutdown = ShutdownProgress()
     lifecycle.register("logs") { reason in
         if reason == .shutdown { logger.notice("stopped") }
         sink.shutdown()
     }
+    // Timed work (long-poll deadlines, background snapshot saves) waits here; stopped after
+    // everything that schedules on it.
+    let ownScheduler = scheduler == nil ? Scheduler(clock: clock) : nil
+    let scheduler = scheduler ?? ownScheduler!
+    lifecycle.register("scheduler") { _ in ownScheduler?.stop() }
     do throws(StartupError) {
         let cores = ServerConfiguration.coreCount
         let workers = configuration.workers > 0 ? configuration.workers : max(4, 2 * cores)
@@ -81,6 +90,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         storageOptions.webhooks = WebhookEnvironment(destinations: PolicyDestinations(policy: policy), secrets: KeyedWebhookSecrets(key: webhookKey),
                                                      settings: configuration.webhooks.settings, wake: { wakeRelay.fire() },
                                                      coalesced: { coalesced.increment() })
+        storageOptions.wallClock = wallClock
         let storage = try lifecycle.start("storage", { () throws(StartupError) in try StorageHook.open(storageOptions) }) { storage, reason in
             let unfinished = shutdown.unfinished.load(ordering: .relaxed)
             guard reason == .startFailed || unfinished == 0 else {
@@ -93,7 +103,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             if reason == .shutdown {
                 // Within what is left of the grace (an orchestrator kills the process after it).
                 let left = max(1, configuration.server.timeouts.shutdownGrace - shutdown.secondsSinceStart(clock))
-                saveMappingIndexSnapshots(storage.service, deadline: Date().addingTimeInterval(left), onlyQuiet: false, logger: logger, clock: clock)
+                saveMappingIndexSnapshots(storage.service, deadline: wallClock.now().addingTimeInterval(left), onlyQuiet: false, logger: logger, clock: clock)
             }
             storage.service.flushPendingWrites()
             storage.close()
@@ -102,7 +112,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         // Settled accounts saved while serving, so that a start after a crash finds them too;
         // stopped (a save in progress finished) before storage's stop saves the rest.
         if storage.service.mappingIndex?.snapshots != nil, configuration.mappingIndexSnapshotSeconds > 0 {
-            let saver = BackgroundSnapshots(every: Double(configuration.mappingIndexSnapshotSeconds)) {
+            let saver = BackgroundSnapshots(every: Double(configuration.mappingIndexSnapshotSeconds), scheduler: scheduler) {
                 saveMappingIndexSnapshots(storage.service, onlyQuiet: true, logger: logger, clock: clock)
             }
             lifecycle.register("mapping index snapshots") { _ in saver.stop() }
@@ -126,7 +136,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         webhookEngine.start()
         lifecycle.register("webhook delivery") { _ in webhookEngine.stop(grace: configuration.server.timeouts.shutdownGrace) }
         let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage, clock: clock,
-                                 webhooks: webhookEngine)
+                                 scheduler: scheduler, webhooks: webhookEngine)
 
         let dispatcher = try lifecycle.start("workers", { () throws(StartupError) in
             Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers, cores: cores,
@@ -140,7 +150,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
 
         let httpServer = HTTPServer(configuration: ServerConfiguration(configuration.server), responder: dispatcher,
                                     onEvent: transportEventHandler(logger: logger, metrics: metrics))
-        registerProcessMetrics(metrics, server: httpServer)
+        registerProcessMetrics(metrics, server: httpServer, startTime: wallClock.now())
         let port = try lifecycle.start("listener", { () throws(StartupError) -> Int in
             do throws(TransportError) {
                 return try httpServer.start()
@@ -216,40 +226,50 @@ private func saveMappingIndexSnapshots(_ service: ConcordService, deadline: Date
     ])
 }
 
-/// Runs `save` every `seconds` on a thread of its own until `stop()`, which waits for a save in
-/// progress to end.
-final class BackgroundSnapshots: @unchecked Sendable {
-    // @unchecked Sendable: `stopping` and `finished` are only touched holding `condition`.
-    private let condition = NSCondition()
-    private var stopping = false
-    private var finished = false
+/// Runs `save` every `seconds` (counted from the end of the previous save) until `stop()`, which
+/// waits for a save in progress to end. The scheduler says when; the save runs on a queue of its
+/// own, since it takes seconds and the scheduler's other deadlines must not wait for it.
+final class BackgroundSnapshots: Sendable {
+    private let seconds: Double
+    private let scheduler: any TimedWorkScheduler
+    private let save: @Sendable () -> Void
+    private let saves = DispatchQueue(label: "concord-snapshots")
+    /// The next save on the scheduler; nil once stopped.
+    private let next = Mutex<ScheduledWork?>(nil)
+    private let stopped = Atomic<Bool>(false)
 
-    init(every seconds: Double, save: @escaping @Sendable () -> Void) {
-        let thread = Thread { [self] in
-            self.condition.lock()
-            while !self.stopping {
-                let next = Date().addingTimeInterval(seconds)
-                while !self.stopping, Date() < next { _ = self.condition.wait(until: next) }
-                if self.stopping { break }
-                self.condition.unlock()
-                save()
-                self.condition.lock()
+    init(every seconds: Double, scheduler: any TimedWorkScheduler, save: @escaping @Sendable () -> Void) {
+        self.seconds = seconds
+        self.scheduler = scheduler
+        self.save = save
+        self.scheduleNext()
+    }
+
+    private func scheduleNext() {
+        self.next.withLock { next in
+            guard !self.stopped.load(ordering: .relaxed) else { return }
+            next = self.scheduler.schedule(after: self.seconds) { [self] in
+                self.saves.async { [self] in
+                    guard !self.stopped.load(ordering: .relaxed) else { return }
+                    self.save()
+                    self.scheduleNext()
+                }
             }
-            self.finished = true
-            self.condition.broadcast()
-            self.condition.unlock()
         }
-        thread.name = "concord-snapshots"
-        thread.start()
     }
 
+    /// Returns once no save runs (one begun before finishes first); none begins after.
     func stop() {
-        self.condition.lock()
-        self.stopping = true
-        self.condition.broadcast()
-        while !self.finished { self.condition.wait() }
-        self.condition.unlock()
+        self.next.withLock { next in
+            self.stopped.store(true, ordering: .relaxed)
+            if let next { self.scheduler.cancel(next) }
+            next = nil
+        }
+        self.saves.sync {}
     }
+
+    /// Returns once the save queued or running now (if any) has ended: for tests.
+    func waitForSaves() { self.saves.sync {} }
 }
 
 /// Logs what the transport reports and counts refused requests.
@@ -295,11 +315,9 @@ private func registerMappingIndexMetrics(_ metrics: MetricsRegistry, _ index: Ma
 }
 
 /// Open connections, start time and build of the process.
-private func registerProcessMetrics(_ metrics: MetricsRegistry, server: HTTPServer) {
+private func registerProcessMetrics(_ metrics: MetricsRegistry, server: HTTPServer, startTime: Date) {
     metrics.gauge("concord_http_open_connections", help: "Connections currently open.") { Double(server.openConnections) }
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    let startTime = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    let startTime = startTime.timeIntervalSince1970
     metrics.gauge("concord_process_start_time_seconds", help: "When the process started, in seconds since the Unix epoch.") { startTime }
     metrics.gauge("concord_build_info", help: "Always 1; the version is a label.", labels: [("version", CommandLineInterface.version)]) { 1 }
 }

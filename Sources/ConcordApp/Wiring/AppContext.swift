@@ -32,13 +32,17 @@ public final class AppContext: Sendable {
         return try engine.ping(owner, id: id)
     }
 
+    /// - Parameter scheduler: where long-poll deadlines wait (nil: a process-wide one; `startApp`
+    ///   passes its own, stopped at shutdown). Deadlines are read on its clock.
+    /// - Parameter webhooks: delivers webhook events (nil: pings answer 404).
     public convenience init(configuration: Configuration, logger: Logger, metrics: MetricsRegistry, adminToken: String, storage: StorageHook,
-                clock: AppClock = .monotonic) {
-        self.init(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage, clock: clock, webhooks: nil)
+                            clock: AppClock = .monotonic, scheduler: (any TimedWorkScheduler)? = nil) {
+        self.init(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage, clock: clock,
+                  scheduler: scheduler, webhooks: nil)
     }
 
     init(configuration: Configuration, logger: Logger, metrics: MetricsRegistry, adminToken: String, storage: StorageHook,
-         clock: AppClock, webhooks: WebhookDeliveryEngine?) {
+         clock: AppClock, scheduler: (any TimedWorkScheduler)?, webhooks: WebhookDeliveryEngine?) {
         self.webhookEngine = webhooks
         self.configuration = configuration
         self.logger = logger
@@ -49,7 +53,7 @@ public final class AppContext: Sendable {
         self.clock = clock
         self.rates = RequestRates(configuration.rateLimits, metrics: metrics, clock: clock)
         let longPolls = LongPolls(maxWaiting: configuration.longPoll.maxWaiting, maxWaitingPerAccount: configuration.longPoll.maxWaitingPerAccount,
-                                  metrics: metrics, clock: clock)
+                                  metrics: metrics, scheduler: scheduler ?? Scheduler.shared)
         storage.store.feedSignals.observe { signal in longPolls.signal(signal) }
         self.longPolls = longPolls
     }

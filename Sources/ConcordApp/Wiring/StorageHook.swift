@@ -26,6 +26,8 @@ public struct StorageOptions: Sendable {
     public var dataBounds = DataBounds()
     /// Webhooks' destination checks, secrets and settings (nil: webhook routes answer 404).
     public var webhooks: WebhookEnvironment? = nil
+    /// The time of changes and records (and of the mapping index's retries).
+    public var wallClock = WallClock.system
 
     public init(database: Configuration.Database) { self.database = database }
 
@@ -122,7 +124,8 @@ public struct StorageHook: Sendable {
             }
         }
         do {
-            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain, webhooks: options.webhooks), listen: listen)
+            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain, clock: options.wallClock.now,
+                                                                             webhooks: options.webhooks), listen: listen)
             hook.warnings = warnings
             return hook
         } catch {
