@@ -23,13 +23,15 @@ final class WebhookDeliveryEngine: Sendable {
     /// Whether this process is the database's only user (SQLite): every claim left is then a dead one's.
     private let ownsDatabase: Bool
     private let queue = DispatchQueue(label: "concord.webhooks")
+    /// The app's one scheduler times the next look (its thread only hands the look to `queue`).
+    private let scheduler: any TimedWorkScheduler
     private let state = Mutex(State())
 
     private struct State {
         var running = false
         var inFlight = 0
-        /// Bumped by every pump, so a timer armed by an earlier pump does nothing.
-        var generation = 0
+        /// The next timed look, replaced by every pump.
+        var nextLook: ScheduledWork?
         var lastMaintenance = 0.0
         var lastReleaseCheck = 0.0
         var warnedKeys: Set<String> = []
@@ -37,7 +39,9 @@ final class WebhookDeliveryEngine: Sendable {
         var pumpQueued = false
     }
 
-    init(service: ConcordService, sender: WebhookSender, settings: WebhookSettings, logger: Logger, metrics: MetricsRegistry, ownsDatabase: Bool) {
+    init(service: ConcordService, sender: WebhookSender, settings: WebhookSettings, logger: Logger, metrics: MetricsRegistry, ownsDatabase: Bool,
+         scheduler: any TimedWorkScheduler) {
+        self.scheduler = scheduler
         self.delivery = WebhookDelivery(service)
         self.sender = sender
         self.settings = settings
@@ -77,11 +81,12 @@ final class WebhookDeliveryEngine: Sendable {
     }
 
     private func pump() {
-        let (running, room, generation) = self.state.withLock { s -> (Bool, Int, Int) in
-            s.generation += 1
+        let (running, room, previous) = self.state.withLock { s -> (Bool, Int, ScheduledWork?) in
             s.pumpQueued = false
-            return (s.running, self.settings.maxInFlight - s.inFlight, s.generation)
+            defer { s.nextLook = nil }
+            return (s.running, self.settings.maxInFlight - s.inFlight, s.nextLook)
         }
+        if let previous { _ = self.scheduler.cancel(previous) }
         guard running else { return }
         let now = Date().timeIntervalSince1970
         self.upkeep(now: now)
@@ -101,10 +106,8 @@ final class WebhookDeliveryEngine: Sendable {
         // that attempt's end wakes the engine.)
         var next = now + 1
         if let due, due > now { next = min(next, due) }
-        self.queue.asyncAfter(deadline: .now() + max(0.01, next - now)) {
-            guard self.state.withLock({ $0.generation == generation }) else { return }
-            self.pump()
-        }
+        let look = self.scheduler.schedule(after: max(0.01, next - now)) { [self] in self.wake() }
+        self.state.withLock { $0.nextLook = look }
     }
 
     /// Every 10 s: claims of dead instances (PostgreSQL); every minute: the log's upkeep and a

@@ -130,7 +130,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         // Delivery runs beside the requests, never in them; stopped before storage closes.
         let isSQLite = if case .sqlite = configuration.database { true } else { false }
         let webhookEngine = WebhookDeliveryEngine(service: storage.service, sender: WebhookSender(policy: policy, userAgent: "Concord/\(CommandLineInterface.version)"),
-                                                  settings: configuration.webhooks.settings, logger: logger, metrics: metrics, ownsDatabase: isSQLite)
+                                                  settings: configuration.webhooks.settings, logger: logger, metrics: metrics, ownsDatabase: isSQLite,
+                                                  scheduler: scheduler)
         wakeRelay.set { webhookEngine.wake() }
         storage.store.feedSignals.observe { _ in webhookEngine.wake() }
         webhookEngine.start()
