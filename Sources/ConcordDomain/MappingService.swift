@@ -13,31 +13,6 @@ public struct CloudIdentifierAnswers: Sendable {
         self.bytes = bytes
         self.notFound = notFound
     }
-
-    /// One answer, its cloud identifier as bytes valid inside `body`.
-    public enum Result {
-        case found(UnsafeBufferPointer<UInt8>)
-        case error(ItemError)
-    }
-
-    /// Each answer in order, its cloud identifier's bytes (plain ASCII: GUID, type code and a
-    /// base64url fingerprint, never needing JSON escapes) valid inside `body`.
-    public func forEach(_ body: (Int, Result) -> Void) {
-        self.bytes.withUnsafeBufferPointer { buffer in
-            for (i, answer) in self.answers.enumerated() {
-                if case .linked(let start, let count) = answer {
-                    body(i, .found(UnsafeBufferPointer(rebasing: buffer[start..<start + count])))
-                } else {
-                    body(i, .error(self.notFound))
-                }
-            }
-        }
-    }
-
-    public func withResult<T>(_ i: Int, _ body: (Result) -> T) -> T {
-        guard case .linked(let start, let count) = self.answers[i] else { return body(.error(self.notFound)) }
-        return self.bytes.withUnsafeBufferPointer { body(.found(UnsafeBufferPointer(rebasing: $0[start..<start + count]))) }
-    }
 }
 
 /// Cloud → local answers of a batch: per identifier the local identifier found (its bytes in
@@ -53,16 +28,6 @@ public struct LocalIdentifierAnswers: Sendable {
     public init(answers: [Answer], bytes: [UInt8]) {
         self.answers = answers
         self.bytes = bytes
-    }
-
-    /// One `MappingResult` per identifier.
-    public var results: [MappingResult] {
-        self.answers.map { answer in
-            switch answer {
-            case .found(let start, let count): .found(String(decoding: self.bytes[start..<start + count], as: UTF8.self))
-            case .error(let error): .error(error)
-            }
-        }
     }
 }
 
@@ -283,11 +248,6 @@ public struct MappingService: ServiceArea {
             answerIndex += 1
         }
         return result
-    }
-
-    /// `localIdentifierAnswers` as one `MappingResult` per identifier (a string each).
-    public func localIdentifierResults(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef, contentMatch: Bool = true) throws(DomainError) -> [MappingResult] {
-        try self.localIdentifierAnswers(forCloudIdentifiers: batch, device: device, contentMatch: contentMatch).results
     }
 
     /// What `resolve` found: one answer per identifier (nil: identifierNotFound) and the links to store.

@@ -50,6 +50,31 @@ import Testing
 /// Issue 23: failed authentications have a bucket of their own per address, and tokens seen
 /// valid are spared its refusal; the table of those tokens is bounded.
 @Suite struct FailedAuthenticationTests {
+    /// The largest cost the loader accepts (the whole bucket): an unknown token from a fresh
+    /// address is looked up (then `401`), not refused; one cost more would never be affordable,
+    /// which is why the loader refuses it (`ConfigurationLoader.together`).
+    @Test func aFailureCostingTheWholeBucketIsAffordableOnce() throws {
+        let time = PipelineStageTests.ManualClock()
+        var limits = Configuration.RateLimits()
+        limits.perAddress = 50
+        limits.burstSeconds = 2
+        limits.failedAuthCost = 100
+        try ConfigurationLoader.checkTogether({ var c = Configuration(); c.rateLimits = limits; return c }())
+        let rates = RequestRates(limits, metrics: MetricsRegistry(), clock: time.clock)
+        #expect(rates.checkAddress("a", token: "never-seen") == nil)
+        rates.failedAuthentication("a")
+        #expect(rates.checkAddress("a", token: "never-seen")?.status == 429)
+        time.advance(seconds: 2)                                     // the bucket full again
+        #expect(rates.checkAddress("a", token: "never-seen") == nil)
+
+        limits.failedAuthCost = 101
+        let never = RequestRates(limits, metrics: MetricsRegistry(), clock: time.clock)
+        #expect(never.checkAddress("b", token: "never-seen")?.status == 429)
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.checkTogether({ var c = Configuration(); c.rateLimits = limits; return c }())
+        }
+    }
+
     @Test func failuresRefuseUnknownTokensOnlyAndAreWaitedOut() {
         let time = PipelineStageTests.ManualClock()
         var limits = Configuration.RateLimits()
