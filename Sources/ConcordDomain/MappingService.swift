@@ -61,7 +61,7 @@ public struct MappingService: ServiceArea {
             if pendingSeen.insert(ByteKey(id)).inserted { pending.append(id) }   // in request order: "oldest record first" follows it
         }
         guard !pending.isEmpty else { return result }
-        let assigned = try self.run { try self.core.write(account: device.accountID) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }
+        let assigned = try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }
         // Step 3: assigned just now (an object deleted before step 3 ran stays not found).
         for i in result.answers.indices where result.answers[i] == .unlinked {
             guard let record = assigned[ByteKey(ids[i])] else { continue }
@@ -218,7 +218,7 @@ public struct MappingService: ServiceArea {
             // Store the links found by content so the next lookup takes step 2, checked again under the
             // write lock (in full unless nothing of the mapping changed since this read: `resolvedAt`).
             let toLink = resolved.links
-            try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt) } }
+            try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt) } }
         }
         // Local copies: the closure above captures these, and reading a captured variable inside a
         // loop would retain its array once per item.
@@ -310,14 +310,14 @@ public struct MappingService: ServiceArea {
 
     /// `POST /v1/library/links`: the person chose which object a cloud identifier means on this device.
     /// The new link replaces the record's earlier link on this device and the object's earlier link.
-    public func link(cloudIdentifier: String, localIdentifier: String, device: DeviceRef) throws(DomainError) {
+    public func link(cloudIdentifier: String, localIdentifier: String, device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) {
         guard let c = CloudIdentifier(parsing: cloudIdentifier) else {
             throw DomainError.badRequest(message: "cloudIdentifier is not a well-formed cloud identifier.", field: "cloudIdentifier")
         }
         guard Identifiers.isValidLocalIdentifier(localIdentifier) else {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifier")
         }
-        try self.writeAllowed(device) { tx, state in
+        try self.writeAllowed(device, idempotency: idempotency) { tx, state in
             guard let record = try tx.records(guids: [c.guid]).first, record.type == c.type else {
                 throw DomainError.notFound(message: "No such cloud record.")
             }
@@ -347,8 +347,8 @@ public struct MappingService: ServiceArea {
     /// identifier, unless both have fingerprints and they differ; (2) those carrying a key the
     /// record carries; (3) those with P's fingerprint. One → linked; several → `ambiguous`; none →
     /// `unmatched`. Repeatable as the device uploads more.
-    public func adopt(device: DeviceRef) throws(DomainError) -> AdoptionResult {
-        try self.writeAllowed(device) { tx, state in
+    public func adopt(device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) -> AdoptionResult {
+        try self.writeAllowed(device, idempotency: idempotency) { tx, state in
             guard let predecessorID = state.replaces else { throw DomainError.noPredecessor }
             let predecessor = DeviceRef(accountID: device.accountID, deviceID: predecessorID)
             var theirs: [String: LibraryObject] = [:]   // record GUID → the predecessor's object linked to it
