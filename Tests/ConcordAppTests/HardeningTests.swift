@@ -112,8 +112,10 @@ import Testing
     /// same address keeps working (it used to get 429 with the guesser).
     @Test func guessingFromAnAddressDoesNotStopValidTokensFromIt() throws {
         let server = try APIServer { c in
-            c.rateLimits.perAddress = 100
-            c.rateLimits.burstSeconds = 1
+            // A bucket of 100 that refills slowly (10 a second): a failure's 40 take 4 s to come
+            // back, so a few requests apart the guesser is still refused on a loaded machine.
+            c.rateLimits.perAddress = 10
+            c.rateLimits.burstSeconds = 10
             c.rateLimits.failedAuthCost = 40
         }
         let account = try server.account()
@@ -136,8 +138,10 @@ import Testing
     @Test(arguments: [true, false])
     func forwardedAddressesAreBelievedOnlyFromTrustedProxies(_ trusted: Bool) throws {
         let server = try APIServer { c in
-            c.rateLimits.perAddress = 100
-            c.rateLimits.burstSeconds = 1
+            // A bucket of 100 that refills slowly (10 a second): a failure's 40 take 4 s to come
+            // back, so a few requests apart the guesser is still refused on a loaded machine.
+            c.rateLimits.perAddress = 10
+            c.rateLimits.burstSeconds = 10
             c.rateLimits.failedAuthCost = 40
             if trusted { c.server.trustedProxies = [IPAddressRange("127.0.0.0/8")!] }
         }

@@ -134,13 +134,13 @@ import Testing
 
     @Test func failedAuthenticationsCostTheirAddressMore() throws {
         let server = try APIServer { c in
-            c.rateLimits.perAddress = 100
-            c.rateLimits.burstSeconds = 1
+            // A bucket of 100 that refills slowly (10 a second): no wall-clock race with the refill.
+            c.rateLimits.perAddress = 10
+            c.rateLimits.burstSeconds = 10
             c.rateLimits.failedAuthCost = 40
         }
-        // No token at all is no guess: it costs one request, like any other.
+        // No token at all is no guess: it costs one request, like any other (of the address's 100).
         for _ in 0..<30 { #expect(try server.call("GET", "/v1/library/token", token: nil).status == 401) }
-        Thread.sleep(forTimeInterval: 0.5)   // refill what those spent (100 per second)
         // 100 tokens: two unknown tokens (40 each) leave 20; the third is refused before its lookup.
         #expect(try server.call("GET", "/v1/library/token", token: "guess-1").status == 401)
         #expect(try server.call("GET", "/v1/library/token", token: "guess-2").status == 401)
