@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "hummingbird-peer", targets: ["hummingbird-peer"]),
         .executable(name: "json-bench", targets: ["json-bench"]),
         .executable(name: "device-sim", targets: ["device-sim"]),
+        .executable(name: "micro-bench", targets: ["micro-bench"]),
     ],
     dependencies: [
         // No traits: the default ones pull swift-configuration and change nothing we measure,
@@ -32,6 +33,14 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "ConcordJSON", package: "Concord"),
+            ]
+        ),
+        // In-process timings of linear work that `swift test` guards by counting (`Benchmarks/run micro`).
+        .executableTarget(
+            name: "micro-bench",
+            dependencies: [
+                .product(name: "ConcordDomain", package: "Concord"),
+                .product(name: "ConcordHTTP", package: "Concord"),
             ]
         ),
         // Simulated devices against a running Concord (and the peer): its own raw-socket client.

@@ -21,23 +21,23 @@ public struct AccountService: ServiceArea {
     static let lastUseResolution = 60.0
 
     /// A new account token; the old one stops working at once. `notFound` without the account.
-    public func rotateAccountToken(accountID: String) throws(DomainError) -> String {
+    public func rotateAccountToken(accountID: String, idempotency: IdempotencyScope? = nil) throws(DomainError) -> String {
         let token = Secrets.newToken(prefix: "cat_")
         let hash = Secrets.tokenHash(token)
         let now = self.now
-        let replaced = try self.run { try self.core.write(account: accountID) { tx in try tx.replaceAccountToken(tokenHash: hash, createdAt: now) } }
+        let replaced = try self.run { try self.core.write(account: accountID, idempotency: idempotency) { tx in try tx.replaceAccountToken(tokenHash: hash, createdAt: now) } }
         guard replaced else { throw DomainError.notFound(message: "No such account.") }
         return token
     }
 
     /// A new token for the device, its library untouched; the old token stops at once.
     /// `notFound` when the device is not the account's.
-    public func rotateDeviceToken(accountID: String, deviceID: String) throws(DomainError) -> CreatedDevice {
+    public func rotateDeviceToken(accountID: String, deviceID: String, idempotency: IdempotencyScope? = nil) throws(DomainError) -> CreatedDevice {
         let token = Secrets.newToken(prefix: "cdt_")
         let hash = Secrets.tokenHash(token)
         let now = self.now
         let ref = DeviceRef(accountID: accountID, deviceID: deviceID)
-        let replaced = try self.run { try self.core.write(account: accountID) { tx in try tx.replaceDeviceToken(ref, tokenHash: hash, createdAt: now) } }
+        let replaced = try self.run { try self.core.write(account: accountID, idempotency: idempotency) { tx in try tx.replaceDeviceToken(ref, tokenHash: hash, createdAt: now) } }
         guard replaced else { throw DomainError.notFound(message: "No such device.") }
         return CreatedDevice(deviceID: deviceID, deviceToken: token)
     }
@@ -47,7 +47,7 @@ public struct AccountService: ServiceArea {
     public func deleteAccount(accountID: String) throws(DomainError) {
         let now = self.now.timeIntervalSince1970
         let existed = try self.run {
-            try self.core.write(account: accountID) { tx in
+            try self.core.write(account: accountID, idempotency: nil) { tx in
                 guard try tx.deleteAccount() else { return false }
                 try WebhookOutbox.accountDeleted(self.core, tx, accountID: accountID, at: now)
                 return true
@@ -70,24 +70,25 @@ public struct AccountService: ServiceArea {
     }
 
     /// Creates a device of the account; its token is returned once and stored only as a hash.
-    public func createDevice(accountID: String, name: String, platform: String?) throws(DomainError) -> CreatedDevice {
+    public func createDevice(accountID: String, name: String, platform: String?, idempotency: IdempotencyScope? = nil) throws(DomainError) -> CreatedDevice {
         try Self.validateName(name, field: "name")
         if let platform { try Self.validateName(platform, field: "platform") }
-        return try self.insertDevice(accountID: accountID, name: name, platform: platform) { tx in
+        return try self.insertDevice(accountID: accountID, name: name, platform: platform, idempotency: idempotency) { tx in
             guard try tx.accountExists() else { throw DomainError.notFound(message: "No such account.") }
         }
     }
 
     /// A new device of the account with a new token, inside one write: `check` first, then the
     /// device quota, then `after` (given the new device) — all or nothing.
-    private func insertDevice(accountID: String, name: String, platform: String?, replaces: String? = nil, check: (any AccountWriteTransaction) throws -> Void,
+    private func insertDevice(accountID: String, name: String, platform: String?, replaces: String? = nil, idempotency: IdempotencyScope?,
+                              check: (any AccountWriteTransaction) throws -> Void,
                               after: (any AccountWriteTransaction, DeviceRef) throws -> Void = { _, _ in }) throws(DomainError) -> CreatedDevice {
         let id = self.core.newID()
         let token = Secrets.newToken(prefix: "cdt_")
         let hash = Secrets.tokenHash(token)
         let now = self.now
         try self.run {
-            try self.core.write(account: accountID) { tx in
+            try self.core.write(account: accountID, idempotency: idempotency) { tx in
                 try check(tx)
                 let quota = self.configuration.quotas.devicesPerAccount
                 if try tx.devices().count >= quota { throw DomainError.quotaExceeded(quota: "devicesPerAccount", limit: quota) }
@@ -106,12 +107,12 @@ public struct AccountService: ServiceArea {
     /// answered), and its library, links and history stay, read-only, until it is deleted. `caller`
     /// is the device when its own token asks (it may name only itself: `403` otherwise).
     public func createSuccessor(accountID: String, of deviceID: String, name: String, platform: String?,
-                                caller: DeviceRef? = nil) throws(DomainError) -> CreatedSuccessor {
+                                caller: DeviceRef? = nil, idempotency: IdempotencyScope? = nil) throws(DomainError) -> CreatedSuccessor {
         if let caller, caller.deviceID != deviceID || caller.accountID != accountID { throw DomainError.forbidden }
         try Self.validateName(name, field: "name")
         if let platform { try Self.validateName(platform, field: "platform") }
         let predecessor = DeviceRef(accountID: accountID, deviceID: deviceID)
-        let created = try self.insertDevice(accountID: accountID, name: name, platform: platform, replaces: deviceID, check: { tx in
+        let created = try self.insertDevice(accountID: accountID, name: name, platform: platform, replaces: deviceID, idempotency: idempotency, check: { tx in
             guard let old = try tx.device(predecessor) else { throw DomainError.notFound(message: "No such device.") }
             if let successor = old.replacedBy { throw DomainError.deviceAlreadyReplaced(replacedBy: successor) }
         }, after: { tx, successor in try tx.setSuccessor(successor, of: predecessor) })
@@ -145,7 +146,7 @@ public struct AccountService: ServiceArea {
         let ref = DeviceRef(accountID: accountID, deviceID: deviceID)
         let now = self.now.timeIntervalSince1970
         let existed = try self.run {
-            try self.core.write(account: accountID) { tx in
+            try self.core.write(account: accountID, idempotency: nil) { tx in
                 guard try tx.deleteDevice(ref) else { return false }
                 try WebhookOutbox.deviceDeleted(self.core, tx, device: ref, at: now)
                 return true

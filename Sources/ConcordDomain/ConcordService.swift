@@ -26,7 +26,7 @@ public final class ConcordService: Sendable {
         var saved = 0
         for snapshot in written {
             do {
-                let recorded = try self.core.write(account: snapshot.accountID) { tx in
+                let recorded = try self.core.write(account: snapshot.accountID, idempotency: nil) { tx in
                     try tx.recordIndexSnapshot(id: snapshot.snapshotID, version: snapshot.version)
                 }
                 index.snapshotRecorded(snapshot, recorded)
@@ -143,8 +143,9 @@ public final class ServiceCore: Sendable {
     /// each as it makes it); one that made any bumps the account's mapping version — with the
     /// index off too, for the instances sharing the database that have one — and, with the index
     /// on, after it commits the index applies exactly those changes (never before: storage is the
-    /// source of truth).
-    func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
+    /// source of truth). A write for a request with an idempotency key (`idempotency`) marks
+    /// the key applied in the same transaction.
+    func write<T>(account accountID: String, idempotency: IdempotencyScope?, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
         guard let index = self.index else {
             // No index here, but the version still moves on: another instance sharing the database
             // may hold one (or a snapshot), and must see that this write changed the mapping.
@@ -152,7 +153,7 @@ public final class ServiceCore: Sendable {
                 let recorder = MappingChangeRecorder(keepsChanges: false)
                 tx.add(observer: recorder)
                 let result = try body(tx)
-                try Self.markApplied(tx)
+                try Self.markApplied(tx, idempotency)
                 if recorder.changed { _ = try tx.bumpMappingVersion() }
                 return result
             }
@@ -171,7 +172,7 @@ public final class ServiceCore: Sendable {
             let recorder = MappingChangeRecorder(keepsChanges: index.isLoaded(account: accountID))
             tx.add(observer: recorder)
             let result = try body(tx)
-            try Self.markApplied(tx)
+            try Self.markApplied(tx, idempotency)
             if recorder.changed {
                 let version = try tx.bumpMappingVersion()
                 index.expect(account: accountID, version: version)
@@ -186,9 +187,9 @@ public final class ServiceCore: Sendable {
         return result
     }
 
-    /// Marks the running request's idempotency key applied, in the transaction that applies it.
-    private static func markApplied(_ tx: any AccountWriteTransaction) throws {
-        if let scope = IdempotencyScope.current { try tx.markIdempotencyApplied(owner: scope.owner, key: scope.key) }
+    /// Marks the request's idempotency key applied, in the transaction that applies it.
+    private static func markApplied(_ tx: any AccountWriteTransaction, _ scope: IdempotencyScope?) throws {
+        if let scope { try tx.markIdempotencyApplied(owner: scope.owner, key: scope.key) }
     }
 
     /// Runs storage work, turning anything that is not already a `DomainError` into `internalError`.
@@ -236,9 +237,9 @@ extension ServiceArea {
     }
 
     /// The device's account's write transaction (serialised with the account's other writers), the
-    /// device checked in it.
-    func write<T>(_ device: DeviceRef, _ body: (any AccountWriteTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
-        try self.run { try self.core.write(account: device.accountID) { tx in try body(tx, try Self.requireDevice(tx, device)) } }
+    /// device checked in it; `idempotency`, the request's key, is marked applied in it.
+    func write<T>(_ device: DeviceRef, idempotency: IdempotencyScope?, _ body: (any AccountWriteTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
+        try self.run { try self.core.write(account: device.accountID, idempotency: idempotency) { tx in try body(tx, try Self.requireDevice(tx, device)) } }
     }
 
     /// Like `read`, and the library must not be denied (`accessUserDenied`, §5 and §6).
@@ -250,8 +251,8 @@ extension ServiceArea {
     }
 
     /// Like `write`, and the library must not be denied.
-    func writeAllowed<T>(_ device: DeviceRef, _ body: (any AccountWriteTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
-        try self.write(device) { tx, state in
+    func writeAllowed<T>(_ device: DeviceRef, idempotency: IdempotencyScope?, _ body: (any AccountWriteTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
+        try self.write(device, idempotency: idempotency) { tx, state in
             guard state.authorization != .denied else { throw DomainError.accessUserDenied }
             return try body(tx, state)
         }

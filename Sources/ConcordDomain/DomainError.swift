@@ -18,48 +18,49 @@ public struct DetailField: Sendable, Equatable {
     }
 }
 
-/// Every failure of the domain. Each case is one contract name of API.md §1; the app
-/// maps it to its status and JSON in one place (`name`, `httpStatus`, `photosErrorCode`, `details`).
+/// Every failure of the domain. Each case is one contract name; the domain knows no HTTP: the
+/// app's `ErrorMapper` decides each case's status, and renders `name`, `message`,
+/// `photosErrorCode` and `details` as the answer.
 public enum DomainError: Error, Sendable, Equatable {
-    /// 400: a missing, mistyped or out-of-bounds value; `field` names it when known.
+    /// A missing, mistyped or out-of-bounds value; `field` names it when known.
     case badRequest(message: String, field: String?)
-    /// 401: no or unknown token (the app decides this; listed so the mapping is total).
+    /// No or unknown token (the app decides this; listed so the mapping is total).
     case unauthorized
-    /// 403: a valid token of the wrong kind.
+    /// A valid token of the wrong kind.
     case forbidden
-    /// 404: no such thing visible to the caller.
+    /// No such thing visible to the caller.
     case notFound(message: String)
-    /// 409: a link whose object does not have the record's type and fingerprint.
+    /// A link whose object does not have the record's type and fingerprint.
     case fingerprintMismatch(message: String)
-    /// 422: well-formed but refers to something missing; details name it.
+    /// Well-formed but refers to something missing; details name it.
     case unprocessable(message: String, details: [DetailField])
-    /// 400: a change token that is malformed, forged, or from another device or account.
+    /// A change token that is malformed, forged, or from another device or account.
     case invalidChangeToken
-    /// 410 (PHPhotosError 3105): the token is older than the history kept.
+    /// (PHPhotosError 3105) The token is older than the history kept.
     case persistentChangeTokenExpired
-    /// 403 (PHPhotosError 3311): the device's authorization status is `denied`.
+    /// (PHPhotosError 3311) The device's authorization status is `denied`.
     case accessUserDenied
-    /// 413: more items than `maxBatch`.
+    /// More items than `maxBatch`.
     case batchTooLarge(maxBatch: Int)
-    /// 412: `If-Match` did not match; carries the current version (journals, §6).
+    /// `If-Match` did not match; carries the current version (journals, §6).
     case versionMismatch(currentVersion: String?)
-    /// 412 `versionMismatch` on a library write (§4): `If-Match` did not name the device's current
+    /// `versionMismatch` on a library write (§4): `If-Match` did not name the device's current
     /// library change token; carries that token (`"changeToken"` in place of `"version"`).
     case changeTokenMismatch(currentChangeToken: String)
-    /// 403: the account would pass one of its quotas (`quota` names it); nothing was stored.
+    /// The account would pass one of its quotas (`quota` names it); nothing was stored.
     case quotaExceeded(quota: String, limit: Int)
-    /// 409: the device has a successor already (§3); carries its ID.
+    /// The device has a successor already (§3); carries its ID.
     case deviceAlreadyReplaced(replacedBy: String)
-    /// 409: `POST /v1/library/adopt` by a device with no predecessor (or whose predecessor was deleted).
+    /// `POST /v1/library/adopt` by a device with no predecessor (or whose predecessor was deleted).
     case noPredecessor
-    /// `409`: the device has this many open uploads in parts already (§4).
+    /// The device has this many open uploads in parts already (§4).
     case tooManyUploads(limit: Int)
-    /// 503: storage is busy or unreachable; retry later.
+    /// Storage is busy or unreachable; retry later.
     case unavailable(message: String)
-    /// 507: storage cannot take the write (disk full, read-only, I/O error); nothing of the
+    /// Storage cannot take the write (disk full, read-only, I/O error); nothing of the
     /// request was stored. Retry once space is freed.
     case insufficientStorage(message: String)
-    /// 500: a bug or an unexpected storage failure; the message is for logs, not clients.
+    /// A bug or an unexpected storage failure; the message is for logs, not clients.
     case internalError(message: String)
     /// 422: a webhook URL whose destination may not be called (`reason`: `insecureScheme`,
     /// `unresolvable`, `forbiddenAddress`); the field is always `url`.
@@ -97,26 +98,6 @@ public enum DomainError: Error, Sendable, Equatable {
         case .eventSuperseded: return "eventSuperseded"
         case .webhookDisabled: return "webhookDisabled"
         case .tooManyRequests: return "tooManyRequests"
-        }
-    }
-
-    /// The HTTP status when this error is the whole answer.
-    public var httpStatus: Int {
-        switch self {
-        case .badRequest, .invalidChangeToken: return 400
-        case .unauthorized: return 401
-        case .forbidden, .accessUserDenied, .quotaExceeded: return 403
-        case .notFound: return 404
-        case .fingerprintMismatch, .deviceAlreadyReplaced, .noPredecessor, .tooManyUploads, .eventSuperseded, .webhookDisabled: return 409
-        case .persistentChangeTokenExpired: return 410
-        case .versionMismatch: return 412
-        case .changeTokenMismatch: return 412
-        case .batchTooLarge: return 413
-        case .unprocessable, .forbiddenDestination: return 422
-        case .tooManyRequests: return 429
-        case .internalError: return 500
-        case .unavailable: return 503
-        case .insufficientStorage: return 507
         }
     }
 

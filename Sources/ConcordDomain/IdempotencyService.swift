@@ -37,9 +37,9 @@ public enum IdempotencyClaim: Sendable, Equatable {
     case answerLost
 }
 
-/// The key of the request a worker is running, if it has one: every write transaction it commits
-/// marks the key applied (`ServiceCore.write`), so a crash between that commit and the stored answer
-/// is told apart from one before anything committed.
+/// The key of a request that has one, handed to the service's writes it runs (their `idempotency`
+/// argument): each write transaction marks the key applied (`ServiceCore.write`), so a crash
+/// between that commit and the stored answer is told apart from one before anything committed.
 public struct IdempotencyScope: Sendable {
     public let owner: [UInt8]
     public let key: String
@@ -47,8 +47,6 @@ public struct IdempotencyScope: Sendable {
         self.owner = owner
         self.key = key
     }
-
-    @TaskLocal public static var current: IdempotencyScope?
 }
 
 /// Idempotency keys of POST requests, per token, kept for `lifetime` in the database (so a resend

@@ -26,7 +26,7 @@ extension JournalService {
     /// `cancelled` changes nothing and answers the entry. The entry must exist (`404` otherwise, with or
     /// without `If-Match`: a selection edits an entry, it never creates one).
     public func applySelection(journalID: String, entryID: String, cancelled: Bool, localIdentifiers picked: [String], ifMatch: IfMatch?,
-                               device: DeviceRef) throws(DomainError) -> JournalEntryView {
+                               device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) -> JournalEntryView {
         try Self.validateEntryID(entryID)
         guard picked.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         var seen = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
@@ -39,7 +39,7 @@ extension JournalService {
             }
         }
         let now = self.now
-        return try self.writeAllowed(device) { tx, state in
+        return try self.writeAllowed(device, idempotency: idempotency) { tx, state in
             let limited = state.authorization == .limited
             guard var journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
             guard var entry = try tx.journalEntry(journalID: journalID, entryID: entryID) else {

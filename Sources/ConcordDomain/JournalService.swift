@@ -18,11 +18,11 @@ public struct JournalService: ServiceArea {
     public static let maxEntryTextBytes = 1 << 20
 
     /// `POST /v1/journals`: a new, empty journal.
-    public func createJournal(title: String, device: DeviceRef) throws(DomainError) -> JournalSummary {
+    public func createJournal(title: String, device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) -> JournalSummary {
         try Self.validateTitle(title)
         let now = self.now
         let id = self.core.newID()
-        return try self.write(device) { tx, _ in
+        return try self.write(device, idempotency: idempotency) { tx, _ in
             let quota = self.configuration.quotas.journalsPerAccount
             if try tx.journals().count >= quota { throw DomainError.quotaExceeded(quota: "journalsPerAccount", limit: quota) }
             let journal = try self.commitJournalChange(tx, origin: device, now: now, JournalChangeDetails(journals: JournalChangeLists(inserted: [id]))) { seq in
@@ -83,7 +83,7 @@ public struct JournalService: ServiceArea {
             return JournalDetail(journal: Self.summary(journal), entries: entries.map { Self.view($0, resolved.answers) }, hasMore: hasMore, paged: paged)
         }
         if !toLink.isEmpty {
-            try self.run { try self.core.write(account: device.accountID) { tx in
+            try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in
                 try MappingService.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt)
             } }
         }
@@ -134,7 +134,7 @@ public struct JournalService: ServiceArea {
     public func renameJournal(_ journalID: String, title: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) -> JournalSummary {
         try Self.validateTitle(title)
         let now = self.now
-        return try self.write(device) { tx, _ in
+        return try self.write(device, idempotency: nil) { tx, _ in
             guard var journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
             try Self.checkPrecondition(ifMatch, current: journal.version)
             guard journal.title != title else { return Self.summary(journal) }
@@ -150,7 +150,7 @@ public struct JournalService: ServiceArea {
     /// and every entry as deleted.
     public func deleteJournal(_ journalID: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) {
         let now = self.now
-        try self.write(device) { tx, _ in
+        try self.write(device, idempotency: nil) { tx, _ in
             guard let journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
             try Self.checkPrecondition(ifMatch, current: journal.version)
             let entryIDs = try tx.journalEntryIDs(journalID: journalID)
@@ -192,7 +192,7 @@ public struct JournalService: ServiceArea {
             }
         }
         let now = self.now
-        return try self.writeAllowed(device) { tx, state in
+        return try self.writeAllowed(device, idempotency: nil) { tx, state in
             let limited = state.authorization == .limited
             guard var journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
             let existing = try tx.journalEntry(journalID: journalID, entryID: entryID)
@@ -245,7 +245,7 @@ public struct JournalService: ServiceArea {
     public func deleteEntry(journalID: String, entryID: String, ifMatch: IfMatch?, device: DeviceRef) throws(DomainError) {
         try Self.validateEntryID(entryID)
         let now = self.now
-        try self.write(device) { tx, _ in
+        try self.write(device, idempotency: nil) { tx, _ in
             guard var journal = try Self.findJournal(tx, journalID) else { throw Self.noSuchJournal }
             guard let entry = try tx.journalEntry(journalID: journalID, entryID: entryID) else {
                 throw Self.noSuchEntry

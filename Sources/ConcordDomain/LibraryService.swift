@@ -10,7 +10,7 @@ public struct LibraryService: ServiceArea {
     /// `ifMatch`: the write precondition (§4), checked in the write transaction after the body's own
     /// checks (`checkPrecondition`).
     @discardableResult
-    public func applyChanges(_ request: LibraryChangeRequest, ifMatch: IfMatch? = nil, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
+    public func applyChanges(_ request: LibraryChangeRequest, ifMatch: IfMatch? = nil, device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) -> LibraryChangeResult {
         // API.md §4 bounds only PUT /v1/library by the body limit "not by maxBatch": an incremental
         // change request is a batch, so its items (upserts and deletes of all types) count against it.
         let itemCount = [ObjectType.asset, .assetCollection, .collectionList].reduce(0) { $0 + request.part($1).upsert.count + request.part($1).delete.count }
@@ -37,7 +37,7 @@ public struct LibraryService: ServiceArea {
         }
         let precondition = self.precondition(ifMatch, device: device)
         let now = self.now
-        return try self.write(device) { tx, state in
+        return try self.write(device, idempotency: idempotency) { tx, state in
             // One query for every identifier the request names, members included.
             var wanted = seen
             for o in upserts { wanted.formUnion(o.members.map(ByteKey.init)) }
@@ -128,7 +128,7 @@ public struct LibraryService: ServiceArea {
         // The merge takes the sent library in byte order, a page at a time.
         let order = snapshot.numbersInIdentifierOrder()
         let precondition = self.precondition(ifMatch, device: device)
-        return try self.write(device) { tx, state in
+        return try self.write(device, idempotency: nil) { tx, state in
             var offset = 0
             return try self.replace(tx, state, reset: reset, sentCount: order.count, precondition: precondition) {
                 let page = order[offset..<min(offset + LibraryReplacement.pageSize, order.count)].map { snapshot[$0] }
@@ -196,7 +196,7 @@ public struct LibraryService: ServiceArea {
 
     /// `PUT /v1/library/authorization`.
     public func setAuthorization(_ status: AuthorizationStatus, device: DeviceRef) throws(DomainError) {
-        try self.write(device) { tx, _ in
+        try self.write(device, idempotency: nil) { tx, _ in
             try tx.setAuthorization(device, status)
         }
     }

@@ -13,31 +13,6 @@ public struct CloudIdentifierAnswers: Sendable {
         self.bytes = bytes
         self.notFound = notFound
     }
-
-    /// One answer, its cloud identifier as bytes valid inside `body`.
-    public enum Result {
-        case found(UnsafeBufferPointer<UInt8>)
-        case error(ItemError)
-    }
-
-    /// Each answer in order, its cloud identifier's bytes (plain ASCII: GUID, type code and a
-    /// base64url fingerprint, never needing JSON escapes) valid inside `body`.
-    public func forEach(_ body: (Int, Result) -> Void) {
-        self.bytes.withUnsafeBufferPointer { buffer in
-            for (i, answer) in self.answers.enumerated() {
-                if case .linked(let start, let count) = answer {
-                    body(i, .found(UnsafeBufferPointer(rebasing: buffer[start..<start + count])))
-                } else {
-                    body(i, .error(self.notFound))
-                }
-            }
-        }
-    }
-
-    public func withResult<T>(_ i: Int, _ body: (Result) -> T) -> T {
-        guard case .linked(let start, let count) = self.answers[i] else { return body(.error(self.notFound)) }
-        return self.bytes.withUnsafeBufferPointer { body(.found(UnsafeBufferPointer(rebasing: $0[start..<start + count]))) }
-    }
 }
 
 /// Cloud → local answers of a batch: per identifier the local identifier found (its bytes in
@@ -53,16 +28,6 @@ public struct LocalIdentifierAnswers: Sendable {
     public init(answers: [Answer], bytes: [UInt8]) {
         self.answers = answers
         self.bytes = bytes
-    }
-
-    /// One `MappingResult` per identifier.
-    public var results: [MappingResult] {
-        self.answers.map { answer in
-            switch answer {
-            case .found(let start, let count): .found(String(decoding: self.bytes[start..<start + count], as: UTF8.self))
-            case .error(let error): .error(error)
-            }
-        }
     }
 }
 
@@ -96,7 +61,7 @@ public struct MappingService: ServiceArea {
             if pendingSeen.insert(ByteKey(id)).inserted { pending.append(id) }   // in request order: "oldest record first" follows it
         }
         guard !pending.isEmpty else { return result }
-        let assigned = try self.run { try self.core.write(account: device.accountID) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }
+        let assigned = try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }
         // Step 3: assigned just now (an object deleted before step 3 ran stays not found).
         for i in result.answers.indices where result.answers[i] == .unlinked {
             guard let record = assigned[ByteKey(ids[i])] else { continue }
@@ -253,7 +218,7 @@ public struct MappingService: ServiceArea {
             // Store the links found by content so the next lookup takes step 2, checked again under the
             // write lock (in full unless nothing of the mapping changed since this read: `resolvedAt`).
             let toLink = resolved.links
-            try self.run { try self.core.write(account: device.accountID) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt) } }
+            try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt) } }
         }
         // Local copies: the closure above captures these, and reading a captured variable inside a
         // loop would retain its array once per item.
@@ -283,11 +248,6 @@ public struct MappingService: ServiceArea {
             answerIndex += 1
         }
         return result
-    }
-
-    /// `localIdentifierAnswers` as one `MappingResult` per identifier (a string each).
-    public func localIdentifierResults(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef, contentMatch: Bool = true) throws(DomainError) -> [MappingResult] {
-        try self.localIdentifierAnswers(forCloudIdentifiers: batch, device: device, contentMatch: contentMatch).results
     }
 
     /// What `resolve` found: one answer per identifier (nil: identifierNotFound) and the links to store.
@@ -350,14 +310,14 @@ public struct MappingService: ServiceArea {
 
     /// `POST /v1/library/links`: the person chose which object a cloud identifier means on this device.
     /// The new link replaces the record's earlier link on this device and the object's earlier link.
-    public func link(cloudIdentifier: String, localIdentifier: String, device: DeviceRef) throws(DomainError) {
+    public func link(cloudIdentifier: String, localIdentifier: String, device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) {
         guard let c = CloudIdentifier(parsing: cloudIdentifier) else {
             throw DomainError.badRequest(message: "cloudIdentifier is not a well-formed cloud identifier.", field: "cloudIdentifier")
         }
         guard Identifiers.isValidLocalIdentifier(localIdentifier) else {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifier")
         }
-        try self.writeAllowed(device) { tx, state in
+        try self.writeAllowed(device, idempotency: idempotency) { tx, state in
             guard let record = try tx.records(guids: [c.guid]).first, record.type == c.type else {
                 throw DomainError.notFound(message: "No such cloud record.")
             }
@@ -387,8 +347,8 @@ public struct MappingService: ServiceArea {
     /// identifier, unless both have fingerprints and they differ; (2) those carrying a key the
     /// record carries; (3) those with P's fingerprint. One → linked; several → `ambiguous`; none →
     /// `unmatched`. Repeatable as the device uploads more.
-    public func adopt(device: DeviceRef) throws(DomainError) -> AdoptionResult {
-        try self.writeAllowed(device) { tx, state in
+    public func adopt(device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) -> AdoptionResult {
+        try self.writeAllowed(device, idempotency: idempotency) { tx, state in
             guard let predecessorID = state.replaces else { throw DomainError.noPredecessor }
             let predecessor = DeviceRef(accountID: device.accountID, deviceID: predecessorID)
             var theirs: [String: LibraryObject] = [:]   // record GUID → the predecessor's object linked to it

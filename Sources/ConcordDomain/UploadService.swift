@@ -43,10 +43,10 @@ public struct UploadService: ServiceArea {
 
     /// `POST /v1/library/uploads`. Expired uploads of the account go first, so that they free their
     /// device's places (and storage) without a background sweep.
-    public func open(device: DeviceRef) throws(DomainError) -> UploadOpened {
+    public func open(device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) -> UploadOpened {
         let now = self.now.timeIntervalSince1970
         let id = self.core.newID()
-        return try self.write(device) { tx, _ in
+        return try self.write(device, idempotency: idempotency) { tx, _ in
             try tx.deleteUploads(touchedBefore: now - Self.lifetime)
             guard try tx.uploads(device).count < Self.maxOpenPerDevice else { throw DomainError.tooManyUploads(limit: Self.maxOpenPerDevice) }
             try tx.insertUpload(device, uploadID: id, at: now)
@@ -70,7 +70,7 @@ public struct UploadService: ServiceArea {
             guard identifiers.insert(i, of: slice) else { throw LibraryService.duplicate(o.localIdentifier) }
         }
         let now = self.now.timeIntervalSince1970
-        return try self.write(device) { tx, _ in
+        return try self.write(device, idempotency: nil) { tx, _ in
             _ = try self.requireUpload(tx, device, uploadID, now: now)
             let before = try tx.uploadTotals(uploadID: uploadID)
             try tx.putUploadPart(uploadID: uploadID, part: part, objects: objects, at: now)
@@ -86,10 +86,10 @@ public struct UploadService: ServiceArea {
     /// `POST /v1/library/uploads/{uploadID}/commit`: every part together applied as `PUT /v1/library`
     /// would apply them, as one change; the upload is gone. A refused commit (`400`, `412`, `422`,
     /// `403`) rolls back whole and leaves the upload open to correct.
-    public func commit(_ uploadID: String, reset: Bool, ifMatch: IfMatch? = nil, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
+    public func commit(_ uploadID: String, reset: Bool, ifMatch: IfMatch? = nil, device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) -> LibraryChangeResult {
         let precondition = LibraryService(core: self.core).precondition(ifMatch, device: device)
         let now = self.now.timeIntervalSince1970
-        return try self.write(device) { tx, state in
+        return try self.write(device, idempotency: idempotency) { tx, state in
             _ = try self.requireUpload(tx, device, uploadID, now: now)
             if let repeated = try tx.uploadRepeatedIdentifier(uploadID: uploadID) {
                 throw DomainError.badRequest(message: "\(repeated) appears in more than one part of the upload.", field: "localIdentifier")
@@ -110,7 +110,7 @@ public struct UploadService: ServiceArea {
     /// `DELETE /v1/library/uploads/{uploadID}`: the parts are discarded.
     public func delete(_ uploadID: String, device: DeviceRef) throws(DomainError) {
         let now = self.now.timeIntervalSince1970
-        try self.write(device) { tx, _ in
+        try self.write(device, idempotency: nil) { tx, _ in
             _ = try self.requireUpload(tx, device, uploadID, now: now)
             try tx.deleteUpload(uploadID: uploadID)
         }

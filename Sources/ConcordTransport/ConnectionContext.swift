@@ -7,16 +7,12 @@ import Synchronization
 public struct ConnectionContext: Sendable {
     /// The client's IP address as the transport saw it (nil when unknown).
     public var remoteAddress: String?
-    /// What the responder decided from the head before the body was read (`HTTPAdmission`'s
-    /// `context`), handed back with the whole request; nil when no such decision was asked for.
-    public var admission: (any Sendable)?
     /// Signalled when the client closes the connection, or its sending side, before this request
     /// is answered (nil when the transport does not tell).
     public var clientGone: ClientGoneSignal?
 
-    public init(remoteAddress: String? = nil, admission: (any Sendable)? = nil, clientGone: ClientGoneSignal? = nil) {
+    public init(remoteAddress: String? = nil, clientGone: ClientGoneSignal? = nil) {
         self.remoteAddress = remoteAddress
-        self.admission = admission
         self.clientGone = clientGone
     }
 }

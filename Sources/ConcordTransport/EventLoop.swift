@@ -498,15 +498,17 @@ final class EventLoop: @unchecked Sendable {
             let action = connection.actions[index]
             index += 1
             switch action {
-            case .dispatch(let request, let admission, let sequence):
+            case .dispatch(let request, let admitted, let sequence):
                 let gone = ClientGoneSignal()
                 connection.clientGone = gone
-                let context = ConnectionContext(remoteAddress: connection.remoteAddress, admission: admission, clientGone: gone)
+                let context = ConnectionContext(remoteAddress: connection.remoteAddress, clientGone: gone)
                 let fd = connection.fd
                 let id = connection.id
-                self.shared.responder.handle(request, context: context) { [self] response in
+                let respond: @Sendable (HTTPResponse) -> Void = { [self] response in
                     self.deliver(fd: fd, id: id, sequence: sequence, answer: .response(response))
                 }
+                // A head the responder admitted goes to the handler it chose then.
+                if let admitted { admitted(request, context, respond) } else { self.shared.responder.handle(request, context: context, respond: respond) }
             case .admit(let head, let sequence):
                 let fd = connection.fd
                 let id = connection.id

@@ -2,12 +2,16 @@ import ConcordHTTP
 
 /// A responder's decision on a request head before its body is read.
 public enum HTTPAdmission: Sendable {
-    /// Read the body, at most `maxBodyBytes` (nil: the server's limit); `context` comes back
-    /// with the whole request (`ConnectionContext.admission`), so what the head check found (who is
-    /// calling) need not be looked up twice.
-    case proceed(maxBodyBytes: Int?, context: (any Sendable)?)
+    /// Read the body, at most `maxBodyBytes` (nil: the server's limit). The whole request then
+    /// goes to `handler` when there is one, in place of `HTTPResponder.handle`: the responder
+    /// builds it around what the head check found (who is calling), typed as the responder knows
+    /// it, so nothing is looked up twice and nothing comes back as a value to cast.
+    case proceed(maxBodyBytes: Int?, handler: AdmittedHandler?)
     /// Answer this without reading the body, then close the connection.
     case reject(HTTPResponse)
+
+    /// Handles an admitted head's whole request (same rules as `HTTPResponder.handle`).
+    public typealias AdmittedHandler = @Sendable (HTTPRequest, ConnectionContext, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Void
 }
 
 /// The protocol logic of one connection, with no I/O: events in (bytes, EOF, a response,
@@ -39,7 +43,7 @@ struct HTTPConnectionStateMachine {
         /// its decision comes back through `admitted` with this sequence number.
         case admit(HTTPRequestHead, sequence: UInt64)
         /// Hand the request to the responder; its answer comes back with this sequence number.
-        case dispatch(HTTPRequest, admission: (any Sendable)?, sequence: UInt64)
+        case dispatch(HTTPRequest, admitted: HTTPAdmission.AdmittedHandler?, sequence: UInt64)
         /// Serialise and queue a response.
         case writeResponse(HTTPResponse, keepAlive: Bool, isHead: Bool, version: HTTPVersion)
         /// Close once the queued output is written. `linger`: half-close and read until
@@ -82,8 +86,8 @@ struct HTTPConnectionStateMachine {
     /// Bodies still to come beyond this many bytes are admitted from the head first (those of
     /// `Expect: 100-continue` and chunked ones always are); smaller ones are read at once.
     private let admitBodiesOver: Int
-    /// The admitted request's context, attached to it when its body is complete.
-    private var admission: (any Sendable)?
+    /// The admitted request's handler, attached to it when its body is complete.
+    private var admitted: HTTPAdmission.AdmittedHandler?
     /// When the current body began, and its bytes so far (for `minBodyRate`).
     private var bodyStartedAt = 0.0
     private var bodyBytes = 0
@@ -216,25 +220,25 @@ struct HTTPConnectionStateMachine {
                     return
                 }
             case .request(let request, let keepAlive):
-                let admission = self.admission
-                self.admission = nil
+                let admitted = self.admitted
+                self.admitted = nil
                 self.sequence &+= 1
                 self.bufferedWhileBusy = 0
                 self.state = .awaitingResponse(
                     sequence: self.sequence, isHead: request.method == "HEAD", keepAlive: keepAlive, version: request.version)
-                actions.append(.dispatch(request, admission: admission, sequence: self.sequence))
+                actions.append(.dispatch(request, admitted: admitted, sequence: self.sequence))
                 return
             }
         }
     }
 
     /// The responder's decision on the head awaiting admission `sequence`: read the body
-    /// (within `maxBodyBytes`, then dispatch with `context`), or answer now without reading it
+    /// (within `maxBodyBytes`, then dispatch to its handler), or answer now without reading it
     /// and close — no `100 Continue` is sent for a refused body.
     mutating func admitted(_ decision: HTTPAdmission, sequence: UInt64, now: Double, into actions: inout [Action]) {
         guard case .awaitingAdmission(let current, let expects) = self.state, current == sequence else { return }
         switch decision {
-        case .proceed(let maxBodyBytes, let context):
+        case .proceed(let maxBodyBytes, let handler):
             if let maxBodyBytes {
                 do {
                     try self.parser.limitBody(maxBodyBytes)
@@ -243,7 +247,7 @@ struct HTTPConnectionStateMachine {
                     return
                 }
             }
-            self.admission = context
+            self.admitted = handler
             self.startBody(now: now, expectsContinue: expects)
             self.advance(now: now, into: &actions)
         case .reject(let response):

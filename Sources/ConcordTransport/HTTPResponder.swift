@@ -6,8 +6,8 @@ import ConcordHTTP
 /// may wait (storage) is moved to another queue by the responder. `respond` must be
 /// called exactly once, from any thread; the transport hops back to the connection's
 /// loop, keeps pipelined responses in request order, and applies keep-alive rules.
-/// What the transport knows of the connection (peer address, the head's admission, the
-/// client going away) comes in `context`, not on the request.
+/// What the transport knows of the connection (peer address, the client going away) comes in
+/// `context`, not on the request.
 public protocol HTTPResponder: Sendable {
     func handle(_ request: HTTPRequest, context: ConnectionContext, respond: @escaping @Sendable (HTTPResponse) -> Void)
 
@@ -22,7 +22,7 @@ public protocol HTTPResponder: Sendable {
 extension HTTPResponder {
     /// Every body is read.
     public func admit(_ head: HTTPRequestHead, context: ConnectionContext, decide: @escaping @Sendable (HTTPAdmission) -> Void) {
-        decide(.proceed(maxBodyBytes: nil, context: nil))
+        decide(.proceed(maxBodyBytes: nil, handler: nil))
     }
 
     /// A request that came on no connection (tests, in-process callers).

@@ -92,6 +92,12 @@ private let errorCases: [(name: String, flags: [(String, String)], environment: 
     ("fileNotObject", [], [:], "[1]", "expected a JSON object at the top level"),
     ("fileLogLevel", [], [:], #"{"logLevel":"chatty"}"#, #"invalid value "chatty" for logLevel in "#),
     ("fileMissing", [("--config", "/nonexistent/concord.json")], [:], nil, "cannot read config file /nonexistent/concord.json: No such file or directory"),
+    // Each value in range, together unworkable: a failure costing more than an address's bucket
+    // could never be afforded (every token not seen valid would be 429 for ever).
+    ("failedAuthCostOverTheBucket", [], ["CONCORD_RATE_LIMITS_PER_ADDRESS": "50", "CONCORD_RATE_LIMITS_FAILED_AUTH_COST": "300"], nil,
+     "conflicting settings: rateLimits.failedAuthCost (300) is more than an address's bucket, rateLimits.perAddress × rateLimits.burstSeconds (100)"),
+    ("failedAuthCostOverTheBucketInAFile", [], [:], #"{"rateLimits":{"perAddress":10,"burstSeconds":0.5,"failedAuthCost":6}}"#,
+     "rateLimits.failedAuthCost (6) is more than an address's bucket, rateLimits.perAddress × rateLimits.burstSeconds (5)"),
 ]
 
 @Test(arguments: errorCases.indices)
@@ -251,4 +257,14 @@ func theIndexBudgetIsAQuarterOfTheMemory(_ memory: Int?, _ megabytes: Int) throw
     let set = try ConfigurationLoader.load(flags: [("--config", writeConfig(#"{"mappingIndexMegabytes": 512}"#))], environment: [:])
     #expect(set.mappingIndexMegabytes == 512)
     #expect(throws: (any Error).self) { try ConfigurationLoader.load(flags: [], environment: ["CONCORD_MAPPING_INDEX_MEGABYTES": "lots"]) }
+}
+
+/// A failure may cost up to the whole of an address's bucket; with the address limit off, or
+/// failures costing nothing, any cost goes (the throttle is off then).
+@Test(arguments: [(50.0, 2.0, 100.0), (0, 2, 300), (50, 2, 0), (20_000, 2, 50), (0.1, 1, 1)] as [(Double, Double, Double)])
+func failedAuthCostWithinTheBucketLoads(_ perAddress: Double, _ burstSeconds: Double, _ failedAuthCost: Double) throws {
+    let loaded = try ConfigurationLoader.load(flags: [], environment: [
+        "CONCORD_RATE_LIMITS_PER_ADDRESS": String(perAddress), "CONCORD_RATE_LIMITS_BURST_SECONDS": String(burstSeconds),
+        "CONCORD_RATE_LIMITS_FAILED_AUTH_COST": String(failedAuthCost)])
+    #expect(loaded.rateLimits.failedAuthCost == failedAuthCost)
 }

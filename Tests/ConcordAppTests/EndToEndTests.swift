@@ -164,11 +164,16 @@ private final class LogCapture: Sendable {
 }
 
 @Test func shutdownLetsRequestsInFlightFinish() throws {
+    // The handler tells when it runs, then takes 3 s: shutdown begins while it surely still runs.
+    let reached = DispatchSemaphore(value: 0)
     let slow = Route("GET", "/test/slow", caller: .anyone) { _ throws(APIError) in
-        usleep(300_000)
+        reached.signal()
+        usleep(3_000_000)
         return .text("done")
     }
-    let app = try startApp(testConfiguration(), sink: LogSink(flushInterval: 0, output: { _ in }), extraRoutes: [slow])
+    var configuration = testConfiguration()
+    configuration.server.timeouts.shutdownGrace = 30   // 10× the handler's time: it finishes within
+    let app = try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in }), extraRoutes: [slow])
     let result = Mutex<Result<RawResponse, any Error>?>(nil)
     let finished = DispatchSemaphore(value: 0)
     Thread.detachNewThread {
@@ -176,12 +181,12 @@ private final class LogCapture: Sendable {
         result.withLock { $0 = response }
         finished.signal()
     }
-    // Let the request reach the worker, then shut down while it sleeps.
-    usleep(100_000)
+    // Once the request has reached the worker, shut down while it sleeps.
+    #expect(reached.wait(timeout: .now() + 30) == .success)
     let start = Date()
     app.shutdown()
     #expect(Date().timeIntervalSince(start) >= 0.1)
-    #expect(finished.wait(timeout: .now() + 5) == .success)
+    #expect(finished.wait(timeout: .now() + 30) == .success)
     let response = try #require(try result.withLock { $0 }?.get())
     #expect(response.status == 200 && response.body == "done")
 }
@@ -207,8 +212,9 @@ private final class LogCapture: Sendable {
     usleep(200_000)
     let start = Date()
     app.shutdown()
-    // Grace (0.3 s) plus the workers' last 0.1 s, not the 5 s the stuck write could still take.
-    #expect(Date().timeIntervalSince(start) < 2)
+    // Grace (0.3 s) plus the workers' last 0.1 s, not the 5 s the stuck write could still take:
+    // within 10× the grace, still short of the 5 s.
+    #expect(Date().timeIntervalSince(start) < 4)
     _ = sqlite3_exec(blocker, "ROLLBACK", nil, nil, nil)
     #expect(finished.wait(timeout: .now() + 10) == .success)
 }

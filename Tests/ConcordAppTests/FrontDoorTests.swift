@@ -112,7 +112,7 @@ import Glibc
         let started = Date()
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while Date().timeIntervalSince(started) < 10 {
+        while Date().timeIntervalSince(started) < 30 {
             _ = send(fd, " ", 1, Int32(MSG_NOSIGNAL))   // one byte per wait: far below 1000 B/s
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n > 0 { received.append(contentsOf: chunk[0..<n]) }
@@ -122,7 +122,8 @@ import Glibc
         let response = try parseResponse(String(decoding: received, as: UTF8.self))
         #expect(response.status == 408)
         #expect(response.body.contains("requestTimeout"))
-        #expect(elapsed < 5, "cut off after \(elapsed) s")
+        // Cut off, not held: within 10× the grace (a held connection would last the 30 s loop).
+        #expect(elapsed < 10, "cut off after \(elapsed) s")
     }
 
     /// Bodies in flight share one budget: while one large body is admitted and unanswered,

@@ -20,11 +20,11 @@ import Testing
     }
 
     static func request(_ method: String = "POST", token: String? = nil, headers: [(String, String)] = [], body: String = "",
-                        connection: ConnectionContext = ConnectionContext()) -> RequestContext {
+                        connection: ConnectionContext = ConnectionContext(), admitted: AuthenticatedCaller? = nil) -> RequestContext {
         var fields = headers.map { (name: $0.0, value: $0.1) }
         if let token { fields.append((name: "Authorization", value: "Bearer " + token)) }
         return RequestContext(request: HTTPRequest(method: method, target: "/x", headers: HTTPHeaders(fields), body: Array(body.utf8)),
-                              connection: connection, routePattern: "/x", logger: Self.quiet)
+                              connection: connection, admitted: admitted, routePattern: "/x", logger: Self.quiet)
     }
 
     static func rates(perAddress: Double = 1, perCaller: Double = 1, clock: AppClock) -> RequestRates {
@@ -48,7 +48,7 @@ import Testing
         #expect(stage.refusal(Self.deviceRoute, peer)?.status == 429)
         // Service endpoints and requests whose head was already counted are not counted again.
         #expect(stage.refusal(Self.serviceRoute, peer) == nil)
-        #expect(stage.refusal(Self.deviceRoute, ConnectionContext(remoteAddress: "10.0.0.1", admission: AuthenticatedCaller.admin)) == nil)
+        #expect(stage.refusal(Self.deviceRoute, peer, admitted: true) == nil)
         time.advance(seconds: 1)
         #expect(stage.refusal(Self.deviceRoute, peer) == nil)
         #expect(AddressRateStage(rates: nil).refusal(Self.deviceRoute, peer) == nil)
@@ -138,8 +138,10 @@ import Testing
         let ran = Atomic<Int>(0)
         let response: HTTPResponse
         do {
-            response = try stage.handle(Self.request(token: "t", headers: [("Idempotency-Key", "k")]), accountID: "A1") { () throws(APIError) in
+            response = try stage.handle(Self.request(token: "t", headers: [("Idempotency-Key", "k")]), accountID: "A1") { request throws(APIError) in
                 ran.add(1, ordering: .relaxed)
+                // The handler gets the key's scope, for the writes it runs.
+                #expect(request.idempotency?.key == "k")
                 if handlerStatus >= 500 { throw APIError.unavailable() }
                 return HTTPResponse(status: handlerStatus)
             }
@@ -155,9 +157,13 @@ import Testing
     @Test func idempotencyWithoutAKeyJustRunsAndRefusesAMalformedOne() throws {
         let keys = Keys(.claimed)
         let stage = IdempotencyStage(keys: keys)
-        #expect(try stage.handle(Self.request(), accountID: nil) { () throws(APIError) in .noContent }.status == 204)
+        let unkeyed = try stage.handle(Self.request(), accountID: nil) { request throws(APIError) in
+            #expect(request.idempotency == nil)
+            return .noContent
+        }
+        #expect(unkeyed.status == 204)
         #expect(throws: APIError.self) {
-            try stage.handle(Self.request(headers: [("Idempotency-Key", "with space")]), accountID: nil) { () throws(APIError) in .noContent }
+            try stage.handle(Self.request(headers: [("Idempotency-Key", "with space")]), accountID: nil) { _ throws(APIError) in .noContent }
         }
         #expect(keys.calls.withLock { $0 }.isEmpty)
     }
@@ -189,7 +195,7 @@ import Testing
         // The head: authenticated and counted (the one request the caller may make this second).
         let admitted = try pipeline.admit(Self.request(token: "device"))
         // The whole request carries the admission, no token needed again.
-        let answer = try pipeline.respond(Self.request(connection: ConnectionContext(admission: admitted))) { context in
+        let answer = try pipeline.respond(Self.request(admitted: admitted)) { context in
             #expect(context.value == Self.device)
             return .noContent
         }
@@ -198,7 +204,7 @@ import Testing
         #expect(throws: APIError.self) { try pipeline.respond(Self.request(token: "device")) { _ in .noContent } }
         // An admission of another kind is not trusted: the token decides.
         #expect(throws: APIError.unauthorized) {
-            try pipeline.respond(Self.request(connection: ConnectionContext(admission: AuthenticatedCaller.admin))) { _ in .noContent }
+            try pipeline.respond(Self.request(admitted: AuthenticatedCaller.admin)) { _ in .noContent }
         }
     }
 }

@@ -50,6 +50,31 @@ import Testing
 /// Issue 23: failed authentications have a bucket of their own per address, and tokens seen
 /// valid are spared its refusal; the table of those tokens is bounded.
 @Suite struct FailedAuthenticationTests {
+    /// The largest cost the loader accepts (the whole bucket): an unknown token from a fresh
+    /// address is looked up (then `401`), not refused; one cost more would never be affordable,
+    /// which is why the loader refuses it (`ConfigurationLoader.together`).
+    @Test func aFailureCostingTheWholeBucketIsAffordableOnce() throws {
+        let time = PipelineStageTests.ManualClock()
+        var limits = Configuration.RateLimits()
+        limits.perAddress = 50
+        limits.burstSeconds = 2
+        limits.failedAuthCost = 100
+        try ConfigurationLoader.checkTogether({ var c = Configuration(); c.rateLimits = limits; return c }())
+        let rates = RequestRates(limits, metrics: MetricsRegistry(), clock: time.clock)
+        #expect(rates.checkAddress("a", token: "never-seen") == nil)
+        rates.failedAuthentication("a")
+        #expect(rates.checkAddress("a", token: "never-seen")?.status == 429)
+        time.advance(seconds: 2)                                     // the bucket full again
+        #expect(rates.checkAddress("a", token: "never-seen") == nil)
+
+        limits.failedAuthCost = 101
+        let never = RequestRates(limits, metrics: MetricsRegistry(), clock: time.clock)
+        #expect(never.checkAddress("b", token: "never-seen")?.status == 429)
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.checkTogether({ var c = Configuration(); c.rateLimits = limits; return c }())
+        }
+    }
+
     @Test func failuresRefuseUnknownTokensOnlyAndAreWaitedOut() {
         let time = PipelineStageTests.ManualClock()
         var limits = Configuration.RateLimits()
@@ -88,15 +113,16 @@ import Testing
     @Test(arguments: TestEngine.available)
     func oneDevicesFloodDoesNotStopAnother(_ engine: TestEngine) throws {
         let server = try APIServer(engine: engine) { c in
-            c.rateLimits.perCaller = 5
-            c.rateLimits.burstSeconds = 2
+            // A burst of 10 refilling at 1 a second: the flood outruns it however slow the machine.
+            c.rateLimits.perCaller = 1
+            c.rateLimits.burstSeconds = 10
         }
         let account = try server.account()
         let phone = try server.device(account.token, "phone")
         let tablet = try server.device(account.token, "tablet")
         var statuses: [Int] = []
         for _ in 0..<30 { statuses.append(try server.call("GET", "/v1/library/token", token: phone.token).status) }
-        #expect(statuses.prefix(10).allSatisfy { $0 == 200 })    // the burst: 5 × 2 s
+        #expect(statuses.prefix(10).allSatisfy { $0 == 200 })    // the burst: 1 × 10 s
         #expect(statuses.contains(429))
         let limited = try server.call("GET", "/v1/library/token", token: phone.token)
         #expect(limited.status == 429)
@@ -109,13 +135,13 @@ import Testing
 
     @Test func failedAuthenticationsCostTheirAddressMore() throws {
         let server = try APIServer { c in
-            c.rateLimits.perAddress = 100
-            c.rateLimits.burstSeconds = 1
+            // A bucket of 100 that refills slowly (10 a second): no wall-clock race with the refill.
+            c.rateLimits.perAddress = 10
+            c.rateLimits.burstSeconds = 10
             c.rateLimits.failedAuthCost = 40
         }
-        // No token at all is no guess: it costs one request, like any other.
+        // No token at all is no guess: it costs one request, like any other (of the address's 100).
         for _ in 0..<30 { #expect(try server.call("GET", "/v1/library/token", token: nil).status == 401) }
-        Thread.sleep(forTimeInterval: 0.5)   // refill what those spent (100 per second)
         // 100 tokens: two unknown tokens (40 each) leave 20; the third is refused before its lookup.
         #expect(try server.call("GET", "/v1/library/token", token: "guess-1").status == 401)
         #expect(try server.call("GET", "/v1/library/token", token: "guess-2").status == 401)

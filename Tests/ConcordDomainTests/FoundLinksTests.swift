@@ -27,7 +27,7 @@ import Testing
     @Test(arguments: TestEngine.available) func atTheVersionTheyWereFoundAtTheyAreStored(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let (_, two, record, version) = try self.world(env)
-        try env.service.core.write(account: env.account.accountID) { tx in
+        try env.service.core.write(account: env.account.accountID, idempotency: nil) { tx in
             try MappingService.storeFoundLinks(tx, device: two, [("Y/L0/001", record)], resolvedAt: version)
         }
         #expect(try self.linkOf(env, two, "Y/L0/001") == record.guid)
@@ -38,7 +38,7 @@ import Testing
         let (one, two, record, version) = try self.world(env)
         // Meanwhile the person linked R to Y2 on device two (a record links one object per device).
         try env.service.mapping.link(cloudIdentifier: try env.cloudID(one, "X/L0/001"), localIdentifier: "Y2/L0/001", device: two)
-        try env.service.core.write(account: env.account.accountID) { tx in
+        try env.service.core.write(account: env.account.accountID, idempotency: nil) { tx in
             try MappingService.storeFoundLinks(tx, device: two, [("Y/L0/001", record)], resolvedAt: version)
         }
         #expect(try self.linkOf(env, two, "Y/L0/001") == nil)

@@ -32,9 +32,7 @@ import Testing
         let owner = [UInt8](repeating: 2, count: 32)
         #expect(try env.service.idempotency.claim(owner: owner, accountID: env.account.accountID, key: "j", fingerprint: Self.fingerprint) == .claimed)
         // The request's write commits (and marks the key in the same transaction); then the process dies.
-        _ = try IdempotencyScope.$current.withValue(IdempotencyScope(owner: owner, key: "j")) {
-            try env.service.journals.createJournal(title: "Once", device: phone)
-        }
+        _ = try env.service.journals.createJournal(title: "Once", device: phone, idempotency: IdempotencyScope(owner: owner, key: "j"))
         env.clock.advance(IdempotencyService.abandonedAfter + 1)
         let restarted = try env.anotherInstance()
         #expect(try restarted.idempotency.claim(owner: owner, accountID: env.account.accountID, key: "j", fingerprint: Self.fingerprint) == .answerLost)

@@ -296,12 +296,12 @@ import Testing
 }
 
 @Suite struct LargeLibraryTests {
-    /// A whole-library PUT of many objects is linear: inserted, then updated and deleted in bulk.
-    @Test(arguments: TestEngine.available) func largePutLibraryStaysFast(_ engine: TestEngine) throws {
+    /// A whole-library PUT of many objects: inserted, then updated and deleted in bulk. (Its time,
+    /// at a million objects, is `Benchmarks/run scale`.)
+    @Test(arguments: TestEngine.available) func largePutLibraryInsertsUpdatesAndDeletesInBulk(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let d = try env.device()
         let n = 10_000
-        let start = Date()
         let r1 = try env.service.library.replaceLibrary(LibrarySnapshot(objects: (0..<n).map { .asset("id-\($0)", fingerprint: fp($0)) }), reset: false, device: d)
         #expect(r1.inserted == n)
         // Half updated, a quarter deleted, the rest unchanged.
@@ -311,6 +311,5 @@ import Testing
         #expect((r2.inserted, r2.updated, r2.deleted, r2.unchanged) == (0, n / 2, n / 4, n / 4))
         let page = try env.service.history.changes(since: r1.changeToken, limit: nil, device: d)
         #expect(page.changes.first?.details?.assets.updated.count == n / 2)
-        #expect(Date().timeIntervalSince(start) < 30)
     }
 }

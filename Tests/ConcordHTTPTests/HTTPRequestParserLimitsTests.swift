@@ -29,17 +29,14 @@ import Testing
 
         var parser = HTTPRequestParser()
         var events = 0
-        let start = ContinuousClock.now
         for byte in bytes {
             parser.append([byte])
             while let _ = try? parser.next() { events += 1 }
         }
-        let elapsed = ContinuousClock.now - start
         #expect(events == 2)
-        // Deterministic: each byte is searched once for a line end…
+        // Counted, not timed: each byte is searched once for a line end (the time of this is
+        // `Benchmarks/run micro`).
         #expect(parser.scannedByteCount <= bytes.count)
-        // …and a generous wall-clock bound for what the counter cannot see (debug build).
-        #expect(elapsed < .seconds(3), "took \(elapsed)")
     }
 
     @Test func megabyteOfGarbageWithoutLineEndIsRejectedAtTheRequestLineLimit() {
@@ -63,11 +60,12 @@ import Testing
         var parser = HTTPRequestParser()
         var garbage: [UInt8] = []
         for i in 0..<(1 << 20) { garbage.append(i % 61 == 60 ? 0x0A : UInt8(0x21 + i % 90)) }
-        let start = ContinuousClock.now
         parser.append(garbage)
         let error = self.drain(&parser).error
         #expect(error?.status == 400)
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // Counted, not timed: the parser stops at the first line, it does not scan the megabyte
+        // (the time of this is `Benchmarks/run micro`).
+        #expect(parser.scannedByteCount <= 1024, "scanned \(parser.scannedByteCount) bytes")
     }
 
     @Test func contentLength2Pow62ErrorsWithoutAllocating() {

@@ -1,8 +1,8 @@
 import ConcordDomain
 
 // The mapping directions with strings in and strings out, for tests: they read better than the
-// byte-buffer batches the routes use (`cloudIdentifierAnswers`, `localIdentifierResults`), which
-// they call, so a test exercises exactly the routes' path.
+// byte-buffer batches the routes use (`cloudIdentifierAnswers`, `localIdentifierAnswers`), which
+// they call, so a test exercises exactly the routes' path. Nothing here is in the server.
 
 /// One answer item of local → cloud.
 public struct CloudIdentifierMapping: Sendable, Equatable {
@@ -31,12 +31,7 @@ extension MappingService {
     public func cloudIdentifiers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> [CloudIdentifierMapping] {
         let answers = try self.cloudIdentifierAnswers(forLocalIdentifiers: IdentifierBatch(ids), device: device)
         return answers.answers.indices.map { i in
-            CloudIdentifierMapping(localIdentifier: ids[i], result: answers.withResult(i) { result in
-                switch result {
-                case .found(let bytes): .found(String(decoding: bytes, as: UTF8.self))
-                case .error(let error): .error(error)
-                }
-            })
+            CloudIdentifierMapping(localIdentifier: ids[i], result: answers.result(i))
         }
     }
 
@@ -46,4 +41,28 @@ extension MappingService {
         return zip(strings, results).map { LocalIdentifierMapping(cloudIdentifier: $0, result: $1) }
     }
 
+    /// `localIdentifierAnswers` as one `MappingResult` per identifier (a string each).
+    public func localIdentifierResults(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef, contentMatch: Bool = true) throws(DomainError) -> [MappingResult] {
+        try self.localIdentifierAnswers(forCloudIdentifiers: batch, device: device, contentMatch: contentMatch).results
+    }
+}
+
+extension CloudIdentifierAnswers {
+    /// Answer `i` as a string: its cloud identifier, or the not-found error.
+    public func result(_ i: Int) -> MappingResult {
+        guard case .linked(let start, let count) = self.answers[i] else { return .error(self.notFound) }
+        return .found(String(decoding: self.bytes[start..<start + count], as: UTF8.self))
+    }
+}
+
+extension LocalIdentifierAnswers {
+    /// One `MappingResult` per identifier.
+    public var results: [MappingResult] {
+        self.answers.map { answer in
+            switch answer {
+            case .found(let start, let count): .found(String(decoding: self.bytes[start..<start + count], as: UTF8.self))
+            case .error(let error): .error(error)
+            }
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import ConcordHTTP
+import Synchronization
 import Testing
 @testable import ConcordTransport
 
@@ -115,7 +116,7 @@ import Testing
         var waiting = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
         #expect(Self.feed(&waiting, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0) == ["admit 1 POST /"])
         #expect(!waiting.wantsInput)
-        #expect(Self.admitted(&waiting, .proceed(maxBodyBytes: nil, context: nil), sequence: 1, now: 0) == ["continue"])
+        #expect(Self.admitted(&waiting, .proceed(maxBodyBytes: nil, handler: nil), sequence: 1, now: 0) == ["continue"])
         #expect(waiting.wantsInput)
         #expect(Self.feed(&waiting, "o", now: 0).isEmpty)
         #expect(Self.feed(&waiting, "k", now: 0) == ["dispatch 1 POST / 2"])
@@ -138,10 +139,10 @@ import Testing
         // A refused head: answered and closed, no 100 Continue, nothing dispatched.
         ("Expect: 100-continue\r\nContent-Length: 5", HTTPAdmission.reject(HTTPResponse(status: 401)), ["write 401 close", "linger"]),
         // Over the route's own limit: 413 from the Content-Length, no 100 Continue.
-        ("Expect: 100-continue\r\nContent-Length: 5", .proceed(maxBodyBytes: 4, context: nil), ["error 413 payloadTooLarge", "write 413 close", "linger"]),
-        ("Expect: 100-continue\r\nContent-Length: 5", .proceed(maxBodyBytes: 5, context: nil), ["continue"]),
+        ("Expect: 100-continue\r\nContent-Length: 5", .proceed(maxBodyBytes: 4, handler: nil), ["error 413 payloadTooLarge", "write 413 close", "linger"]),
+        ("Expect: 100-continue\r\nContent-Length: 5", .proceed(maxBodyBytes: 5, handler: nil), ["continue"]),
         // A large body without Expect: admitted first too, then read (no 100).
-        ("Content-Length: 70000", .proceed(maxBodyBytes: nil, context: nil), []),
+        ("Content-Length: 70000", .proceed(maxBodyBytes: nil, handler: nil), []),
         // Chunked: always admitted first.
         ("Transfer-Encoding: chunked", .reject(HTTPResponse(status: 403)), ["write 403 close", "linger"]),
     ] as [(String, HTTPAdmission, [String])])
@@ -175,20 +176,24 @@ import Testing
     @Test func admittedLimitAndContextReachTheRequest() {
         var chunked = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
         _ = Self.feed(&chunked, "POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", now: 0)
-        #expect(Self.admitted(&chunked, .proceed(maxBodyBytes: 3, context: nil), sequence: 1, now: 0).isEmpty)
+        #expect(Self.admitted(&chunked, .proceed(maxBodyBytes: 3, handler: nil), sequence: 1, now: 0).isEmpty)
         #expect(Self.feed(&chunked, "4\r\nabcd\r\n0\r\n\r\n", now: 0) == ["error 413 payloadTooLarge", "write 413 close", "linger"])
 
         var machine = Machine(limits: HTTPLimits(), timeouts: Self.timeouts, now: 0)
         _ = Self.feed(&machine, "POST /p HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", now: 0)
         var actions: [Machine.Action] = []
-        machine.admitted(.proceed(maxBodyBytes: 2, context: "caller"), sequence: 1, now: 0, into: &actions)
+        let caller = Mutex<[String]>([])
+        machine.admitted(.proceed(maxBodyBytes: 2, handler: { request, _, _ in caller.withLock { $0.append("caller " + request.target) } }),
+                         sequence: 1, now: 0, into: &actions)
         Array("ok".utf8).withUnsafeBytes { machine.received($0, now: 0, into: &actions) }
-        let dispatched = actions.compactMap { action -> (request: HTTPRequest, admission: (any Sendable)?)? in
-            if case .dispatch(let request, let admission, _) = action { return (request, admission) }
+        let dispatched = actions.compactMap { action -> (request: HTTPRequest, admitted: HTTPAdmission.AdmittedHandler?)? in
+            if case .dispatch(let request, let admitted, _) = action { return (request, admitted) }
             return nil
         }
         #expect(dispatched.count == 1)
-        #expect(dispatched.first?.admission as? String == "caller")
+        // The admitted head's handler comes back with the whole request.
+        if let (request, admitted) = dispatched.first { admitted?(request, ConnectionContext(), { _ in }) }
+        #expect(caller.withLock { $0 } == ["caller /p"])
         #expect(Self.respond(&machine, 200, sequence: 1, now: 0) == ["write 200"])
     }
 
@@ -205,7 +210,7 @@ import Testing
         timeouts.bodyRateGrace = 5
         var machine = Machine(limits: HTTPLimits(), timeouts: timeouts, now: 0)
         #expect(Self.feed(&machine, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n", now: 0) == ["admit 1 POST /"])
-        #expect(Self.admitted(&machine, .proceed(maxBodyBytes: nil, context: nil), sequence: 1, now: 0).isEmpty)
+        #expect(Self.admitted(&machine, .proceed(maxBodyBytes: nil, handler: nil), sequence: 1, now: 0).isEmpty)
         var cut = -1
         for step in 1...steps {
             let now = Double(step) * bytesEvery

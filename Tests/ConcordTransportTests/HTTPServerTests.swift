@@ -327,8 +327,9 @@ import Testing
             try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(eventually { server.openConnections == 1 })
             let start = Date()
-            #expect(eventually(timeout: 3) { server.openConnections == 0 })
-            #expect(Date().timeIntervalSince(start) < 2)
+            #expect(eventually { server.openConnections == 0 })
+            // Closed by the write timeout (0.3 s), not held: within 10× of it.
+            #expect(Date().timeIntervalSince(start) < 3)
         }
     }
 

@@ -320,13 +320,35 @@ public enum ConfigurationLoader {
         return configuration
     }
 
-    /// Settings that cannot work together stop the start, naming the keys.
-    static func checkTogether(_ c: Configuration) throws(ConfigurationError) {
-        let w = c.webhooks.settings
-        if w.leaseSeconds < w.timeoutSeconds + 10 {
-            throw ConfigurationError("webhooks.leaseSeconds (\(w.leaseSeconds)) must be at least webhooks.timeoutSeconds (\(w.timeoutSeconds)) + 10")
+    /// Settings each in range that cannot work together, each with the keys it names: refused at
+    /// start like an out-of-range value, rather than served in a state that refuses requests.
+    static let together: [(keys: [String], problem: @Sendable (Configuration) -> String?)] = [
+        // An address's failures bucket holds `perAddress × burstSeconds` (at least 1); a failure
+        // costing more could never be afforded, so every token not seen valid would be 429 for ever.
+        (["rateLimits.failedAuthCost", "rateLimits.perAddress", "rateLimits.burstSeconds"], { c in
+            let limits = c.rateLimits
+            let bucket = max(1, limits.perAddress * limits.burstSeconds)
+            guard limits.perAddress > 0, limits.failedAuthCost > bucket else { return nil }
+            return "rateLimits.failedAuthCost (\(format(limits.failedAuthCost))) is more than an address's bucket, "
+                + "rateLimits.perAddress × rateLimits.burstSeconds (\(format(bucket))): every token not seen valid would be refused 429 for ever; "
+                + "expected a failedAuthCost of at most \(format(bucket)), or 0"
+        }),
+        // A claim must outlast the attempt it covers, or another instance would take the event over mid-attempt.
+        (["webhooks.leaseSeconds", "webhooks.timeoutSeconds"], { c in
+            let w = c.webhooks.settings
+            guard w.leaseSeconds < w.timeoutSeconds + 10 else { return nil }
+            return "webhooks.leaseSeconds (\(w.leaseSeconds)) must be at least webhooks.timeoutSeconds (\(w.timeoutSeconds)) + 10"
+        }),
+    ]
+
+    /// The first of `together`'s problems in `configuration`, as the error.
+    static func checkTogether(_ configuration: Configuration) throws(ConfigurationError) {
+        for check in self.together {
+            if let problem = check.problem(configuration) { throw ConfigurationError("conflicting settings: " + problem) }
         }
     }
+
+    private static func format(_ d: Double) -> String { d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d) }
 
     /// Reads a JSON config file over `configuration`. Unknown keys are errors: a typo
     /// must not silently leave a default in place.

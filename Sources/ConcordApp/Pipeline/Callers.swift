@@ -88,7 +88,8 @@ enum AdminCaller: CallerKind {
 /// the route (after Hummingbird's `ChildRequestContext`: built from the parent context by the
 /// authentication stage, or not at all).
 struct CallerContext<Kind: CallerKind>: Sendable {
-    let request: RequestContext
+    /// The request (with its idempotency scope once the idempotency stage claimed its key).
+    var request: RequestContext
     let caller: AuthenticatedCaller
     let value: Kind.Value
 

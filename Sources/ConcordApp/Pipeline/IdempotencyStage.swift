@@ -42,9 +42,11 @@ extension IdempotencyService: IdempotencyKeys {}
 struct IdempotencyStage: Sendable {
     let keys: any IdempotencyKeys
 
-    /// Runs `next` once per key: replays, refuses or runs and stores, as above. Without the header, just runs it.
-    func handle(_ request: RequestContext, accountID: String?, next: () throws(APIError) -> HTTPResponse) throws(APIError) -> HTTPResponse {
-        guard let key = request.request.headers[first: "Idempotency-Key"] else { return try next() }
+    /// Runs `next` once per key: replays, refuses or runs and stores, as above. Without the header,
+    /// just runs it. `next` gets the request with its key's scope (`RequestContext.idempotency`),
+    /// which the handler hands to the service's writes.
+    func handle(_ request: RequestContext, accountID: String?, next: (RequestContext) throws(APIError) -> HTTPResponse) throws(APIError) -> HTTPResponse {
+        guard let key = request.request.headers[first: "Idempotency-Key"] else { return try next(request) }
         guard StoredAnswer.isValidKey(key) else {
             throw APIError.badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
         }
@@ -69,12 +71,13 @@ struct IdempotencyStage: Sendable {
             throw ErrorMapper.apiError(IdempotencyRefusal.answerLost)
         case .claimed:
             // Its writes mark the key applied in their own transactions (IdempotencyScope).
-            let response = IdempotencyScope.$current.withValue(IdempotencyScope(owner: owner, key: key)) {
-                do throws(APIError) {
-                    return try next()
-                } catch {
-                    return error.response
-                }
+            var scoped = request
+            scoped.idempotency = IdempotencyScope(owner: owner, key: key)
+            let response: HTTPResponse
+            do throws(APIError) {
+                response = try next(scoped)
+            } catch {
+                response = error.response
             }
             do {
                 if response.status >= 500 || response.status == 429 {

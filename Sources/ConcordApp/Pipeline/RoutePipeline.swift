@@ -5,7 +5,7 @@ import ConcordHTTP
 ///     authenticate → caller rate → idempotency → timing → handler
 ///
 /// When the transport asks about a head before reading its body, `admit` runs the first two and
-/// the caller it finds comes back with the whole request (`ConnectionContext.admission`): the
+/// the caller it finds comes back, typed, with the whole request (`RequestContext.admitted`): the
 /// handler is then not authenticated or counted twice.
 struct RoutePipeline<Kind: CallerKind>: Sendable {
     let authenticate: AuthenticateStage<Kind>
@@ -21,7 +21,7 @@ struct RoutePipeline<Kind: CallerKind>: Sendable {
 
     /// The request's caller: the head's when it was admitted, else authenticated and counted now.
     func caller(_ request: RequestContext) throws(APIError) -> CallerContext<Kind> {
-        if let admitted = request.connection.admission as? AuthenticatedCaller, let context = CallerContext<Kind>(request, admitted) {
+        if let admitted = request.admitted, let context = CallerContext<Kind>(request, admitted) {
             return context
         }
         let context = try self.authenticate.handle(request)
@@ -32,8 +32,13 @@ struct RoutePipeline<Kind: CallerKind>: Sendable {
     /// Runs the stages and `handler`, which returns the answer.
     func respond(_ request: RequestContext, _ handler: (CallerContext<Kind>) throws -> HTTPResponse) throws(APIError) -> HTTPResponse {
         let context = try self.caller(request)
-        func timed() throws(APIError) -> HTTPResponse { try self.timing.handle(request) { try handler(context) } }
-        guard let idempotency = self.idempotency else { return try timed() }
+        // `request` as the idempotency stage hands it on: with its key's scope, for the writes.
+        func timed(_ request: RequestContext) throws(APIError) -> HTTPResponse {
+            var context = context
+            context.request = request
+            return try self.timing.handle(request) { try handler(context) }
+        }
+        guard let idempotency = self.idempotency else { return try timed(request) }
         return try idempotency.handle(request, accountID: context.caller.accountID, next: timed)
     }
 

@@ -17,7 +17,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             let body = try request.jsonBody()
             let name = try Codec.requiredString(body, "name", path: "name")
             let platform = try Codec.string(body, "platform", path: "platform")
-            let created = try app.service.accounts.createDevice(accountID: accountID, name: name, platform: platform)
+            let created = try app.service.accounts.createDevice(accountID: accountID, name: name, platform: platform, idempotency: request.idempotency)
             app.audit("token issued", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(created.deviceID)])
             return Codec.strings(status: 201, [("deviceID", created.deviceID), ("deviceToken", created.deviceToken)])
         },
@@ -28,7 +28,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             let name = try Codec.requiredString(body, "name", path: "name")
             let platform = try Codec.string(body, "platform", path: "platform")
             let created = try app.service.accounts.createSuccessor(accountID: caller.accountID, of: deviceID, name: name, platform: platform,
-                                                                   caller: caller.device)
+                                                                   caller: caller.device, idempotency: request.idempotency)
             app.audit("token issued", request, ["kind": "device", "accountID": .string(caller.accountID), "deviceID": .string(created.deviceID),
                                                 "replaces": .string(deviceID)])
             app.audit("token revoked", request, ["kind": "device", "accountID": .string(caller.accountID), "deviceID": .string(deviceID),
@@ -38,28 +38,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
         app.accountRoute("GET", "/v1/devices", operation: "listDevices") { request, accountID in
             let page = try Codec.pageRequest(request)
             let (devices, hasMore) = try app.service.accounts.listDevices(accountID: accountID, page: page)
-            return Codec.json(capacity: 64 + 256 * devices.count) { w in
-                w.beginObject()
-                w.key("devices")
-                w.beginArray()
-                for d in devices {
-                    w.beginObject()
-                    w.key("deviceID"); w.string(d.deviceID)
-                    w.key("name"); w.string(d.name)
-                    w.key("platform"); Codec.optional(d.platform, &w)
-                    w.key("createdAt"); w.string(RFC3339.format(d.createdAt))
-                    w.key("objectCount"); w.int(d.objectCount)
-                    w.key("changeToken"); w.string(d.changeToken)
-                    w.key("tokenCreatedAt"); Codec.optional(d.tokenCreatedAt.map(RFC3339.format), &w)
-                    w.key("tokenLastUsedAt"); Codec.optional(d.tokenLastUsedAt.map(RFC3339.format), &w)
-                    w.key("replaces"); Codec.optional(d.replaces, &w)
-                    w.key("replacedBy"); Codec.optional(d.replacedBy, &w)
-                    w.endObject()
-                }
-                w.endArray()
-                if page != nil { w.key("hasMore"); w.bool(hasMore) }
-                w.endObject()
-            }
+            return Codec.devices(devices, hasMore: page != nil ? hasMore : nil)
         },
         app.accountRoute("DELETE", "/v1/devices/{deviceID}", operation: "deleteDevice") { request, accountID in
             let deviceID = try request.pathParameter("deviceID")
@@ -69,17 +48,13 @@ func accountRoutes(_ app: AppContext) -> [Route] {
         },
         // Token lifecycle (issue 12; docs/api-notes.md): rotate, revoke, delete the account.
         app.accountRoute("POST", "/v1/account/token", operation: "rotateAccountToken", idempotent: true) { request, accountID in
-            let token = try app.service.accounts.rotateAccountToken(accountID: accountID)
+            let token = try app.service.accounts.rotateAccountToken(accountID: accountID, idempotency: request.idempotency)
             app.audit("token rotated", request, ["kind": "account", "accountID": .string(accountID)])
-            return Codec.json { w in
-                w.beginObject()
-                w.key("accountToken"); w.string(token)
-                w.endObject()
-            }
+            return Codec.strings([("accountToken", token)])
         },
         app.accountRoute("POST", "/v1/devices/{deviceID}/token", operation: "rotateDeviceToken", idempotent: true) { request, accountID in
             let deviceID = try request.pathParameter("deviceID")
-            let created = try app.service.accounts.rotateDeviceToken(accountID: accountID, deviceID: deviceID)
+            let created = try app.service.accounts.rotateDeviceToken(accountID: accountID, deviceID: deviceID, idempotency: request.idempotency)
             app.audit("token rotated", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(deviceID)])
             return Codec.strings([("deviceID", created.deviceID), ("deviceToken", created.deviceToken)])
         },

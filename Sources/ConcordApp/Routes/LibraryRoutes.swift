@@ -9,8 +9,8 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
     [
         app.deviceRoute("POST", "/v1/library/changes", operation: "applyChanges", body: .manifest, idempotent: true) { request, device in
             let changes = try Codec.changeRequest(try request.jsonBody(maxElements: app.configuration.server.limits.changeElements(bodyBytes: request.request.body.count)))
-            let result = try Codec.underIfMatch(request) { ifMatch in try app.service.library.applyChanges(changes, ifMatch: ifMatch, device: device) }
-            return Codec.json { Codec.write(result, into: &$0) }
+            let result = try Codec.underIfMatch(request) { ifMatch in try app.service.library.applyChanges(changes, ifMatch: ifMatch, device: device, idempotency: request.idempotency) }
+            return Codec.changeResult(result)
         },
         app.deviceRoute("PUT", "/v1/library", operation: "replaceLibrary", body: .manifest) { request, device in
             let reset = try Codec.boolQuery(request, "reset") ?? false
@@ -19,12 +19,12 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
             let result = try Codec.underIfMatch(request) { ifMatch in
                 try app.service.library.replaceLibrary(snapshot, reset: reset, ifMatch: ifMatch, device: device)
             }
-            return Codec.json { Codec.write(result, into: &$0) }
+            return Codec.changeResult(result)
         },
         // Uploads in parts (§4): a whole library as slices, applied by the commit as one PUT.
         app.deviceRoute("POST", "/v1/library/uploads", operation: "openUpload", idempotent: true) { request, device in
             try Codec.emptyObjectBody(request)
-            let opened = try app.service.uploads.open(device: device)
+            let opened = try app.service.uploads.open(device: device, idempotency: request.idempotency)
             return Codec.strings(status: 201, [("uploadID", opened.uploadID), ("expiresAt", RFC3339.format(opened.expiresAt))])
         },
         app.deviceRoute("PUT", "/v1/library/uploads/{uploadID}/parts/{n}", operation: "putUploadPart", body: .manifest) { request, device in
@@ -33,21 +33,16 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
             let slice = try Codec.snapshot(request, maxElements: app.configuration.server.limits.manifestElements(bodyBytes: request.request.body.count))
             try Codec.checkLibraryItems(slice, app)
             let progress = try app.service.uploads.putPart(n, of: uploadID, slice, device: device)
-            return Codec.json { w in
-                w.beginObject()
-                w.key("parts"); w.int(progress.parts)
-                w.key("objects"); w.int(progress.objects)
-                w.endObject()
-            }
+            return Codec.uploadProgress(progress)
         },
         app.deviceRoute("POST", "/v1/library/uploads/{uploadID}/commit", operation: "commitUpload", idempotent: true) { request, device in
             let uploadID = try request.pathParameter("uploadID")
             let reset = try Codec.boolQuery(request, "reset") ?? false
             try Codec.emptyObjectBody(request)
             let result = try Codec.underIfMatch(request) { ifMatch in
-                try app.service.uploads.commit(uploadID, reset: reset, ifMatch: ifMatch, device: device)
+                try app.service.uploads.commit(uploadID, reset: reset, ifMatch: ifMatch, device: device, idempotency: request.idempotency)
             }
-            return Codec.json { Codec.write(result, into: &$0) }
+            return Codec.changeResult(result)
         },
         app.deviceRoute("DELETE", "/v1/library/uploads/{uploadID}", operation: "deleteUpload") { request, device in
             try app.service.uploads.delete(try request.pathParameter("uploadID"), device: device)
@@ -58,7 +53,7 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
         app.deviceRoute("GET", "/v1/library/objects/{localIdentifier...}", operation: "getObject") { request, device in
             let localIdentifier = try request.pathParameter("localIdentifier")
             let object = try app.service.library.object(localIdentifier: localIdentifier, device: device)
-            return Codec.json { Codec.write(object, into: &$0) }
+            return Codec.object(object)
         },
         app.deviceRoute("GET", "/v1/library/objects", operation: "listObjects") { request, device in
             var type: ObjectType?
@@ -71,15 +66,7 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
             let after = request.query("after")
             let limit = try Codec.intQuery(request, "limit")
             let page = try app.service.library.listObjects(type: type, after: after, limit: limit, device: device)
-            return Codec.json(capacity: 64 + 160 * page.objects.count) { w in
-                w.beginObject()
-                w.key("objects")
-                w.beginArray()
-                for o in page.objects { Codec.write(o, into: &w) }
-                w.endArray()
-                w.key("next"); Codec.optional(page.next, &w)
-                w.endObject()
-            }
+            return Codec.objectsPage(page.objects, next: page.next)
         },
         app.deviceRoute("PUT", "/v1/library/authorization", operation: "setAuthorization") { request, device in
             let body = try request.jsonBody()
@@ -88,11 +75,7 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
                 throw APIError.badRequest("status must be authorized, limited or denied.", field: "status")
             }
             try app.service.library.setAuthorization(status, device: device)
-            return Codec.json { w in
-                w.beginObject()
-                w.key("status"); w.string(status.rawValue)
-                w.endObject()
-            }
+            return Codec.strings([("status", status.rawValue)])
         },
     ]
 }

@@ -38,7 +38,7 @@ private func webhookRoutes(_ app: AppContext, _ scope: WebhookRouteScope) -> [Ro
         scope.route("POST", "", "createWebhook", idempotent: true) { request, owner in
             let input = try WebhookBody.input(try request.jsonBody())
             let created = try refusedDestinationsAudited(app, request, owner, webhookID: nil, url: input.url) {
-                try webhooks.create(owner, input)
+                try webhooks.create(owner, input, idempotency: request.idempotency)
             }
             app.audit("webhook created", request, webhookAuditFields(owner, created.view.webhook.webhookID, created.origin))
             return Codec.webhook(created.view, status: 201, secret: created.secret)
@@ -72,12 +72,12 @@ private func webhookRoutes(_ app: AppContext, _ scope: WebhookRouteScope) -> [Ro
             // `{}` is the usual body; an empty one means the same.
             let body = request.request.body.isEmpty ? JSONObject() : try request.jsonBody()
             let ttl = try WebhookBody.integer(body, "previousSecretTTLSeconds")
-            let rotated = try webhooks.rotateSecret(owner, id: id, previousSecretTTLSeconds: ttl)
+            let rotated = try webhooks.rotateSecret(owner, id: id, previousSecretTTLSeconds: ttl, idempotency: request.idempotency)
             app.audit("webhook secret rotated", request, webhookAuditFields(owner, id, rotated.origin))
             return Codec.rotatedSecret(rotated.secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt)
         },
         scope.route("POST", "/{webhookID}/ping", "pingWebhook", idempotent: true) { request, owner in
-            Codec.pingResult(try app.webhookPing(owner, id: try request.pathParameter("webhookID")))
+            Codec.pingResult(try app.webhookPing(owner, id: try request.pathParameter("webhookID"), idempotency: request.idempotency))
         },
         scope.route("GET", "/{webhookID}/deliveries", "listWebhookDeliveries") { request, owner in
             let id = try request.pathParameter("webhookID")
@@ -89,7 +89,8 @@ private func webhookRoutes(_ app: AppContext, _ scope: WebhookRouteScope) -> [Ro
             Codec.delivery(try webhooks.delivery(owner, id: try request.pathParameter("webhookID"), eventID: try request.pathParameter("eventID")))
         },
         scope.route("POST", "/{webhookID}/deliveries/{eventID}/redeliver", "redeliverWebhookEvent", idempotent: true) { request, owner in
-            let view = try webhooks.redeliver(owner, id: try request.pathParameter("webhookID"), eventID: try request.pathParameter("eventID"))
+            let view = try webhooks.redeliver(owner, id: try request.pathParameter("webhookID"), eventID: try request.pathParameter("eventID"),
+                                              idempotency: request.idempotency)
             return Codec.delivery(view, status: 202)
         },
     ]

@@ -2,8 +2,8 @@ import ConcordHTTP
 import ConcordJSON
 
 /// The one error type of the HTTP API: every failure becomes one of these, and
-/// `response` is the single place that turns it into the contract's JSON shape
-/// (API.md §1): `{"error": {"name", "message", ...details}}`.
+/// `response` (Routes/Encoding/APIError+JSON.swift) is the single place that turns it into
+/// the contract's JSON shape: `{"error": {"name", "message", ...details}}`.
 public struct APIError: Error, Sendable {
     public var status: Int
     public var name: String
@@ -61,36 +61,9 @@ public struct APIError: Error, Sendable {
         let wait = max(1, Int(seconds.rounded(.up)))
         return APIError(.tooManyRequests, "Too many requests; retry after \(wait) s.", headers: [("Retry-After", String(wait))])
     }
-
-    /// The JSON response for this error.
-    public var response: HTTPResponse {
-        var body = "{\"error\":{\"name\":" + jsonString(self.name) + ",\"message\":" + jsonString(self.message)
-        for (key, value) in self.details { body += "," + jsonString(key) + ":" + value }
-        body += "}}"
-        var headers = HTTPHeaders([("Content-Type", "application/json")])
-        for h in self.headers { headers.add(name: h.name, value: h.value) }
-        return HTTPResponse(status: self.status, headers: headers, body: Array(body.utf8))
-    }
-}
-
-/// A JSON string literal for `s` (quotes and escapes included), escaped by ConcordJSON's writer.
-@inline(__always)
-func jsonString(_ s: String) -> String {
-    var writer = JSONWriter(capacity: s.utf8.count + 2)
-    writer.string(s)
-    return String(decoding: writer.bytes, as: UTF8.self)
 }
 
 extension APIError {
-    /// This error with one more detail field (e.g. `.with("maxBatch", .number(10000))`).
-    public func with(_ key: String, _ value: JSONValue) -> APIError {
-        var writer = JSONWriter(capacity: 32)
-        writer.value(value)
-        var copy = self
-        copy.details.append((key, String(decoding: writer.bytes, as: UTF8.self)))
-        return copy
-    }
-
     /// This error with one more response header (e.g. `ETag`).
     public func with(header name: String, _ value: String) -> APIError {
         var copy = self

@@ -72,7 +72,7 @@ public final class Dispatcher: HTTPResponder {
             return
         }
         guard let check = route.admit else {
-            decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: nil))
+            decide(.proceed(maxBodyBytes: route.maxBodyBytes, handler: nil))
             return
         }
         let start = self.clock.nanoseconds()
@@ -87,11 +87,14 @@ public final class Dispatcher: HTTPResponder {
         if let refusal = self.addressRate.refusal(route, connection, token: token) { return refuse(refusal.response) }
         // A body over the route's limit, once the caller is known: refused here rather than by the
         // transport's `limitBody`, so that the answer names the setting (issue 24).
-        let proceed: @Sendable ((any Sendable)?) -> Void = { who in
+        // The whole request goes to `handle` with the caller found here.
+        let proceed: @Sendable (AuthenticatedCaller) -> Void = { [self] who in
             if let limit = route.maxBodyBytes, let length = head.contentLength, length > limit {
                 return refuse(APIError.payloadTooLarge(limit: limit, body: route.body).response)
             }
-            decide(.proceed(maxBodyBytes: route.maxBodyBytes, context: who))
+            decide(.proceed(maxBodyBytes: route.maxBodyBytes, handler: { [self] request, peer, respond in
+                self.handle(request, context: peer, admitted: who, respond: respond)
+            }))
         }
         if token == nil, route.caller != .anyone {
             // No token on a route that needs one: its pipeline refuses it without storage
@@ -115,10 +118,16 @@ public final class Dispatcher: HTTPResponder {
     }
 
     public func handle(_ request: HTTPRequest, context peer: ConnectionContext, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        self.handle(request, context: peer, admitted: nil, respond: respond)
+    }
+
+    /// `handle`, for a request whose head `admit` let through with its caller (`admitted`).
+    func handle(_ request: HTTPRequest, context peer: ConnectionContext, admitted: AuthenticatedCaller?,
+                respond: @escaping @Sendable (HTTPResponse) -> Void) {
         let connection = self.client(of: peer, request.headers)
         let start = self.clock.nanoseconds()
         let requestID = self.nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let (slot, next) = self.prepare(request, connection, requestID: requestID)
+        let (slot, next) = self.prepare(request, connection, admitted: admitted, requestID: requestID)
         let answer: @Sendable (HTTPResponse) -> Void = { [self] response in
             self.finish(request, route: slot, start: start, requestID: requestID, response: response, respond: respond)
         }
@@ -136,12 +145,14 @@ public final class Dispatcher: HTTPResponder {
 
     /// Routes `request` and runs what comes before its route: the address's rate, the route's
     /// body limit, the query's decoding. Also the metrics slot it is counted in.
-    private func prepare(_ request: HTTPRequest, _ connection: ConnectionContext, requestID: Int) -> (HTTPMetrics.PerRoute, Next) {
+    private func prepare(_ request: HTTPRequest, _ connection: ConnectionContext, admitted: AuthenticatedCaller?,
+                         requestID: Int) -> (HTTPMetrics.PerRoute, Next) {
         let unmatched = self.metrics.unmatchedSlot
         switch self.router.match(method: request.method, path: request.path) {
         case .found(let route, let parameters):
             let slot = self.metrics.slot(route.metricsIndex)
-            if let refusal = self.addressRate.refusal(route, connection, token: RequestContext(request: request, logger: self.logger).bearerToken) {
+            if let refusal = self.addressRate.refusal(route, connection, admitted: admitted != nil,
+                                                      token: RequestContext(request: request, logger: self.logger).bearerToken) {
                 return (slot, .answer(refusal.response))
             }
             if let limit = route.maxBodyBytes, request.body.count > limit {
@@ -155,8 +166,8 @@ public final class Dispatcher: HTTPResponder {
                 }
                 queryItems = items
             }
-            let context = RequestContext(request: request, connection: connection, pathParameters: parameters, routePattern: route.pattern,
-                                         queryItems: queryItems, logger: self.logger(requestID))
+            let context = RequestContext(request: request, connection: connection, admitted: admitted, pathParameters: parameters,
+                                         routePattern: route.pattern, queryItems: queryItems, logger: self.logger(requestID))
             return (slot, .run(route, context))
         case .notFound:
             return (unmatched, .answer(APIError.notFound.response))

@@ -39,7 +39,7 @@ extension APIError {
 }
 
 /// The one place errors become the contract's answers (API.md §1; after Hummingbird's
-/// `HTTPResponseError`): `APIError` as it is, `DomainError` by its own status and name, the
+/// `HTTPResponseError`): `APIError` as it is, `DomainError` by its name and the status `status(_:)` gives it, the
 /// idempotency refusals, and anything else a logged `500 internalError` whose text never reaches
 /// the client.
 enum ErrorMapper {
@@ -54,6 +54,26 @@ enum ErrorMapper {
         default:
             Self.logFailure(request, operation, String(describing: error))
             return APIError.internalError()
+        }
+    }
+
+    /// The status of a domain error that is the whole answer: the domain names what went wrong,
+    /// this table alone says what HTTP makes of it.
+    static func status(_ error: DomainError) -> Int {
+        switch error {
+        case .badRequest, .invalidChangeToken: 400
+        case .unauthorized: 401
+        case .forbidden, .accessUserDenied, .quotaExceeded: 403
+        case .notFound: 404
+        case .fingerprintMismatch, .deviceAlreadyReplaced, .noPredecessor, .tooManyUploads, .eventSuperseded, .webhookDisabled: 409
+        case .persistentChangeTokenExpired: 410
+        case .versionMismatch, .changeTokenMismatch: 412
+        case .batchTooLarge: 413
+        case .unprocessable, .forbiddenDestination: 422
+        case .tooManyRequests: 429
+        case .internalError: 500
+        case .unavailable: 503
+        case .insufficientStorage: 507
         }
     }
 
@@ -82,7 +102,7 @@ extension APIError {
     /// The answer for a domain error that is the whole answer: status, name, message, `"domain"`/
     /// `"code"` for errors PhotoKit defines, then the error's details.
     public init(_ error: DomainError) {
-        self.init(status: error.httpStatus, name: error.name, message: error.message)
+        self.init(status: ErrorMapper.status(error), name: error.name, message: error.message)
         if let code = error.photosErrorCode {
             self.details.append(("domain", jsonString(DomainError.photosErrorDomain)))
             self.details.append(("code", String(code)))

@@ -1,3 +1,4 @@
+import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
 import ConcordObservability
@@ -6,8 +7,14 @@ import ConcordTransport
 /// Everything a handler gets for one request.
 public struct RequestContext: Sendable {
     public let request: HTTPRequest
-    /// What the transport knows of the connection: peer address, the head's admission, the client going.
+    /// What the transport knows of the connection: peer address, the client going.
     public let connection: ConnectionContext
+    /// The caller the head's check found when the transport asked before reading the body
+    /// (`Dispatcher.admit`): it is neither authenticated nor counted again.
+    public let admitted: AuthenticatedCaller?
+    /// The request's `Idempotency-Key`, once `IdempotencyStage` claimed it: handed to the
+    /// service's writes (their `idempotency` argument), which mark it applied.
+    public internal(set) var idempotency: IdempotencyScope?
     /// Path captures of the matched pattern, percent-decoded.
     public let pathParameters: [String: String]
     /// The matched route's pattern, e.g. `/v1/devices/{deviceID}`.
@@ -18,11 +25,12 @@ public struct RequestContext: Sendable {
     public let logger: Logger
 
     public init(
-        request: HTTPRequest, connection: ConnectionContext = ConnectionContext(), pathParameters: [String: String] = [:],
-        routePattern: String = "", queryItems: [(name: String, value: String)] = [], logger: Logger
+        request: HTTPRequest, connection: ConnectionContext = ConnectionContext(), admitted: AuthenticatedCaller? = nil,
+        pathParameters: [String: String] = [:], routePattern: String = "", queryItems: [(name: String, value: String)] = [], logger: Logger
     ) {
         self.request = request
         self.connection = connection
+        self.admitted = admitted
         self.pathParameters = pathParameters
         self.routePattern = routePattern
         self.queryItems = queryItems

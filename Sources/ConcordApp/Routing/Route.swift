@@ -18,7 +18,7 @@ public struct Route: Sendable {
     /// without a thread, issue 13). Runs on the worker pool; answers exactly once unless it throws.
     public typealias DeferredHandler = @Sendable (RequestContext, DeferredAnswer) throws(APIError) -> Void
     /// The check of a head before its body is read (`RoutePipeline.admit`): the caller it finds
-    /// comes back as the connection's `admission`, so the handler need not look again.
+    /// comes back with the whole request (`RequestContext.admitted`), so the handler need not look again.
     public typealias Admit = @Sendable (RequestContext) throws(APIError) -> AuthenticatedCaller
 
     /// How the route answers.

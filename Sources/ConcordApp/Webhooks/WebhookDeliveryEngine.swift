@@ -221,8 +221,8 @@ final class WebhookDeliveryEngine: Sendable {
     }
 
     /// `POST …/ping`: one attempt now, answered with its outcome.
-    func ping(_ owner: WebhookOwner, id: String) throws(DomainError) -> WebhookPingResult {
-        let plan = try self.delivery.preparePing(owner, id: id, owner: self.instanceID)
+    func ping(_ owner: WebhookOwner, id: String, idempotency: IdempotencyScope?) throws(DomainError) -> WebhookPingResult {
+        let plan = try self.delivery.preparePing(owner, id: id, owner: self.instanceID, idempotency: idempotency)
         let outcome = self.send(plan)
         return try self.delivery.finishPing(plan, outcome, owner)
     }

@@ -27,9 +27,9 @@ public final class AppContext: Sendable {
     let webhookEngine: WebhookDeliveryEngine?
 
     /// `POST …/webhooks/{id}/ping`: one attempt now, and its outcome.
-    func webhookPing(_ owner: WebhookOwner, id: String) throws -> WebhookPingResult {
+    func webhookPing(_ owner: WebhookOwner, id: String, idempotency: IdempotencyScope?) throws -> WebhookPingResult {
         guard let engine = self.webhookEngine else { throw DomainError.notFound(message: "Webhooks are not served here.") }
-        return try engine.ping(owner, id: id)
+        return try engine.ping(owner, id: id, idempotency: idempotency)
     }
 
     /// - Parameter scheduler: where long-poll deadlines wait (nil: a process-wide one; `startApp`

@@ -110,7 +110,7 @@ public struct WebhookDelivery: ServiceArea {
         let settings = env.settings
         let now = self.now.timeIntervalSince1970
         let result = try self.run {
-            try self.core.write(account: plan.event.accountID) { tx -> WebhookRecordResult? in
+            try self.core.write(account: plan.event.accountID, idempotency: nil) { tx -> WebhookRecordResult? in
                 guard var e = try tx.webhookEvent(id: plan.event.eventID), e.leaseOwner == plan.owner,
                       var w = try tx.webhook(id: e.webhookID) else { return nil }
                 try tx.insertWebhookAttempt(StoredWebhookAttempt(eventID: e.eventID, attemptedAt: outcome.startedAt, durationMs: outcome.durationMs,
@@ -239,7 +239,7 @@ public struct WebhookDelivery: ServiceArea {
         var released = 0
         for claimed in expired {
             let done = try self.run {
-                try self.core.write(account: claimed.accountID) { tx -> Bool in
+                try self.core.write(account: claimed.accountID, idempotency: nil) { tx -> Bool in
                     guard var e = try tx.webhookEvent(id: claimed.eventID), e.leaseOwner == claimed.leaseOwner,
                           let until = e.leaseUntil, all || until < now else { return false }
                     try tx.insertWebhookAttempt(StoredWebhookAttempt(eventID: e.eventID, attemptedAt: until - Double(env.settings.leaseSeconds),
@@ -294,7 +294,7 @@ public struct WebhookDelivery: ServiceArea {
         let held = try self.run { try self.store.readServer { tx in try tx.heldWebhookEvents(createdBefore: before) } }
         for old in held {
             try self.run {
-                try self.core.write(account: old.accountID) { tx in
+                try self.core.write(account: old.accountID, idempotency: nil) { tx in
                     guard var e = try tx.webhookEvent(id: old.eventID), e.status == .pending, e.leaseOwner == nil else { return }
                     e.status = .failed
                     e.nextAttemptAt = nil
@@ -309,11 +309,11 @@ public struct WebhookDelivery: ServiceArea {
 
     /// Starts a ping: one `webhook.ping` event, claimed by `owner`, attempted now whether the webhook
     /// is enabled or not. At most one per webhook per second.
-    public func preparePing(_ who: WebhookOwner, id: String, owner: String) throws(DomainError) -> WebhookAttemptPlan {
+    public func preparePing(_ who: WebhookOwner, id: String, owner: String, idempotency: IdempotencyScope? = nil) throws(DomainError) -> WebhookAttemptPlan {
         let env = try self.environment
         let now = self.now.timeIntervalSince1970
         let service = WebhookService(core: self.core)
-        return try service.write(who) { tx in
+        return try service.write(who, idempotency: idempotency) { tx in
             var w = try WebhookService.require(tx, who, id)
             if let last = w.lastPingAt, now - last < 1, now >= last { throw DomainError.tooManyRequests(retryAfter: 1) }
             guard let secrets = Self.secrets(w, env, now: now) else {

@@ -66,7 +66,8 @@ public struct WebhookService: ServiceArea {
 
     /// Validates and stores a new webhook; returns it and its secret (shown once), and the
     /// destination's origin for the audit line.
-    public func create(_ owner: WebhookOwner, _ input: WebhookInput) throws(DomainError) -> (view: WebhookView, secret: String, origin: String) {
+    public func create(_ owner: WebhookOwner, _ input: WebhookInput, idempotency: IdempotencyScope? = nil)
+        throws(DomainError) -> (view: WebhookView, secret: String, origin: String) {
         let env = try self.environment
         guard let url = input.url else { throw DomainError.badRequest(message: "url is required.", field: "url") }
         guard let eventNames = input.events else { throw DomainError.badRequest(message: "events is required.", field: "events") }
@@ -84,7 +85,7 @@ public struct WebhookService: ServiceArea {
             enabled: enabled, disabledReason: enabled ? nil : .manual, disabledAt: enabled ? nil : now, minIntervalSeconds: interval,
             createdAt: now, updatedAt: now, secret: sealed, previousSecret: nil, secretSerial: 1, consecutiveFailures: 0,
             lastSuccessAt: nil, lastFailureAt: nil, lastPingAt: nil)
-        try self.write(owner) { tx in
+        try self.write(owner, idempotency: idempotency) { tx in
             let count = try tx.webhooks(accountID: owner.accountID).count
             let (quota, limit) = owner.accountID == nil
                 ? ("maxServerWebhooks", env.settings.maxServerWebhooks) : ("webhooksPerAccount", env.settings.webhooksPerAccount)
@@ -170,7 +171,7 @@ public struct WebhookService: ServiceArea {
     }
 
     /// A new secret; the previous one keeps signing (second signature) for `previousSecretTTLSeconds`.
-    public func rotateSecret(_ owner: WebhookOwner, id: String, previousSecretTTLSeconds ttl: Int?)
+    public func rotateSecret(_ owner: WebhookOwner, id: String, previousSecretTTLSeconds ttl: Int?, idempotency: IdempotencyScope? = nil)
         throws(DomainError) -> (secret: String, previousSecretExpiresAt: Double?, origin: String) {
         let env = try self.environment
         let ttl = ttl ?? 86_400
@@ -179,7 +180,7 @@ public struct WebhookService: ServiceArea {
         }
         let now = self.now.timeIntervalSince1970
         let secret = env.secrets.newSecret()
-        return try self.write(owner) { tx in
+        return try self.write(owner, idempotency: idempotency) { tx in
             var w = try Self.require(tx, owner, id)
             let serial = w.secretSerial + 1
             let expires: Double? = ttl > 0 ? now + Double(ttl) : nil
@@ -239,10 +240,10 @@ public struct WebhookService: ServiceArea {
     }
 
     /// Queues the event again, due at once, as one more attempt that is not retried.
-    public func redeliver(_ owner: WebhookOwner, id: String, eventID: String) throws(DomainError) -> DeliveryView {
+    public func redeliver(_ owner: WebhookOwner, id: String, eventID: String, idempotency: IdempotencyScope? = nil) throws(DomainError) -> DeliveryView {
         let env = try self.environment
         let now = self.now.timeIntervalSince1970
-        let view = try self.write(owner) { tx -> DeliveryView in
+        let view = try self.write(owner, idempotency: idempotency) { tx -> DeliveryView in
             let w = try Self.require(tx, owner, id)
             guard var e = try tx.webhookEvent(id: eventID), e.webhookID == w.webhookID else { throw DomainError.notFound(message: "No such event.") }
             guard w.enabled else { throw DomainError.webhookDisabled }
@@ -271,11 +272,12 @@ public struct WebhookService: ServiceArea {
         }
     }
 
-    func write<T>(_ owner: WebhookOwner, _ body: (any WebhookWrites) throws -> T) throws(DomainError) -> T {
+    /// An account's write (its `Idempotency-Key`, if any, marked applied in it) or a server write.
+    func write<T>(_ owner: WebhookOwner, idempotency: IdempotencyScope? = nil, _ body: (any WebhookWrites) throws -> T) throws(DomainError) -> T {
         switch owner {
         case .account(let a):
             return try self.run {
-                try self.core.write(account: a) { tx in
+                try self.core.write(account: a, idempotency: idempotency) { tx in
                     guard try tx.accountExists() else { throw DomainError.notFound(message: "No such account.") }
                     return try body(tx)
                 }

@@ -326,7 +326,7 @@ enum Codec {
         w.endObject()
     }
 
-    /// A JSON object of string members, in order (the token-issuing answers).
+    /// A JSON object of string members, in order (the token-issuing answers, and other small ones).
     static func strings(status: Int = 200, _ members: [(String, String)]) -> HTTPResponse {
         self.json(status: status) { w in
             w.beginObject()
