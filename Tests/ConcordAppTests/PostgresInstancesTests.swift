@@ -182,6 +182,9 @@ struct PostgresFaultTests {
         configuration.webhooks.allowedHosts = ["127.0.0.1"]
         configuration.webhooks.secretKey = String(repeating: "cd", count: 32)
         configuration.webhooks.settings.retrySchedule = [2, 2, 2]
+        // An attempt whose outcome could not be recorded during the outage is released after its lease.
+        configuration.webhooks.settings.timeoutSeconds = 5
+        configuration.webhooks.settings.leaseSeconds = 15
         let app = try startApp(configuration, sink: LogSink(flushInterval: 0, output: { _ in }))
         defer { app.shutdown() }
         let port = app.port
@@ -204,7 +207,7 @@ struct PostgresFaultTests {
         #expect(receiver.all.count <= before + 1)
         let (started, startOutput) = try self.control(["start"], directory: clusterDirectory)
         try #require(started, "pg_ctl start: \(startOutput)")
-        let delivered = receiver.wait(seconds: 30) { $0.type == "library.changed" && $0.headers["webhook-id"] != nil }
+        let delivered = receiver.wait(seconds: 90) { $0.type == "library.changed" && $0.headers["webhook-id"] != nil }
             .filter { $0.data?["changeToken"] as? String == token }
         #expect(delivered.count >= 2)
     }
