@@ -207,9 +207,12 @@ struct PostgresFaultTests {
         #expect(receiver.all.count <= before + 1)
         let (started, startOutput) = try self.control(["start"], directory: clusterDirectory)
         try #require(started, "pg_ctl start: \(startOutput)")
-        let delivered = receiver.wait(seconds: 90) { $0.type == "library.changed" && $0.headers["webhook-id"] != nil }
-            .filter { $0.data?["changeToken"] as? String == token }
+        let delivered = receiver.wait(for: 2, seconds: 90) { $0.type == "library.changed" && $0.data?["changeToken"] as? String == token }
         #expect(delivered.count >= 2)
+        // Every attempt before the stop was answered 500: a success is one made after the outage.
+        let webhookID = try #require(hook["webhookID"]?.stringValue)
+        let succeeded = try send(port, "GET", "/v1/account/webhooks/\(webhookID)/deliveries?status=succeeded", token: accountToken)
+        #expect(succeeded["deliveries"]?.arrayValue?.count == 1, "\(succeeded.raw.body)")
     }
 
     @Test func postgresGoingAwayAnswers503ThenRecoversWithoutRestartAndLosesNothing() throws {
