@@ -1,81 +1,5 @@
 import Foundation
 
-/// What local → cloud needs of one local identifier.
-public enum LinkLookup: Sendable, Equatable {
-    /// Not in the device's library (step 1).
-    case missing
-    /// In the library, not linked yet (step 3 assigns a record).
-    case unlinked
-    /// Linked (step 2): the record's cloud identifier is `bytes[start ..< start + count]` of the
-    /// batch's `LinkLookups` (one buffer for the whole batch: no string per answer).
-    case linked(start: Int, count: Int)
-}
-
-/// Local → cloud lookups of a batch: one `LinkLookup` per identifier, and the UTF-8 bytes of the
-/// linked ones' cloud identifiers.
-public struct LinkLookups: Sendable {
-    public var lookups: [LinkLookup]
-    public var bytes: [UInt8]
-    public init(lookups: [LinkLookup] = [], bytes: [UInt8] = []) {
-        self.lookups = lookups
-        self.bytes = bytes
-    }
-}
-
-/// What cloud → local needs of one cloud identifier's record (§5 steps 2 and 3).
-public struct RecordLookup: Sendable, Equatable {
-    /// The device's object linked to the record, when the record exists with the identifier's type.
-    public var linkedLocalIdentifier: String?
-    /// The record, when it exists with the identifier's type (its own fingerprint, possibly empty).
-    public var record: CloudRecord?
-    /// When no object of the device links to the record: the device's objects carrying one of the
-    /// record's keys, sorted by local identifier byte order, each with its link (step 3).
-    public var keyMatches: [StoredObject]
-    public init(linkedLocalIdentifier: String? = nil, record: CloudRecord? = nil, keyMatches: [StoredObject] = []) {
-        self.linkedLocalIdentifier = linkedLocalIdentifier
-        self.record = record
-        self.keyMatches = keyMatches
-    }
-}
-
-/// One object of `GET /v1/library/wanted`.
-public struct WantedObject: Sendable, Equatable {
-    public var localIdentifier: String
-    public var type: ObjectType
-    public init(localIdentifier: String, type: ObjectType) {
-        self.localIdentifier = localIdentifier
-        self.type = type
-    }
-}
-
-/// A page of `GET /v1/library/wanted`: objects after `after` in byte order, and the count of all.
-public struct WantedPage: Sendable, Equatable {
-    public var objects: [WantedObject]
-    public var next: String?
-    public var total: Int
-    public init(objects: [WantedObject], next: String?, total: Int) {
-        self.objects = objects
-        self.next = next
-        self.total = total
-    }
-}
-
-/// `GET /v1/library/status`: counts over one device's library.
-public struct LibraryStatus: Sendable, Equatable {
-    public var objects: Int
-    public var withFingerprint: Int
-    public var withKey: Int
-    public var linked: Int
-    public var wanted: Int
-    public init(objects: Int, withFingerprint: Int, withKey: Int, linked: Int, wanted: Int) {
-        self.objects = objects
-        self.withFingerprint = withFingerprint
-        self.withKey = withKey
-        self.linked = linked
-        self.wanted = wanted
-    }
-}
-
 /// The reads §5's lookups are made of (local → cloud, cloud → local, journal photos, wanted). A
 /// storage transaction answers them (from its batch queries, below), and so does the in-memory
 /// mapping index (`MappingIndex`), with the same results in the same order; objects from the index
@@ -100,30 +24,6 @@ public protocol MappingReads {
 extension MappingReads {
     /// Storage resolves every item in full: its step 2 is one query with step 3's inputs.
     public func quickLocalIdentifiers(_ device: DeviceRef, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) throws -> QuickLocalIdentifiers? { nil }
-}
-
-/// Cloud → local answers a reader decided from a batch's bytes alone (`MappingReads.quickLocalIdentifiers`).
-public struct QuickLocalIdentifiers: Sendable {
-    public enum Lookup: Sendable, Equatable {
-        /// Step 2 (the linked object) or 4 (the only object with the content): its local identifier
-        /// is `bytes[start ..< start + count]`.
-        case found(start: Int, count: Int)
-        /// Not a well-formed cloud identifier (step 1).
-        case invalid
-        /// No link, no object carrying one of the record's keys, no object with the content (or no
-        /// content match asked).
-        case notFound
-        /// Step 4: several objects have the identifier's content (their local identifiers, sorted).
-        case multiple([String])
-        /// To resolve in full.
-        case undecided
-    }
-    public var lookups: [Lookup]
-    public var bytes: [UInt8]
-    public init(lookups: [Lookup], bytes: [UInt8] = []) {
-        self.lookups = lookups
-        self.bytes = bytes
-    }
 }
 
 extension AccountReadTransaction {

@@ -139,11 +139,8 @@ extension PostgresTransaction: RecordWrites {
 
     func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
         self.observers.didChange(.fillRecordFingerprints(fills))
-        let fills = fills.filter { !$0.fingerprint.isEmpty }
-        guard !fills.isEmpty else { return }
-        // The first fill of a record wins, as row by row would.
-        var seen = Set<String>()
-        let first = fills.filter { seen.insert($0.guid).inserted }
+        let first = RowByRow.firstFillPerRecord(fills)
+        guard !first.isEmpty else { return }
         try self.db.query("""
             UPDATE records r SET fingerprint = u.fingerprint FROM unnest($2::text[], $3::text[]) AS u(guid, fingerprint)
             WHERE r.account_id = $1 AND r.guid = u.guid AND r.fingerprint = ''
@@ -172,11 +169,8 @@ extension PostgresTransaction: RecordWrites {
         self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
         self.objectRowsWritten += links.count
-        // UPDATE … FROM applies one arbitrary row of several for the same object: an identifier given
-        // twice takes its last link, as on SQLite (and as one statement per link did).
-        var last: [[UInt8]: Int] = [:]
-        for (i, l) in links.enumerated() { last[Array(l.localIdentifier.utf8)] = i }
-        let links = links.enumerated().filter { last[Array($0.element.localIdentifier.utf8)] == $0.offset }.map(\.element)
+        // UPDATE … FROM applies one arbitrary row of several for the same object: only the last is given.
+        let links = RowByRow.lastLinkPerObject(links)
         try self.db.query("""
             UPDATE objects o SET record_guid = l.guid
             FROM unnest($3::text[], $4::text[]) AS l(local_id, guid)

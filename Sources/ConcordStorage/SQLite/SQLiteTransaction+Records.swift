@@ -168,12 +168,10 @@ extension SQLiteTransaction: RecordWrites {
     func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws {
         self.observers.didChange(.fillRecordFingerprints(fills))
         guard !fills.isEmpty, let a = try self.accountKey(self.accountID) else { return }
-        // The first fill of a record wins, as row by row would (the later ones find it filled).
-        var seen = Set<String>()
         var rows: [SQLValue] = []
-        var first: [(guid: String, fingerprint: String)] = []
-        for (guid, fingerprint) in fills where !fingerprint.isEmpty && seen.insert(guid).inserted { first.append((guid, fingerprint)) }
-        for (guid, fingerprint) in first.sorted(by: { $0.guid < $1.guid }) { rows.append(.compact(guid)); rows.append(.compact(fingerprint)) }
+        for (guid, fingerprint) in RowByRow.firstFillPerRecord(fills).sorted(by: { $0.guid < $1.guid }) {
+            rows.append(.compact(guid)); rows.append(.compact(fingerprint))
+        }
         guard !rows.isEmpty else { return }
         try self.db.runRows("UPDATE records SET fingerprint = v.column2 FROM (", width: 2,
                             tail: ") AS v WHERE records.account_key = ?1 AND records.guid = v.column1 AND records.fingerprint = ''",
@@ -204,14 +202,10 @@ extension SQLiteTransaction: RecordWrites {
         self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
         let k = try self.requireKeys(device)
-        // One UPDATE … FROM per chunk, the VALUES list driving primary-key lookups. An identifier
-        // given twice takes its last link, as row by row would.
-        var last: [[UInt8]: Int] = [:]
-        for (i, l) in links.enumerated() { last[Array(l.localIdentifier.utf8)] = i }
+        // One UPDATE … FROM per chunk, the VALUES list driving primary-key lookups.
         var rows: [SQLValue] = []
         rows.reserveCapacity(links.count * 2)
-        for (i, l) in links.enumerated().sorted(by: { $0.element.localIdentifier < $1.element.localIdentifier })
-        where last[Array(l.localIdentifier.utf8)] == i {
+        for l in RowByRow.lastLinkPerObject(links).sorted(by: { $0.localIdentifier < $1.localIdentifier }) {
             rows.append(.text(l.localIdentifier)); rows.append(.compact(l.guid))
         }
         try self.db.runRows("UPDATE objects SET record_guid = v.column2 FROM (", width: 2,
