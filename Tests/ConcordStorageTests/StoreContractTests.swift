@@ -99,11 +99,11 @@ import Testing
             #expect(try j.journalFeed() == JournalFeedState(lastChangeSeq: 0, prunedThroughSeq: 0))
         }
         for write in [
-            { (j: any JournalStoreWriteTransaction) in try j.putJournal(StoredJournal(journalID: "J", title: "t", version: 1, entryCount: 0, createdSeq: 1, createdAt: 0, updatedAt: 0)) },
+            { (j: any JournalWrites) in try j.putJournal(StoredJournal(journalID: "J", title: "t", version: 1, entryCount: 0, createdSeq: 1, createdAt: 0, updatedAt: 0)) },
             { j in try j.putJournalEntry(StoredJournalEntry(journalID: "J", entryID: "e", text: "", photos: [], version: 1, createdSeq: 1)) },
             { j in try j.appendJournalChange(seq: 1, createdAt: 0, details: JournalChangeDetails()) },
             { j in try j.deleteJournal(journalID: "J") },
-        ] as [(any JournalStoreWriteTransaction) throws -> Void] {
+        ] as [(any JournalWrites) throws -> Void] {
             #expect(throws: DomainError.notFound(message: "No such account.")) { try journals(account: "nobody", write) }
         }
     }

@@ -9,7 +9,7 @@ import Foundation
 /// one, so two writers of one account — on this instance or another — run one after the other.
 /// Journal change tokens are therefore handed out in commit order, and an If-Match compared with a
 /// journal's version sees every version committed before it.
-extension PostgresTransaction {
+extension PostgresTransaction: JournalWrites {
     /// Writes on a missing account fail like SQLite's (`notFound`): checked only when a write touched
     /// no row, so the common case costs no extra round trip.
     private func requireAccount() throws {
@@ -45,6 +45,15 @@ extension PostgresTransaction {
         try self.db.query("""
             SELECT \(StorageRows.entryColumns) FROM journal_entries WHERE account_id = $1 AND journal_id = $2 ORDER BY created_seq
             """, [.text(self.accountID), .text(journalID)]) { r in result.append(StorageRows.storedEntry(r)) }
+        return result
+    }
+
+    func journalEntries(journalID: String, createdAfter createdSeq: Int64, limit: Int) throws -> [StoredJournalEntry] {
+        var result: [StoredJournalEntry] = []
+        try self.db.query("""
+            SELECT \(StorageRows.entryColumns) FROM journal_entries
+            WHERE account_id = $1 AND journal_id = $2 AND created_seq > $3 ORDER BY created_seq LIMIT $4
+            """, [.text(self.accountID), .text(journalID), .int(createdSeq), .int(Int64(limit))]) { r in result.append(StorageRows.storedEntry(r)) }
         return result
     }
 

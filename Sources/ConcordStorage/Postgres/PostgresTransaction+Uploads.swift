@@ -4,7 +4,7 @@ import Foundation
 /// Uploads in parts (API.md §4) on PostgreSQL: as on SQLite (`SQLiteTransaction+Uploads`), a part's
 /// objects are rows of `upload_objects` keyed by upload and local identifier (byte order, COLLATE
 /// "C"); a part is stored with one statement.
-extension PostgresTransaction {
+extension PostgresTransaction: UploadWrites {
     func uploads(_ device: DeviceRef) throws -> [StoredUpload] {
         var result: [StoredUpload] = []
         try self.db.query("SELECT upload_id, touched_at FROM uploads WHERE account_id = $1 AND device_id = $2 ORDER BY touched_at",
@@ -114,19 +114,6 @@ extension PostgresTransaction {
             SELECT local_id, type FROM upload_objects WHERE account_id = $1 AND upload_id = $2 AND local_id = ANY($3)
             """, [.text(self.accountID), .text(uploadID), .textArray(localIdentifiers)]) { r in
             if let type = ObjectType(rawValue: Int(r.int(1))) { result.append((r.text(0), type)) }
-        }
-        return result
-    }
-
-    func storedObjectPage(_ device: DeviceRef, after: String?, limit: Int) throws -> [StoredObject] {
-        var result: [StoredObject] = []
-        result.reserveCapacity(min(limit, 4096))
-        try self.db.query("""
-            SELECT \(StorageRows.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_id = $1 AND o.device_id = $2 AND o.local_id > $3
-            ORDER BY o.local_id LIMIT $4
-            """, [.text(device.accountID), .text(device.deviceID), .text(after ?? ""), .int(Int64(limit))]) { r in
-            result.append(StorageRows.storedObject(r))
         }
         return result
     }

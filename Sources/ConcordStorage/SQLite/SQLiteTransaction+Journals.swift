@@ -3,7 +3,7 @@ import Foundation
 
 /// Journals (API.md §6) on SQLite: every read is one statement; a journal's entries come in one
 /// statement in creation order (`journal_entries_by_creation`).
-extension SQLiteTransaction {
+extension SQLiteTransaction: JournalWrites {
     /// The account's storage key for a journal write; the account must exist.
     private func existingAccountKey() throws -> Int64 {
         guard let a = try self.accountKey(self.accountID) else { throw DomainError.notFound(message: "No such account.") }
@@ -42,6 +42,16 @@ extension SQLiteTransaction {
             SELECT \(StorageRows.entryColumns) FROM journal_entries INDEXED BY journal_entries_by_creation
             WHERE account_key = ? AND journal_id = ? ORDER BY created_seq
             """, [.int(a), .text(journalID)]) { s in result.append(StorageRows.storedEntry(s)) }
+        return result
+    }
+
+    func journalEntries(journalID: String, createdAfter createdSeq: Int64, limit: Int) throws -> [StoredJournalEntry] {
+        guard let a = try self.accountKey(self.accountID) else { return [] }
+        var result: [StoredJournalEntry] = []
+        try self.db.query("""
+            SELECT \(StorageRows.entryColumns) FROM journal_entries INDEXED BY journal_entries_by_creation
+            WHERE account_key = ? AND journal_id = ? AND created_seq > ? ORDER BY created_seq LIMIT ?
+            """, [.int(a), .text(journalID), .int(createdSeq), .int(Int64(limit))]) { s in result.append(StorageRows.storedEntry(s)) }
         return result
     }
 

@@ -4,7 +4,7 @@ import Foundation
 /// Uploads in parts (API.md §4) on SQLite: an upload's parts are rows of `upload_objects` (the
 /// columns of `objects`), keyed by upload and local identifier, so the commit reads them back a
 /// page at a time in byte order and finds an identifier two parts hold with one grouped scan.
-extension SQLiteTransaction {
+extension SQLiteTransaction: UploadWrites {
     func uploads(_ device: DeviceRef) throws -> [StoredUpload] {
         guard let k = try self.keys(device) else { return [] }
         var result: [StoredUpload] = []
@@ -121,18 +121,6 @@ extension SQLiteTransaction {
             """, [.int(a), .text(uploadID), .text(jsonArray(localIdentifiers))]) { s in
             if let type = ObjectType(rawValue: Int(s.int(1))) { result.append((s.text(0), type)) }
         }
-        return result
-    }
-
-    func storedObjectPage(_ device: DeviceRef, after: String?, limit: Int) throws -> [StoredObject] {
-        guard let k = try self.keys(device) else { return [] }
-        var result: [StoredObject] = []
-        result.reserveCapacity(min(limit, 4096))
-        try self.db.query("""
-            SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.local_id > ?3
-            ORDER BY o.local_id LIMIT ?4
-            """, [.int(k.account), .int(k.device), .text(after ?? ""), .int(Int64(limit))]) { s in result.append(StorageRows.storedObject(s)) }
         return result
     }
 }

@@ -1,0 +1,257 @@
+import Foundation
+
+// The values the storage protocols (this folder) take and answer.
+
+/// A library object as stored, with the cloud record it is linked to (if any).
+public struct StoredObject: Sendable, Equatable {
+    public var object: LibraryObject
+    /// The linked record; its fingerprint is the one the record was created from.
+    public var link: CloudRecord?
+    public init(object: LibraryObject, link: CloudRecord?) {
+        self.object = object
+        self.link = link
+    }
+}
+
+/// A cloud record of the account's shared mapping table.
+public struct CloudRecord: Sendable, Hashable {
+    /// Upper-case UUID.
+    public var guid: String
+    public var type: ObjectType
+    public var fingerprint: String
+    public init(guid: String, type: ObjectType, fingerprint: String) {
+        self.guid = guid
+        self.type = type
+        self.fingerprint = fingerprint
+    }
+    /// `<GUID>:<type>:<fingerprint>`.
+    public var cloudIdentifier: String {
+        var s = String()
+        s.reserveCapacity(41 + self.fingerprint.utf8.count)
+        s += self.guid; s += ":"; s += self.type.code; s += ":"; s += self.fingerprint
+        return s
+    }
+}
+
+/// The link state of one object: what local → cloud needs, and no more (the hot path). The
+/// linked record's identifier is spelled with the record's fingerprint, which need not be the
+/// object's (a record found by key, or made without a fingerprint, §5).
+public struct ObjectLinkState: Sendable, Equatable {
+    public var localIdentifier: String
+    public var type: ObjectType
+    public var fingerprint: String
+    public var linkedGUID: String?
+    /// The linked record's fingerprint (empty: none).
+    public var linkedFingerprint: String
+    public init(localIdentifier: String, type: ObjectType, fingerprint: String, linkedGUID: String?, linkedFingerprint: String? = nil) {
+        self.localIdentifier = localIdentifier
+        self.type = type
+        self.fingerprint = fingerprint
+        self.linkedGUID = linkedGUID
+        self.linkedFingerprint = linkedFingerprint ?? fingerprint
+    }
+    /// The linked record.
+    public var link: CloudRecord? { self.linkedGUID.map { CloudRecord(guid: $0, type: self.type, fingerprint: self.linkedFingerprint) } }
+}
+
+/// Content key: objects and records are matched by type and fingerprint.
+public struct ContentKey: Sendable, Hashable {
+    public var type: ObjectType
+    public var fingerprint: String
+    public init(type: ObjectType, fingerprint: String) {
+        self.type = type
+        self.fingerprint = fingerprint
+    }
+}
+
+/// A device row with its counters.
+public struct DeviceState: Sendable, Equatable {
+    public var ref: DeviceRef
+    public var name: String
+    public var platform: String?
+    public var createdAt: Date
+    public var authorization: AuthorizationStatus
+    /// Sequence number of the last committed change (0: none yet).
+    public var lastChangeSeq: Int64
+    /// Changes with a sequence number up to this one were dropped from the history.
+    public var prunedThroughSeq: Int64
+    public var objectCount: Int
+    /// The device this one took over from (§3), while that one exists; and the one that took over
+    /// from this device, if any (its token is dead from then on: it is read-only until deleted).
+    public var replaces: String?
+    public var replacedBy: String?
+    public init(ref: DeviceRef, name: String, platform: String?, createdAt: Date, authorization: AuthorizationStatus,
+                lastChangeSeq: Int64, prunedThroughSeq: Int64, objectCount: Int, replaces: String? = nil, replacedBy: String? = nil) {
+        self.ref = ref
+        self.name = name
+        self.platform = platform
+        self.createdAt = createdAt
+        self.authorization = authorization
+        self.lastChangeSeq = lastChangeSeq
+        self.prunedThroughSeq = prunedThroughSeq
+        self.objectCount = objectCount
+        self.replaces = replaces
+        self.replacedBy = replacedBy
+    }
+}
+
+/// One stored history entry; `details` nil means unavailable (a reset).
+public struct StoredChange: Sendable, Equatable {
+    public var seq: Int64
+    public var createdAt: Double
+    public var details: ChangeDetails?
+    public init(seq: Int64, createdAt: Double, details: ChangeDetails?) {
+        self.seq = seq
+        self.createdAt = createdAt
+        self.details = details
+    }
+}
+
+/// The holder of a token and when it was last used.
+public struct TokenOwner: Sendable, Equatable {
+    public var principal: Principal
+    public var lastUsedAt: Double?
+    public init(principal: Principal, lastUsedAt: Double?) {
+        self.principal = principal
+        self.lastUsedAt = lastUsedAt
+    }
+}
+
+/// When a token was issued and last used (seconds since 1970; nil: unknown or never).
+public struct TokenTimes: Sendable, Equatable {
+    public var createdAt: Double?
+    public var lastUsedAt: Double?
+    public init(createdAt: Double?, lastUsedAt: Double?) {
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+    }
+}
+
+/// One object row of an account's mapping tables, as `streamMappingTables` hands it out.
+public struct MappingObjectRow: Sendable {
+    public var deviceID: String
+    public var localIdentifier: String
+    public var type: ObjectType
+    public var fingerprint: String
+    public var linkedGUID: String?
+    /// The key's A (§2), nil without a key.
+    public var keyA: String?
+    /// `creationDate` in whole seconds (the wanted rule), nil without one.
+    public var creationSecond: Int64?
+    public init(deviceID: String, localIdentifier: String, type: ObjectType, fingerprint: String, linkedGUID: String?,
+                keyA: String? = nil, creationSecond: Int64? = nil) {
+        self.deviceID = deviceID
+        self.localIdentifier = localIdentifier
+        self.type = type
+        self.fingerprint = fingerprint
+        self.linkedGUID = linkedGUID
+        self.keyA = keyA
+        self.creationSecond = creationSecond
+    }
+}
+
+/// What a stored token belongs to: the code both engines write in `tokens.kind`.
+public enum TokenKind: Int64, Sendable {
+    case account = 1
+    case device = 2
+}
+
+/// What local → cloud needs of one local identifier.
+public enum LinkLookup: Sendable, Equatable {
+    /// Not in the device's library (step 1).
+    case missing
+    /// In the library, not linked yet (step 3 assigns a record).
+    case unlinked
+    /// Linked (step 2): the record's cloud identifier is `bytes[start ..< start + count]` of the
+    /// batch's `LinkLookups` (one buffer for the whole batch: no string per answer).
+    case linked(start: Int, count: Int)
+}
+
+/// Local → cloud lookups of a batch: one `LinkLookup` per identifier, and the UTF-8 bytes of the
+/// linked ones' cloud identifiers.
+public struct LinkLookups: Sendable {
+    public var lookups: [LinkLookup]
+    public var bytes: [UInt8]
+    public init(lookups: [LinkLookup] = [], bytes: [UInt8] = []) {
+        self.lookups = lookups
+        self.bytes = bytes
+    }
+}
+
+/// What cloud → local needs of one cloud identifier's record (§5 steps 2 and 3).
+public struct RecordLookup: Sendable, Equatable {
+    /// The device's object linked to the record, when the record exists with the identifier's type.
+    public var linkedLocalIdentifier: String?
+    /// The record, when it exists with the identifier's type (its own fingerprint, possibly empty).
+    public var record: CloudRecord?
+    /// When no object of the device links to the record: the device's objects carrying one of the
+    /// record's keys, sorted by local identifier byte order, each with its link (step 3).
+    public var keyMatches: [StoredObject]
+    public init(linkedLocalIdentifier: String? = nil, record: CloudRecord? = nil, keyMatches: [StoredObject] = []) {
+        self.linkedLocalIdentifier = linkedLocalIdentifier
+        self.record = record
+        self.keyMatches = keyMatches
+    }
+}
+
+/// One object of `GET /v1/library/wanted`.
+public struct WantedObject: Sendable, Equatable {
+    public var localIdentifier: String
+    public var type: ObjectType
+    public init(localIdentifier: String, type: ObjectType) {
+        self.localIdentifier = localIdentifier
+        self.type = type
+    }
+}
+
+/// A page of `GET /v1/library/wanted`: objects after `after` in byte order, and the count of all.
+public struct WantedPage: Sendable, Equatable {
+    public var objects: [WantedObject]
+    public var next: String?
+    public var total: Int
+    public init(objects: [WantedObject], next: String?, total: Int) {
+        self.objects = objects
+        self.next = next
+        self.total = total
+    }
+}
+
+/// `GET /v1/library/status`: counts over one device's library.
+public struct LibraryStatus: Sendable, Equatable {
+    public var objects: Int
+    public var withFingerprint: Int
+    public var withKey: Int
+    public var linked: Int
+    public var wanted: Int
+    public init(objects: Int, withFingerprint: Int, withKey: Int, linked: Int, wanted: Int) {
+        self.objects = objects
+        self.withFingerprint = withFingerprint
+        self.withKey = withKey
+        self.linked = linked
+        self.wanted = wanted
+    }
+}
+
+/// Cloud → local answers a reader decided from a batch's bytes alone (`MappingReads.quickLocalIdentifiers`).
+public struct QuickLocalIdentifiers: Sendable {
+    public enum Lookup: Sendable, Equatable {
+        /// Step 2 (the linked object) or 4 (the only object with the content): its local identifier
+        /// is `bytes[start ..< start + count]`.
+        case found(start: Int, count: Int)
+        /// Not a well-formed cloud identifier (step 1).
+        case invalid
+        /// No link, no object carrying one of the record's keys, no object with the content (or no
+        /// content match asked).
+        case notFound
+        /// Step 4: several objects have the identifier's content (their local identifiers, sorted).
+        case multiple([String])
+        /// To resolve in full.
+        case undecided
+    }
+    public var lookups: [Lookup]
+    public var bytes: [UInt8]
+    public init(lookups: [Lookup], bytes: [UInt8] = []) {
+        self.lookups = lookups
+        self.bytes = bytes
+    }
+}

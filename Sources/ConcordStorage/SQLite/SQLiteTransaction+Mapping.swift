@@ -1,0 +1,129 @@
+import ConcordDomain
+import Foundation
+
+/// The mapping lookups storage answers itself, and the mapping version, on SQLite (`MappingReads`,
+/// `MappingVersionWrites`).
+extension SQLiteTransaction: MappingReads, MappingVersionWrites {
+    /// §5's wanted candidates: records with a fingerprint, linked on another device, not on this
+    /// one, carrying no key this device's objects carry; each with its linked objects' seconds.
+    static let wantedCandidatesSQL = """
+        SELECT r.guid, r.type, coalesce(x.creation_second, x.creation_date) FROM records r
+        CROSS JOIN objects x INDEXED BY objects_by_link ON x.account_key = ?1 AND x.record_guid = r.guid
+        WHERE r.account_key = ?1 AND r.fingerprint <> ''
+          AND EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_link WHERE y.account_key = ?1 AND y.record_guid = r.guid AND y.device_key <> ?2)
+          AND NOT EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_link WHERE y.account_key = ?1 AND y.device_key = ?2 AND y.record_guid = r.guid)
+          AND NOT EXISTS (SELECT 1 FROM record_keys k CROSS JOIN objects y INDEXED BY objects_by_key
+                          ON y.account_key = ?1 AND y.device_key = ?2 AND y.type = k.type AND y.key_a = k.key_a
+                          WHERE k.account_key = ?1 AND k.guid = r.guid)
+        """
+
+    /// By non-empty fingerprints: objects_by_content holds only objects with one (migration 9), by
+    /// the first 4 bytes of it (migration 12): the index finds the prefix, the row the whole.
+    static let objectsByContentSQL = """
+        SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
+        CROSS JOIN objects o INDEXED BY objects_by_content ON o.account_key = ?1 AND o.device_key = ?2
+            AND o.type = json_extract(j.value, '$[0]') AND substr(o.fingerprint, 1, 4) = substr(concord_compact(json_extract(j.value, '$[1]')), 1, 4)
+            AND o.fingerprint = concord_compact(json_extract(j.value, '$[1]')) AND o.fingerprint <> ''
+        \(SQLiteTransaction.linkJoin)
+        ORDER BY o.local_id
+        """
+
+    /// Objects without a fingerprint of the given types (no index holds them by content).
+    static let objectsWithoutFingerprintSQL = """
+        SELECT \(SQLiteTransaction.objectColumns) FROM objects o \(SQLiteTransaction.linkJoin)
+        WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.fingerprint = '' AND o.type IN (SELECT value FROM json_each(?3))
+        ORDER BY o.local_id
+        """
+
+    func mappingVersion() throws -> Int64 {
+        try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_id = ?", [.text(self.accountID)]) ?? 0
+    }
+
+    func indexSnapshotID() throws -> String? {
+        var id: String?
+        try self.db.query("SELECT index_snapshot FROM accounts WHERE account_id = ?", [.text(self.accountID)]) { s in id = s.optionalText(0) }
+        return id
+    }
+
+    func recordIndexSnapshot(id: String, version: Int64) throws -> Bool {
+        try self.db.run("UPDATE accounts SET index_snapshot = ? WHERE account_id = ? AND mapping_version = ?",
+                        [.text(id), .text(self.accountID), .int(version)]) == 1
+    }
+
+    func bumpMappingVersion() throws -> Int64 {
+        guard let a = try self.accountKey(self.accountID) else { throw DomainError.notFound(message: "No such account.") }
+        // The snapshot recorded for the old version is of no use now: a recorded ID means "current".
+        try self.db.run("UPDATE accounts SET mapping_version = mapping_version + 1, index_snapshot = NULL WHERE account_key = ?", [.int(a)])
+        return try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_key = ?", [.int(a)]) ?? 0
+    }
+
+    func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
+                             recordKeys: (String, ObjectKey) throws -> Void,
+                             objects: (MappingObjectRow) throws -> Void) throws {
+        guard let a = try self.accountKey(self.accountID) else { return }
+        var deviceIDs: [Int64: String] = [:]
+        try self.db.query("SELECT device_key, device_id FROM devices WHERE account_key = ?", [.int(a)]) { s in
+            deviceIDs[s.int(0)] = s.text(1)
+        }
+        for id in deviceIDs.values.sorted() { try devices(id) }
+        try self.db.query("SELECT guid, type, fingerprint, created_order FROM records WHERE account_key = ? ORDER BY created_order", [.int(a)]) { s in
+            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            try records(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2)), s.int(3))
+        }
+
+        try self.db.query("SELECT guid, type, key_a FROM record_keys WHERE account_key = ?", [.int(a)]) { s in
+            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            try recordKeys(s.text(0), ObjectKey(type: type, a: s.text(2)))
+        }
+        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid, key_a, coalesce(creation_second, creation_date) FROM objects WHERE account_key = ?",
+                          [.int(a)]) { s in
+            guard let device = deviceIDs[s.int(0)], let type = ObjectType(rawValue: Int(s.int(2))) else { return }
+            try objects(MappingObjectRow(deviceID: device, localIdentifier: s.text(1), type: type, fingerprint: s.text(3), linkedGUID: s.optionalText(4),
+                                         keyA: s.optionalText(5), creationSecond: s.creationSecond(6)))
+        }
+    }
+
+    func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
+        guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
+        var result: [StoredObject] = []
+        let withFingerprint = keys.filter { !$0.fingerprint.isEmpty }
+        if !withFingerprint.isEmpty {
+            try self.db.query(Self.objectsByContentSQL, [.int(k.account), .int(k.device), .text(Self.typedPairsJSON(withFingerprint.map { ($0.type, $0.fingerprint) }, sorted: true))]) { s in
+                result.append(StorageRows.storedObject(s))
+            }
+        }
+        let emptyTypes = Set(keys.filter(\.fingerprint.isEmpty).map(\.type.rawValue))
+        if !emptyTypes.isEmpty {
+            try self.db.query(Self.objectsWithoutFingerprintSQL, [.int(k.account), .int(k.device), .text("[" + emptyTypes.sorted().map(String.init).joined(separator: ",") + "]")]) { s in
+                result.append(StorageRows.storedObject(s))
+            }
+            if !withFingerprint.isEmpty { result.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) } }
+        }
+        return result
+    }
+
+    func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
+        guard let k = try self.keys(device) else { return WantedPage(objects: [], next: nil, total: 0) }
+        var rows = WantedRows()
+        try self.db.query(Self.wantedCandidatesSQL, [.int(k.account), .int(k.device)]) { rows.addCandidate($0) }
+        guard rows.candidatesFound() else { return WantedPage(objects: [], next: nil, total: 0) }
+        try self.db.query("""
+            SELECT local_id, type, coalesce(creation_second, creation_date) FROM objects
+            WHERE account_key = ? AND device_key = ? AND fingerprint = '' AND record_guid IS NULL
+            """, [.int(k.account), .int(k.device)]) { rows.addObject($0) }
+        return rows.page(after: after, limit: limit)
+    }
+
+    func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus {
+        guard let k = try self.keys(device) else { return LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0) }
+        var status = LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0)
+        try self.db.query("""
+            SELECT count(*), coalesce(sum(fingerprint <> ''), 0), count(key_a), count(record_guid) FROM objects
+            WHERE account_key = ? AND device_key = ?
+            """, [.int(k.account), .int(k.device)]) { s in
+            status = LibraryStatus(objects: Int(s.int(0)), withFingerprint: Int(s.int(1)), withKey: Int(s.int(2)), linked: Int(s.int(3)), wanted: 0)
+        }
+        status.wanted = try self.wantedPage(device, after: nil, limit: 1).total
+        return status
+    }
+}
