@@ -34,8 +34,19 @@ public protocol WebhookWrites: WebhookReads {
     func deleteWebhook(id: String) throws
     /// Deletes an account's own webhooks with their events, attempts and feed state.
     func deleteWebhooks(accountID: String) throws
-    /// The webhooks that hear the account's events: its own and every server webhook.
-    func subscribedWebhooks(accountID: String) throws -> [StoredWebhook]
+    /// The events of `feed` waiting for a retry (pending, unclaimed, attempted) on webhooks that hear
+    /// `type` of the account; usually none.
+    func retryingWebhookEvents(accountID: String, feed: String, type: WebhookEventType) throws -> [StoredWebhookEvent]
+    /// A change to `feed`, in a few statements however many webhooks hear it: every waiting event
+    /// nobody has seen takes the change in place (`data` while its origin is `origin`, else
+    /// `dataWithoutOrigin` and no origin); every webhook hearing `type` with none waiting gets a
+    /// new event, due at `now` or `minIntervalSeconds` after the feed's previous attempt started.
+    /// Returns how many events took the change in place.
+    @discardableResult
+    func queueFeedEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, origin: String, data: String,
+                        dataWithoutOrigin: String, now: Double) throws -> Int
+    /// A device or account event for every webhook hearing `type` of the account, due at once.
+    func queueAccountEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, data: String, now: Double) throws
     /// The event waiting in a webhook's feed: pending and not claimed.
     func waitingWebhookEvent(webhookID: String, feed: String) throws -> StoredWebhookEvent?
     /// Inserts an event; returns its `seq`.

@@ -54,53 +54,35 @@ enum WebhookOutbox {
 
     private static func queue(_ core: ServiceCore, _ tx: any AccountWriteTransaction, type: WebhookEventType, accountID: String, at time: Double,
                               data: String) throws {
-        let now = core.clock().timeIntervalSince1970
-        for webhook in try tx.subscribedWebhooks(accountID: accountID) where webhook.events.contains(type) {
-            try tx.insertWebhookEvent(StoredWebhookEvent(
-                eventID: core.newID(), webhookID: webhook.webhookID, accountID: accountID, feed: WebhookFeed.account(accountID).key,
-                type: type, createdAt: now, timestamp: time, data: data, originDeviceID: nil, nextAttemptAt: now))
-        }
+        try tx.queueAccountEvent(accountID: accountID, feed: WebhookFeed.account(accountID).key, type: type, timestamp: time, data: data,
+                                 now: core.clock().timeIntervalSince1970)
     }
 
+    /// A change to a feed. Each commit costs a few statements however many webhooks hear it: the
+    /// storage applies the rules to every webhook at once; only an event waiting for a retry (rare)
+    /// is superseded here, one by one.
     private static func feedChanged(_ core: ServiceCore, _ tx: any AccountWriteTransaction, feed: WebhookFeed, type: WebhookEventType,
                                     accountID: String, at time: Double, origin: String, data: (String?) -> String) throws {
         let now = core.clock().timeIntervalSince1970
         let key = feed.key
-        for webhook in try tx.subscribedWebhooks(accountID: accountID) where webhook.events.contains(type) {
-            if let waiting = try tx.waitingWebhookEvent(webhookID: webhook.webhookID, feed: key) {
-                let mergedOrigin = waiting.originDeviceID == origin ? origin : nil
-                if !waiting.attempted {
-                    var updated = waiting
-                    updated.timestamp = time
-                    updated.originDeviceID = mergedOrigin
-                    updated.data = data(mergedOrigin)
-                    if try tx.updateWebhookEvent(updated, onlyIfUnclaimed: true) {
-                        core.webhookEnvironment?.coalesced()
-                        continue
-                    }
-                } else {
-                    // Seen by the receiver: a new event with a new ID takes over its schedule.
-                    let newer = StoredWebhookEvent(
-                        eventID: core.newID(), webhookID: webhook.webhookID, accountID: accountID, feed: key, type: type,
-                        createdAt: now, timestamp: time, data: data(mergedOrigin), originDeviceID: mergedOrigin,
-                        attempts: waiting.attempts, nextAttemptAt: waiting.nextAttemptAt)
-                    var old = waiting
-                    old.status = .superseded
-                    old.supersededBy = newer.eventID
-                    old.nextAttemptAt = nil
-                    if try tx.updateWebhookEvent(old, onlyIfUnclaimed: true) {
-                        try tx.insertWebhookEvent(newer)
-                        core.webhookEnvironment?.coalesced()
-                        continue
-                    }
-                }
+        for waiting in try tx.retryingWebhookEvents(accountID: accountID, feed: key, type: type) {
+            // Seen by the receiver: a new event with a new ID takes over its schedule.
+            let mergedOrigin = waiting.originDeviceID == origin ? origin : nil
+            let newer = StoredWebhookEvent(
+                eventID: core.newID(), webhookID: waiting.webhookID, accountID: accountID, feed: key, type: type,
+                createdAt: now, timestamp: time, data: data(mergedOrigin), originDeviceID: mergedOrigin,
+                attempts: waiting.attempts, nextAttemptAt: waiting.nextAttemptAt)
+            var old = waiting
+            old.status = .superseded
+            old.supersededBy = newer.eventID
+            old.nextAttemptAt = nil
+            if try tx.updateWebhookEvent(old, onlyIfUnclaimed: true) {
+                // Counted below: the change reaches it in place too.
+                try tx.insertWebhookEvent(newer)
             }
-            // None waits (or it was claimed meanwhile): a new one waits, spaced from the feed's last attempt.
-            let last = try tx.webhookFeedLastAttempt(webhookID: webhook.webhookID, feed: key)
-            let due = max(now, (last ?? now) + Double(webhook.minIntervalSeconds))
-            try tx.insertWebhookEvent(StoredWebhookEvent(
-                eventID: core.newID(), webhookID: webhook.webhookID, accountID: accountID, feed: key, type: type,
-                createdAt: now, timestamp: time, data: data(origin), originDeviceID: origin, nextAttemptAt: last == nil ? now : due))
         }
+        let coalesced = try tx.queueFeedEvent(accountID: accountID, feed: key, type: type, timestamp: time, origin: origin, data: data(origin),
+                                              dataWithoutOrigin: data(nil), now: now)
+        for _ in 0..<coalesced { core.webhookEnvironment?.coalesced() }
     }
 }

@@ -21,6 +21,9 @@ extension PostgresTransaction: WebhookStatements {
         try self.db.query("SELECT pg_notify($1, $2)", [.text(PostgresFeedListener.channel), .text(PostgresFeedListener.webhookPayload)])
     }
 
+    /// A random (version 4) UUID in upper case (`gen_random_uuid`, PostgreSQL 13 and later).
+    static var newEventIDExpression: String { "upper(gen_random_uuid()::text)" }
+
     static let webhookClaimLock: Int64 = 0x436F_6E63_5748_4B   // "ConcWHK"
 
     static func pgValue(_ v: WebhookValue) -> PGValue {

@@ -1,4 +1,5 @@
 import ConcordDomain
+import Synchronization
 
 /// The webhook tables on SQLite: the shared statements (`WebhookTables.swift`) with `?n` placeholders.
 extension SQLiteTransaction: WebhookStatements {
@@ -16,8 +17,22 @@ extension SQLiteTransaction: WebhookStatements {
     /// One process: its engine is woken in process.
     func announceWebhookEvents() throws {}
 
-    /// `$n` → `?n` (SQLite numbers `$n` parameters by first appearance, not by `n`).
-    static func sqliteText(_ sql: String) -> String { sql.replacingOccurrences(of: "$", with: "?") }
+    /// `$n` → `?n` (SQLite numbers `$n` parameters by first appearance, not by `n`), once per
+    /// statement text: the outbox runs its statements on every commit.
+    static func sqliteText(_ sql: String) -> String {
+        if let known = Self.sqliteTexts.withLock({ $0[sql] }) { return known }
+        let text = String(decoding: sql.utf8.map { $0 == UInt8(ascii: "$") ? UInt8(ascii: "?") : $0 }, as: UTF8.self)
+        Self.sqliteTexts.withLock { $0[sql] = text }
+        return text
+    }
+
+    private static let sqliteTexts = Mutex<[String: String]>([:])
+
+    /// A random (version 4) UUID in upper case.
+    static var newEventIDExpression: String {
+        "upper(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || "
+            + "substr('89AB', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))"
+    }
 
     static func sqliteValue(_ v: WebhookValue) -> SQLValue {
         switch v {

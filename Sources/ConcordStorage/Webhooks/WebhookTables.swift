@@ -36,6 +36,8 @@ protocol WebhookStatements: WebhookWrites {
     func lockWebhookClaims() throws
     /// Tells other instances, at commit, that events were queued (PostgreSQL: `NOTIFY`).
     func announceWebhookEvents() throws
+    /// An SQL expression making a new upper-case UUID, for events made by one statement.
+    static var newEventIDExpression: String { get }
 }
 
 extension WebhookStatements {
@@ -188,6 +190,63 @@ extension WebhookStatements {
             """, [.double(before)])
     }
 
+    // MARK: - The outbox: a few statements per commit
+
+    /// The webhooks hearing `$2` (a type) of the account `$1`: two index lookups, then the events list.
+    private static var subscribed: String {
+        """
+        SELECT w.webhook_id FROM webhooks w
+        WHERE w.webhook_id IN (SELECT webhook_id FROM webhooks WHERE account_id = $1 AND scope = 'account'
+                               UNION ALL SELECT webhook_id FROM webhooks WHERE scope = 'server')
+          AND (',' || w.events || ',') LIKE $2
+        """
+    }
+
+    private static func typePattern(_ type: WebhookEventType) -> String { "%," + type.rawValue + ",%" }
+
+    func retryingWebhookEvents(accountID: String, feed: String, type: WebhookEventType) throws -> [StoredWebhookEvent] {
+        try self.eventsWhere("""
+            feed = $3 AND status = 'pending' AND lease_owner IS NULL AND attempted = 1 AND webhook_id IN (\(Self.subscribed)) ORDER BY seq
+            """, [.text(accountID), .text(Self.typePattern(type)), .text(feed)])
+    }
+
+    @discardableResult
+    func queueFeedEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, origin: String, data: String,
+                        dataWithoutOrigin: String, now: Double) throws -> Int {
+        let subscribed: [WebhookValue] = [.text(accountID), .text(Self.typePattern(type))]
+        let coalesced = try self.webhookRun("""
+            UPDATE webhook_events SET ts = $3,
+                data = CASE WHEN origin = $4 THEN $5 ELSE $6 END, origin = CASE WHEN origin = $4 THEN origin ELSE NULL END
+            WHERE feed = $7 AND status = 'pending' AND lease_owner IS NULL AND attempted = 0 AND webhook_id IN (\(Self.subscribed))
+            """, subscribed + [.double(timestamp), .text(origin), .text(data), .text(dataWithoutOrigin), .text(feed)])
+        let queued = try self.webhookRun("""
+            INSERT INTO webhook_events (event_id, webhook_id, account_id, feed, type, status, created_at, ts, data, origin, attempts, attempted,
+                                        next_attempt_at, superseded_by, lease_owner, lease_until, manual)
+            SELECT \(Self.newEventIDExpression), s.webhook_id, $1, $3, $4, 'pending', $5, $6, $7, $8, 0, 0,
+                   CASE WHEN f.last_attempt_at IS NULL OR f.last_attempt_at + w.min_interval < $5 THEN $5
+                        ELSE f.last_attempt_at + w.min_interval END, NULL, NULL, NULL, 0
+            FROM (\(Self.subscribed)) s
+            JOIN webhooks w ON w.webhook_id = s.webhook_id
+            LEFT JOIN webhook_feeds f ON f.webhook_id = s.webhook_id AND f.feed = $3
+            WHERE NOT EXISTS (SELECT 1 FROM webhook_events x
+                              WHERE x.webhook_id = s.webhook_id AND x.feed = $3 AND x.status = 'pending' AND x.lease_owner IS NULL)
+            ORDER BY w.created_at, w.webhook_id
+            """, subscribed + [.text(feed), .text(type.rawValue), .double(now), .double(timestamp), .text(data), .text(origin)])
+        if queued > 0 { try self.announceWebhookEvents() }
+        return coalesced
+    }
+
+    func queueAccountEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, data: String, now: Double) throws {
+        let queued = try self.webhookRun("""
+            INSERT INTO webhook_events (event_id, webhook_id, account_id, feed, type, status, created_at, ts, data, origin, attempts, attempted,
+                                        next_attempt_at, superseded_by, lease_owner, lease_until, manual)
+            SELECT \(Self.newEventIDExpression), s.webhook_id, $1, $3, $4, 'pending', $5, $6, $7, NULL, 0, 0, $5, NULL, NULL, NULL, 0
+            FROM (\(Self.subscribed)) s JOIN webhooks w ON w.webhook_id = s.webhook_id
+            ORDER BY w.created_at, w.webhook_id
+            """, [.text(accountID), .text(Self.typePattern(type)), .text(feed), .text(type.rawValue), .double(now), .double(timestamp), .text(data)])
+        if queued > 0 { try self.announceWebhookEvents() }
+    }
+
     // MARK: - WebhookWrites
 
     func insertWebhook(_ webhook: StoredWebhook) throws {
@@ -210,11 +269,6 @@ extension WebhookStatements {
 
     func deleteWebhooks(accountID: String) throws {
         for w in try self.webhooks(accountID: accountID) { try self.deleteWebhook(id: w.webhookID) }
-    }
-
-    func subscribedWebhooks(accountID: String) throws -> [StoredWebhook] {
-        // Two index lookups (an OR would read the whole table on every commit).
-        try self.webhooks(accountID: accountID) + self.webhooks(accountID: nil)
     }
 
     func waitingWebhookEvent(webhookID: String, feed: String) throws -> StoredWebhookEvent? {
