@@ -16,9 +16,11 @@ server serves the run (a PostgreSQL database needs no reset between parts):
 3. cpu      the server's CPU (utime + stime, /proc) per POST /v1/library/changes (one new asset a
             write, over --cpu-devices devices) with 0 and with 100 webhooks registered (the writing
             account's 10, the 10 server webhooks and 80 on 8 other accounts), in alternating rounds
-            (A B A B …): the machine is shared and noisy. Each round's window is its writes plus
-            1.5 s, so the deliveries it caused are counted in it. The webhooks are created before
-            and deleted after each B round, outside the window.
+            (A B C A B C …): the machine is shared and noisy. C is B with the 20 webhooks that get the
+            writer's events disabled: their events are written and coalesced but held, so C - A is
+            the outbox's cost without deliveries. Each round's window is its writes plus 1.5 s, so
+            the deliveries it caused are counted in it. The webhooks are created before and deleted
+            after each B and C round, outside the window.
 4. slow     one account with two webhooks, one to a receiver that answers after --slow-delay s, one
             to a fast receiver; paced writes over --slow-feeds devices for --slow-seconds: events/s
             delivered to the slow one, the fast one's latency meanwhile.
@@ -314,33 +316,41 @@ if "cpu" in PARTS:
         for scope, token, hook in made:
             S.call("DELETE", ("/v1/webhooks/" if scope == "server" else "/v1/account/webhooks/") + hook, token)
 
-    def delivered():
+    def delivered(prefix):
         with RECEIPTS.lock:
-            return sum(len(v) for p, v in RECEIPTS.by_path.items() if p.startswith("/cpu/"))
+            return sum(len(v) for p, v in RECEIPTS.by_path.items() if p.startswith(prefix))
 
-    rounds = {0: [], 100: []}
+    # "held": the same 100, with the 20 that receive the writer's events disabled: their events are
+    # still written and coalesced (held), nothing is delivered — the outbox's cost alone.
+    rounds = {0: [], 100: [], "held": []}
     for r in range(args.cpu_rounds):
-        for variant in (0, 100):
-            made = register(r) if variant else []
+        for variant in rounds:
+            made = register(f"{r}{variant}") if variant else []
+            if variant == "held":
+                for scope, token, hook in made[:20]:
+                    S.call("PATCH", ("/v1/webhooks/" if scope == "server" else "/v1/account/webhooks/") + hook, token, {"enabled": False})
             time.sleep(1.0)
             log(f"cpu: round {r + 1}/{args.cpu_rounds}, {variant} webhooks, {args.cpu_writes} writes")
-            d0, c0, t0 = delivered(), S.cpu(), now()
+            prefix = f"/cpu/{r}{variant}/"
+            d0, c0, t0 = delivered(prefix), S.cpu(), now()
             for i in range(args.cpu_writes):
                 write(wdevices[i % len(wdevices)])
             wall = now() - t0
             time.sleep(1.5)
-            rounds[variant].append((S.cpu() - c0, wall, delivered() - d0))
+            rounds[variant].append((S.cpu() - c0, wall, delivered(prefix) - d0))
             unregister(made)
     say(f"### Server CPU per library write\n\n{args.cpu_writes} writes a round (one new asset each, over {args.cpu_devices} devices of one account, "
         f"one connection), rounds alternating; CPU over the writes plus 1.5 s.\n")
     say("| webhooks registered | rounds | server CPU per write (µs), each round | mean (µs) | writes/s | POSTs delivered a round |\n|---:|---:|---|---:|---:|---:|")
     mean = {}
+    label = {0: "0", 100: "100", "held": "100, the 20 that get events disabled (held: nothing delivered)"}
     for variant, rs in rounds.items():
         per = [cpu / args.cpu_writes * 1e6 for cpu, _, _ in rs]
         mean[variant] = sum(cpu for cpu, _, _ in rs) / (len(rs) * args.cpu_writes) * 1e6
-        say(f"| {variant} | {len(rs)} | {', '.join(f'{p:.0f}' for p in per)} | {mean[variant]:.0f} | "
+        say(f"| {label[variant]} | {len(rs)} | {', '.join(f'{p:.0f}' for p in per)} | {mean[variant]:.0f} | "
             f"{len(rs) * args.cpu_writes / sum(w for _, w, _ in rs):.0f} | {sum(d for *_, d in rs) / len(rs):.0f} |")
-    say(f"\nRatio 100 webhooks / 0: **{mean[100] / mean[0]:.2f}×** (goal ≤ 1.10).\n")
+    say(f"\nRatio 100 webhooks / 0: **{mean[100] / mean[0]:.2f}×** (goal ≤ 1.10); with deliveries held (the outbox alone): "
+        f"**{mean['held'] / mean[0]:.2f}×**.\n")
     delete_accounts([wid] + [i for i, _ in others])
 
 # ---------------------------------------------------------------- 4. slow
