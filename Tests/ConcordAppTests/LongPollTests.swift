@@ -15,7 +15,8 @@ import Testing
 ///
 /// The servers here run their timed work on a `ManualScheduler`: a poll's wait passes only when a
 /// test moves that clock, so a poll answered without it was woken (or never held), whatever the
-/// machine's load.
+/// machine's load. Nothing here measures how soon: the wake-up latency is a benchmark's goal
+/// (`Benchmarks/run livesync`).
 @Suite struct LongPollTests {
     /// A poll sent on its own thread; `result()` waits for its answer and when it arrived.
     final class Poll: Sendable {
@@ -71,28 +72,23 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available)
-    func aHeldJournalPollAnswersWithinOneHundredMillisecondsOfAnotherDevicesCommit(_ engine: TestEngine) throws {
+    func aHeldJournalPollAnswersAnotherDevicesCommit(_ engine: TestEngine) throws {
         let server = try APIServer(engine: engine, scheduler: ManualScheduler())
         let (_, phone, tablet) = try server.phoneAndTablet()
-        var delays: [Double] = []
         for round in 0..<5 {
             let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
             let poll = Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4")
             try Self.waitUntilHeld(server, 1)
             let created = try server.call("POST", "/v1/journals", token: tablet.token, body: #"{"title":"Trip \#(round)"}"#)
-            let committedAt = monotonicSeconds()
             try #require(created.status == 201, "\(created.raw.body)")
-            let (answer, at) = try poll.result()
+            let (answer, _) = try poll.result()
             #expect(answer.status == 200)
             let changes = try #require(answer["changes"]?.arrayValue)
             #expect(changes.count == 1)
             let inserted = changes.first?["journals"]?["inserted"]?.arrayValue?.compactMap(\.stringValue)
             #expect(inserted == [try #require(created["journalID"]?.stringValue)])
             #expect(answer["changeToken"]?.stringValue != since)
-            delays.append(max(0, at - committedAt))
         }
-        // The median of five: one round slowed by a loaded machine does not decide it.
-        #expect(delays.sorted()[2] <= 0.1, "answers came \(delays) s after the commits")
     }
 
     @Test(arguments: TestEngine.available)
@@ -107,11 +103,9 @@ import Testing
         usleep(200_000)
         #expect(server.app.context.longPolls.waiting == 1)
         try server.upsert(phone.token, assets: [("P-1/L0/001", fingerprint(2))])
-        let committedAt = monotonicSeconds()
-        let (answer, at) = try poll.result()
+        let (answer, _) = try poll.result()
         #expect(answer.status == 200)
         #expect(answer["changes"]?.arrayValue?.count == 1)
-        #expect(at - committedAt <= 0.5)
     }
 
     /// The wait is measured on the server's scheduler's clock, moved here by hand: held until the
@@ -256,20 +250,16 @@ struct LongPollAcrossInstancesTests {
         let instances = try TwoInstances()
         defer { withExtendedLifetime(instances) {} }
         let (_, phone, tablet) = try instances.accountWithPhoneAndTablet()
-        var delays: [Double] = []
         for round in 0..<5 {
             let since = try #require(try send(instances.port1, "GET", "/v1/journals/token", token: phone)["changeToken"]?.stringValue)
             let poll = LongPollTests.Poll(port: instances.port1, token: phone, "/v1/journals/changes?since=\(percentEncoded(since))&wait=60")
             usleep(300_000)   // held by instance one by now (another process: no gauge to read)
             let created = try send(instances.port2, "POST", "/v1/journals", token: tablet, body: #"{"title":"Across \#(round)"}"#)
-            let committedAt = monotonicSeconds()
             try #require(created.status == 201, "\(created.raw.body)")
             let (answer, at) = try poll.result()
             #expect(answer["changes"]?.arrayValue?.count == 1, "\(answer.raw.body)")
             #expect(at - poll.sentAt < 30, "held \(at - poll.sentAt) s: timed out instead of waking")
-            delays.append(max(0, at - committedAt))
         }
-        #expect(delays.sorted()[2] <= 0.1, "answers came \(delays) s after the commits")
     }
 
     /// A poll held by one instance with the phone's token, while `revoke` acts through the other:
