@@ -72,17 +72,17 @@ import Testing
     }
 
     /// A poll held with the predecessor's token ends with 401 when its successor is created: no
-    /// answer carries data after the token died.
+    /// answer carries data after the token died. (On a manual clock its wait never passes: the
+    /// 401 is the wake-up's.)
     @Test(arguments: TestEngine.available)
     func aPollHeldWithThePredecessorsTokenEndsWith401(_ engine: TestEngine) throws {
-        let server = try APIServer(engine: engine)
+        let server = try APIServer(engine: engine, scheduler: ManualScheduler())
         let (account, phone, _) = try server.phoneAndTablet()
         let since = try #require(try server.call("GET", "/v1/library/token", token: phone.token)["changeToken"]?.stringValue)
         let poll = LongPollTests.Poll(port: server.port, token: phone.token, "/v1/library/changes?since=\(percentEncoded(since))&wait=4")
         try LongPollTests.waitUntilHeld(server, 1)
         try #require(try server.call("POST", "/v1/devices/\(phone.id)/successor", token: account.token, body: #"{"name":"New"}"#).status == 201)
-        let (answer, at) = try poll.result()
+        let (answer, _) = try poll.result()
         #expect(answer.status == 401 && answer.errorName == "unauthorized", "\(answer.raw.body)")
-        #expect(at - poll.sentAt < 2)
     }
 }
