@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import ConcordDomain
+import ConcordMappingIndex
 import ConcordStorage
 import Foundation
 
@@ -120,7 +121,9 @@ public struct StorageHook: Sendable {
             }
         }
         do {
-            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain), listen: listen)
+            // The mapping index (ConcordMappingIndex) is wired in here: the domain knows it only as a `MappingCache`.
+            let index = MappingIndex.wired(store: store, configuration: domain)
+            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain, mappingCache: index), listen: listen)
             hook.warnings = warnings
             return hook
         } catch {

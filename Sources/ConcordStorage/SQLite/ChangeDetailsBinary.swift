@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 
 /// SQLite's binary form of a change's details (migration 13, docs/scaling.md): a history entry

@@ -1,124 +1,11 @@
+import ConcordBytes
+import ConcordDomain
 import CConcordSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// A string compared and hashed as its UTF-8 bytes. Identifiers are byte strings (API.md §2) and
-/// storage compares them byte for byte, while Swift's `String ==` uses canonical equivalence (an
-/// NFC "É" equals an NFD "É"): the index must not merge what storage keeps apart.
-struct ByteKey: Hashable, Sendable {
-    let string: String
-    init(_ string: String) { self.string = string }
-
-    static func == (a: ByteKey, b: ByteKey) -> Bool {
-        var x = a.string, y = b.string
-        return x.withUTF8 { p in y.withUTF8 { q in p.count == q.count && (p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) } }
-    }
-
-    func hash(into hasher: inout Hasher) {
-        var s = self.string
-        s.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-    }
-}
-
-/// A record GUID as its 128 bits: hashing and comparing two words instead of a 36-byte string on
-/// every lookup. Only the canonical form (upper-case 8-4-4-4-12, what the service writes and the
-/// cloud identifier parser produces) has a key; storage compares GUIDs as bytes, so any other
-/// spelling is a different GUID, and an account holding one is served from storage.
-struct GUIDKey: Hashable, Sendable {
-    let high: UInt64
-    let low: UInt64
-
-    init?(_ guid: String) {
-        var s = guid
-        guard let key = s.withUTF8({ GUIDKey(bytes: $0) }) else { return nil }
-        self = key
-    }
-
-    /// `anyCase`: lower-case hex digits read as their upper-case selves (a cloud identifier's GUID
-    /// may be spelled either way, §2); otherwise only the canonical form has a key.
-    init?(bytes b: UnsafeBufferPointer<UInt8>, anyCase: Bool = false) {
-        guard b.count == 36, let p = b.baseAddress,
-              p[8] == UInt8(ascii: "-"), p[13] == UInt8(ascii: "-"), p[18] == UInt8(ascii: "-"), p[23] == UInt8(ascii: "-") else { return nil }
-        // 32 digits in runs of 8, 4, 4, 4, 4+8, read 8 at a time: the runs of 4 in pairs.
-        let raw = UnsafeRawPointer(p)
-        @inline(__always) func word(_ at: Int) -> UInt64 { raw.loadUnaligned(fromByteOffset: at, as: UInt64.self) }
-        @inline(__always) func pair(_ a: Int, _ b: Int) -> UInt64 {
-            UInt64(raw.loadUnaligned(fromByteOffset: a, as: UInt32.self)) | UInt64(raw.loadUnaligned(fromByteOffset: b, as: UInt32.self)) << 32
-        }
-        let w0 = Self.hexDigits(word(0), anyCase: anyCase), w1 = Self.hexDigits(pair(9, 14), anyCase: anyCase)
-        let w2 = Self.hexDigits(pair(19, 24), anyCase: anyCase), w3 = Self.hexDigits(word(28), anyCase: anyCase)
-        guard w0.bad | w1.bad | w2.bad | w3.bad == 0 else { return nil }
-        self.high = w0.value << 32 | w1.value
-        self.low = w2.value << 32 | w3.value
-    }
-
-    /// The value of the 8 hex digits in `w` (in memory order, the first the most significant), and
-    /// non-zero `bad` when a byte is not one (lower case only with `anyCase`). All 8 at once, without
-    /// branches (digits and letters come in random order: a branch per digit mispredicts often).
-    @inline(__always)
-    static func hexDigits(_ w: UInt64, anyCase: Bool) -> (value: UInt64, bad: UInt64) {
-        let ones = ByteLanes.ones
-        let digit = ByteLanes.within(w, 0x30, 0x39)
-        // 'A'–'F', or with anyCase also 'a'–'f' (folded to upper case first).
-        let letter = anyCase ? ByteLanes.within(w & ~(0x20 &* ones), 0x41, 0x46) : ByteLanes.within(w, 0x41, 0x46)
-        let bad = (w & ByteLanes.high) | ((digit | letter) ^ ByteLanes.high)
-        // A digit's value is its low nibble; a letter's (bit 6 set) its low nibble + 9.
-        var v = (w & (0x0F &* ones)) &+ ((w >> 6) & ones) &* 9
-        // Byte 0 (the first digit) is the least significant: reverse, then pack nibbles pairwise.
-        v = v.byteSwapped
-        v = (v >> 4 | v) & 0x00FF_00FF_00FF_00FF
-        v = (v >> 8 | v) & 0x0000_FFFF_0000_FFFF
-        v = (v >> 16 | v) & 0xFFFF_FFFF
-        return (v, bad)
-    }
-
-    init(high: UInt64, low: UInt64) {
-        self.high = high
-        self.low = low
-    }
-
-    /// Writes the canonical 36 bytes: upper-case hex 8-4-4-4-12.
-    func write(into out: UnsafeMutablePointer<UInt8>) {
-        let a = Self.hex(UInt32(truncatingIfNeeded: self.high >> 32)), b = Self.hex(UInt32(truncatingIfNeeded: self.high))
-        let c = Self.hex(UInt32(truncatingIfNeeded: self.low >> 32)), d = Self.hex(UInt32(truncatingIfNeeded: self.low))
-        let raw = UnsafeMutableRawPointer(out)
-        let dash = UInt8(ascii: "-")
-        raw.storeBytes(of: a, toByteOffset: 0, as: UInt64.self)
-        out[8] = dash
-        raw.storeBytes(of: UInt32(truncatingIfNeeded: b), toByteOffset: 9, as: UInt32.self)
-        out[13] = dash
-        raw.storeBytes(of: UInt32(truncatingIfNeeded: b >> 32), toByteOffset: 14, as: UInt32.self)
-        out[18] = dash
-        raw.storeBytes(of: UInt32(truncatingIfNeeded: c), toByteOffset: 19, as: UInt32.self)
-        out[23] = dash
-        raw.storeBytes(of: UInt32(truncatingIfNeeded: c >> 32), toByteOffset: 24, as: UInt32.self)
-        raw.storeBytes(of: d, toByteOffset: 28, as: UInt64.self)
-    }
-
-    /// The 8 upper-case hex digits of `v` as 8 bytes in memory order (little-endian word), all
-    /// digits at once: each nibble is spread into its own byte, then mapped to `0`–`9` or `A`–`F`.
-    @inline(__always)
-    static func hex(_ v: UInt32) -> UInt64 {
-        var x = UInt64(v)
-        x = (x | x << 16) & 0x0000_FFFF_0000_FFFF
-        x = (x | x << 8) & 0x00FF_00FF_00FF_00FF
-        x = (x | x << 4) & 0x0F0F_0F0F_0F0F_0F0F
-        // Byte i now holds nibble i counted from the least significant; the first digit written
-        // is the most significant, so reverse the bytes.
-        x = x.byteSwapped
-        let aboveNine = ((x &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
-        return x &+ 0x3030_3030_3030_3030 &+ aboveNine &* 7
-    }
-
-    var string: String { String(unsafeUninitializedCapacity: 36) { self.write(into: $0.baseAddress!); return 36 } }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(self.high ^ (self.low &* 0x9E37_79B9_7F4A_7C15))
-    }
-}
 
 /// One account's mapping tables in memory: every device's objects (type, fingerprint, link) and the
 /// account's cloud records. Each read answers exactly what storage answers (`MappingReads`); each
@@ -148,7 +35,7 @@ final class AccountMappingIndex {
     // MARK: Records
 
     struct Record: BitwiseCopyable {
-        var guid: GUIDKey
+        var guid: UUIDBits
         var fingerprint: UInt32
         var type: ObjectType
         /// The first key's A number (`noKey`: none); more keys in `moreRecordKeys`.
@@ -229,7 +116,7 @@ final class AccountMappingIndex {
             // Rows come grouped by device (storage's key order): compare the ID rather than hash it.
             if row.deviceID != lastDevice?.id { lastDevice = self.devices[row.deviceID].map { (row.deviceID, $0) } }
             guard let device = lastDevice?.table else { return }
-            let guid = row.linkedGUID.flatMap(GUIDKey.init)
+            let guid = row.linkedGUID.flatMap(UUIDBits.init)
             if row.linkedGUID != nil, guid == nil { self.isExact = false }
             let record = guid.flatMap { self.number(of: $0) }
             // A linked object's fingerprint is usually its record's: that number, without a lookup.
@@ -312,13 +199,13 @@ final class AccountMappingIndex {
         try index.checkBudget(self)
     }
 
-    private func number(of key: GUIDKey) -> UInt32? {
+    private func number(of key: UUIDBits) -> UInt32? {
         self.recordTable.number(of: key) { self.records[Int($0)].guid }
     }
 
     /// Records come in creation order, so array order is "oldest first".
     private func appendRecord(_ record: CloudRecord) {
-        guard let key = GUIDKey(record.guid) else { self.isExact = false; return }
+        guard let key = UUIDBits(record.guid) else { self.isExact = false; return }
         let number = UInt32(self.records.count)
         self.records.append(Record(guid: key, fingerprint: self.intern(record.fingerprint), type: record.type, key: Self.noKey))
         self.recordTable.insert(key, number: number) { self.records[Int($0)].guid }
@@ -361,7 +248,7 @@ final class AccountMappingIndex {
     private func isEmpty(fingerprint n: UInt32) -> Bool { self.fingerprintSlices[Int(n)].length == 0 }
 
     private func recordNumber(for guid: String) -> UInt32? {
-        GUIDKey(guid).flatMap { self.number(of: $0) }
+        UUIDBits(guid).flatMap { self.number(of: $0) }
     }
 
     private func fingerprint(_ n: UInt32) -> String {
@@ -438,13 +325,13 @@ final class AccountMappingIndex {
         let n = batch.count
         var lookups = [QuickLocalIdentifiers.Lookup](repeating: .undecided, count: n)
         guard let device = self.devices[deviceID], n > 0 else { return QuickLocalIdentifiers(lookups: lookups) }
-        var keys = [GUIDKey?](repeating: nil, count: n)
+        var keys = [UUIDBits?](repeating: nil, count: n)
         var types = [ObjectType](repeating: .asset, count: n)
         batch.bytes.withUnsafeBufferPointer { b in
             for (i, span) in batch.spans.enumerated() {
                 let id = UnsafeBufferPointer(rebasing: b[Int(span.start)..<Int(span.start) + Int(span.length)])
                 guard let type = CloudIdentifier.wellFormedType(id),
-                      let key = GUIDKey(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36]), anyCase: true) else {
+                      let key = UUIDBits(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36]), anyCase: true) else {
                     lookups[i] = .invalid
                     continue
                 }
@@ -527,7 +414,7 @@ final class AccountMappingIndex {
         return self.records.withUnsafeBufferPointer { records in
             self.fingerprintSlices.withUnsafeBufferPointer { slices in
                 self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
-                    var numbers = self.recordTable.numbers(of: identifiers.map { GUIDKey($0.guid) }, records: records)
+                    var numbers = self.recordTable.numbers(of: identifiers.map { UUIDBits($0.guid) }, records: records)
                     for (i, c) in identifiers.enumerated() where numbers[i] >= 0 && records[Int(numbers[i])].type != c.type { numbers[i] = -1 }
                     let linked = device?.linkedSlots(records: numbers) ?? [Int32](repeating: -1, count: numbers.count)
                     // Records no object of the device is linked to are compared by content.
@@ -706,7 +593,7 @@ final class AccountMappingIndex {
     private static let cloudIdentifierPrefix = 41
 
     /// Writes `GUID:type:fingerprint` at `out`; returns its length.
-    private static func writeCloudIdentifier(guid: GUIDKey, type: ObjectType, fingerprint: (offset: UInt32, length: UInt8),
+    private static func writeCloudIdentifier(guid: UUIDBits, type: ObjectType, fingerprint: (offset: UInt32, length: UInt8),
                                              from fingerprints: UnsafeBufferPointer<UInt8>, to out: UnsafeMutablePointer<UInt8>) -> Int {
         guid.write(into: out)
         out[36] = UInt8(ascii: ":")
@@ -743,7 +630,7 @@ final class AccountMappingIndex {
     func setLinks(_ deviceID: String, _ links: [(localIdentifier: String, guid: String)]) {
         guard let device = self.devices[deviceID] else { return }
         for (local, guid) in links {
-            guard let key = GUIDKey(guid) else { self.isExact = false; continue }
+            guard let key = UUIDBits(guid) else { self.isExact = false; continue }
             device.setLink(local, guid: key, record: self.number(of: key).map(Int32.init) ?? -1)
         }
     }
@@ -752,7 +639,7 @@ final class AccountMappingIndex {
     func dropLinks(_ deviceID: String, guids: [String]) {
         guard let device = self.devices[deviceID] else { return }
         for guid in guids {
-            guard let key = GUIDKey(guid) else { continue }   // no stored GUID is spelt that way
+            guard let key = UUIDBits(guid) else { continue }   // no stored GUID is spelt that way
             device.dropLink(guid: key, record: self.number(of: key).map(Int32.init) ?? -1)
         }
     }
@@ -765,9 +652,9 @@ final class AccountMappingIndex {
     func putObjects(_ deviceID: String, _ objects: PackedObjectRows) {
         guard let device = self.devices[deviceID] else { return }
         objects.forEach(device: deviceID) { s in
-            var key: GUIDKey?
+            var key: UUIDBits?
             if let guid = s.linkedGUID {
-                key = GUIDKey(guid)
+                key = UUIDBits(guid)
                 if key == nil { self.isExact = false; return }
             }
             device.put(s.localIdentifier, type: s.type, fingerprint: self.intern(s.fingerprint),

@@ -1,14 +1,16 @@
 /// Values written one after another into one byte buffer, read back in the same order: how a large
 /// batch (a manifest, the mapping rows a write hands to the index) is held without a heap string
 /// per field. A string is its UTF-8 length (4 bytes, little-endian) and its bytes.
-struct PackedWriter {
-    private(set) var bytes: [UInt8] = []
+public struct PackedWriter: Sendable {
+    public var bytes: [UInt8] = []
 
-    var count: Int { self.bytes.count }
+    public init() {}
 
-    mutating func byte(_ b: UInt8) { self.bytes.append(b) }
+    @inlinable public var count: Int { self.bytes.count }
 
-    mutating func length(_ n: Int) {
+    @inlinable public mutating func byte(_ b: UInt8) { self.bytes.append(b) }
+
+    @inlinable public mutating func length(_ n: Int) {
         let v = UInt32(truncatingIfNeeded: n)
         self.bytes.append(UInt8(truncatingIfNeeded: v))
         self.bytes.append(UInt8(truncatingIfNeeded: v >> 8))
@@ -16,11 +18,11 @@ struct PackedWriter {
         self.bytes.append(UInt8(truncatingIfNeeded: v >> 24))
     }
 
-    mutating func int64(_ v: Int64) {
+    @inlinable public mutating func int64(_ v: Int64) {
         for shift in stride(from: 0, to: 64, by: 8) { self.bytes.append(UInt8(truncatingIfNeeded: v >> Int64(shift))) }
     }
 
-    mutating func string(_ s: String) {
+    @inlinable public mutating func string(_ s: String) {
         var s = s
         s.withUTF8 { utf8 in
             self.length(utf8.count)
@@ -30,22 +32,27 @@ struct PackedWriter {
 }
 
 /// Reads what a `PackedWriter` wrote, from `at` on.
-struct PackedReader {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var at: Int
+public struct PackedReader {
+    public let bytes: UnsafeBufferPointer<UInt8>
+    public var at: Int
 
-    mutating func byte() -> UInt8 {
+    @inlinable public init(bytes: UnsafeBufferPointer<UInt8>, at: Int) {
+        self.bytes = bytes
+        self.at = at
+    }
+
+    @inlinable public mutating func byte() -> UInt8 {
         defer { self.at += 1 }
         return self.bytes[self.at]
     }
 
-    mutating func length() -> Int {
+    @inlinable public mutating func length() -> Int {
         let b = self.bytes, i = self.at
         self.at += 4
         return Int(b[i]) | Int(b[i + 1]) << 8 | Int(b[i + 2]) << 16 | Int(b[i + 3]) << 24
     }
 
-    mutating func int64() -> Int64 {
+    @inlinable public mutating func int64() -> Int64 {
         var v: UInt64 = 0
         for k in 0..<8 { v |= UInt64(self.bytes[self.at + k]) << UInt64(8 * k) }
         self.at += 8
@@ -53,13 +60,13 @@ struct PackedReader {
     }
 
     /// The next string's bytes, without copying them.
-    mutating func utf8() -> UnsafeBufferPointer<UInt8> {
+    @inlinable public mutating func utf8() -> UnsafeBufferPointer<UInt8> {
         let n = self.length()
         defer { self.at += n }
         return UnsafeBufferPointer(rebasing: self.bytes[self.at..<self.at + n])
     }
 
-    mutating func string() -> String { String(decoding: self.utf8(), as: UTF8.self) }
+    @inlinable public mutating func string() -> String { String(decoding: self.utf8(), as: UTF8.self) }
 }
 
 /// Strings in one byte buffer: a change's list of identifiers (`ChangeLists`). A first upload's
