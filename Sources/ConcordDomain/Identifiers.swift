@@ -63,7 +63,7 @@ public enum ObjectType: Int, Sendable, Hashable, CaseIterable, Comparable, Bitwi
     }
 
     /// Order of the parts in answers: assets, assetCollections, collectionLists.
-    public var partOrder: Int {
+    @inlinable public var partOrder: Int {
         switch self {
         case .asset: return 0
         case .assetCollection: return 1

@@ -5,7 +5,7 @@ import Foundation
 // ConcordMappingIndex's `MappingIndex`; the app wires it into the service. The domain only knows
 // these protocols: its rules read `MappingReads`, its writes report `MappingMutation`s.
 
-/// An in-memory cache of accounts' mapping tables that answers `MappingReads` (§5) exactly as the
+/// An in-memory cache of accounts' mapping tables that answers `MappingReads` exactly as the
 /// storage snapshot that asks would. Storage stays the source of truth: every account has a mapping
 /// version in storage, bumped by each write that changes its mapping; the service announces each
 /// such write before it commits (`expect`) and hands over its changes after (`finish`).

@@ -1,7 +1,7 @@
 import ConcordBytes
 import ConcordDomain
 
-/// Fingerprints on demand (§5): a device's wanted list and counts, cached per mapping version.
+/// Fingerprints on demand: a device's wanted list and counts, cached per mapping version.
 extension AccountMappingIndex {
     // MARK: - Fingerprints on demand (§5)
 

@@ -96,7 +96,7 @@ enum SQLiteMigrations {
         SQLiteMigrations.journals,
         // Migration 3: the account's mapping version, bumped by every write transaction that changes
         // its objects, links, records or devices; an in-memory mapping index remembers the version it
-        // reflects (ConcordDomain/MappingIndex).
+        // reflects (ConcordMappingIndex).
         (3, "ALTER TABLE accounts ADD COLUMN mapping_version INTEGER NOT NULL DEFAULT 0;"),
         // Migration 4: when each token was issued and last used (issue 12: tokens can be rotated
         // and revoked; the device list shows both). Tokens issued before it date from their owner.
@@ -214,7 +214,7 @@ enum SQLiteMigrations {
         CREATE INDEX objects_by_content ON objects (account_key, device_key, type, fingerprint, local_id) WHERE fingerprint <> '';
         """),
         // Migration 10: the ID of the account's mapping index snapshot (issue 24,
-        // ConcordDomain/MappingIndex/IndexSnapshot.swift), recorded at the mapping version it reflects.
+        // ConcordMappingIndex/IndexSnapshot.swift), recorded at the mapping version it reflects.
         (10, "ALTER TABLE accounts ADD COLUMN index_snapshot TEXT;"),
         // Migration 11: record GUIDs and fingerprints in their binary form (issue 24, CompactText.swift):
         // an upper-case UUID as 16 bytes, a canonical base64url fingerprint as the bytes it encodes,
