@@ -39,8 +39,9 @@ public struct IdentifierList: RandomAccessCollection, ExpressibleByArrayLiteral,
         for element in elements { self.append(element) }
     }
 
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { self.spans.count }
+    @inlinable public var startIndex: Int { 0 }
+    @inlinable public var endIndex: Int { self.spans.count }
+    @inlinable public var count: Int { self.spans.count }
 
     public subscript(i: Int) -> String {
         self.withUTF8(at: i) { String(decoding: $0, as: UTF8.self) }

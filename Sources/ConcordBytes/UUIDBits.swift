@@ -109,7 +109,7 @@
     }
 
     /// The filler of an unused slot.
-    public static let zero = UUIDBits(high: 0, low: 0)
+    @inlinable public static var zero: UUIDBits { UUIDBits(high: 0, low: 0) }
 
     /// The 16 bytes, most significant first (SQLite's stored form of a GUID).
     @inlinable
