@@ -2,7 +2,8 @@
 // Concord: one SwiftPM package, no package dependencies (see README.md).
 // Modules are layers; dependencies point one way:
 //   ConcordJSON  <-  ConcordHTTP  <-  ConcordTransport (CConcordSystem);  ConcordObservability
-//   ConcordDomain (CConcordSystem)  <-  ConcordStorage (CSQLite, CLibPQ)
+//   ConcordBytes  <-  ConcordDomain  <-  ConcordMappingIndex (CConcordSystem)
+//                     ConcordDomain  <-  ConcordStorage (CSQLite, CLibPQ)
 //   ConcordOutbound (CCurl): webhook destinations and delivery, nothing else of ours
 //   everything but the C libraries  <-  ConcordApp  <-  concord
 import PackageDescription
@@ -44,12 +45,16 @@ let package = Package(
         .target(name: "ConcordJSON"),
         .target(name: "ConcordObservability"),
         .target(name: "ConcordHTTP", dependencies: ["ConcordJSON"]),
-        // The mapping index prefetches (CConcordSystem's one-line wrapper of the compiler builtin).
-        .target(name: "ConcordDomain", dependencies: ["CConcordSystem"]),
+        // Byte formats: packed values, varints, the UUID codec, strings and answers in one buffer.
+        .target(name: "ConcordBytes"),
+        .target(name: "ConcordDomain", dependencies: ["ConcordBytes"]),
+        // The in-memory mapping index behind the domain's MappingCache/MappingReads; it prefetches
+        // (CConcordSystem's one-line wrapper of the compiler builtin).
+        .target(name: "ConcordMappingIndex", dependencies: ["ConcordDomain", "ConcordBytes", "CConcordSystem"]),
 
         // I/O layers.
         .target(name: "ConcordTransport", dependencies: ["CConcordSystem", "ConcordHTTP"]),
-        .target(name: "ConcordStorage", dependencies: ["CSQLite", "CLibPQ", "ConcordDomain"]),
+        .target(name: "ConcordStorage", dependencies: ["CSQLite", "CLibPQ", "ConcordDomain", "ConcordBytes"]),
         .target(name: "ConcordOutbound", dependencies: ["CCurl"]),
 
         // Wiring.
@@ -57,7 +62,7 @@ let package = Package(
             name: "ConcordApp",
             dependencies: [
                 "ConcordJSON", "ConcordHTTP", "ConcordTransport", "ConcordObservability",
-                "ConcordDomain", "ConcordStorage", "CConcordSystem", "ConcordOutbound",
+                "ConcordBytes", "ConcordDomain", "ConcordMappingIndex", "ConcordStorage", "CConcordSystem", "ConcordOutbound",
             ]
         ),
         .executableTarget(name: "concord", dependencies: ["ConcordApp"]),
@@ -66,17 +71,19 @@ let package = Package(
         .target(name: "ConcordClient"),
 
         // Tests mirror the modules. ConcordTestSupport: the engines the store/domain/app suites run on.
-        .target(name: "ConcordTestSupport", dependencies: ["ConcordStorage", "ConcordDomain"], path: "Tests/ConcordTestSupport"),
+        .target(name: "ConcordTestSupport", dependencies: ["ConcordStorage", "ConcordDomain", "ConcordMappingIndex"], path: "Tests/ConcordTestSupport"),
         .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON"]),
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
         .testTarget(name: "ConcordObservabilityTests", dependencies: ["ConcordObservability"]),
         .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem"]),
         .testTarget(name: "ConcordOutboundTests", dependencies: ["ConcordOutbound", "CCurl"]),
-        .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordStorage", "ConcordTestSupport"]),
-        .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "CSQLite", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordBytesTests", dependencies: ["ConcordBytes"]),
+        .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordMappingIndex", "ConcordStorage", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordMappingIndexTests", dependencies: ["ConcordMappingIndex", "ConcordDomain", "ConcordBytes", "ConcordStorage", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "ConcordBytes", "ConcordMappingIndex", "CSQLite", "ConcordTestSupport"]),
         .testTarget(
             name: "ConcordAppTests",
-            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordStorage", "CConcordSystem", "CSQLite", "ConcordTestSupport"]
+            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordMappingIndex", "ConcordStorage", "CConcordSystem", "CSQLite", "ConcordTestSupport"]
         ),
         .testTarget(
             name: "ConcordClientTests",

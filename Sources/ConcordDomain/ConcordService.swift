@@ -60,8 +60,9 @@ public final class ConcordService: Sendable {
     /// Limits and retention.
     public var configuration: DomainConfiguration { self.core.configuration }
 
-    /// The in-memory mapping index (nil when turned off), for its metrics.
-    public var mappingIndex: MappingIndex? { self.core.index }
+    /// The in-memory mapping index the app wired in (nil when turned off). ConcordMappingIndex's
+    /// `mappingIndex` gives it as its concrete type, for its metrics.
+    public var mappingCache: (any MappingCache)? { self.core.index }
 
     /// Opens the service on `store`, creating the change-token secret on first start (it lives in the
     /// database so that tokens survive restarts and several servers sharing one database agree).
@@ -72,16 +73,20 @@ public final class ConcordService: Sendable {
     }
 
     /// - Parameters:
+    ///   - mappingCache: the in-memory mapping index the mapping reads go through (nil: storage
+    ///     answers them). ConcordMappingIndex builds it from `configuration`, and adds an
+    ///     initializer without this parameter that does.
     ///   - clock: the time of changes and records (tests fix it).
     ///   - newID: identifiers of new accounts, devices, journals and cloud records: UUIDs, upper case
     ///     (tests make them reproducible).
-    public init(store: any ConcordStore, configuration: DomainConfiguration = DomainConfiguration(),
+    public init(store: any ConcordStore, configuration: DomainConfiguration = DomainConfiguration(), mappingCache: (any MappingCache)?,
                 clock: @escaping @Sendable () -> Date = WallClock.system.now,
                 newID: @escaping @Sendable () -> String = { Identifiers.newUUID() },
                 webhooks: WebhookEnvironment? = nil) throws(DomainError) {
         let keys = try ServiceCore.run { try ChangeKeys.loadOrCreate(store) }
         let codec = ChangeTokenCodec(keys: keys, reload: { try? store.readServer { tx in try ChangeKeys.load(tx) } })
-        let core = ServiceCore(configuration: configuration, store: store, tokens: codec, clock: clock, newID: newID, webhooks: webhooks)
+        let core = ServiceCore(configuration: configuration, store: store, index: mappingCache, tokens: codec, clock: clock, newID: newID,
+                               webhooks: webhooks)
         self.core = core
         self.accounts = AccountService(core: core)
         self.library = LibraryService(core: core)
@@ -101,41 +106,23 @@ public final class ServiceCore: Sendable {
     let tokens: ChangeTokenCodec
     let clock: @Sendable () -> Date
     let newID: @Sendable () -> String
-    /// The in-memory mapping index; nil when `configuration.mappingIndexBytes` is 0.
-    public let index: MappingIndex?
+    /// The in-memory mapping index; nil when there is none (`configuration.mappingIndexBytes` 0).
+    let index: (any MappingCache)?
     /// Writes tokens' last use off the request path.
     let lastUse = TokenLastUse()
     /// Destination checks, secret sealing and settings of webhooks; nil: webhooks are not served.
     let webhookEnvironment: WebhookEnvironment?
 
 
-    init(configuration: DomainConfiguration, store: any ConcordStore, tokens: ChangeTokenCodec, clock: @escaping @Sendable () -> Date,
-         newID: @escaping @Sendable () -> String, webhooks: WebhookEnvironment?) {
+    init(configuration: DomainConfiguration, store: any ConcordStore, index: (any MappingCache)?, tokens: ChangeTokenCodec,
+         clock: @escaping @Sendable () -> Date, newID: @escaping @Sendable () -> String, webhooks: WebhookEnvironment?) {
         self.webhookEnvironment = webhooks
         self.configuration = configuration
         self.store = store
+        self.index = index
         self.tokens = tokens
         self.clock = clock
         self.newID = newID
-        let index = configuration.mappingIndexBytes > 0
-            ? MappingIndex(budgetBytes: configuration.mappingIndexBytes, protectSeconds: configuration.mappingIndexProtectSeconds,
-                           snapshots: configuration.mappingIndexSnapshots, now: clock) : nil
-        self.index = index
-        // Loads off the request path (a too-large account's retry, a slow load), each from a
-        // storage snapshot of its own.
-        index?.setRetryLoad { [weak index, store] accountID in
-            guard let index else { return }
-            do {
-                try store.read(account: accountID) { tx in
-                    let version = try tx.mappingVersion()
-                    index.loadInBackground(account: accountID, version: version) { fresh in
-                        try fresh.load(from: tx, account: accountID, checkingBudget: index)
-                    }
-                }
-            } catch {
-                index.backgroundLoadFailed(account: accountID)
-            }
-        }
     }
 
     /// The one way the service writes an account: the store's write transaction of that account.
@@ -265,28 +252,10 @@ extension ServiceArea {
         try self.readAllowed(device) { tx, state in
             guard let index = self.core.index else { return try body(tx, tx, state) }
             let version = try tx.mappingVersion()
-            let answer = try index.read(account: device.accountID, version: version, loadsQuickly: {
-                try self.loadsQuickly(tx, index: index)
-            }, load: { fresh in
-                try fresh.load(from: tx, account: device.accountID, checkingBudget: index)
-            }) { loaded in
-                try body(tx, IndexedMappingReads(index: loaded), state)
-            }
+            let answer = try index.read(tx, version: version) { reads in try body(tx, reads, state) }
             if let answer { return answer }
             return try body(tx, tx, state)
         }
-    }
-
-    /// Whether the account's index loads quickly enough to load in the request that needs it: from
-    /// a current snapshot (its ID recorded, which means current, and its file there), or a small
-    /// account from its tables.
-    private func loadsQuickly(_ tx: any AccountReadTransaction, index: MappingIndex) throws -> Bool {
-        if let snapshots = index.snapshots, try tx.indexSnapshotID() != nil, let file = snapshots.open(account: tx.accountID) {
-            file.close()
-            return true
-        }
-        let limit = self.configuration.mappingIndexInlineLoadObjects
-        return try tx.devices().reduce(0) { $0 + $1.objectCount } <= limit && limit > 0
     }
 
     /// The device row, or `notFound` (a token whose device was deleted meanwhile). A device that has
@@ -314,7 +283,7 @@ extension ServiceArea {
 extension String {
     /// Byte-order comparison of UTF-8 (what the contract means by "sorted by byte order").
     @inline(__always)
-    func utf8Precedes(_ other: String) -> Bool { self.utf8.lexicographicallyPrecedes(other.utf8) }
+    package func utf8Precedes(_ other: String) -> Bool { self.utf8.lexicographicallyPrecedes(other.utf8) }
 }
 
 /// Notes a token's last use in the background (issue 12): the request that used it never waits

@@ -1,38 +1,28 @@
-/// A batch of identifiers as UTF-8 bytes in one buffer, each a span of it: what a mapping request
-/// carries, without a `String` (an allocation, reference counting) per identifier. Identifier `i`
-/// is `bytes[spans[i].start ..< spans[i].start + spans[i].length]`.
+import ConcordBytes
+
+/// A batch of identifiers as UTF-8 bytes in one buffer, each a span of it (an `IdentifierList`):
+/// what a mapping request carries, without a `String` (an allocation, reference counting) per
+/// identifier. Identifier `i` is `bytes[spans[i].start ..< spans[i].start + spans[i].length]`.
 ///
 /// A request body can be the buffer itself (`init?(bytes:spans:)`): the identifiers' bytes are then
 /// read where the request's JSON holds them.
 public struct IdentifierBatch: Sendable {
-    public struct Span: Sendable, Equatable {
-        public var start: UInt32
-        public var length: UInt32
-        public init(start: UInt32, length: UInt32) {
-            self.start = start
-            self.length = length
-        }
-    }
+    public typealias Span = IdentifierList.Span
 
-    public let bytes: [UInt8]
-    public let spans: [Span]
+    /// The identifiers: their buffer and spans.
+    public let list: IdentifierList
+    @inlinable public var bytes: [UInt8] { self.list.bytes }
+    @inlinable public var spans: [Span] { self.list.spans }
     /// Every identifier is printable ASCII other than `"` and `\`: its JSON string is its bytes
     /// between quotes, and no byte of it is a control character.
     public let isPlainASCII: Bool
 
     public init(_ strings: [String]) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(strings.reduce(0) { $0 + $1.utf8.count })
-        var spans: [Span] = []
-        spans.reserveCapacity(strings.count)
-        for s in strings {
-            let start = bytes.count
-            bytes.append(contentsOf: s.utf8)
-            spans.append(Span(start: UInt32(start), length: UInt32(bytes.count - start)))
-        }
-        self.bytes = bytes
-        self.spans = spans
-        self.isPlainASCII = Self.allPlainASCII(bytes, spans)
+        var list = IdentifierList()
+        list.reserveCapacity(count: strings.count, bytes: strings.reduce(0) { $0 + $1.utf8.count })
+        list.append(contentsOf: strings)
+        self.list = list
+        self.isPlainASCII = Self.allPlainASCII(list.bytes, list.spans)
     }
 
     /// Identifiers found in `bytes` (a request body, say); nil unless every span lies in `bytes`
@@ -46,28 +36,23 @@ public struct IdentifierBatch: Sendable {
     /// Identifiers in `bytes` that the caller has already found plain ASCII (see `isPlainASCII`;
     /// `PlainStringArrayScanner`'s strings are, by its definition): only the bounds are checked.
     public init?(bytes: [UInt8], plainASCIISpans spans: [Span]) {
-        for span in spans where UInt64(span.start) + UInt64(span.length) > UInt64(bytes.count) { return nil }
+        guard let list = IdentifierList(bytes: bytes, spans: spans) else { return nil }
         assert(Self.allPlainASCII(bytes, spans), "spans that are not plain ASCII")
-        self.bytes = bytes
-        self.spans = spans
+        self.list = list
         self.isPlainASCII = true
     }
 
-    public var count: Int { self.spans.count }
+    @inlinable public var count: Int { self.list.count }
 
     /// Identifier `i` as a string (for the paths that go to storage).
-    public subscript(i: Int) -> String {
-        self.withIdentifier(i) { String(decoding: $0, as: UTF8.self) }
-    }
+    public subscript(i: Int) -> String { self.list[i] }
 
     public var strings: [String] { (0..<self.count).map { self[$0] } }
 
     /// Identifier `i`'s bytes, valid inside `body`.
+    @inlinable
     public func withIdentifier<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
-        let span = self.spans[i]
-        return try self.bytes.withUnsafeBufferPointer { b in
-            try body(UnsafeBufferPointer(rebasing: b[Int(span.start)..<Int(span.start) + Int(span.length)]))
-        }
+        try self.list.withUTF8(at: i, body)
     }
 
     /// The first identifier that is not a valid local identifier (API.md §2), nil when all are.

@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 import Synchronization
 
@@ -62,7 +63,7 @@ public enum ObjectType: Int, Sendable, Hashable, CaseIterable, Comparable, Bitwi
     }
 
     /// Order of the parts in answers: assets, assetCollections, collectionLists.
-    public var partOrder: Int {
+    @inlinable public var partOrder: Int {
         switch self {
         case .asset: return 0
         case .assetCollection: return 1
@@ -124,7 +125,8 @@ public enum Identifiers {
     }
 
     /// `isValidFingerprint` on UTF-8 bytes (the hot path of cloud → local parses thousands).
-    static func isValidFingerprint(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    @inlinable
+    package static func isValidFingerprint(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let n = bytes.count
         guard n >= 22, n <= 86, n % 4 != 1, let p = bytes.baseAddress else { return false }   // 16 bytes → 22 chars, 64 → 86
         // 8 bytes at a time, the last 8 overlapping the word before them.
@@ -141,8 +143,8 @@ public enum Identifiers {
 
     /// Non-zero when a byte of `w` is not in base64url's alphabet: '-', '0'–'9', 'A'–'Z', '_',
     /// 'a'–'z'. All 8 bytes at once, without branches.
-    @inline(__always)
-    static func notBase64url(_ w: UInt64) -> UInt64 {
+    @inlinable @inline(__always)
+    package static func notBase64url(_ w: UInt64) -> UInt64 {
         let good = ByteLanes.within(w, 0x2D, 0x2D) | ByteLanes.within(w, 0x30, 0x39) | ByteLanes.within(w, 0x41, 0x5A)
             | ByteLanes.within(w, 0x5F, 0x5F) | ByteLanes.within(w, 0x61, 0x7A)
         return (w & ByteLanes.high) | (good ^ ByteLanes.high)
@@ -179,30 +181,12 @@ public enum Identifiers {
         var random = SystemRandomNumberGenerator()
         let high = milliseconds << 16 | 0x7000 | counter                                        // version 7
         let low = random.next() & ~(0xC000_0000_0000_0000 as UInt64) | 0x8000_0000_0000_0000   // variant 10
-        return GUIDKey(high: high, low: low).string
+        return UUIDBits(high: high, low: low).string
     }
 
     /// `normalizedUUID` on UTF-8 bytes.
     static func normalizedUUID(bytes b: UnsafeBufferPointer<UInt8>) -> String? {
-        guard b.count == 36 else { return nil }
-        var ok = true
-        let result = String(unsafeUninitializedCapacity: 36) { out in
-            for i in 0..<36 {
-                let c = b[i]
-                if i == 8 || i == 13 || i == 18 || i == 23 {
-                    if c != UInt8(ascii: "-") { ok = false }
-                    out[i] = c
-                    continue
-                }
-                switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "F"): out[i] = c
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): out[i] = c - 32
-                default: ok = false; out[i] = UInt8(ascii: "0")
-                }
-            }
-            return 36
-        }
-        return ok ? result : nil
+        UUIDBits(bytes: b, anyCase: true)?.string
     }
 }
 
@@ -237,7 +221,8 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
 
     /// The type of a cloud identifier's bytes when everything but the GUID's 36 bytes is well
     /// formed (their digits are the caller's to read), nil otherwise.
-    static func wellFormedType(_ b: UnsafeBufferPointer<UInt8>) -> ObjectType? {
+    @inlinable
+    package static func wellFormedType(_ b: UnsafeBufferPointer<UInt8>) -> ObjectType? {
         // GUID (36) + ":" + type (3) + ":" + fingerprint (0 or 22...86).
         let n = b.count
         guard n == 41 || (n >= 63 && n <= 127), b[36] == UInt8(ascii: ":"), b[40] == UInt8(ascii: ":") else { return nil }
@@ -256,21 +241,4 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// The canonical string form (GUID upper case).
     public var stringValue: String { self.guid + ":" + self.type.code + ":" + self.fingerprint }
     public var description: String { self.stringValue }
-}
-
-/// The 8 bytes of a word tested at once (SWAR), for validating identifiers without a branch per byte.
-enum ByteLanes {
-    static let ones: UInt64 = 0x0101_0101_0101_0101
-    /// Each byte's high bit.
-    static let high: UInt64 = 0x8080_8080_8080_8080
-
-    /// For bytes of `x` below 0x80: the byte's high bit set where it is ≥ `k` (k below 0x80; no
-    /// byte borrows from the next, each starting at 0x80 or more). Bytes of 0x80 or more are
-    /// the caller's to refuse (`x & high`).
-    @inline(__always)
-    static func atLeast(_ x: UInt64, _ k: UInt64) -> UInt64 { ((x | high) &- k &* ones) & high }
-
-    /// The high bit set in each byte of `x` (below 0x80) in `first...last`.
-    @inline(__always)
-    static func within(_ x: UInt64, _ first: UInt64, _ last: UInt64) -> UInt64 { atLeast(x, first) & ~atLeast(x, last + 1) }
 }

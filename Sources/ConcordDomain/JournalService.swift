@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 
 /// The account's journals, their entries and its journal change feed (API.md §6).

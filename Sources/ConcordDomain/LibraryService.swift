@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 
 /// A device's library (API.md §4).

@@ -1,3 +1,4 @@
+import ConcordBytes
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -166,7 +167,7 @@ struct SnapshotIdentifiers {
     /// Adds object `i` of `snapshot`; false (nothing added) when an earlier object has its identifier.
     mutating func insert(_ i: Int, of snapshot: LibrarySnapshot) -> Bool {
         snapshot.withIdentifier(at: i) { id in
-            var b = Int(DeviceTable.hash(UnsafeRawBufferPointer(id))) & self.mask
+            var b = Int(ByteHash.hash(UnsafeRawBufferPointer(id))) & self.mask
             while self.buckets[b] >= 0 {
                 if snapshot.withIdentifier(at: Int(self.buckets[b]), { $0.elementsEqual(id) }) { return false }
                 b = (b + 1) & self.mask
@@ -180,7 +181,7 @@ struct SnapshotIdentifiers {
     func number(of id: String, in snapshot: LibrarySnapshot) -> Int? {
         var id = id
         return id.withUTF8 { id in
-            var b = Int(DeviceTable.hash(UnsafeRawBufferPointer(id))) & self.mask
+            var b = Int(ByteHash.hash(UnsafeRawBufferPointer(id))) & self.mask
             while self.buckets[b] >= 0 {
                 let n = Int(self.buckets[b])
                 if snapshot.withIdentifier(at: n, { $0.elementsEqual(id) }) { return n }

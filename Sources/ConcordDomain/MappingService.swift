@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 
 /// Local → cloud answers of a batch: per identifier `.linked` (its cloud identifier's bytes in

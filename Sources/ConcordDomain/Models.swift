@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 
 /// `PHAssetMediaType` as text.

@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 
 /// An upload in parts as storage keeps it (§4).

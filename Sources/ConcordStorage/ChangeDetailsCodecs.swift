@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 
 // The text forms of a change's details, stored by both engines (`changes.details`,

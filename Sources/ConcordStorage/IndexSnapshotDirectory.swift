@@ -6,7 +6,7 @@ import Darwin
 import ConcordDomain
 
 /// The mapping index's snapshots as files in one directory, one per account
-/// (`mappingIndexSnapshots`; ConcordDomain/MappingIndex/IndexSnapshot.swift). A snapshot is
+/// (`mappingIndexSnapshots`; ConcordMappingIndex/IndexSnapshot.swift). A snapshot is
 /// written to a temporary file and renamed over the old one, so a reader sees a whole old one or
 /// a whole new one. Not synced to disk: a snapshot torn by a power cut fails its checksum and costs
 /// one load from the tables.

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import ConcordDomain
+import ConcordMappingIndex
 
 /// Change-token keys rotate (issue 12), on both engines: a token from before a rotation stays
 /// valid for the process that ran through it and for a new one; tokens after it carry the new

@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-/// A mapping batch as one buffer of spans, and the GUID digits the index writes into answers.
+/// A mapping batch as one buffer of spans.
 struct IdentifierBatchTests {
     static let cases: [(ids: [String], plain: Bool, firstInvalid: Int?)] = [
         ([], true, nil),
@@ -41,29 +41,5 @@ struct IdentifierBatchTests {
         #expect(IdentifierBatch(bytes: bytes, plainASCIISpans: [.init(start: 2, length: 4)])?.strings == ["cdef"])
         #expect(IdentifierBatch(bytes: bytes, plainASCIISpans: [.init(start: 2, length: 5)]) == nil)
         #expect(IdentifierBatch(bytes: bytes, plainASCIISpans: [.init(start: UInt32.max, length: 2)]) == nil)
-    }
-
-    /// The index writes a GUID's 32 hex digits 8 at a time; a digit-by-digit spelling is the reference.
-    @Test func guidDigitsAreTheCanonicalSpelling() throws {
-        var keys = [GUIDKey(high: 0, low: 0), GUIDKey(high: .max, low: .max), GUIDKey(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)]
-        var state: UInt64 = 0x5EED
-        for _ in 0..<1000 {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            let high = state
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            keys.append(GUIDKey(high: high, low: state))
-        }
-        for key in keys {
-            let digits = String(format: "%016llX%016llX", key.high, key.low)
-            var reference = ""
-            for (i, c) in digits.enumerated() {
-                if [8, 12, 16, 20].contains(i) { reference.append("-") }
-                reference.append(c)
-            }
-            #expect(key.string == reference)
-            #expect(GUIDKey(reference) == key)
-        }
-        let uuid = UUID().uuidString
-        #expect(try #require(GUIDKey(uuid)).string == uuid)
     }
 }

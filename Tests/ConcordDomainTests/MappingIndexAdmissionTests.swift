@@ -1,4 +1,5 @@
 @testable import ConcordDomain
+@testable import ConcordMappingIndex
 import ConcordTestSupport
 import Foundation
 import Synchronization

@@ -1,4 +1,5 @@
 import ConcordDomain
+import ConcordMappingIndex
 import ConcordStorage
 import ConcordTestSupport
 import Foundation

@@ -1,4 +1,5 @@
 import ConcordDomain
+import ConcordMappingIndex
 import ConcordTestSupport
 import Foundation
 import Testing

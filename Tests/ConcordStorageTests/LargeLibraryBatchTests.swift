@@ -1,4 +1,5 @@
 import ConcordDomain
+import ConcordMappingIndex
 @testable import ConcordStorage
 import Foundation
 import Testing

@@ -6,6 +6,7 @@ import Darwin
 import CConcordSystem
 import ConcordDomain
 import ConcordHTTP
+import ConcordMappingIndex
 import ConcordOutbound
 import ConcordObservability
 import ConcordStorage

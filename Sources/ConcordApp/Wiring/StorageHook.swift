@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import ConcordDomain
+import ConcordMappingIndex
 import ConcordStorage
 import Foundation
 
@@ -124,8 +125,11 @@ public struct StorageHook: Sendable {
             }
         }
         do {
-            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain, clock: options.wallClock.now,
-                                                                             webhooks: options.webhooks), listen: listen)
+            // The mapping index (ConcordMappingIndex) is wired in here: the domain knows it only as a `MappingCache`.
+            let index = MappingIndex.wired(store: store, configuration: domain, clock: options.wallClock.now)
+            var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain, mappingCache: index,
+                                                                             clock: options.wallClock.now, webhooks: options.webhooks),
+                                   listen: listen)
             hook.warnings = warnings
             return hook
         } catch {

@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 
 /// SQLite's binary form of a change's details (migration 13, docs/scaling.md): a history entry
@@ -44,12 +45,12 @@ enum ChangeDetailsBinary {
             } else {
                 out.append(1 << 4 | list)
                 out += uuid
-                Self.appendVarint(UInt64(rest.count), to: &out)
+                Varint.append(UInt64(rest.count), to: &out)
                 out += rest
             }
         } else {
             out.append(list)
-            Self.appendVarint(UInt64(id.count), to: &out)
+            Varint.append(UInt64(id.count), to: &out)
             out += id
         }
     }
@@ -98,27 +99,9 @@ enum ChangeDetailsBinary {
         Self.lists.reduce(0) { $0 + details[$1.0][keyPath: $1.1].count }
     }
 
-    private static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
-        var v = value
-        while v >= 0x80 {
-            out.append(UInt8(v & 0x7F) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
-    }
-
     /// A varint length and that many bytes from `i` on (a view into `bytes`); nil when they run past its end.
     private static func readText(_ bytes: UnsafeRawBufferPointer, _ i: inout Int) -> UnsafeRawBufferPointer? {
-        var length = 0, shift = 0
-        while true {
-            guard i < bytes.count, shift < 63 else { return nil }
-            let b = bytes[i]
-            i += 1
-            length |= Int(b & 0x7F) << shift
-            if b < 0x80 { break }
-            shift += 7
-        }
-        guard length <= bytes.count - i else { return nil }
+        guard let length = Varint.read(bytes, &i), length <= bytes.count - i else { return nil }
         defer { i += length }
         return UnsafeRawBufferPointer(rebasing: bytes[i..<i + length])
     }

@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 import CSQLite
 import Foundation
@@ -33,50 +34,19 @@ enum CompactText {
 
     // MARK: - GUIDs
 
-    private static let hexDigits = Array("0123456789ABCDEF".utf8)
-
     /// The 16 bytes of an upper-case UUID `XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX`; nil for any other text.
     static func guidBytes(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        guard text.count == 36 else { return nil }
-        var out = [UInt8](repeating: 0, count: 16)
-        var n = 0
-        var i = 0
-        while i < 36 {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard text[i] == UInt8(ascii: "-") else { return nil }
-                i += 1
-                continue
-            }
-            guard let high = Self.upperHex(text[i]), let low = Self.upperHex(text[i + 1]) else { return nil }
-            out[n] = high << 4 | low
-            n += 1
-            i += 2
-        }
-        return out
-    }
-
-    private static func upperHex(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        UUIDBits(bytes: text)?.bigEndianBytes
     }
 
     static func guidText(_ bytes: UnsafeRawBufferPointer) -> String {
-        String(unsafeUninitializedCapacity: 36) { Self.writeGUIDText(bytes, into: $0.baseAddress!) }
+        UUIDBits(bigEndianBytes: bytes).string
     }
 
     /// Writes the 36 characters of `guidText` at `out`; returns how many it wrote.
     static func writeGUIDText(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) -> Int {
-        var o = 0
-        for (i, b) in bytes.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-            out[o] = Self.hexDigits[Int(b >> 4)]
-            out[o + 1] = Self.hexDigits[Int(b & 15)]
-            o += 2
-        }
-        return o
+        UUIDBits(bigEndianBytes: bytes).write(into: out)
+        return 36
     }
 
     // MARK: - Fingerprints (base64url, no padding)

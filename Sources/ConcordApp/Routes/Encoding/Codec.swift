@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 import ConcordHTTP
 import ConcordJSON

@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 
 /// A change to an account's mapping tables, as a write transaction made it: what the mapping index

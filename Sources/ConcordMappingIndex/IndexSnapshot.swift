@@ -1,35 +1,17 @@
-/// Where the mapping index keeps its accounts between runs (issue 24): at a clean shutdown each
-/// loaded account is written as it lies in memory, and the next load of that account reads it
-/// back array by array instead of rebuilding it from millions of rows. A cache: a missing,
-/// stale or damaged snapshot only costs a load from the tables.
-///
-/// A snapshot is used only when storage still says it is current: saving one records its random
-/// ID in the account's row, at the mapping version it reflects (`recordIndexSnapshot`), and a load
-/// takes it only when the account's row holds that same ID at that same version. Any later write
-/// moves the version on; a database restored from a backup holds another ID, or none.
-public protocol MappingIndexSnapshotStore: Sendable {
-    /// The account's snapshot, open for reading; nil when there is none.
-    func open(account accountID: String) -> (any MappingIndexSnapshotInput)?
-    /// Writes the account's snapshot through `body`; the old one is replaced only once the new one
-    /// is whole.
-    func save(account accountID: String, _ body: (any MappingIndexSnapshotOutput) throws -> Void) throws
-    /// Removes the account's snapshot, if any.
-    func remove(account accountID: String)
-}
-
-/// A snapshot being read: exact reads, in order.
-public protocol MappingIndexSnapshotInput: AnyObject {
-    /// Bytes not read yet.
-    var remaining: Int { get }
-    /// Fills `buffer` with the next bytes; throws when fewer are left.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws
-    func close()
-}
-
-/// A snapshot being written.
-public protocol MappingIndexSnapshotOutput: AnyObject {
-    func write(_ bytes: UnsafeRawBufferPointer) throws
-}
+import ConcordBytes
+import ConcordDomain
+// Where the mapping index keeps its accounts between runs (issue 24): at a clean shutdown each
+// loaded account is written as it lies in memory, and the next load of that account reads it
+// back array by array instead of rebuilding it from millions of rows. A cache: a missing,
+// stale or damaged snapshot only costs a load from the tables.
+//
+// A snapshot is used only when storage still says it is current: saving one records its random
+// ID in the account's row, at the mapping version it reflects (`recordIndexSnapshot`), and a load
+// takes it only when the account's row holds that same ID at that same version. Any later write
+// moves the version on; a database restored from a backup holds another ID, or none.
+//
+// The store the files live in is the domain's `MappingIndexSnapshotStore` (ConcordStorage's
+// `IndexSnapshotDirectory`).
 
 /// A snapshot that cannot be used (damaged, of another layout, for another state): the account is
 /// loaded from its tables instead.
@@ -176,6 +158,6 @@ struct SnapshotHeader: Equatable {
     static let layout: [Int] = [0x0102_0304_0506_0708.littleEndian == 0x0102_0304_0506_0708 ? 1 : 0]
         + DeviceTable.Slot.snapshotLayout + AccountMappingIndex.Record.snapshotLayout
         + [MemoryLayout<(offset: UInt32, length: UInt8)>.size, MemoryLayout<(offset: UInt32, length: UInt8)>.stride,
-           MemoryLayout<GUIDKey>.size, MemoryLayout<GUIDKey>.stride, MemoryLayout<ObjectType>.size]
+           MemoryLayout<UUIDBits>.size, MemoryLayout<UUIDBits>.stride, MemoryLayout<ObjectType>.size]
         + ObjectType.allCases.map(\.rawValue)   // an enum is stored as its case's position
 }

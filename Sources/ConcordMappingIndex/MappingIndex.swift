@@ -1,3 +1,5 @@
+import ConcordBytes
+import ConcordDomain
 import Foundation
 import Synchronization
 
@@ -27,7 +29,7 @@ import Synchronization
 /// - a load that would be slow (a large account without a current snapshot: the caller's
 ///   `loadsQuickly` says) runs off the request path too, storage answering meanwhile; this
 ///   process's writes committed during such a load are kept and applied once it is installed.
-public final class MappingIndex: Sendable {
+public final class MappingIndex: MappingCache {
     /// One account's slot: its lock, its index (nil: not loaded, evicted or too large) and the
     /// bookkeeping of this process's writes.
     final class Entry: @unchecked Sendable {
@@ -72,22 +74,71 @@ public final class MappingIndex: Sendable {
     public let retrySeconds: Double
     private let table = Mutex(Table())
     private let counters = Counters()
-    /// Loads an account's index off the request path (`ServiceCore` sets it: a read transaction of
+    /// Loads an account's index off the request path (`loadsInBackground(from:)` sets it: a read transaction of
     /// its own, then `loadInBackground`). Nil: too-large accounts are not retried.
     private let retryLoad = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     /// The time the retry of a too-large account counts from (the service's clock: tests set it).
     private let now: @Sendable () -> Date
+    /// Runs work off the request path after a delay in seconds (0: at once). The one way the index
+    /// schedules anything (a too-large account's retry, a slow load): a scheduler can replace it.
+    private let runLater: @Sendable (_ delay: Double, _ work: @escaping @Sendable () -> Void) -> Void
     /// Where accounts are saved at shutdown and loaded from after (nil: always from the tables).
     public let snapshots: (any MappingIndexSnapshotStore)?
+    /// An account with more objects than this and no current snapshot is loaded off the request
+    /// path (`mappingIndexInlineLoadObjects`; 0: every such load).
+    public let inlineLoadObjects: Int
 
     public init(budgetBytes: Int, protectSeconds: Double = 30, retrySeconds: Double = 600, snapshots: (any MappingIndexSnapshotStore)? = nil,
-                now: @escaping @Sendable () -> Date = { Date() }) {
+                inlineLoadObjects: Int = DomainConfiguration().mappingIndexInlineLoadObjects,
+                now: @escaping @Sendable () -> Date = { Date() },
+                runLater: @escaping @Sendable (_ delay: Double, _ work: @escaping @Sendable () -> Void) -> Void = MappingIndex.onGlobalQueue) {
         self.budgetBytes = budgetBytes
         self.snapshots = snapshots
         self.protectSeconds = protectSeconds
         self.retrySeconds = retrySeconds
+        self.inlineLoadObjects = inlineLoadObjects
         self.now = now
+        self.runLater = runLater
+    }
+
+    /// `runLater`'s default: GCD's utility queue.
+    public static let onGlobalQueue: @Sendable (_ delay: Double, _ work: @escaping @Sendable () -> Void) -> Void = { delay, work in
+        if delay > 0 {
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay, execute: work)
+        } else {
+            DispatchQueue.global(qos: .utility).async(execute: work)
+        }
+    }
+
+    /// The index `configuration` asks for (nil when `mappingIndexBytes` is 0), loading off the
+    /// request path from `store`: what the app wires into the service.
+    public static func wired(store: any ConcordStore, configuration: DomainConfiguration,
+                             clock: @escaping @Sendable () -> Date = { Date() }) -> MappingIndex? {
+        guard configuration.mappingIndexBytes > 0 else { return nil }
+        let index = MappingIndex(budgetBytes: configuration.mappingIndexBytes, protectSeconds: configuration.mappingIndexProtectSeconds,
+                                 snapshots: configuration.mappingIndexSnapshots,
+                                 inlineLoadObjects: configuration.mappingIndexInlineLoadObjects, now: clock)
+        index.loadsInBackground(from: store)
+        return index
+    }
+
+    /// Loads off the request path (a too-large account's retry, a slow load) read `store`, each
+    /// from a storage snapshot of its own.
+    public func loadsInBackground(from store: any ConcordStore) {
+        self.setRetryLoad { [weak self, store] accountID in
+            guard let index = self else { return }
+            do {
+                try store.read(account: accountID) { tx in
+                    let version = try tx.mappingVersion()
+                    index.loadInBackground(account: accountID, version: version) { fresh in
+                        try fresh.load(from: tx, account: accountID, checkingBudget: index)
+                    }
+                }
+            } catch {
+                index.backgroundLoadFailed(account: accountID)
+            }
+        }
     }
 
     /// Sets how a too-large account's load is retried off the request path.
@@ -160,6 +211,31 @@ public final class MappingIndex: Sendable {
 
     // MARK: - Reads
 
+    /// `MappingCache`: the account's reads at the transaction's `version` or newer, loaded from
+    /// `tx` when missing or behind; off the request path when that load would be slow.
+    public func read<T>(_ tx: any AccountReadTransaction, version: Int64, _ body: (any MappingReads) throws -> T) throws -> T? {
+        let accountID = tx.accountID
+        return try self.read(account: accountID, version: version, loadsQuickly: {
+            try self.loadsQuickly(tx)
+        }, load: { fresh in
+            try fresh.load(from: tx, account: accountID, checkingBudget: self)
+        }) { loaded in
+            try body(IndexedMappingReads(index: loaded))
+        }
+    }
+
+    /// Whether the account's index loads quickly enough to load in the request that needs it: from
+    /// a current snapshot (its ID recorded, which means current, and its file there), or a small
+    /// account from its tables.
+    private func loadsQuickly(_ tx: any AccountReadTransaction) throws -> Bool {
+        if let snapshots = self.snapshots, try tx.indexSnapshotID() != nil, let file = snapshots.open(account: tx.accountID) {
+            file.close()
+            return true
+        }
+        let limit = self.inlineLoadObjects
+        return try tx.devices().reduce(0) { $0 + $1.objectCount } <= limit && limit > 0
+    }
+
     /// Runs `body` on the account's index at `version` or newer. `load` streams the account's
     /// mapping tables from the reader's own snapshot (which is at exactly `version`), used when the
     /// index is missing or behind. Nil when the account does not fit the budget, or is being loaded
@@ -224,7 +300,7 @@ public final class MappingIndex: Sendable {
             entry.loading = true
             self.counters.deferredLoads.add(1, ordering: .relaxed)
             self.counters.readsWhileLoading.add(1, ordering: .relaxed)
-            DispatchQueue.global(qos: .utility).async { background(accountID) }
+            self.runLater(0) { background(accountID) }
             return nil
         }
         let wasLoaded = entry.index != nil
@@ -262,21 +338,21 @@ public final class MappingIndex: Sendable {
 
     /// Whether this process holds the account's index now, or is loading it off the request path
     /// (its writes then keep their changes).
-    func isLoaded(account accountID: String) -> Bool {
+    public func isLoaded(account accountID: String) -> Bool {
         guard let entry = self.table.withLock({ $0.entries[accountID] }) else { return false }
         return entry.condition.withLock { entry.index != nil || entry.loading }
     }
 
     /// Inside a write transaction that changed the mapping tables, before it commits: `version` is
     /// about to be committed by this process.
-    func expect(account accountID: String, version: Int64) {
+    public func expect(account accountID: String, version: Int64) {
         let entry = self.entry(accountID)
         entry.condition.withLock { _ = entry.expected.insert(version) }
     }
 
     /// After the transaction: applies `mutations` (committed as `version`), or forgets the version
     /// when the transaction did not commit (`mutations` nil).
-    func finish(account accountID: String, version: Int64, mutations: [MappingMutation]?) {
+    public func finish(account accountID: String, version: Int64, mutations: [MappingMutation]?) {
         let entry = self.entry(accountID)
         entry.condition.lock()
         entry.expected.remove(version)
@@ -316,13 +392,6 @@ public final class MappingIndex: Sendable {
     func countSnapshotLoad() { self.counters.snapshotLoads.add(1, ordering: .relaxed) }
     func countRejectedSnapshot() { self.counters.rejectedSnapshots.add(1, ordering: .relaxed) }
 
-    /// A snapshot written: the account, the version it reflects and its ID (for storage to record).
-    struct SavedSnapshot {
-        let accountID: String
-        let version: Int64
-        let snapshotID: String
-    }
-
     /// Writes the snapshot of every loaded account that changed since its last one, each under its
     /// lock, most recently used first, none begun after `deadline`; returns those written, for
     /// their IDs to be recorded in storage, and the failures.
@@ -332,11 +401,11 @@ public final class MappingIndex: Sendable {
     /// removes. `onlyQuiet` (the background saves, `mappingIndexSnapshotSeconds`): only accounts
     /// whose version has not moved since the previous such pass, so that a busy account is not
     /// saved (and its lookups held up by the save) on every pass, only once it has settled.
-    func writeSnapshots(newID: () -> String, deadline: Date = .distantFuture, onlyQuiet: Bool = false)
-        -> (saved: [SavedSnapshot], failures: [(accountID: String, error: any Error)]) {
+    public func writeSnapshots(newID: () -> String, deadline: Date = .distantFuture, onlyQuiet: Bool = false)
+        -> (saved: [SavedMappingSnapshot], failures: [(accountID: String, error: any Error)]) {
         guard let snapshots = self.snapshots else { return ([], []) }
         let entries = self.table.withLock { t in t.entries.map { ($0.key, $0.value, $0.value.lastUse) } }
-        var saved: [SavedSnapshot] = [], failures: [(accountID: String, error: any Error)] = []
+        var saved: [SavedMappingSnapshot] = [], failures: [(accountID: String, error: any Error)] = []
         for (accountID, entry, _) in entries.sorted(by: { $0.2 > $1.2 }) {
             guard Date() < deadline else { break }
             entry.condition.lock()
@@ -352,7 +421,7 @@ public final class MappingIndex: Sendable {
             entry.snapshotVersion = nil
             do {
                 try snapshots.save(account: accountID) { output in try index.writeSnapshot(output, account: accountID, snapshotID: id) }
-                saved.append(SavedSnapshot(accountID: accountID, version: index.version, snapshotID: id))
+                saved.append(SavedMappingSnapshot(accountID: accountID, version: index.version, snapshotID: id))
             } catch {
                 failures.append((accountID, error))
             }
@@ -362,7 +431,7 @@ public final class MappingIndex: Sendable {
 
     /// After `writeSnapshots`: the snapshot's ID was recorded in storage (`recorded`), or not (the
     /// account moved on or is gone: the file is of no use).
-    func snapshotRecorded(_ snapshot: SavedSnapshot, _ recorded: Bool) {
+    public func snapshotRecorded(_ snapshot: SavedMappingSnapshot, _ recorded: Bool) {
         if recorded {
             self.counters.savedSnapshots.add(1, ordering: .relaxed)
             if let entry = self.table.withLock({ $0.entries[snapshot.accountID] }) {
@@ -374,7 +443,7 @@ public final class MappingIndex: Sendable {
     }
 
     /// Drops the account's index (the account was deleted).
-    func forget(account accountID: String) {
+    public func forget(account accountID: String) {
         self.snapshots?.remove(account: accountID)
         guard let entry = self.table.withLock({ $0.entries.removeValue(forKey: accountID) }) else { return }
         entry.condition.withLock {
@@ -406,7 +475,7 @@ public final class MappingIndex: Sendable {
         let scheduled = entry.tooLarge
         entry.tooLarge = true
         guard !scheduled, let retry = self.retryLoad.withLock({ $0 }) else { return }
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + self.retrySeconds) {
+        self.runLater(self.retrySeconds) {
             // Set before the load's snapshot begins, so that every write it misses is kept.
             entry.condition.withLock { entry.loading = true }
             retry(accountID)

@@ -1,3 +1,5 @@
+import ConcordBytes
+import ConcordDomain
 import CConcordSystem
 
 /// GUID → record number for an `AccountMappingIndex`: an open-addressing table (linear probing)
@@ -29,12 +31,12 @@ struct RecordTable {
     }
 
     @inline(__always)
-    static func hash(_ key: GUIDKey) -> Int {
+    static func hash(_ key: UUIDBits) -> Int {
         Int(truncatingIfNeeded: ((key.high ^ (key.low &* 0x9E37_79B9_7F4A_7C15)) &* 0xFF51_AFD7_ED55_8CCD) >> 20)
     }
 
     /// The record number of `key`, nil when no record has it.
-    func number(of key: GUIDKey, in guids: (Int32) -> GUIDKey) -> UInt32? {
+    func number(of key: UUIDBits, in guids: (Int32) -> UUIDBits) -> UInt32? {
         let mask = self.buckets.count - 1
         var i = Self.hash(key) & mask
         while true {
@@ -46,20 +48,20 @@ struct RecordTable {
     }
 
     /// Adds record `number` with GUID `key` (not in the table yet).
-    mutating func insert(_ key: GUIDKey, number: UInt32, guids: (Int32) -> GUIDKey) {
+    mutating func insert(_ key: UUIDBits, number: UInt32, guids: (Int32) -> UUIDBits) {
         if (self.count + 1) * 2 > self.buckets.count { self.grow(guids: guids) }
         self.place(key, Int32(number))
         self.count += 1
     }
 
-    private mutating func place(_ key: GUIDKey, _ number: Int32) {
+    private mutating func place(_ key: UUIDBits, _ number: Int32) {
         let mask = self.buckets.count - 1
         var i = Self.hash(key) & mask
         while self.buckets[i] >= 0 { i = (i + 1) & mask }
         self.buckets[i] = number
     }
 
-    private mutating func grow(guids: (Int32) -> GUIDKey) {
+    private mutating func grow(guids: (Int32) -> UUIDBits) {
         let old = self.buckets
         self.buckets = [Int32](repeating: -1, count: old.count * 4)   // a quarter full after growing
         for n in old where n >= 0 { self.place(guids(n), n) }
@@ -68,7 +70,7 @@ struct RecordTable {
     /// The record number of each key (nil where the key is nil or unknown), in passes over the
     /// batch that prefetch what the next pass reads (bucket, then the record's GUID), so the
     /// batch's cache misses overlap.
-    func numbers(of keys: [GUIDKey?], records: UnsafeBufferPointer<AccountMappingIndex.Record>) -> [Int32] {
+    func numbers(of keys: [UUIDBits?], records: UnsafeBufferPointer<AccountMappingIndex.Record>) -> [Int32] {
         let mask = self.buckets.count - 1
         var found = [Int32](repeating: -1, count: keys.count)
         self.buckets.withUnsafeBufferPointer { buckets in

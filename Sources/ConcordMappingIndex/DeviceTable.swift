@@ -1,3 +1,5 @@
+import ConcordBytes
+import ConcordDomain
 import CConcordSystem
 #if canImport(Glibc)
 import Glibc
@@ -73,8 +75,8 @@ final class DeviceTable {
     /// Record number → the slot linked to it, -1 when none (a record links to one object per device).
     private var linkOfRecord: [Int32]
     /// Links to GUIDs no record has (storage allows them; the service never makes them), both ways.
-    private var orphanLinks: [GUIDKey: Int32] = [:]
-    private var orphanGUIDs: [Int32: GUIDKey] = [:]
+    private var orphanLinks: [UUIDBits: Int32] = [:]
+    private var orphanGUIDs: [Int32: UUIDBits] = [:]
 
     init(recordCount: Int) {
         self.linkOfRecord = [Int32](repeating: -1, count: recordCount)
@@ -104,7 +106,7 @@ final class DeviceTable {
 
     /// Writes the stored form of `id` at `out` (room for `id.count` bytes); returns its length.
     static func store(_ id: UnsafeBufferPointer<UInt8>, into out: UnsafeMutablePointer<UInt8>) -> Int {
-        if id.count >= 36, let key = GUIDKey(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36])) {
+        if id.count >= 36, let key = UUIDBits(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36])) {
             out[0] = Self.compactMarker
             UnsafeMutableRawPointer(out + 1).storeBytes(of: key.high.bigEndian, as: UInt64.self)
             UnsafeMutableRawPointer(out + 9).storeBytes(of: key.low.bigEndian, as: UInt64.self)
@@ -140,35 +142,17 @@ final class DeviceTable {
         }
         let high = UInt64(bigEndian: UnsafeRawPointer(stored + 1).loadUnaligned(as: UInt64.self))
         let low = UInt64(bigEndian: UnsafeRawPointer(stored + 9).loadUnaligned(as: UInt64.self))
-        GUIDKey(high: high, low: low).write(into: out)
+        UUIDBits(high: high, low: low).write(into: out)
         if count > 17 { (out + 36).update(from: stored + 17, count: count - 17) }
         return count + 19
     }
 
     // MARK: - Hashing and finding
 
-    /// A fast multiply-mix hash of the identifier's bytes (not keyed: identifiers come from the
-    /// account's own devices, which can only slow their own account down).
-    static func hash(_ b: UnsafeRawBufferPointer) -> UInt32 {
-        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(b.count)
-        var i = 0
-        while i + 8 <= b.count {
-            let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            h = (h ^ w) &* 0xFF51_AFD7_ED55_8CCD
-            h ^= h >> 32
-            i += 8
-        }
-        var tail: UInt64 = 0
-        var shift: UInt64 = 0
-        while i < b.count {
-            tail |= UInt64(b[i]) << shift
-            shift += 8
-            i += 1
-        }
-        h = (h ^ tail) &* 0xC4CE_B9FE_1A85_EC53
-        h ^= h >> 29
-        return UInt32(truncatingIfNeeded: h)
-    }
+    /// The identifier's hash (`ByteHash`; not keyed: identifiers come from the account's own
+    /// devices, which can only slow their own account down).
+    @inline(__always)
+    static func hash(_ b: UnsafeRawBufferPointer) -> UInt32 { ByteHash.hash(b) }
 
     /// Read access for one batch: plain pointers into the table, valid inside `body` only.
     struct Lookup {
@@ -365,7 +349,7 @@ final class DeviceTable {
     }
 
     /// The GUID of an orphan link (a slot linked with `record` -1).
-    func orphanGUID(ofSlot n: Int32) -> GUIDKey { self.orphanGUIDs[n] ?? .zero }
+    func orphanGUID(ofSlot n: Int32) -> UUIDBits { self.orphanGUIDs[n] ?? .zero }
 
     /// The slots carrying this key.
     func slots(withKey key: UInt32) -> [Int32] {
@@ -406,7 +390,7 @@ final class DeviceTable {
 
     /// Inserts or replaces the object.
     /// `isNew`: the device does not have the identifier (a load from storage), so no lookup first.
-    func put(_ id: String, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: GUIDKey?,
+    func put(_ id: String, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: UUIDBits?,
              key: UInt32 = AccountMappingIndex.noKey, creationSecond: Int64? = nil, isNew: Bool = false) {
         Self.withStored(id) { bytes in
             let h = Self.hash(UnsafeRawBufferPointer(bytes))
@@ -419,7 +403,7 @@ final class DeviceTable {
     }
 
     private func insert(stored bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32, type: ObjectType, fingerprint: UInt32, record: Int32,
-                        linkedGUID: GUIDKey?, key: UInt32, creationSecond: Int64?) {
+                        linkedGUID: UUIDBits?, key: UInt32, creationSecond: Int64?) {
         if (self.live + self.tombstones + 1) * 2 >= self.buckets.count { self.rehash() }   // at most half full
         let offset = UInt32(self.arena.count)
         self.arena.append(contentsOf: bytes)
@@ -500,7 +484,7 @@ final class DeviceTable {
     }
 
     /// Links the object (when the device has it) to `guid`, replacing its link.
-    func setLink(_ id: String, guid: GUIDKey, record: Int32) {
+    func setLink(_ id: String, guid: UUIDBits, record: Int32) {
         guard let (_, n) = self.bucket(of: id) else { return }
         self.detachLink(slot: n)
         self.objectSlots[Int(n)].hasLink = true
@@ -508,7 +492,7 @@ final class DeviceTable {
     }
 
     /// Drops the link to this record (or orphan GUID), whichever object holds it.
-    func dropLink(guid: GUIDKey, record: Int32) {
+    func dropLink(guid: UUIDBits, record: Int32) {
         let n = record >= 0 ? (Int(record) < self.linkOfRecord.count ? self.linkOfRecord[Int(record)] : -1) : (self.orphanLinks[guid] ?? -1)
         // A slot found through `linkOfRecord` is linked to that record, hence to its GUID.
         guard n >= 0, self.objectSlots[Int(n)].live, self.objectSlots[Int(n)].hasLink,
@@ -527,7 +511,7 @@ final class DeviceTable {
     }
 
     /// A record was added to the account: it has no link here, unless an orphan link named its GUID.
-    func recordAdded(_ guid: GUIDKey, number: UInt32) {
+    func recordAdded(_ guid: UUIDBits, number: UInt32) {
         self.linkOfRecord.append(-1)
         if let n = self.orphanLinks.removeValue(forKey: guid) {
             self.orphanGUIDs[n] = nil
@@ -536,7 +520,7 @@ final class DeviceTable {
         }
     }
 
-    private func attachLink(slot n: Int32, guid: GUIDKey, record: Int32) {
+    private func attachLink(slot n: Int32, guid: UUIDBits, record: Int32) {
         self.objectSlots[Int(n)].record = record
         if record >= 0 {
             self.linkOfRecord[Int(record)] = n
@@ -622,7 +606,7 @@ extension DeviceTable {
         self.contentHeads = try r.array()
         self.keyHeads = try r.array()
         self.linkOfRecord = try r.array()
-        let slots: [Int32] = try r.array(), guids: [GUIDKey] = try r.array()
+        let slots: [Int32] = try r.array(), guids: [UUIDBits] = try r.array()
         let count = self.buckets.count
         guard count >= 16, count & (count - 1) == 0, self.live + self.tombstones < count, slots.count == guids.count,
               self.linkOfRecord.count <= recordCount else { throw UnusableSnapshot(reason: "a device table of the wrong shape") }
@@ -640,9 +624,4 @@ extension DeviceTable.Slot {
             + ([\Self.offset, \Self.fingerprint, \Self.record, \Self.nextSameContent, \Self.key, \Self.nextSameKey, \Self.creationLow,
                \Self.creationHigh, \Self.length, \Self.type, \Self.flags] as [PartialKeyPath<Self>]).map { MemoryLayout<Self>.offset(of: $0) ?? -1 }
     }
-}
-
-extension GUIDKey {
-    /// The filler of an unlinked slot (never compared: `hasLink` is false).
-    static let zero = GUIDKey(high: 0, low: 0)
 }

@@ -1,3 +1,5 @@
+import ConcordBytes
+import ConcordDomain
 import CConcordSystem
 #if canImport(Glibc)
 import Glibc

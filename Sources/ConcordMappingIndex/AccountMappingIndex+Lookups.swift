@@ -1,0 +1,268 @@
+import ConcordBytes
+import ConcordDomain
+import CConcordSystem
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The reads of both mapping directions and journal photos (`MappingReads`' semantics).
+extension AccountMappingIndex {
+    // MARK: - Reads (MappingReads' semantics)
+
+    /// Local → cloud: per identifier, in order, whether the device has it and its link's cloud identifier.
+    ///
+    /// After `findAll`, two more prefetching passes (the fingerprint's slice, then its bytes) before
+    /// the answers are written into one buffer sized exactly: each pass's loads are independent
+    /// across the batch, so their cache misses overlap.
+    func linkLookups(_ deviceID: String, localIdentifiers: IdentifierBatch) -> LinkLookups {
+        guard let device = self.devices[deviceID] else {
+            return LinkLookups(lookups: [LinkLookup](repeating: .missing, count: localIdentifiers.count))
+        }
+        let found = device.findAll(localIdentifiers)
+        var lookups = [LinkLookup](repeating: .missing, count: found.count)
+        var bytes: [UInt8] = []
+        device.objectSlots.withUnsafeBufferPointer { slots in
+          self.records.withUnsafeBufferPointer { records in
+            self.fingerprintSlices.withUnsafeBufferPointer { slices in
+                self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
+                    // The identifier is spelled with the record's fingerprint (§5: not necessarily the object's).
+                    @inline(__always) func fingerprint(_ o: DeviceTable.Slot) -> UInt32 { o.record >= 0 ? records[Int(o.record)].fingerprint : o.fingerprint }
+                    for n in found where n >= 0 && slots[Int(n)].hasLink && slots[Int(n)].record >= 0 {
+                        concord_prefetch(records.baseAddress! + Int(slots[Int(n)].record))
+                    }
+                    for n in found where n >= 0 && slots[Int(n)].hasLink {
+                        concord_prefetch(slices.baseAddress! + Int(fingerprint(slots[Int(n)])))
+                    }
+                    var total = 0
+                    for n in found where n >= 0 && slots[Int(n)].hasLink {
+                        let slice = slices[Int(fingerprint(slots[Int(n)]))]
+                        total += Self.cloudIdentifierPrefix + Int(slice.length)
+                        concord_prefetch(fingerprints.baseAddress! + Int(slice.offset))
+                        concord_prefetch(fingerprints.baseAddress! + Int(slice.offset) + Int(slice.length))
+                    }
+                    bytes = [UInt8](unsafeUninitializedCapacity: total) { out, written in
+                        var at = 0
+                        for (i, n) in found.enumerated() where n >= 0 {
+                            let o = slots[Int(n)]
+                            guard o.hasLink else { lookups[i] = .unlinked; continue }
+                            let guid = o.record >= 0 ? records[Int(o.record)].guid : device.orphanGUID(ofSlot: n)
+                            let count = Self.writeCloudIdentifier(guid: guid, type: o.type, fingerprint: slices[Int(fingerprint(o))],
+                                                                  from: fingerprints, to: out.baseAddress! + at)
+                            lookups[i] = .linked(start: at, count: count)
+                            at += count
+                        }
+                        written = at
+                    }
+                }
+            }
+          }
+        }
+        return LinkLookups(lookups: lookups, bytes: bytes)
+    }
+
+    /// Cloud → local for a batch, read from its bytes, where that decides an item: found by its
+    /// link (step 2), not well formed (step 1), and, when no object carries one of its record's
+    /// keys, step 4 by content (not found, one object, several) unless it would store a link.
+    /// Items with keys to weigh (step 3) or a link to store are `.undecided`: the caller resolves
+    /// them in full.
+    ///
+    /// The warm path of cloud → local, made like local → cloud's: no string or value per found
+    /// item, passes over the batch that prefetch what the next reads (record numbers, the device's
+    /// links, the fingerprints, the identifiers' bytes), and the answers copied into one buffer
+    /// sized exactly. A warm batch leaves nothing undecided but the key matches of step 3.
+    func quickLocalIdentifiers(_ deviceID: String, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) -> QuickLocalIdentifiers {
+        let n = batch.count
+        var lookups = [QuickLocalIdentifiers.Lookup](repeating: .undecided, count: n)
+        guard let device = self.devices[deviceID], n > 0 else { return QuickLocalIdentifiers(lookups: lookups) }
+        var keys = [UUIDBits?](repeating: nil, count: n)
+        var types = [ObjectType](repeating: .asset, count: n)
+        batch.bytes.withUnsafeBufferPointer { b in
+            for (i, span) in batch.spans.enumerated() {
+                let id = UnsafeBufferPointer(rebasing: b[Int(span.start)..<Int(span.start) + Int(span.length)])
+                guard let type = CloudIdentifier.wellFormedType(id),
+                      let key = UUIDBits(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36]), anyCase: true) else {
+                    lookups[i] = .invalid
+                    continue
+                }
+                keys[i] = key
+                types[i] = type
+            }
+        }
+        var numbers = self.records.withUnsafeBufferPointer { self.recordTable.numbers(of: keys, records: $0) }
+        self.records.withUnsafeBufferPointer { records in
+            for i in 0..<n where numbers[i] >= 0 && records[Int(numbers[i])].type != types[i] { numbers[i] = -1 }
+        }
+        // The object each answer spells: the linked one (step 2), else the only one with the content (step 4).
+        var answers = device.linkedSlots(records: numbers)
+        // Not linked, and no object carrying one of the record's keys (step 3 stays undecided):
+        // step 4 by content, decided here unless it stores a link (the full path then writes it).
+        var byContent: [Int] = []
+        var contents: [UnsafeBufferPointer<UInt8>] = []
+        batch.bytes.withUnsafeBufferPointer { b in
+            for i in 0..<n where answers[i] < 0 && keys[i] != nil {
+                let record = numbers[i]
+                if record >= 0 && self.deviceCarriesAKey(of: Int(record), device) { continue }
+                let span = batch.spans[i]
+                let fingerprint = UnsafeBufferPointer(rebasing: b[Int(span.start) + Self.cloudIdentifierPrefix..<Int(span.start) + Int(span.length)])
+                if fingerprint.isEmpty || !contentMatch { lookups[i] = .notFound; continue }
+                byContent.append(i)
+                contents.append(fingerprint)
+            }
+            // `contents` points into the batch's bytes: used only inside this closure.
+            let fingerprints = self.fingerprints.numbers(of: contents)
+            device.prefetchContent(fingerprints)
+            for (j, i) in byContent.enumerated() {
+                let slots = fingerprints[j] < 0 ? [] : device.slots(withContent: UInt32(fingerprints[j]), type: types[i])
+                switch slots.count {
+                case 0: lookups[i] = .notFound
+                case 1:
+                    // A link is stored when the record exists with exactly this content and the
+                    // object has none (`MappingService.resolve`): that case goes the full way.
+                    let object = device.objectSlots[Int(slots[0])]
+                    let record = numbers[i]
+                    if object.record >= 0 || record < 0 || self.records[Int(record)].fingerprint != UInt32(fingerprints[j]) {
+                        answers[i] = slots[0]
+                    }
+                default:
+                    lookups[i] = .multiple(slots.map { device.identifier(ofSlot: $0) }.sorted { $0.utf8Precedes($1) })
+                }
+            }
+        }
+        let bytes = device.withLookup { l -> [UInt8] in
+            var total = 0
+            for s in answers where s >= 0 { total += device.spelledLength(ofSlot: s, l) }
+            return [UInt8](unsafeUninitializedCapacity: total) { out, written in
+                var at = 0
+                for (i, s) in answers.enumerated() where s >= 0 {
+                    let count = device.spell(slot: s, l, into: out.baseAddress! + at)
+                    lookups[i] = .found(start: at, count: count)
+                    at += count
+                }
+                written = at
+            }
+        }
+        return QuickLocalIdentifiers(lookups: lookups, bytes: bytes)
+    }
+
+    /// Whether an object of the device carries one of the record's keys.
+    func deviceCarriesAKey(of record: Int, _ device: DeviceTable) -> Bool {
+        let first = self.records[record].key
+        guard first != Self.noKey else { return false }
+        if device.hasKey(first) { return true }
+        return self.moreRecordKeys[UInt32(record)]?.contains { device.hasKey($0) } ?? false
+    }
+
+    /// Cloud → local steps 2–4 inputs: per identifier, the device's object linked to its record
+    /// (when the record exists with the identifier's type) and the record itself when it has
+    /// exactly the identifier's content.
+    ///
+    /// In passes over the batch (see `RecordTable.numbers` and `DeviceTable.linkedSlots`): record
+    /// numbers, then the device's links, then the bytes each answer is made of, each prefetched.
+    func recordLookups(_ deviceID: String, identifiers: [CloudIdentifier]) -> [RecordLookup] {
+        let device = self.devices[deviceID]
+        return self.records.withUnsafeBufferPointer { records in
+            self.fingerprintSlices.withUnsafeBufferPointer { slices in
+                self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
+                    var numbers = self.recordTable.numbers(of: identifiers.map { UUIDBits($0.guid) }, records: records)
+                    for (i, c) in identifiers.enumerated() where numbers[i] >= 0 && records[Int(numbers[i])].type != c.type { numbers[i] = -1 }
+                    let linked = device?.linkedSlots(records: numbers) ?? [Int32](repeating: -1, count: numbers.count)
+                    // Records no object of the device is linked to are compared by content.
+                    for (i, n) in numbers.enumerated() where n >= 0 && linked[i] < 0 {
+                        concord_prefetch(fingerprints.baseAddress! + Int(slices[Int(records[Int(n)].fingerprint)].offset))
+                    }
+                    return identifiers.indices.map { i -> RecordLookup in
+                        let n = numbers[i]
+                        guard n >= 0 else { return RecordLookup() }
+                        // Step 2, the warm path: the linked object is the whole answer.
+                        if let device, linked[i] >= 0 { return RecordLookup(linkedLocalIdentifier: device.identifier(ofSlot: linked[i])) }
+                        let c = identifiers[i]
+                        let r = records[Int(n)]
+                        var wanted = c.fingerprint
+                        let slice = slices[Int(r.fingerprint)]
+                        let same = wanted.withUTF8 { w in
+                            w.count == Int(slice.length) && (w.count == 0 || memcmp(w.baseAddress!, fingerprints.baseAddress! + Int(slice.offset), w.count) == 0)
+                        }
+                        let record = CloudRecord(guid: c.guid, type: r.type, fingerprint: same ? c.fingerprint : self.fingerprint(r.fingerprint))
+                        guard let device, r.key != Self.noKey else { return RecordLookup(record: record) }
+                        // Step 3: the device's objects carrying one of the record's keys.
+                        var matches: [StoredObject] = []
+                        for key in self.keys(ofRecord: Int(n)) {
+                            for slot in device.slots(withKey: key) { matches.append(self.storedObject(device, slot: slot)) }
+                        }
+                        matches.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) }
+                        return RecordLookup(record: record, keyMatches: matches)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The object in `slot`: identity, type, fingerprint and link.
+    func storedObject(_ device: DeviceTable, slot: Int32) -> StoredObject {
+        let o = device.objectSlots[Int(slot)]
+        var link: CloudRecord?
+        if o.hasLink {
+            if o.record >= 0 {
+                let r = self.records[Int(o.record)]
+                link = CloudRecord(guid: r.guid.string, type: r.type, fingerprint: self.fingerprint(r.fingerprint))
+            } else {
+                link = CloudRecord(guid: device.orphanGUID(ofSlot: slot).string, type: o.type, fingerprint: self.fingerprint(o.fingerprint))
+            }
+        }
+        return StoredObject(object: LibraryObject(localIdentifier: device.identifier(of: o), type: o.type, fingerprint: self.fingerprint(o.fingerprint)),
+                            link: link)
+    }
+
+
+    /// Objects with one of these contents, sorted by local identifier byte order, each with its link.
+    func objects(_ deviceID: String, matching keys: [ContentKey]) -> [StoredObject] {
+        guard let device = self.devices[deviceID] else { return [] }
+        var result: [StoredObject] = []
+        for key in keys {
+            var wanted = key.fingerprint
+            guard let fp = wanted.withUTF8({ self.fingerprints.number($0) }) else { continue }
+            for slot in device.slots(withContent: fp, type: key.type) {
+                let o = device.objectSlots[Int(slot)]
+                let id = device.identifier(of: o)
+                var link: CloudRecord?
+                if o.record >= 0 {
+                    let r = self.records[Int(o.record)]
+                    link = CloudRecord(guid: r.guid.string, type: r.type, fingerprint: self.fingerprint(r.fingerprint))
+                }
+                result.append(StoredObject(object: LibraryObject(localIdentifier: id, type: o.type, fingerprint: key.fingerprint), link: link))
+            }
+        }
+        result.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) }
+        return result
+    }
+
+    /// Appends `<GUID>:<type>:<fingerprint>` to `bytes`.
+    /// "GUID:TYP:" before the fingerprint of a cloud identifier.
+    static let cloudIdentifierPrefix = 41
+
+    /// Writes `GUID:type:fingerprint` at `out`; returns its length.
+    static func writeCloudIdentifier(guid: UUIDBits, type: ObjectType, fingerprint: (offset: UInt32, length: UInt8),
+                                             from fingerprints: UnsafeBufferPointer<UInt8>, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        guid.write(into: out)
+        out[36] = UInt8(ascii: ":")
+        let code = type.codeBytes
+        out[37] = code.0; out[38] = code.1; out[39] = code.2
+        out[40] = UInt8(ascii: ":")
+        let length = Int(fingerprint.length)
+        if length > 0 { (out + cloudIdentifierPrefix).update(from: fingerprints.baseAddress! + Int(fingerprint.offset), count: length) }
+        return cloudIdentifierPrefix + length
+    }
+}
+
+extension ObjectType {
+    /// The three ASCII digits of `code`.
+    var codeBytes: (UInt8, UInt8, UInt8) {
+        switch self {
+        case .asset: (0x30, 0x30, 0x31)
+        case .assetCollection: (0x30, 0x34, 0x30)
+        case .collectionList: (0x30, 0x32, 0x30)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+@testable import ConcordDomain
+import Foundation
+import Testing
+
+/// New IDs are version-7 UUIDs in upper case, as `UUID().uuidString` spells them: each greater
+/// than the one before (storage's B-trees fill at the end), their time the current one.
+@Test func newIDsAreIncreasingVersion7UUIDsInUpperCase() {
+    let before = Date().timeIntervalSince1970
+    let ids = (0..<10_000).map { _ in Identifiers.newUUID() }
+    let after = Date().timeIntervalSince1970
+    #expect(Set(ids).count == ids.count)
+    #expect(zip(ids, ids.dropFirst()).allSatisfy { $0 < $1 })
+    for id in ids {
+        let parsed = UUID(uuidString: id)
+        #expect(parsed?.uuidString == id, "\(id)")
+        let version = id[id.index(id.startIndex, offsetBy: 14)], variant = id[id.index(id.startIndex, offsetBy: 19)]
+        #expect(version == "7" && "89AB".contains(variant), "\(id)")
+    }
+    // 48 bits of milliseconds: 10 000 IDs borrow at most a few milliseconds ahead.
+    let hex = ids.last!.replacingOccurrences(of: "-", with: "").prefix(12)
+    let seconds = Double(UInt64(hex, radix: 16)!) / 1000
+    #expect(seconds >= before - 0.002 && seconds <= after + 0.1, "\(seconds) not in \(before)...\(after)")
+}
+
+/// The counter: from 0 in a new millisecond, up by one within one, borrowing the next
+/// millisecond past 4095 or when the clock goes back.
+@Test func theUUIDClockAlwaysIncreases() {
+    let clock = UUIDClock()
+    var answers: [String] = []
+    for now: UInt64 in [1000, 1000, 1000, 999, 1001, 5000] {
+        let (ms, counter) = clock.next(now: now)
+        answers.append("\(ms).\(counter)")
+    }
+    #expect(answers == ["1000.0", "1000.1", "1000.2", "1000.3", "1001.0", "5000.0"])
+    for _ in 0..<4095 { _ = clock.next(now: 5000) }
+    let (ms, counter) = clock.next(now: 5000)
+    #expect(ms == 5001 && counter == 0)
+}
