@@ -114,11 +114,13 @@ public final class MappingIndex: MappingCache {
     /// The index `configuration` asks for (nil when `mappingIndexBytes` is 0), loading off the
     /// request path from `store`: what the app wires into the service.
     public static func wired(store: any ConcordStore, configuration: DomainConfiguration,
-                             clock: @escaping @Sendable () -> Date = { Date() }) -> MappingIndex? {
+                             clock: @escaping @Sendable () -> Date = { Date() },
+                             runLater: @escaping @Sendable (_ delay: Double, _ work: @escaping @Sendable () -> Void) -> Void = MappingIndex.onGlobalQueue)
+        -> MappingIndex? {
         guard configuration.mappingIndexBytes > 0 else { return nil }
         let index = MappingIndex(budgetBytes: configuration.mappingIndexBytes, protectSeconds: configuration.mappingIndexProtectSeconds,
                                  snapshots: configuration.mappingIndexSnapshots,
-                                 inlineLoadObjects: configuration.mappingIndexInlineLoadObjects, now: clock)
+                                 inlineLoadObjects: configuration.mappingIndexInlineLoadObjects, now: clock, runLater: runLater)
         index.loadsInBackground(from: store)
         return index
     }

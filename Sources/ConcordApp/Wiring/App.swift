@@ -92,6 +92,10 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
                                                      settings: configuration.webhooks.settings, wake: { wakeRelay.fire() },
                                                      coalesced: { coalesced.increment() })
         storageOptions.wallClock = wallClock
+        // The mapping index's retries are timed by the one scheduler; each load runs on a utility queue.
+        storageOptions.runLater = { delay, work in
+            _ = scheduler.schedule(after: delay) { DispatchQueue.global(qos: .utility).async(execute: work) }
+        }
         let storage = try lifecycle.start("storage", { () throws(StartupError) in try StorageHook.open(storageOptions) }) { storage, reason in
             let unfinished = shutdown.unfinished.load(ordering: .relaxed)
             guard reason == .startFailed || unfinished == 0 else {

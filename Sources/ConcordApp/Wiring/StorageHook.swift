@@ -29,6 +29,9 @@ public struct StorageOptions: Sendable {
     public var webhooks: WebhookEnvironment? = nil
     /// The time of changes and records (and of the mapping index's retries).
     public var wallClock = WallClock.system
+    /// Where the mapping index's retries wait (`startApp`: the app's one scheduler); the retry's
+    /// load itself runs on a queue of its own, never on the scheduler's thread.
+    public var runLater: @Sendable (_ delay: Double, _ work: @escaping @Sendable () -> Void) -> Void = MappingIndex.onGlobalQueue
 
     public init(database: Configuration.Database) { self.database = database }
 
@@ -126,7 +129,7 @@ public struct StorageHook: Sendable {
         }
         do {
             // The mapping index (ConcordMappingIndex) is wired in here: the domain knows it only as a `MappingCache`.
-            let index = MappingIndex.wired(store: store, configuration: domain, clock: options.wallClock.now)
+            let index = MappingIndex.wired(store: store, configuration: domain, clock: options.wallClock.now, runLater: options.runLater)
             var hook = StorageHook(store: store, service: try ConcordService(store: store, configuration: domain, mappingCache: index,
                                                                              clock: options.wallClock.now, webhooks: options.webhooks),
                                    listen: listen)
