@@ -79,7 +79,7 @@ public enum WebhookSecretSealError: Error, Sendable, Equatable, CustomStringConv
     }
 }
 
-/// A webhook secret sealed under a `WebhookKey`, as stored (one BLOB / bytea; docs/formats-webhooks.md).
+/// A webhook secret sealed under a `WebhookKey`, as stored (one BLOB / bytea; docs/formats.md).
 ///
 /// Layout of format 1, `encoded`:
 ///
