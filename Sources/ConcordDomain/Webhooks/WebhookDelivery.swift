@@ -75,6 +75,7 @@ public struct WebhookDelivery: ServiceArea {
                 var webhooks: [String: StoredWebhook] = [:]
                 var plans: [WebhookAttemptPlan] = []
                 for var event in events {
+                    for _ in 0..<event.coalescedChanges { env.coalesced() }
                     guard let w = try webhooks[event.webhookID] ?? tx.webhook(id: event.webhookID) else { continue }
                     webhooks[w.webhookID] = w
                     guard let secrets = Self.secrets(w, env, now: now) else {

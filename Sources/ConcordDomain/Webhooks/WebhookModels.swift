@@ -135,11 +135,18 @@ public struct StoredWebhookEvent: Sendable, Equatable {
     public var leaseUntil: Double?
     /// A redelivery: one attempt, never retried.
     public var manual: Bool
+    /// The feed's change count (its head's) when the event last took a change; a waiting event
+    /// reads newer changes from the head until it is claimed (storage's concern).
+    public var headSeq: Int64
+    /// Changes the event took in place since it was last written (read only, for metrics).
+    public var coalescedChanges: Int
 
     public init(eventID: String, webhookID: String, accountID: String, feed: String, type: WebhookEventType, seq: Int64 = 0,
                 status: WebhookEventStatus = .pending, createdAt: Double, timestamp: Double, data: String, originDeviceID: String?,
                 attempts: Int = 0, attempted: Bool = false, nextAttemptAt: Double?, supersededBy: String? = nil,
-                leaseOwner: String? = nil, leaseUntil: Double? = nil, manual: Bool = false) {
+                leaseOwner: String? = nil, leaseUntil: Double? = nil, manual: Bool = false, headSeq: Int64 = 0, coalescedChanges: Int = 0) {
+        self.headSeq = headSeq
+        self.coalescedChanges = coalescedChanges
         self.eventID = eventID
         self.webhookID = webhookID
         self.accountID = accountID

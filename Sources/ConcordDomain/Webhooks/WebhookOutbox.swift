@@ -71,7 +71,7 @@ enum WebhookOutbox {
             let newer = StoredWebhookEvent(
                 eventID: core.newID(), webhookID: waiting.webhookID, accountID: accountID, feed: key, type: type,
                 createdAt: now, timestamp: time, data: data(mergedOrigin), originDeviceID: mergedOrigin,
-                attempts: waiting.attempts, nextAttemptAt: waiting.nextAttemptAt)
+                attempts: waiting.attempts, nextAttemptAt: waiting.nextAttemptAt, headSeq: waiting.headSeq)
             var old = waiting
             old.status = .superseded
             old.supersededBy = newer.eventID

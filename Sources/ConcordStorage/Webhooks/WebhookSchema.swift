@@ -54,7 +54,8 @@ enum WebhookSchema {
             superseded_by TEXT,
             lease_owner TEXT,
             lease_until \(real),
-            manual \(integer) NOT NULL
+            manual \(integer) NOT NULL,
+            head_seq \(integer) NOT NULL DEFAULT 0
         );
         CREATE INDEX webhook_events_by_webhook ON webhook_events (webhook_id, seq);
         CREATE INDEX webhook_events_by_feed ON webhook_events (webhook_id, feed, seq);
@@ -70,6 +71,18 @@ enum WebhookSchema {
             error TEXT
         );
         CREATE INDEX webhook_attempts_by_event ON webhook_attempts (event_id, attempted_at);
+
+        -- A library's or journals' newest change, per feed: a waiting event nobody has seen reads it
+        -- from here (the outbox writes this one row per commit, not every waiting event).
+        CREATE TABLE webhook_feed_heads (
+            feed_key TEXT PRIMARY KEY,
+            last_seq \(integer) NOT NULL,
+            last_ts \(real) NOT NULL,
+            last_data TEXT NOT NULL,
+            last_data_plain TEXT NOT NULL,
+            last_origin TEXT NOT NULL,
+            origin_run_since \(integer) NOT NULL
+        );
 
         CREATE TABLE webhook_feeds (
             webhook_id TEXT NOT NULL,

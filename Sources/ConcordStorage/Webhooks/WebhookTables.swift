@@ -52,7 +52,34 @@ extension WebhookStatements {
     static var eventColumns: String {
         """
         seq, event_id, webhook_id, account_id, feed, type, status, created_at, ts, data, origin, attempts, attempted,
-        next_attempt_at, superseded_by, lease_owner, lease_until, manual
+        next_attempt_at, superseded_by, lease_owner, lease_until, manual, head_seq
+        """
+    }
+
+    /// The columns an event is read with. A waiting event nobody has seen (pending, never
+    /// attempted, unclaimed) carries its feed's newest change: its feed's head holds it, and the
+    /// event reads it from there (`webhook_feed_heads`, joined as `h` when the feed changed since
+    /// the event last took a change). So a commit writes one head row, not every waiting event.
+    static var eventReadColumns: String {
+        """
+        seq, event_id, webhook_id, account_id, feed, type, status, created_at,
+        CASE WHEN h.feed_key IS NULL THEN ts ELSE h.last_ts END,
+        CASE WHEN h.feed_key IS NULL THEN data
+             WHEN origin IS NOT NULL AND h.last_origin = origin AND h.origin_run_since <= head_seq THEN h.last_data
+             ELSE h.last_data_plain END,
+        CASE WHEN h.feed_key IS NULL THEN origin
+             WHEN origin IS NOT NULL AND h.last_origin = origin AND h.origin_run_since <= head_seq THEN origin
+             ELSE NULL END,
+        attempts, attempted, next_attempt_at, superseded_by, lease_owner, lease_until, manual,
+        CASE WHEN h.feed_key IS NULL THEN head_seq ELSE h.last_seq END,
+        CASE WHEN h.feed_key IS NULL THEN 0 ELSE h.last_seq - head_seq END
+        """
+    }
+
+    static var eventSource: String {
+        """
+        webhook_events LEFT JOIN webhook_feed_heads h ON h.feed_key = webhook_events.feed AND webhook_events.status = 'pending'
+            AND webhook_events.attempted = 0 AND webhook_events.lease_owner IS NULL AND h.last_seq > webhook_events.head_seq
         """
     }
 
@@ -64,7 +91,7 @@ extension WebhookStatements {
 
     private func eventsWhere(_ clause: String, _ values: [WebhookValue]) throws -> [StoredWebhookEvent] {
         var out: [StoredWebhookEvent] = []
-        try self.webhookQuery("SELECT \(Self.eventColumns) FROM webhook_events WHERE \(clause)", values) { r in
+        try self.webhookQuery("SELECT \(Self.eventReadColumns) FROM \(Self.eventSource) WHERE \(clause)", values) { r in
             if let e = Self.event(r) { out.append(e) }
         }
         return out
@@ -99,7 +126,7 @@ extension WebhookStatements {
             eventID: r.text(1), webhookID: r.text(2), accountID: r.text(3), feed: r.text(4), type: type, seq: r.int(0), status: status,
             createdAt: r.double(7), timestamp: r.double(8), data: r.text(9), originDeviceID: r.optionalText(10), attempts: Int(r.int(11)),
             attempted: r.int(12) != 0, nextAttemptAt: r.optionalDouble(13), supersededBy: r.optionalText(14), leaseOwner: r.optionalText(15),
-            leaseUntil: r.optionalDouble(16), manual: r.int(17) != 0)
+            leaseUntil: r.optionalDouble(16), manual: r.int(17) != 0, headSeq: r.int(18), coalescedChanges: Int(r.int(19)))
     }
 
     // MARK: - WebhookReads
@@ -214,26 +241,33 @@ extension WebhookStatements {
     func queueFeedEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, origin: String, data: String,
                         dataWithoutOrigin: String, now: Double) throws -> Int {
         let subscribed: [WebhookValue] = [.text(accountID), .text(Self.typePattern(type))]
-        let coalesced = try self.webhookRun("""
-            UPDATE webhook_events SET ts = $3,
-                data = CASE WHEN origin = $4 THEN $5 ELSE $6 END, origin = CASE WHEN origin = $4 THEN origin ELSE NULL END
-            WHERE feed = $7 AND status = 'pending' AND lease_owner IS NULL AND attempted = 0 AND webhook_id IN (\(Self.subscribed))
-            """, subscribed + [.double(timestamp), .text(origin), .text(data), .text(dataWithoutOrigin), .text(feed)])
+        // The feed's head takes the change: one row, however many events wait on the feed.
+        var head: Int64 = 0
+        try self.webhookQuery("""
+            INSERT INTO webhook_feed_heads (feed_key, last_seq, last_ts, last_data, last_data_plain, last_origin, origin_run_since)
+            VALUES ($1, 1, $2, $3, $4, $5, 1)
+            ON CONFLICT (feed_key) DO UPDATE SET
+                origin_run_since = CASE WHEN webhook_feed_heads.last_origin = excluded.last_origin THEN webhook_feed_heads.origin_run_since
+                                        ELSE webhook_feed_heads.last_seq + 1 END,
+                last_seq = webhook_feed_heads.last_seq + 1, last_ts = excluded.last_ts, last_data = excluded.last_data,
+                last_data_plain = excluded.last_data_plain, last_origin = excluded.last_origin
+            RETURNING last_seq
+            """, [.text(feed), .double(timestamp), .text(data), .text(dataWithoutOrigin), .text(origin)]) { r in head = r.int(0) }
         let queued = try self.webhookRun("""
             INSERT INTO webhook_events (event_id, webhook_id, account_id, feed, type, status, created_at, ts, data, origin, attempts, attempted,
-                                        next_attempt_at, superseded_by, lease_owner, lease_until, manual)
+                                        next_attempt_at, superseded_by, lease_owner, lease_until, manual, head_seq)
             SELECT \(Self.newEventIDExpression), s.webhook_id, $1, $3, $4, 'pending', $5, $6, $7, $8, 0, 0,
                    CASE WHEN f.last_attempt_at IS NULL OR f.last_attempt_at + w.min_interval < $5 THEN $5
-                        ELSE f.last_attempt_at + w.min_interval END, NULL, NULL, NULL, 0
+                        ELSE f.last_attempt_at + w.min_interval END, NULL, NULL, NULL, 0, $9
             FROM (\(Self.subscribed)) s
             JOIN webhooks w ON w.webhook_id = s.webhook_id
             LEFT JOIN webhook_feeds f ON f.webhook_id = s.webhook_id AND f.feed = $3
             WHERE NOT EXISTS (SELECT 1 FROM webhook_events x
                               WHERE x.webhook_id = s.webhook_id AND x.feed = $3 AND x.status = 'pending' AND x.lease_owner IS NULL)
             ORDER BY w.created_at, w.webhook_id
-            """, subscribed + [.text(feed), .text(type.rawValue), .double(now), .double(timestamp), .text(data), .text(origin)])
+            """, subscribed + [.text(feed), .text(type.rawValue), .double(now), .double(timestamp), .text(data), .text(origin), .int(head)])
         if queued > 0 { try self.announceWebhookEvents() }
-        return coalesced
+        return 0
     }
 
     func queueAccountEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, data: String, now: Double) throws {
@@ -280,7 +314,7 @@ extension WebhookStatements {
         [.text(e.eventID), .text(e.webhookID), .text(e.accountID), .text(e.feed), .text(e.type.rawValue), .text(e.status.rawValue),
          .double(e.createdAt), .double(e.timestamp), .text(e.data), .text(e.originDeviceID), .int(Int64(e.attempts)),
          .int(e.attempted ? 1 : 0), .double(e.nextAttemptAt), .text(e.supersededBy), .text(e.leaseOwner), .double(e.leaseUntil),
-         .int(e.manual ? 1 : 0)]
+         .int(e.manual ? 1 : 0), .int(e.headSeq)]
     }
 
     @discardableResult
@@ -310,11 +344,21 @@ extension WebhookStatements {
 
     @discardableResult
     func cancelPendingWebhookEvents(webhookID: String?, accountID: String?, feed: String?, type: WebhookEventType?) throws -> Int {
-        try self.webhookRun("""
+        let cancelled = try self.webhookRun("""
             UPDATE webhook_events SET status = 'cancelled', next_attempt_at = NULL
             WHERE status = 'pending' AND ($1 IS NULL OR webhook_id = $1) AND ($2 IS NULL OR account_id = $2)
               AND ($3 IS NULL OR feed = $3) AND ($4 IS NULL OR type = $4)
             """, [.text(webhookID), .text(accountID), .text(feed), .text(type?.rawValue)])
+        // A feed that goes (a deleted device's library, a deleted account's feeds) takes its head along.
+        if webhookID == nil, type == nil {
+            if let feed {
+                try self.webhookRun("DELETE FROM webhook_feed_heads WHERE feed_key = $1", [.text(feed)])
+            } else if let accountID {
+                try self.webhookRun("DELETE FROM webhook_feed_heads WHERE feed_key = $1 OR feed_key LIKE $2",
+                                    [.text("J:" + accountID), .text("L:" + accountID + ":%")])
+            }
+        }
+        return cancelled
     }
 
     func webhookFeedLastAttempt(webhookID: String, feed: String) throws -> Double? {
@@ -346,12 +390,17 @@ extension WebhookStatements {
             """, [.double(now), .text(keyID), .int(Int64(limit))]) { r in ids.append(r.text(0)) }
         var claimed: [StoredWebhookEvent] = []
         for id in ids {
-            try self.webhookQuery("""
-                UPDATE webhook_events SET lease_owner = $2, lease_until = $3
-                WHERE event_id = $1 AND status = 'pending' AND lease_owner IS NULL RETURNING \(Self.eventColumns)
-                """, [.text(id), .text(owner), .double(leaseUntil)]) { r in
-                if let e = Self.event(r) { claimed.append(e) }
-            }
+            // Read with its feed's newest change, then claimed with that change frozen into it:
+            // the body is the same on every attempt.
+            guard var e = try self.eventsWhere("event_id = $1", [.text(id)]).first else { continue }
+            let frozen = try self.webhookRun("""
+                UPDATE webhook_events SET lease_owner = $2, lease_until = $3, ts = $4, data = $5, origin = $6, head_seq = $7
+                WHERE event_id = $1 AND status = 'pending' AND lease_owner IS NULL
+                """, [.text(id), .text(owner), .double(leaseUntil), .double(e.timestamp), .text(e.data), .text(e.originDeviceID), .int(e.headSeq)])
+            guard frozen > 0 else { continue }
+            e.leaseOwner = owner
+            e.leaseUntil = leaseUntil
+            claimed.append(e)
         }
         return claimed
     }
