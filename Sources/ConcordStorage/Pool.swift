@@ -10,12 +10,21 @@ import Foundation
 /// the next `get()` opens a fresh one. After `close` nothing is handed out: idle connections are
 /// discarded at once, the ones in use when they come back.
 final class Pool<Connection>: @unchecked Sendable {
-    // @unchecked Sendable: `idle`, `open` and `closed` are only touched while holding `condition`;
-    // a connection is used by exactly one thread between `get()` and `release(_:)`.
-    private let condition = NSCondition()
-    private var idle: [Connection]
-    private var open: Int
-    private var closed = false
+    // @unchecked Sendable: `state` is only touched while holding `lock`; a connection is used
+    // by exactly one thread between `get()` and `release(_:)`.
+    private struct State {
+        var idle: [Connection]
+        var open: Int
+        var closed = false
+        /// `close(waitingForConnectionsInUse: true)` waits on `drained` for the last one back.
+        var drainWaiters = 0
+    }
+    private var state: State
+    private let lock = NSLock()
+    /// One permit per connection that may be handed out: `get()` takes one (waiting, within
+    /// `waitLimit`, while every connection is in use), `release(_:)` and a failed open give it back.
+    private let permits: DispatchSemaphore
+    private let drained = DispatchSemaphore(value: 0)
     private let maximumCount: Int
     private let waitLimit: Double?
     private let messages: Messages
@@ -43,48 +52,51 @@ final class Pool<Connection>: @unchecked Sendable {
          discard: @escaping (Connection) -> Void = { _ in }) {
         self.maximumCount = max(1, maximumCount)
         self.waitLimit = waitLimit
-        self.idle = initial
-        self.open = initial.count
+        self.state = State(idle: initial, open: initial.count)
+        self.permits = DispatchSemaphore(value: self.maximumCount)
         self.messages = messages
         self.makeConnection = make
         self.isUsable = isUsable
         self.discard = discard
     }
 
+    private func withState<T>(_ body: (inout State) -> T) -> T {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return body(&self.state)
+    }
+
     /// Connections open right now, idle or in use.
-    var openCount: Int { self.condition.withLock { self.open } }
+    var openCount: Int { self.withState { $0.open } }
 
     /// An idle connection, else a new one while fewer than `maximumCount` are open, else the next
     /// one released.
     func get() throws -> Connection {
-        let deadline = self.waitLimit.map { Date().addingTimeInterval($0) }
-        self.condition.lock()
-        while true {
-            guard !self.closed else {
-                self.condition.unlock()
-                throw DomainError.unavailable(message: self.messages.closed)
+        if let waitLimit {
+            guard self.permits.wait(timeout: .now() + waitLimit) == .success else {
+                throw DomainError.unavailable(message: self.withState { $0.closed } ? self.messages.closed : self.messages.busy)
             }
-            if let c = self.idle.popLast() {
-                self.condition.unlock()
-                return c
-            }
-            if self.open < self.maximumCount {
-                self.open += 1
-                self.condition.unlock()
-                do {
-                    return try self.makeConnection()
-                } catch {
-                    self.freeSlot()
-                    throw DomainError.unavailable(message: self.messages.cannotOpen)
-                }
-            }
-            if let deadline {
-                guard self.condition.wait(until: deadline) else {
-                    self.condition.unlock()
-                    throw DomainError.unavailable(message: self.messages.busy)
-                }
-            } else {
-                self.condition.wait()
+        } else {
+            self.permits.wait()
+        }
+        let next = self.withState { s -> PoolNext<Connection> in
+            if s.closed { return .closed }
+            if let c = s.idle.popLast() { return .idle(c) }
+            s.open += 1
+            return .open
+        }
+        switch next {
+        case .closed:
+            self.permits.signal()   // passed on: every waiter learns of the close
+            throw DomainError.unavailable(message: self.messages.closed)
+        case .idle(let c):
+            return c
+        case .open:
+            do {
+                return try self.makeConnection()
+            } catch {
+                self.freeSlot()
+                throw DomainError.unavailable(message: self.messages.cannotOpen)
             }
         }
     }
@@ -97,16 +109,17 @@ final class Pool<Connection>: @unchecked Sendable {
             self.freeSlot()
             return
         }
-        self.condition.lock()
-        if self.closed {
-            self.discard(c)
-            self.open -= 1
-        } else {
-            self.idle.append(c)
+        let kept = self.withState { s -> Bool in
+            if s.closed { return false }
+            s.idle.append(c)
+            return true
         }
-        // Broadcast: `get()` callers and `close(waitingForConnectionsInUse:)` wait on one condition.
-        self.condition.broadcast()
-        self.condition.unlock()
+        if kept {
+            self.permits.signal()
+        } else {
+            self.discard(c)
+            self.freeSlot()
+        }
     }
 
     /// `body` with a connection of the pool, released after.
@@ -116,25 +129,37 @@ final class Pool<Connection>: @unchecked Sendable {
         return try body(c)
     }
 
-    /// Frees the slot of a connection that was never opened or is gone, and wakes the waiters.
+    /// Frees the slot of a connection that was never opened or is gone, and lets the next caller in.
     private func freeSlot() {
-        self.condition.lock()
-        self.open -= 1
-        self.condition.broadcast()
-        self.condition.unlock()
+        let drainedNow = self.withState { s -> Int in
+            s.open -= 1
+            guard s.closed, s.open == 0 else { return 0 }
+            defer { s.drainWaiters = 0 }
+            return s.drainWaiters
+        }
+        for _ in 0..<drainedNow { self.drained.signal() }
+        self.permits.signal()
     }
 
     /// Hands out nothing from now on and discards the idle connections; with `wait`, returns once
     /// the connections in use have come back (and were discarded).
     func close(waitingForConnectionsInUse wait: Bool) {
-        self.condition.lock()
-        self.closed = true
-        let leaving = self.idle
-        self.idle.removeAll()
-        self.open -= leaving.count
-        self.condition.broadcast()
+        let (leaving, mustWait) = self.withState { s -> ([Connection], Bool) in
+            s.closed = true
+            let leaving = s.idle
+            s.idle.removeAll()
+            s.open -= leaving.count
+            if wait, s.open > 0 { s.drainWaiters += 1 }
+            return (leaving, wait && s.open > 0)
+        }
         for c in leaving { self.discard(c) }
-        if wait { while self.open > 0 { self.condition.wait() } }
-        self.condition.unlock()
+        // Waiters blocked for a permit wake and learn of the close (each passes the permit on).
+        self.permits.signal()
+        if mustWait { self.drained.wait() }
     }
+}
+
+/// What `Pool.get()` does once it holds a permit.
+private enum PoolNext<Connection> {
+    case closed, idle(Connection), open
 }
