@@ -211,7 +211,13 @@ struct PostgresFaultTests {
         #expect(delivered.count >= 2)
         // Every attempt before the stop was answered 500: a success is one made after the outage.
         let webhookID = try #require(hook["webhookID"]?.stringValue)
-        let succeeded = try send(port, "GET", "/v1/account/webhooks/\(webhookID)/deliveries?status=succeeded", token: accountToken)
+        // The outcome is recorded just after the receiver answers: look until it is.
+        var succeeded = try send(port, "GET", "/v1/account/webhooks/\(webhookID)/deliveries?status=succeeded", token: accountToken)
+        let until = Date().addingTimeInterval(30)
+        while succeeded["deliveries"]?.arrayValue?.count != 1, Date() < until {
+            usleep(50_000)
+            succeeded = try send(port, "GET", "/v1/account/webhooks/\(webhookID)/deliveries?status=succeeded", token: accountToken)
+        }
         #expect(succeeded["deliveries"]?.arrayValue?.count == 1, "\(succeeded.raw.body)")
     }
 

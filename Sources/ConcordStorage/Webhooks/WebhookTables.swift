@@ -219,13 +219,13 @@ extension WebhookStatements {
 
     // MARK: - The outbox: a few statements per commit
 
-    /// The webhooks hearing `$2` (a type) of the account `$1`: two index lookups, then the events list.
+    /// The webhooks hearing `$2` (a type) of the account `$1`: the account's and the server's, each
+    /// found through its index (other accounts' webhooks are never read).
     private static var subscribed: String {
         """
-        SELECT w.webhook_id FROM webhooks w
-        WHERE w.webhook_id IN (SELECT webhook_id FROM webhooks WHERE account_id = $1 AND scope = 'account'
-                               UNION ALL SELECT webhook_id FROM webhooks WHERE scope = 'server')
-          AND (',' || w.events || ',') LIKE $2
+        SELECT webhook_id FROM webhooks WHERE account_id = $1 AND scope = 'account' AND (',' || events || ',') LIKE $2
+        UNION ALL
+        SELECT webhook_id FROM webhooks WHERE scope = 'server' AND (',' || events || ',') LIKE $2
         """
     }
 
