@@ -8,8 +8,16 @@ import Synchronization
 final class UUIDClock: Sendable {
     static let shared = UUIDClock()
     private let state = Mutex<(milliseconds: UInt64, counter: UInt64)>((0, 0))
+    /// Unix milliseconds: the wall clock, or a test's.
+    private let milliseconds: @Sendable () -> UInt64
 
-    func next(now: UInt64 = UInt64(max(0, WallClock.system.now().timeIntervalSince1970 * 1000))) -> (milliseconds: UInt64, counter: UInt64) {
+    init(milliseconds: @escaping @Sendable () -> UInt64 = { UInt64(max(0, WallClock.system.now().timeIntervalSince1970 * 1000)) }) {
+        self.milliseconds = milliseconds
+    }
+
+    func next() -> (milliseconds: UInt64, counter: UInt64) { self.next(now: self.milliseconds()) }
+
+    func next(now: UInt64) -> (milliseconds: UInt64, counter: UInt64) {
         self.state.withLock { s in
             if now > s.milliseconds {
                 s = (now & 0xFFFF_FFFF_FFFF, 0)
@@ -176,8 +184,11 @@ public enum Identifiers {
     /// each new record and each new link on a page of its own in those B-trees, and every such
     /// page is written again at commit; increasing ones fill the end of the account's range a page
     /// at a time. (`UUID().uuidString`, random, also cost 5–11 µs each.)
-    public static func newUUID() -> String {
-        let (milliseconds, counter) = UUIDClock.shared.next()
+    public static func newUUID() -> String { self.newUUID(clock: .shared) }
+
+    /// `newUUID` on `clock` (tests give it a clock of their own).
+    static func newUUID(clock: UUIDClock) -> String {
+        let (milliseconds, counter) = clock.next()
         var random = SystemRandomNumberGenerator()
         let high = milliseconds << 16 | 0x7000 | counter                                        // version 7
         let low = random.next() & ~(0xC000_0000_0000_0000 as UInt64) | 0x8000_0000_0000_0000   // variant 10

@@ -3,11 +3,14 @@ import Foundation
 import Testing
 
 /// New IDs are version-7 UUIDs in upper case, as `UUID().uuidString` spells them: each greater
-/// than the one before (storage's B-trees fill at the end), their time the current one.
+/// than the one before (storage's B-trees fill at the end), their time their clock's (a fixed one
+/// here, so the bounds are exact whatever the machine is doing).
 @Test func newIDsAreIncreasingVersion7UUIDsInUpperCase() {
-    let before = Date().timeIntervalSince1970
-    let ids = (0..<10_000).map { _ in Identifiers.newUUID() }
-    let after = Date().timeIntervalSince1970
+    let now: UInt64 = 1_800_000_000_123
+    let clock = UUIDClock(milliseconds: { now })
+    let before = Double(now) / 1000
+    let ids = (0..<10_000).map { _ in Identifiers.newUUID(clock: clock) }
+    let after = before
     #expect(Set(ids).count == ids.count)
     #expect(zip(ids, ids.dropFirst()).allSatisfy { $0 < $1 })
     for id in ids {
@@ -16,10 +19,12 @@ import Testing
         let version = id[id.index(id.startIndex, offsetBy: 14)], variant = id[id.index(id.startIndex, offsetBy: 19)]
         #expect(version == "7" && "89AB".contains(variant), "\(id)")
     }
-    // 48 bits of milliseconds: 10 000 IDs borrow at most a few milliseconds ahead.
+    // 48 bits of milliseconds: 10 000 IDs in one millisecond borrow two more (4096 a millisecond).
+    let first = ids.first!.replacingOccurrences(of: "-", with: "").prefix(12)
+    #expect(UInt64(first, radix: 16)! == now)
     let hex = ids.last!.replacingOccurrences(of: "-", with: "").prefix(12)
     let seconds = Double(UInt64(hex, radix: 16)!) / 1000
-    #expect(seconds >= before - 0.002 && seconds <= after + 0.1, "\(seconds) not in \(before)...\(after)")
+    #expect(seconds >= before && seconds <= after + 0.002, "\(seconds) not in \(before)...\(after + 0.002)")
 }
 
 /// The counter: from 0 in a new millisecond, up by one within one, borrowing the next

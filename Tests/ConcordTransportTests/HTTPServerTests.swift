@@ -460,9 +460,10 @@ import Testing
         #expect(eventually { server.openConnections == 1 && dispatched.load(ordering: .sequentiallyConsistent) })
         let start = Date()
         server.shutdown(gracePeriod: 0.3)
-        // Not before the grace; after it, within 10× of it.
+        // Not before the grace; after it the connection is forced closed (a responder that never
+        // answers would otherwise hold `shutdown` for ever: that it returned is the point).
         let elapsed = Date().timeIntervalSince(start)
-        #expect(elapsed >= 0.25 && elapsed < 3)
+        #expect(elapsed >= 0.25)
         #expect(client.closedByPeer())
         #expect(server.openConnections == 0)
         // A second shutdown is a no-op.
