@@ -170,16 +170,15 @@ import Testing
         #expect(events.all.contains { if case .protocolError(testCase.status, testCase.errorName) = $0 { true } else { false } })
     }
 
-    /// Answered by the configured timeout (0.3 s), not the default (10 s): within 10× of it.
+    /// Answered by the configured timeout (0.3 s), not the default (10 s): the client gives up after
+    /// 9 s, so an answer at all is the configured one.
     @Test func headerReadTimeoutAnswers408ThenCloses() throws {
         try withServer({ $0.headerReadTimeout = 0.3 }) { port, _ in
             let client = try TestClient(port: port, timeout: 9)
             try client.send("GET / HTTP/1.1\r\nHost: x\r\n")
-            let start = Date()
             let response = try #require(try client.readResponse())
             #expect(response.status == 408)
             #expect(errorName(response) == "requestTimeout")
-            #expect(Date().timeIntervalSince(start) < 3)
             #expect(client.closedByPeer())
         }
     }
@@ -215,15 +214,14 @@ import Testing
         }
     }
 
-    /// Closed by the configured idle timeout (0.3 s), not the default (75 s): within 10× of it.
+    /// Closed by the configured idle timeout (0.3 s), not the default (75 s): the client gives up
+    /// after 9 s, so a close seen at all is the configured one.
     @Test func idleTimeoutClosesQuietly() throws {
         try withServer({ $0.idleTimeout = 0.3 }) { port, server in
             let client = try TestClient(port: port, timeout: 9)
             try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse()?.status == 200)
-            let start = Date()
             #expect(client.closedByPeer())
-            #expect(Date().timeIntervalSince(start) < 3)
             #expect(eventually { server.openConnections == 0 })
         }
     }
@@ -331,10 +329,9 @@ import Testing
             setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
             try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(eventually { server.openConnections == 1 })
-            let start = Date()
+            // Closed by the write timeout (0.3 s), not held until the default (60 s): `eventually`
+            // gives up well before that.
             #expect(eventually { server.openConnections == 0 })
-            // Closed by the write timeout (0.3 s), not held: within 10× of it.
-            #expect(Date().timeIntervalSince(start) < 3)
         }
     }
 
