@@ -16,7 +16,7 @@ server serves the run (a PostgreSQL database needs no reset between parts):
 3. cpu      the server's CPU (utime + stime, /proc) per POST /v1/library/changes (one new asset a
             write, over --cpu-devices devices) with 0 and with 100 webhooks registered (the writing
             account's 10, the 10 server webhooks and 80 on 8 other accounts), in alternating rounds
-            (A B C A B C …): the machine is shared and noisy. C is B with the 20 webhooks that get the
+            (A B C, B C A, C A B, …): the machine is shared and noisy. C is B with the 20 webhooks that get the
             writer's events disabled: their events are written and coalesced but held, so C - A is
             the outbox's cost without deliveries. Each round's window is its writes plus 1.5 s, so
             the deliveries it caused are counted in it. The webhooks are created before and deleted
@@ -323,13 +323,16 @@ if "cpu" in PARTS:
     # "held": the same 100, with the 20 that receive the writer's events disabled: their events are
     # still written and coalesced (held), nothing is delivered — the outbox's cost alone.
     rounds = {0: [], 100: [], "held": []}
+    variants = list(rounds)
     for r in range(args.cpu_rounds):
-        for variant in rounds:
+        # Rotated each round, so that no variant always follows the same one (a round leaves work
+        # behind it — deleted webhooks' rows, the log's pages — that the next one may pay for).
+        for variant in variants[r % len(variants):] + variants[:r % len(variants)]:
             made = register(f"{r}{variant}") if variant else []
             if variant == "held":
                 for scope, token, hook in made[:20]:
                     S.call("PATCH", ("/v1/webhooks/" if scope == "server" else "/v1/account/webhooks/") + hook, token, {"enabled": False})
-            time.sleep(1.0)
+            time.sleep(2.0)
             log(f"cpu: round {r + 1}/{args.cpu_rounds}, {variant} webhooks, {args.cpu_writes} writes")
             prefix = f"/cpu/{r}{variant}/"
             d0, c0, t0 = delivered(prefix), S.cpu(), now()
@@ -340,7 +343,7 @@ if "cpu" in PARTS:
             rounds[variant].append((S.cpu() - c0, wall, delivered(prefix) - d0))
             unregister(made)
     say(f"### Server CPU per library write\n\n{args.cpu_writes} writes a round (one new asset each, over {args.cpu_devices} devices of one account, "
-        f"one connection), rounds alternating; CPU over the writes plus 1.5 s.\n")
+        f"one connection), rounds alternating in rotated order; CPU over the writes plus 1.5 s.\n")
     say("| webhooks registered | rounds | server CPU per write (µs), each round | mean (µs) | writes/s | POSTs delivered a round |\n|---:|---:|---|---:|---:|---:|")
     mean = {}
     label = {0: "0", 100: "100", "held": "100, the 20 that get events disabled (held: nothing delivered)"}

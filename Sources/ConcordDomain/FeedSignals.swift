@@ -20,7 +20,7 @@ public enum FeedTopic: Hashable, Sendable {
 public enum FeedSignal: Sendable, Equatable {
     case committed([FeedTopic])
     case anyMayHaveChanged
-    /// Another instance committed webhook events (device and account events, which append to no feed).
+    /// New webhook events were committed, by this instance or another (the delivery engine's cue).
     case webhookEventsQueued
 }
 

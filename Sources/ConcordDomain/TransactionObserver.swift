@@ -14,9 +14,13 @@ public protocol TransactionObserver: AnyObject {
     func transactionDidChange(_ mutation: @autoclosure () -> MappingMutation)
     /// The transaction appended to a change feed (a device's library history, the account's journals).
     func transactionDidAppend(to feed: FeedTopic)
+    /// The transaction queued webhook events that are new (not a change taken in place by an event
+    /// already waiting): the delivery engine has something to look at once it commits.
+    func transactionDidQueueWebhookEvents()
 }
 
 extension TransactionObserver {
     public func transactionDidChange(_ mutation: @autoclosure () -> MappingMutation) {}
     public func transactionDidAppend(to feed: FeedTopic) {}
+    public func transactionDidQueueWebhookEvents() {}
 }

@@ -25,11 +25,25 @@ final class TransactionObservers {
     func didAppend(to feed: FeedTopic) {
         for observer in self.observers { observer.transactionDidAppend(to: feed) }
     }
+
+    func didQueueWebhookEvents() {
+        for observer in self.observers { observer.transactionDidQueueWebhookEvents() }
+    }
 }
 
 /// Collects the feeds a write transaction appended to, for its store to announce once it has
 /// committed (`ConcordStore.feedSignals`; a rollback announces nothing).
 final class FeedRecorder: TransactionObserver {
     private(set) var feeds: [FeedTopic] = []
+    /// New webhook events: announced once committed, so the delivery engine looks only when there is
+    /// something new (a change an event already waiting takes in place needs no look).
+    private(set) var webhookEventsQueued = false
     func transactionDidAppend(to feed: FeedTopic) { self.feeds.append(feed) }
+    func transactionDidQueueWebhookEvents() { self.webhookEventsQueued = true }
+
+    /// What the store announces after the commit.
+    func publish(on signals: FeedSignals) {
+        signals.publish(.committed(self.feeds))
+        if self.webhookEventsQueued { signals.publish(.webhookEventsQueued) }
+    }
 }

@@ -138,7 +138,12 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
                                                   settings: configuration.webhooks.settings, logger: logger, metrics: metrics, ownsDatabase: isSQLite,
                                                   scheduler: scheduler)
         wakeRelay.set { webhookEngine.wake() }
-        storage.store.feedSignals.observe { _ in webhookEngine.wake() }
+        // New events (committed here or by another instance), or a lost connection to the others:
+        // a commit whose change an event already waiting took in place gives the engine nothing new.
+        storage.store.feedSignals.observe { signal in
+            if case .committed = signal { return }
+            webhookEngine.wake()
+        }
         webhookEngine.start()
         lifecycle.register("webhook delivery") { _ in webhookEngine.stop(grace: configuration.server.timeouts.shutdownGrace) }
         let context = AppContext(configuration: configuration, logger: logger, metrics: metrics, adminToken: adminToken, storage: storage, clock: clock,

@@ -215,6 +215,8 @@ public enum WebhookFeed: Sendable, Equatable {
 /// Minimal JSON text for event bodies: the domain writes its few ASCII members itself.
 enum WebhookJSON {
     static func string(_ s: String) -> String {
+        // Most values (IDs, tokens) need no escape: quoted as they are.
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) { return "\"" + s + "\"" }
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {

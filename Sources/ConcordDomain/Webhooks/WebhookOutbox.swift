@@ -7,11 +7,11 @@
 enum WebhookOutbox {
     static func libraryChanged(_ core: ServiceCore, _ tx: any AccountWriteTransaction, device: DeviceRef, seq: Int64, at time: Double) throws {
         let token = core.tokens.encode(seq: seq, scope: .library(device))
+        // The same with or without its origin (a library's changes are its own device's): built once.
+        let data = WebhookJSON.object([("accountID", WebhookJSON.string(device.accountID)), ("deviceID", WebhookJSON.string(device.deviceID)),
+                                       ("changeToken", WebhookJSON.string(token))])
         try Self.feedChanged(core, tx, feed: .library(device), type: .libraryChanged, accountID: device.accountID, at: time,
-                             origin: device.deviceID) { _ in
-            WebhookJSON.object([("accountID", WebhookJSON.string(device.accountID)), ("deviceID", WebhookJSON.string(device.deviceID)),
-                                ("changeToken", WebhookJSON.string(token))])
-        }
+                             origin: device.deviceID) { _ in data }
     }
 
     static func journalsChanged(_ core: ServiceCore, _ tx: any AccountWriteTransaction, accountID: String, seq: Int64, origin: String,

@@ -159,6 +159,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// to this one once it has committed.
     public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
         var touched: [FeedTopic] = []
+        var webhookEventsQueued = false
         var written = (objects: 0, records: 0)
         let result = try self.writeHealth.tracking {
             try self.transaction(begin: "BEGIN", retries: 5) { c in
@@ -169,6 +170,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
                 try tx.lockAccount()
                 let result = try body(tx)
                 touched = Array(Set(feeds.feeds))
+                webhookEventsQueued = feeds.webhookEventsQueued
                 for topic in touched {
                     try c.query("SELECT pg_notify($1, $2)", [.text(PostgresFeedListener.channel), .text(self.listener.payload(topic))])
                 }
@@ -176,6 +178,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
             }
         }
         self.feedSignals.publish(.committed(touched))
+        if webhookEventsQueued { self.feedSignals.publish(.webhookEventsQueued) }
         for table in self.statistics.wrote(objects: written.objects, records: written.records) {
             DispatchQueue.global(qos: .utility).async { self.analyse(table) }
         }

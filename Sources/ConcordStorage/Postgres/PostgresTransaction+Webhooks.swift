@@ -18,6 +18,7 @@ extension PostgresTransaction: WebhookStatements {
 
     /// Other instances' engines wake at commit (PostgreSQL sends one notification per transaction for equal payloads).
     func announceWebhookEvents() throws {
+        self.observers.didQueueWebhookEvents()
         try self.db.query("SELECT pg_notify($1, $2)", [.text(PostgresFeedListener.channel), .text(PostgresFeedListener.webhookPayload)])
     }
 

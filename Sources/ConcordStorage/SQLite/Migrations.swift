@@ -186,6 +186,8 @@ enum SQLiteMigrations {
         (15, "ALTER TABLE records DROP COLUMN created_at;"),
         // Migration 16: webhooks, their events (the outbox) and the deliveries log (WebhookSchema).
         (16, WebhookSchema.sqlite),
+        // Migration 18: the webhook events of a feed that wait or are in flight, by index (WebhookSchema).
+        (18, WebhookSchema.feedIndexes),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

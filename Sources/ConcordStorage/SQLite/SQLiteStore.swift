@@ -104,7 +104,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
             tx.add(observer: touched)
             return try body(tx)
         }
-        self.feedSignals.publish(.committed(touched.feeds))
+        touched.publish(on: self.feedSignals)
         return result
     }
 

@@ -14,8 +14,8 @@ extension SQLiteTransaction: WebhookStatements {
     /// One writer serialises claims already.
     func lockWebhookClaims() throws {}
 
-    /// One process: its engine is woken in process.
-    func announceWebhookEvents() throws {}
+    /// One process: its engine is woken in process, once the transaction has committed.
+    func announceWebhookEvents() throws { self.observers.didQueueWebhookEvents() }
 
     /// `$n` → `?n` (SQLite numbers `$n` parameters by first appearance, not by `n`), once per
     /// statement text: the outbox runs its statements on every commit.

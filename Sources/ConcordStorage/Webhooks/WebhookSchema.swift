@@ -5,6 +5,14 @@ enum WebhookSchema {
     static let sqlite = Self.schema(integer: "INTEGER", real: "REAL", blob: "BLOB", serial: "INTEGER PRIMARY KEY AUTOINCREMENT")
     static let postgres = Self.schema(integer: "bigint", real: "double precision", blob: "bytea", serial: "bigserial PRIMARY KEY")
 
+    /// The waiting and in-flight events of one (webhook, feed), found without reading its log:
+    /// the outbox asks on every commit, a claim on every attempt, and the log keeps thousands of
+    /// finished events per webhook.
+    static let feedIndexes = """
+        CREATE INDEX webhook_events_pending_by_feed ON webhook_events (webhook_id, feed, seq) WHERE status = 'pending';
+        CREATE INDEX webhook_events_in_flight_by_feed ON webhook_events (webhook_id, feed) WHERE lease_owner IS NOT NULL;
+        """
+
     private static func schema(integer: String, real: String, blob: String, serial: String) -> String {
         """
         CREATE TABLE webhooks (

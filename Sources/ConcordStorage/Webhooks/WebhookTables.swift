@@ -41,13 +41,7 @@ protocol WebhookStatements: WebhookWrites {
 }
 
 extension WebhookStatements {
-    static var webhookColumns: String {
-        """
-        webhook_id, scope, account_id, url, events, description, enabled, disabled_reason, disabled_at, min_interval, created_at,
-        updated_at, secret, secret_key_id, secret_created_at, prev_secret, prev_secret_key_id, prev_secret_created_at,
-        prev_secret_expires_at, secret_serial, consecutive_failures, last_success_at, last_failure_at, last_ping_at
-        """
-    }
+    static var webhookColumns: String { webhookColumnList }
 
     static var eventColumns: String {
         """
@@ -284,14 +278,11 @@ extension WebhookStatements {
     // MARK: - WebhookWrites
 
     func insertWebhook(_ webhook: StoredWebhook) throws {
-        let placeholders = (1...24).map { "$\($0)" }.joined(separator: ", ")
-        try self.webhookRun("INSERT INTO webhooks (\(Self.webhookColumns)) VALUES (\(placeholders))", Self.webhookValues(webhook))
+        try self.webhookRun(WebhookStatementTexts.insertWebhook, Self.webhookValues(webhook))
     }
 
     func updateWebhook(_ webhook: StoredWebhook) throws {
-        let names = Self.webhookColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        let sets = names.enumerated().dropFirst().map { "\($0.element) = $\($0.offset + 1)" }.joined(separator: ", ")
-        try self.webhookRun("UPDATE webhooks SET \(sets) WHERE webhook_id = $1", Self.webhookValues(webhook))
+        try self.webhookRun(WebhookStatementTexts.updateWebhook, Self.webhookValues(webhook))
     }
 
     func deleteWebhook(id: String) throws {
@@ -426,4 +417,24 @@ extension WebhookStatements {
             try self.webhookRun("DELETE FROM webhook_events WHERE webhook_id = $1 AND \(finished) AND seq <= $2", [.text(webhookID), .int(cutoff)])
         }
     }
+}
+
+private let webhookColumnList = """
+    webhook_id, scope, account_id, url, events, description, enabled, disabled_reason, disabled_at, min_interval, created_at,
+    updated_at, secret, secret_key_id, secret_created_at, prev_secret, prev_secret_key_id, prev_secret_created_at,
+    prev_secret_expires_at, secret_serial, consecutive_failures, last_success_at, last_failure_at, last_ping_at
+    """
+
+/// Statement texts built from the column list once, not per call (an attempt's outcome updates its webhook).
+enum WebhookStatementTexts {
+    static let insertWebhook: String = {
+        let placeholders = (1...24).map { "$\($0)" }.joined(separator: ", ")
+        return "INSERT INTO webhooks (\(webhookColumnList)) VALUES (\(placeholders))"
+    }()
+
+    static let updateWebhook: String = {
+        let names = webhookColumnList.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let sets = names.enumerated().dropFirst().map { "\($0.element) = $\($0.offset + 1)" }.joined(separator: ", ")
+        return "UPDATE webhooks SET \(sets) WHERE webhook_id = $1"
+    }()
 }
