@@ -41,8 +41,8 @@ public struct PickerSessionStep: Sendable, Equatable {
         switch (session, sequence) {
         case (nil, nil): return nil
         case (let s?, let n?): return try PickerSessionStep(session: s, sequence: n)
-        case (nil, _?): throw DomainError.badRequest(message: "sequence is sent with a session: session is missing.", field: "session")
-        case (_?, nil): throw DomainError.badRequest(message: "session is sent with a sequence: sequence is missing.", field: "sequence")
+        case (nil, _?): throw DomainError.badRequest(message: "The field \"session\" is required with \"sequence\".", field: "session")
+        case (_?, nil): throw DomainError.badRequest(message: "The field \"sequence\" is required with \"session\".", field: "sequence")
         }
     }
 
