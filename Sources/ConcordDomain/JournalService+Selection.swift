@@ -28,6 +28,29 @@ extension JournalService {
     /// without `If-Match`: a selection edits an entry, it never creates one).
     public func applySelection(journalID: String, entryID: String, cancelled: Bool, localIdentifiers picked: [String], ifMatch: IfMatch?,
                                device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) -> JournalEntryView {
+        try self.applySelection(journalID: journalID, entryID: entryID, cancelled: cancelled, localIdentifiers: picked, mode: .replace,
+                                session: nil, ifMatch: ifMatch, device: device, idempotency: idempotency).entry
+    }
+
+    /// A selection in either mode, optionally a step of a continuous picker session:
+    ///
+    /// - `.replace`: the rules above.
+    /// - `.add`: each given object that does not already stand in the entry (as resolved here; an
+    ///   ambiguous photo one of whose candidates is given stands for it, and that choice is kept as a
+    ///   link as in `.replace`) is mapped local → cloud and appended, in the given order; one given
+    ///   twice is taken once; nothing is dropped or reordered. Unmappable ones are `422`, nothing changes.
+    /// - `session`: the server keeps per entry and session the highest sequence applied. A step whose
+    ///   sequence is not above it changes nothing (`applied: false`); `If-Match` is checked first. A
+    ///   session is forgotten `PickerSessionStep.lifetime` after its last applied step (forgotten ones
+    ///   of the account are deleted by the next step of any session), and with its entry. A cancelled
+    ///   step changes nothing, not even the session's sequence.
+    ///
+    /// An applied selection that changes the entry is one journal change, as any entry write; one that
+    /// changes nothing (a stale or cancelled step, the same photos again, an empty addition) writes no
+    /// change and wakes no poll.
+    public func applySelection(journalID: String, entryID: String, cancelled: Bool, localIdentifiers picked: [String], mode: SelectionMode,
+                               session: PickerSessionStep?, ifMatch: IfMatch?, device: DeviceRef,
+                               idempotency: IdempotencyScope? = nil) throws(DomainError) -> SelectionOutcome {
         try Self.validateEntryID(entryID)
         guard picked.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         var seen = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
@@ -35,7 +58,8 @@ extension JournalService {
             guard Identifiers.isValidLocalIdentifier(id) else {
                 throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifiers")
             }
-            guard seen.insert(ByteKey(id)).inserted else {
+            // A picker's whole selection holds an object once; an addition may repeat one (taken once).
+            guard seen.insert(ByteKey(id)).inserted || mode == .add else {
                 throw DomainError.badRequest(message: "The local identifier \(id) is picked twice.", field: "localIdentifiers")
             }
         }
@@ -47,10 +71,27 @@ extension JournalService {
                 throw Self.noSuchEntry
             }
             try Self.checkPrecondition(ifMatch, current: entry.version)
-            if cancelled { return try Self.resolvedView(tx, device: device, entry, limited: limited) }
+            let notApplied: Bool? = session == nil ? nil : false
+            if cancelled { return SelectionOutcome(entry: try Self.resolvedView(tx, device: device, entry, limited: limited), applied: notApplied) }
+            if let session {
+                let forgottenBefore = now.timeIntervalSince1970 - PickerSessionStep.lifetime
+                if let applied = try tx.pickerSessionSequence(journalID: journalID, entryID: entryID, session: session.session, usedAfter: forgottenBefore),
+                   session.sequence <= applied {
+                    return SelectionOutcome(entry: try Self.resolvedView(tx, device: device, entry, limited: limited), applied: false)
+                }
+            }
 
-            let plan = try self.planSelection(tx, device: device, current: entry.photos, picked: picked, limited: limited)
+            let plan = switch mode {
+            case .replace: try self.planSelection(tx, device: device, current: entry.photos, picked: picked, limited: limited)
+            case .add: try self.planAddition(tx, device: device, current: entry.photos, given: picked, limited: limited)
+            }
             if !plan.links.isEmpty { try MappingService.storeFoundLinks(tx, device: device, plan.links) }
+            if let session {
+                // Thrown errors above roll this back with the rest: an unmappable step is not applied.
+                let at = now.timeIntervalSince1970
+                try tx.deletePickerSessions(usedAtOrBefore: at - PickerSessionStep.lifetime)
+                try tx.putPickerSession(journalID: journalID, entryID: entryID, session: session.session, sequence: session.sequence, usedAt: at)
+            }
             if plan.photos != entry.photos {
                 let details = JournalChangeDetails(journals: JournalChangeLists(updated: [journalID]),
                                                    entries: JournalChangeLists(updated: [journalID + "/" + entryID]))
@@ -61,7 +102,7 @@ extension JournalService {
                     try Self.touch(tx, &journal, seq: seq, now: now)
                 }
             }
-            return try Self.resolvedView(tx, device: device, entry, limited: limited)
+            return SelectionOutcome(entry: try Self.resolvedView(tx, device: device, entry, limited: limited), applied: session == nil ? nil : true)
         }
     }
 
@@ -113,18 +154,7 @@ extension JournalService {
             throw Self.unmappablePhotos(inputs, failures).withField(rename: "localIdentifiers")
         }
 
-        // The person's choice among an ambiguous photo's candidates becomes its link when it can be
-        // stored without replacing any (storeFoundLinks re-checks object, key or content, and record).
-        if !chosen.isEmpty {
-            var parsed: [String: CloudIdentifier] = [:]
-            for (_, c) in chosen { parsed[c] = CloudIdentifier(parsing: c) }
-            var records: [String: CloudRecord] = [:]
-            for r in try tx.records(guids: Array(Set(parsed.values.map(\.guid)))) { records[r.guid] = r }
-            for (local, c) in chosen {
-                guard let id = parsed[c] ?? nil, let r = records[id.guid], r.type == id.type else { continue }
-                links.append((local, r))
-            }
-        }
+        links += try Self.chosenLinks(tx, chosen)
 
         // Picked first, in picked order; then what this device could not show, in earlier order. A
         // record enters the entry once (GUID and type identify it, whatever the fingerprint part).
@@ -150,6 +180,72 @@ extension JournalService {
             }
         }
         return (photos, links)
+    }
+
+    /// The entry's new photo list after an addition (`"mode": "add"`): the current photos as they
+    /// are, then each given object that does not stand in the entry yet, mapped local → cloud, in the
+    /// given order. A given object stands when a photo resolves to it here, or when it is a candidate
+    /// of an ambiguous photo not yet standing for another given one (as in `planSelection`, that
+    /// photo then counts as resolved to it, and the choice is kept as a link). Repeated objects, and
+    /// records the entry already holds, are taken once. Unmappable objects are `422` (nothing changes).
+    func planAddition(_ tx: any AccountWriteTransaction, device: DeviceRef, current: [String], given: [String], limited: Bool)
+        throws -> (photos: [String], links: [(localIdentifier: String, record: CloudRecord)]) {
+        guard !given.isEmpty else { return (current, []) }
+        let resolved = try Self.resolvePhotos(tx, device: device, [current], limited: limited)
+        var standing = Set<ByteKey>()
+        var ambiguous: [(candidates: Set<ByteKey>, cloud: String, used: Bool)] = []
+        for c in current {
+            switch resolved.answers[c] {
+            case .found(let local)?: standing.insert(ByteKey(local))
+            case .error(.multipleIdentifiersFound(let candidates))?: ambiguous.append((Set(candidates.map(ByteKey.init)), c, false))
+            default: break
+            }
+        }
+        var toMap: [String] = []
+        var chosen: [(localIdentifier: String, cloud: String)] = []
+        var taken = Set<ByteKey>()
+        for local in given {
+            let key = ByteKey(local)
+            guard taken.insert(key).inserted, !standing.contains(key) else { continue }
+            if let k = ambiguous.firstIndex(where: { !$0.used && $0.candidates.contains(key) }) {
+                ambiguous[k].used = true
+                chosen.append((local, ambiguous[k].cloud))
+            } else {
+                toMap.append(local)
+            }
+        }
+        let assigned = toMap.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: toMap, core: self.core)
+        let missingSet = Set(toMap.filter { assigned[ByteKey($0)] == nil }.map(ByteKey.init))
+        if !missingSet.isEmpty {
+            let inputs = given.map { JournalPhotoInput.localIdentifier($0) }
+            let failures = given.enumerated().filter { missingSet.contains(ByteKey($0.element)) }
+                .map { (index: $0.offset, error: ItemError.identifierNotFound(limitedLibrary: limited)) }
+            throw Self.unmappablePhotos(inputs, failures).withField(rename: "localIdentifiers")
+        }
+        var photos = current
+        var seenRecords = Set(current.map { c in CloudIdentifier(parsing: c).map { $0.guid + ":" + $0.type.code } ?? c })
+        for local in toMap {
+            guard let r = assigned[ByteKey(local)] else { continue }
+            if seenRecords.insert(r.guid + ":" + r.type.code).inserted { photos.append(r.cloudIdentifier) }
+        }
+        return (photos, resolved.links + (try Self.chosenLinks(tx, chosen)))
+    }
+
+    /// The person's choice among an ambiguous photo's candidates becomes its link when it can be
+    /// stored without replacing any (storeFoundLinks re-checks object, key or content, and record).
+    static func chosenLinks(_ tx: any AccountWriteTransaction, _ chosen: [(localIdentifier: String, cloud: String)]) throws
+        -> [(localIdentifier: String, record: CloudRecord)] {
+        guard !chosen.isEmpty else { return [] }
+        var parsed: [String: CloudIdentifier] = [:]
+        for (_, c) in chosen { parsed[c] = CloudIdentifier(parsing: c) }
+        var records: [String: CloudRecord] = [:]
+        for r in try tx.records(guids: Array(Set(parsed.values.map(\.guid)))) { records[r.guid] = r }
+        var links: [(localIdentifier: String, record: CloudRecord)] = []
+        for (local, c) in chosen {
+            guard let id = parsed[c] ?? nil, let r = records[id.guid], r.type == id.type else { continue }
+            links.append((local, r))
+        }
+        return links
     }
 }
 

@@ -87,9 +87,13 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             guard let cancelled = try Codec.bool(body, "cancelled", path: "cancelled") else { throw APIError.missingField("cancelled") }
             // A cancelled session may come without identifiers (the picker returned none).
             let picked = try Codec.batch(body, "localIdentifiers", maxBatch: app.service.configuration.maxBatch, required: !cancelled) ?? []
-            let entry = try app.service.journals.applySelection(journalID: journalID, entryID: entryID, cancelled: cancelled, localIdentifiers: picked,
-                                               ifMatch: ifMatch, device: device, idempotency: request.idempotency)
-            return Codec.entryResponse(entry)
+            let mode = try Codec.selectionMode(body)
+            let session = try PickerSessionStep.from(session: try Codec.string(body, "session", path: "session"),
+                                                     sequence: try Codec.sequence(body, "sequence"))
+            let outcome = try app.service.journals.applySelection(journalID: journalID, entryID: entryID, cancelled: cancelled, localIdentifiers: picked,
+                                                                  mode: mode, session: session, ifMatch: ifMatch, device: device,
+                                                                  idempotency: request.idempotency)
+            return Codec.entryResponse(outcome.entry, applied: outcome.applied)
         },
     ]
 }

@@ -19,17 +19,25 @@ public protocol JournalReads {
     func journalChanges(after seq: Int64, limit: Int) throws -> [StoredJournalChange]
     /// The highest seq of a journal change created at or before `time`, nil if none.
     func latestJournalChangeSeq(createdAtOrBefore time: Double) throws -> Int64?
+    /// The highest sequence a picker session applied to the entry, when the session's last applied
+    /// selection was after `usedAfter` (an older session is forgotten); nil otherwise.
+    func pickerSessionSequence(journalID: String, entryID: String, session: String, usedAfter time: Double) throws -> Int64?
 }
 
 /// Journal writes, inside the account's one write transaction.
 public protocol JournalWrites: JournalReads {
     /// Inserts or replaces the journal row.
     func putJournal(_ journal: StoredJournal) throws
-    /// Deletes the journal and every entry of it.
+    /// Deletes the journal and every entry of it (and their picker sessions).
     func deleteJournal(journalID: String) throws
     /// Inserts or replaces the entry row.
     func putJournalEntry(_ entry: StoredJournalEntry) throws
+    /// Deletes the entry and its picker sessions.
     func deleteJournalEntry(journalID: String, entryID: String) throws
+    /// Inserts or replaces the picker session's row: `sequence` applied at `usedAt`.
+    func putPickerSession(journalID: String, entryID: String, session: String, sequence: Int64, usedAt: Double) throws
+    /// Deletes the account's picker sessions last used at or before `time` (forgotten ones).
+    func deletePickerSessions(usedAtOrBefore time: Double) throws
     /// Appends one change and makes `seq` the feed's last.
     func appendJournalChange(seq: Int64, createdAt: Double, details: JournalChangeDetails) throws
     /// Deletes changes with seq ≤ `throughSeq` and remembers it as the pruning point.

@@ -132,6 +132,8 @@ enum PostgresMigrations {
         SharedMigrations.indexSnapshot(.postgres),
         // Migration 11: webhooks, their events (the outbox) and the deliveries log (WebhookSchema).
         (11, WebhookSchema.postgres),
+        // Migration 12: picker sessions of continuous selections (PickerSessionSchema.swift).
+        SharedMigrations.pickerSessions(.postgres, version: 12),
         // Migration 13: the webhook events of a feed that wait or are in flight, by index (WebhookSchema).
         (13, WebhookSchema.feedIndexes),
     ]

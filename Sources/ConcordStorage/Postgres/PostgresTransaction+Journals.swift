@@ -85,6 +85,13 @@ extension PostgresTransaction: JournalWrites {
                                      [.text(self.accountID), .double(time)])
     }
 
+    func pickerSessionSequence(journalID: String, entryID: String, session: String, usedAfter time: Double) throws -> Int64? {
+        try self.db.scalarInt("""
+            SELECT sequence FROM picker_sessions
+            WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3 AND session = $4 AND used_at > $5
+            """, [.text(self.accountID), .text(journalID), .text(entryID), .text(session), .double(time)])
+    }
+
     func putJournal(_ j: StoredJournal) throws {
         let n = try self.db.query("""
             INSERT INTO journals (account_id, journal_id, title, version, entry_count, created_seq, created_at, updated_at)
@@ -99,7 +106,8 @@ extension PostgresTransaction: JournalWrites {
 
     func deleteJournal(journalID: String) throws {
         let n = try self.db.query("""
-            WITH e AS (DELETE FROM journal_entries WHERE account_id = $1 AND journal_id = $2)
+            WITH e AS (DELETE FROM journal_entries WHERE account_id = $1 AND journal_id = $2),
+                s AS (DELETE FROM picker_sessions WHERE account_id = $1 AND journal_id = $2)
             DELETE FROM journals WHERE account_id = $1 AND journal_id = $2
             """, [.text(self.accountID), .text(journalID)])
         if n == 0 { try self.requireAccount() }
@@ -117,9 +125,25 @@ extension PostgresTransaction: JournalWrites {
     }
 
     func deleteJournalEntry(journalID: String, entryID: String) throws {
-        let n = try self.db.query("DELETE FROM journal_entries WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3",
-                                  [.text(self.accountID), .text(journalID), .text(entryID)])
+        let n = try self.db.query("""
+            WITH s AS (DELETE FROM picker_sessions WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3)
+            DELETE FROM journal_entries WHERE account_id = $1 AND journal_id = $2 AND entry_id = $3
+            """, [.text(self.accountID), .text(journalID), .text(entryID)])
         if n == 0 { try self.requireAccount() }
+    }
+
+    func putPickerSession(journalID: String, entryID: String, session: String, sequence: Int64, usedAt: Double) throws {
+        let n = try self.db.query("""
+            INSERT INTO picker_sessions (account_id, journal_id, entry_id, session, sequence, used_at)
+            SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM accounts WHERE account_id = $1)
+            ON CONFLICT (account_id, journal_id, entry_id, session) DO UPDATE SET
+                sequence = excluded.sequence, used_at = excluded.used_at
+            """, [.text(self.accountID), .text(journalID), .text(entryID), .text(session), .int(sequence), .double(usedAt)])
+        if n == 0 { throw DomainError.notFound(message: "No such account.") }
+    }
+
+    func deletePickerSessions(usedAtOrBefore time: Double) throws {
+        try self.db.query("DELETE FROM picker_sessions WHERE account_id = $1 AND used_at <= $2", [.text(self.accountID), .double(time)])
     }
 
     func appendJournalChange(seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {

@@ -186,6 +186,8 @@ enum SQLiteMigrations {
         (15, "ALTER TABLE records DROP COLUMN created_at;"),
         // Migration 16: webhooks, their events (the outbox) and the deliveries log (WebhookSchema).
         (16, WebhookSchema.sqlite),
+        // Migration 17: picker sessions of continuous selections (PickerSessionSchema.swift).
+        SharedMigrations.pickerSessions(.sqlite, version: 17),
         // Migration 18: the webhook events of a feed that wait or are in flight, by index (WebhookSchema).
         (18, WebhookSchema.feedIndexes),
     ]

@@ -76,7 +76,7 @@ extension SQLiteTransaction: TokenWrites, DeviceWrites {
     }
 
     /// Every table holding an account's rows, `accounts` last.
-    static let accountTables = ["upload_objects", "upload_parts", "uploads", "idempotency_keys", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
+    static let accountTables = ["upload_objects", "upload_parts", "uploads", "idempotency_keys", "picker_sessions", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
                                 "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 

@@ -87,6 +87,14 @@ extension SQLiteTransaction: JournalWrites {
                               [.int(a), .double(time)])
     }
 
+    func pickerSessionSequence(journalID: String, entryID: String, session: String, usedAfter time: Double) throws -> Int64? {
+        guard let a = try self.accountKey(self.accountID) else { return nil }
+        return try self.db.scalarInt("""
+            SELECT sequence FROM picker_sessions
+            WHERE account_key = ? AND journal_id = ? AND entry_id = ? AND session = ? AND used_at > ?
+            """, [.int(a), .text(journalID), .text(entryID), .text(session), .double(time)])
+    }
+
     func putJournal(_ j: StoredJournal) throws {
         let a = try self.existingAccountKey()
         try self.db.run("""
@@ -102,6 +110,7 @@ extension SQLiteTransaction: JournalWrites {
     func deleteJournal(journalID: String) throws {
         let a = try self.existingAccountKey()
         try self.db.run("DELETE FROM journal_entries WHERE account_key = ? AND journal_id = ?", [.int(a), .text(journalID)])
+        try self.db.run("DELETE FROM picker_sessions WHERE account_key = ? AND journal_id = ?", [.int(a), .text(journalID)])
         try self.db.run("DELETE FROM journals WHERE account_key = ? AND journal_id = ?", [.int(a), .text(journalID)])
     }
 
@@ -118,8 +127,25 @@ extension SQLiteTransaction: JournalWrites {
 
     func deleteJournalEntry(journalID: String, entryID: String) throws {
         let a = try self.existingAccountKey()
+        try self.db.run("DELETE FROM picker_sessions WHERE account_key = ? AND journal_id = ? AND entry_id = ?",
+                        [.int(a), .text(journalID), .text(entryID)])
         try self.db.run("DELETE FROM journal_entries WHERE account_key = ? AND journal_id = ? AND entry_id = ?",
                         [.int(a), .text(journalID), .text(entryID)])
+    }
+
+    func putPickerSession(journalID: String, entryID: String, session: String, sequence: Int64, usedAt: Double) throws {
+        let a = try self.existingAccountKey()
+        try self.db.run("""
+            INSERT INTO picker_sessions (account_key, journal_id, entry_id, session, sequence, used_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            ON CONFLICT (account_key, journal_id, entry_id, session) DO UPDATE SET
+                sequence = excluded.sequence, used_at = excluded.used_at
+            """, [.int(a), .text(journalID), .text(entryID), .text(session), .int(sequence), .double(usedAt)])
+    }
+
+    func deletePickerSessions(usedAtOrBefore time: Double) throws {
+        let a = try self.existingAccountKey()
+        try self.db.run("DELETE FROM picker_sessions WHERE account_key = ? AND used_at <= ?", [.int(a), .double(time)])
     }
 
     func appendJournalChange(seq: Int64, createdAt: Double, details: JournalChangeDetails) throws {

@@ -66,7 +66,7 @@ extension Codec {
 
     /// An entry: `{"entryID","text","version","photos"}`, each photo `{"cloudIdentifier","localIdentifier"}`
     /// or `{"cloudIdentifier","error"}` as resolved for the calling device.
-    static func write(_ e: JournalEntryView, into w: inout JSONWriter) {
+    static func write(_ e: JournalEntryView, applied: Bool? = nil, into w: inout JSONWriter) {
         w.beginObject()
         w.key("entryID"); w.string(e.entryID)
         w.key("text"); w.string(e.text)
@@ -83,7 +83,30 @@ extension Codec {
             w.endObject()
         }
         w.endArray()
+        if let applied { w.key("applied"); w.bool(applied) }
         w.endObject()
+    }
+
+    /// A selection's `"mode"`: `"replace"` when absent or null, else one of the two names.
+    static func selectionMode(_ body: JSONObject) throws(APIError) -> SelectionMode {
+        guard let name = try Codec.string(body, "mode", path: "mode") else { return .replace }
+        guard let mode = SelectionMode(rawValue: name) else {
+            throw APIError.badRequest("mode must be \"replace\" or \"add\".", field: "mode")
+        }
+        return mode
+    }
+
+    /// A selection's `"sequence"`: an integer (a JSON number without a fraction); nil when absent or
+    /// null. Its range is the domain's to check, so out-of-range whole numbers pass as far as Int64 holds them.
+    static func sequence(_ body: JSONObject, _ key: String) throws(APIError) -> Int64? {
+        switch body[key] {
+        case .none, .null?: return nil
+        case .number(let n)?:
+            guard n == n.rounded(), n.isFinite else { throw APIError.wrongType(key, "an integer from 0 to 2^53 - 1") }
+            // Beyond 2^53 a double holds no odd integer: clamp, and let the domain refuse it as too large.
+            return Int64(exactly: n) ?? (n < 0 ? Int64.min : Int64.max)
+        default: throw APIError.wrongType(key, "an integer from 0 to 2^53 - 1")
+        }
     }
 
     /// `{"journals": [...]}`, with `"hasMore"` when a page was asked for (`hasMore` not nil).
@@ -107,9 +130,9 @@ extension Codec {
         return response
     }
 
-    /// `200` with the entry and its `ETag`.
-    static func entryResponse(_ entry: JournalEntryView) -> HTTPResponse {
-        var response = Codec.json(capacity: 128 + entry.text.utf8.count + 160 * entry.photos.count) { w in Codec.write(entry, into: &w) }
+    /// `200` with the entry and its `ETag`; with `"applied"` when given (a picker session's selection).
+    static func entryResponse(_ entry: JournalEntryView, applied: Bool? = nil) -> HTTPResponse {
+        var response = Codec.json(capacity: 128 + entry.text.utf8.count + 160 * entry.photos.count) { w in Codec.write(entry, applied: applied, into: &w) }
         response.headers.add(name: "ETag", value: Codec.entityTag(entry.version))
         return response
     }
