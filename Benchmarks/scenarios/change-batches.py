@@ -11,7 +11,9 @@ the schema, not a configuration: the index serves storage's content matching).
 --ids sequential: local identifiers whose leading digits count up (storage appends, as the scale
 scenario's do); random: scrambled, as PhotoKit's UUIDs are. Run by change-batches.sh.
 """
-import argparse, base64, hashlib, http.client, json, os, secrets, socket, sqlite3, subprocess, sys, time
+import argparse, base64, hashlib, json, os, secrets, sqlite3, time
+
+from concord_server import ConcordServer
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
@@ -41,44 +43,8 @@ def body(lo):
         for i in range(lo, lo + BATCH))
 
 
-class Server:
-    def start(self):
-        probe = socket.socket(); probe.bind(("127.0.0.1", 0)); self.port = probe.getsockname()[1]; probe.close()
-        self.log = open(os.path.join(args.work, "server.log"), "a")
-        self.p = subprocess.Popen([args.bin, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--database", "sqlite:" + DB,
-                                   "--admin-token", ADMIN, "--log-level", "error"], stdout=self.log, stderr=self.log)
-        for _ in range(200):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2); c.request("GET", "/health")
-                if c.getresponse().status == 200: break
-            except OSError:
-                pass
-            if self.p.poll() is not None:
-                sys.exit(f"concord exited ({self.p.returncode}) before serving; see {self.log.name}")
-            time.sleep(0.1)
-        else:
-            sys.exit(f"concord did not answer /health within 20 s; see {self.log.name}")
-        self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
-
-    def cpu(self):
-        f = open(f"/proc/{self.p.pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-
-    def call(self, method, path, token, payload=None):
-        headers = {"Authorization": "Bearer " + token}
-        if payload is not None:
-            headers["Content-Type"] = "application/json"
-        self.c.request(method, path, body=payload, headers=headers)
-        r = self.c.getresponse(); data = r.read()
-        if r.status >= 300:
-            sys.exit(f"{method} {path}: {r.status} {data[:300]!r}")
-        return json.loads(data) if data else None
-
-    def stop(self):
-        self.p.terminate(); self.p.wait(timeout=60)
-
-
-S = Server(); S.start()
+S = ConcordServer(args.bin, "sqlite:" + DB, ADMIN, os.path.join(args.work, "server.log"))
+S.start()
 account = S.call("POST", "/v1/accounts", ADMIN, json.dumps({"name": "changes"}))["accountToken"]
 device = S.call("POST", "/v1/devices", account, json.dumps({"name": "phone", "platform": "iOS"}))["deviceToken"]
 batches = args.assets // BATCH

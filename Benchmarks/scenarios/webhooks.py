@@ -28,8 +28,10 @@ server serves the run (a PostgreSQL database needs no reset between parts):
 Every POST's Standard Webhooks signature is verified (HMAC-SHA256 of `id.timestamp.body`); a bad one
 is counted and shown. Prints Markdown. Run by `Benchmarks/run webhooks`.
 """
-import argparse, base64, hashlib, hmac, http.client, json, os, secrets, socket, subprocess, sys, threading, time
+import argparse, base64, hashlib, hmac, json, os, secrets, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from concord_server import ConcordServer
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
@@ -138,49 +140,9 @@ SLOW = receiver(args.slow_delay)
 # ---------------------------------------------------------------- the server
 
 
-class Concord:
-    def start(self):
-        probe = socket.socket(); probe.bind(("127.0.0.1", 0)); self.port = probe.getsockname()[1]; probe.close()
-        database = args.database or "sqlite:" + os.path.join(args.work, "webhooks.sqlite")
-        env = dict(os.environ, CONCORD_WEBHOOKS_ALLOWED_HOSTS="127.0.0.1", CONCORD_WEBHOOKS_SECRET_KEY=secrets.token_hex(32))
-        self.log = open(os.path.join(args.work, "concord.log"), "a")
-        self.p = subprocess.Popen([args.bin, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--database", database,
-                                   "--admin-token", ADMIN, "--log-level", "error"], stdout=self.log, stderr=self.log, env=env)
-        for _ in range(300):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2); c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            if self.p.poll() is not None:
-                sys.exit(f"concord exited ({self.p.returncode}) before serving; see {self.log.name}")
-            time.sleep(0.1)
-        else:
-            sys.exit(f"concord did not answer /health within 30 s; see {self.log.name}")
-        self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-
-    def cpu(self):
-        f = open(f"/proc/{self.p.pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-
-    def call(self, method, path, token, payload=None):
-        headers = {"Authorization": "Bearer " + token}
-        body = None
-        if payload is not None:
-            headers["Content-Type"] = "application/json"
-            body = json.dumps(payload) if not isinstance(payload, str) else payload
-        self.c.request(method, path, body=body, headers=headers)
-        r = self.c.getresponse(); data = r.read()
-        if r.status >= 300:
-            sys.exit(f"{method} {path}: {r.status} {data[:300]!r}")
-        return json.loads(data) if data else None
-
-    def stop(self):
-        self.p.terminate(); self.p.wait(timeout=60)
-
-
-S = Concord()
+S = ConcordServer(args.bin, args.database or "sqlite:" + os.path.join(args.work, "webhooks.sqlite"), ADMIN,
+                  os.path.join(args.work, "concord.log"), start_seconds=30, call_timeout=120,
+                  env=dict(os.environ, CONCORD_WEBHOOKS_ALLOWED_HOSTS="127.0.0.1", CONCORD_WEBHOOKS_SECRET_KEY=secrets.token_hex(32)))
 S.start()
 ASSET = 0
 

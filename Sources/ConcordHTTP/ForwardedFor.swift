@@ -43,13 +43,3 @@ public enum ForwardedFor {
         return String(value)
     }
 }
-
-extension Substring {
-    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    fileprivate func trimmingSpaces() -> Substring {
-        var s = self
-        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
-        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
-        return s
-    }
-}

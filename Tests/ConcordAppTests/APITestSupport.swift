@@ -29,7 +29,7 @@ func testServerConfiguration(_ database: Configuration.Database, eventLoops: Int
 
 /// A real server on 127.0.0.1 port 0 over a fresh database of `engine` (SQLite file or
 /// PostgreSQL schema), for the API tests.
-final class APIServer: Sendable {
+final class APIServer: APITestClient, Sendable {
     let app: RunningApp
     let directory: URL
     /// The PostgreSQL schema, dropped after the server stops (nil for SQLite).
@@ -56,10 +56,17 @@ final class APIServer: Sendable {
         self.app.shutdown()
         try? FileManager.default.removeItem(at: self.directory)
     }
+}
 
+/// A server the API tests talk to over real connections: the request helpers every such server shares.
+protocol APITestClient {
+    var port: Int { get }
+}
+
+extension APITestClient {
     /// One request over a new connection; the body is JSON text (Content-Type set when present).
-    func call(_ method: String, _ target: String, token: String?, body: String? = nil) throws -> APIResponse {
-        var headers: [String] = []
+    func call(_ method: String, _ target: String, token: String?, body: String? = nil, headers extra: [String] = []) throws -> APIResponse {
+        var headers = extra
         if let token { headers.append("Authorization: Bearer \(token)") }
         if body != nil { headers.append("Content-Type: application/json") }
         if body?.isEmpty == true { headers.append("Content-Length: 0") }

@@ -22,6 +22,21 @@ private func writeConfig(_ json: String) -> String {
     return path
 }
 
+/// The message loading fails with for these flags, environment and file (`--config`); nil, with an
+/// issue naming `label` recorded, when it loads.
+private func loadError(_ flags: [(name: String, value: String)], _ environment: [String: String], file: String?, label: String,
+                       sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+    var flags = flags
+    if let file { flags.append(("--config", writeConfig(file))) }
+    do {
+        _ = try ConfigurationLoader.load(flags: flags, environment: environment)
+        Issue.record("\(label): loaded without error", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error.message
+    }
+}
+
 @Test func defaultsAreTheDocumentedOnes() throws {
     let c = try ConfigurationLoader.load(flags: [], environment: [:])
     #expect(c == Configuration())
@@ -103,15 +118,9 @@ private let errorCases: [(name: String, flags: [(String, String)], environment: 
 @Test(arguments: errorCases.indices)
 func configurationErrorsNameTheKeyAndExpectedValue(_ index: Int) {
     let c = errorCases[index]
-    var flags = c.flags.map { (name: $0.0, value: $0.1) }
-    if let file = c.file { flags.append(("--config", writeConfig(file))) }
-    do {
-        _ = try ConfigurationLoader.load(flags: flags, environment: c.environment)
-        Issue.record("\(c.name): loaded without error")
-    } catch {
-        #expect(error.message.contains(c.message), "\(c.name): \(error.message)")
-        #expect(!error.message.contains("\n"), "\(c.name): not one line")
-    }
+    guard let message = loadError(c.flags.map { (name: $0.0, value: $0.1) }, c.environment, file: c.file, label: c.name) else { return }
+    #expect(message.contains(c.message), "\(c.name): \(message)")
+    #expect(!message.contains("\n"), "\(c.name): not one line")
 }
 
 private let commandCases: [(arguments: [String], expected: Command?, message: String?)] = [
@@ -215,13 +224,8 @@ func commandLineParsesCommandsAndFlags(_ index: Int) {
         ([("--metrics-token", "")], [:], nil, "for --metrics-token: expected a non-empty string"),
     ]
     for e in errors {
-        var flags = e.flags
-        if let file = e.file { flags.append(("--config", writeConfig(file))) }
-        do {
-            _ = try ConfigurationLoader.load(flags: flags, environment: e.environment)
-            Issue.record("\(e.message): loaded without error")
-        } catch {
-            #expect(error.message.contains(e.message), "\(error.message)")
+        if let message = loadError(e.flags, e.environment, file: e.file, label: e.message) {
+            #expect(message.contains(e.message), "\(message)")
         }
     }
 }

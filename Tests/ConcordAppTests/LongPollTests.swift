@@ -49,6 +49,13 @@ import Testing
         }
     }
 
+    /// A poll of `feed` (`library`, `journals`) from its current token, held at most `wait` seconds:
+    /// (that token, the poll).
+    static func pollFromNow(_ server: APIServer, _ feed: String, token: String, wait: Int = 4) throws -> (since: String, poll: Poll) {
+        let since = try #require(try server.call("GET", "/v1/\(feed)/token", token: token)["changeToken"]?.stringValue)
+        return (since, Poll(port: server.port, token: token, "/v1/\(feed)/changes?since=\(percentEncoded(since))&wait=\(wait)"))
+    }
+
     /// Waits until the server holds `count` polls (giving up after 30 s: a failure, not a hang).
     static func waitUntilHeld(_ server: APIServer, _ count: Int) throws {
         let giveUp = monotonicSeconds() + 30
@@ -76,8 +83,7 @@ import Testing
         let server = try APIServer(engine: engine, scheduler: ManualScheduler())
         let (_, phone, tablet) = try server.phoneAndTablet()
         for round in 0..<5 {
-            let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
-            let poll = Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4")
+            let (since, poll) = try Self.pollFromNow(server, "journals", token: phone.token)
             try Self.waitUntilHeld(server, 1)
             let created = try server.call("POST", "/v1/journals", token: tablet.token, body: #"{"title":"Trip \#(round)"}"#)
             try #require(created.status == 201, "\(created.raw.body)")
@@ -95,8 +101,7 @@ import Testing
     func aHeldLibraryPollWakesOnTheDevicesOwnChangeFromAnotherConnection(_ engine: TestEngine) throws {
         let server = try APIServer(engine: engine, scheduler: ManualScheduler())
         let (_, phone, tablet) = try server.phoneAndTablet()
-        let since = try #require(try server.call("GET", "/v1/library/token", token: phone.token)["changeToken"]?.stringValue)
-        let poll = Poll(port: server.port, token: phone.token, "/v1/library/changes?since=\(percentEncoded(since))&wait=4")
+        let (_, poll) = try Self.pollFromNow(server, "library", token: phone.token)
         try Self.waitUntilHeld(server, 1)
         // Another device's library is another feed: the phone's poll stays held.
         try server.upsert(tablet.token, assets: [("T-1/L0/001", fingerprint(1))])
@@ -117,8 +122,7 @@ import Testing
         let account = try server.account()
         let phone = try server.device(account.token)
         for feed in ["library", "journals"] {
-            let since = try #require(try server.call("GET", "/v1/\(feed)/token", token: phone.token)["changeToken"]?.stringValue)
-            let poll = Poll(port: server.port, token: phone.token, "/v1/\(feed)/changes?since=\(percentEncoded(since))&wait=30")
+            let (since, poll) = try Self.pollFromNow(server, feed, token: phone.token, wait: 30)
             try Self.waitUntilHeld(server, 1)
             // Parked (its query done, its deadline scheduled), not only registered.
             let parkedBy = monotonicSeconds() + 3
@@ -163,8 +167,7 @@ import Testing
         let account = try server.account()
         let phones = try (0..<3).map { try server.device(account.token, "Phone \($0)") }
         let polls = try phones.map { phone in
-            let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
-            return (since, Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4"))
+            return try Self.pollFromNow(server, "journals", token: phone.token)
         }
         try Self.waitUntilHeld(server, 3)
         server.app.shutdown()
@@ -182,8 +185,7 @@ import Testing
         let server = try APIServer(scheduler: scheduler) { $0.longPoll.maxWaiting = 1 }
         let account = try server.account()
         let phone = try server.device(account.token)
-        let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
-        let held = Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=1")
+        let (since, held) = try Self.pollFromNow(server, "journals", token: phone.token, wait: 1)
         try Self.waitUntilHeld(server, 1)
         let second = try server.call("GET", "/v1/journals/changes?since=\(percentEncoded(since))&wait=4", token: phone.token)
         #expect(second.status == 200 && second["changes"]?.arrayValue?.isEmpty == true)
@@ -231,8 +233,7 @@ import Testing
         let server = try APIServer(engine: engine, scheduler: ManualScheduler())
         let (_, phone, tablet) = try server.phoneAndTablet()
         for round in 0..<20 {
-            let since = try #require(try server.call("GET", "/v1/journals/token", token: phone.token)["changeToken"]?.stringValue)
-            let poll = Poll(port: server.port, token: phone.token, "/v1/journals/changes?since=\(percentEncoded(since))&wait=4")
+            let (_, poll) = try Self.pollFromNow(server, "journals", token: phone.token)
             usleep(UInt32(round % 5) * 300)   // the write lands before, during or after the poll's query
             try #require(try server.call("POST", "/v1/journals", token: tablet.token, body: #"{"title":"R\#(round)"}"#).status == 201)
             let (answer, _) = try poll.result()

@@ -191,12 +191,21 @@ import Testing
         }
     }
 
+    /// Long-polls on a manual clock, with the answers they give and the feed they query.
+    static func fixture() -> (scheduler: ManualScheduler, polls: LongPolls, answers: Answers, feed: Feed) {
+        let scheduler = ManualScheduler()
+        return (scheduler, LongPolls(maxWaiting: 10, metrics: MetricsRegistry(), scheduler: scheduler), Answers(), Feed())
+    }
+
+    /// Serves one poll of `topic` that may be held `wait` seconds.
+    static func hold(_ polls: LongPolls, wait: Double, _ answers: Answers, _ feed: Feed) throws {
+        try polls.serve(topic: Self.topic, wait: wait, request: Self.request(), answer: answers.answer, query: feed.query)
+    }
+
     @Test(arguments: [0.5, 30, 300])
     func aHeldPollIsAnsweredWhenItsWaitPassesOnTheSchedulersClock(_ wait: Double) throws {
-        let scheduler = ManualScheduler()
-        let polls = LongPolls(maxWaiting: 10, metrics: MetricsRegistry(), scheduler: scheduler)
-        let answers = Answers(), feed = Feed()
-        try polls.serve(topic: Self.topic, wait: wait, request: Self.request(), answer: answers.answer, query: feed.query)
+        let (scheduler, polls, answers, feed) = Self.fixture()
+        try Self.hold(polls, wait: wait, answers, feed)
         #expect(polls.waiting == 1)
         #expect(scheduler.pending == 1)
         scheduler.advance(by: wait - 0.001)
@@ -208,10 +217,8 @@ import Testing
     }
 
     @Test func aWokenPollQueriesAgainAndCancelsItsDeadline() throws {
-        let scheduler = ManualScheduler()
-        let polls = LongPolls(maxWaiting: 10, metrics: MetricsRegistry(), scheduler: scheduler)
-        let answers = Answers(), feed = Feed()
-        try polls.serve(topic: Self.topic, wait: 30, request: Self.request(), answer: answers.answer, query: feed.query)
+        let (scheduler, polls, answers, feed) = Self.fixture()
+        try Self.hold(polls, wait: 30, answers, feed)
         scheduler.advance(by: 10)
         feed.hasChanges.store(true, ordering: .relaxed)
         polls.signal(.committed([Self.topic]))
@@ -223,10 +230,8 @@ import Testing
 
     /// A woken poll that finds nothing new waits again until its *first* deadline, not a new one.
     @Test func aPollWokenForNothingKeepsItsDeadline() throws {
-        let scheduler = ManualScheduler()
-        let polls = LongPolls(maxWaiting: 10, metrics: MetricsRegistry(), scheduler: scheduler)
-        let answers = Answers(), feed = Feed()
-        try polls.serve(topic: Self.topic, wait: 30, request: Self.request(), answer: answers.answer, query: feed.query)
+        let (scheduler, polls, answers, feed) = Self.fixture()
+        try Self.hold(polls, wait: 30, answers, feed)
         scheduler.advance(by: 20)
         polls.signal(.anyMayHaveChanged)
         #expect(answers.all.isEmpty)
@@ -239,28 +244,24 @@ import Testing
     }
 
     @Test func shutdownAnswersHeldPollsAndLeavesNoDeadline() throws {
-        let scheduler = ManualScheduler()
-        let polls = LongPolls(maxWaiting: 10, metrics: MetricsRegistry(), scheduler: scheduler)
-        let answers = Answers(), feed = Feed()
+        let (scheduler, polls, answers, feed) = Self.fixture()
         for _ in 0..<3 {
-            try polls.serve(topic: Self.topic, wait: 30, request: Self.request(), answer: answers.answer, query: feed.query)
+            try Self.hold(polls, wait: 30, answers, feed)
         }
         #expect(scheduler.pending == 3)
         polls.shutdown()
         #expect(answers.all.count == 3)
         #expect(scheduler.pending == 0)
         // After shutdown a poll is answered at once, never held.
-        try polls.serve(topic: Self.topic, wait: 30, request: Self.request(), answer: answers.answer, query: feed.query)
+        try Self.hold(polls, wait: 30, answers, feed)
         #expect(answers.all.count == 4)
         #expect(polls.waiting == 0)
     }
 
     /// `wait=0` is no long-poll: answered by its one query.
     @Test func aZeroWaitIsAnsweredAtOnce() throws {
-        let scheduler = ManualScheduler()
-        let polls = LongPolls(maxWaiting: 10, metrics: MetricsRegistry(), scheduler: scheduler)
-        let answers = Answers(), feed = Feed()
-        try polls.serve(topic: Self.topic, wait: 0, request: Self.request(), answer: answers.answer, query: feed.query)
+        let (scheduler, polls, answers, feed) = Self.fixture()
+        try Self.hold(polls, wait: 0, answers, feed)
         #expect(answers.all == ["empty 1"])
         #expect(scheduler.pending == 0)
     }

@@ -51,7 +51,7 @@ struct TestWebhookSealing: WebhookSecretKeeping {
 /// A real server on 127.0.0.1 port 0 whose service serves webhooks (the test destinations and
 /// sealing above; no delivery engine, so events stay pending), over a fresh database of `engine`.
 /// Its log lines (level `notice` and above, audit lines included) are kept for the tests to read.
-final class WebhookTestServer: Sendable {
+final class WebhookTestServer: APITestClient, Sendable {
     let port: Int
     let context: AppContext
     private let database: TestDatabase
@@ -83,29 +83,6 @@ final class WebhookTestServer: Sendable {
         self.server.shutdown(gracePeriod: 1)
         _ = self.dispatcher.shutdown(deadline: 1)
         self.sink.shutdown()
-    }
-
-    /// One request over a new connection; the body is JSON text.
-    func call(_ method: String, _ target: String, token: String?, body: String? = nil, headers: [String] = []) throws -> APIResponse {
-        var all = headers
-        if let token { all.append("Authorization: Bearer \(token)") }
-        if body != nil { all.append("Content-Type: application/json") }
-        if body?.isEmpty == true { all.append("Content-Length: 0") }
-        return APIResponse(raw: try rawRequest(port: self.port, method, target, headers: all, body: body ?? ""))
-    }
-
-    /// A new account: (accountID, accountToken).
-    func account(_ name: String = "Person") throws -> (id: String, token: String) {
-        let r = try self.call("POST", "/v1/accounts", token: testAdminToken, body: #"{"name":\#(json(name))}"#)
-        try #require(r.status == 201, "create account: \(r.raw.body)")
-        return (try #require(r["accountID"]?.stringValue), try #require(r["accountToken"]?.stringValue))
-    }
-
-    /// A new device of the account: (deviceID, deviceToken).
-    func device(_ accountToken: String, _ name: String = "iPhone") throws -> (id: String, token: String) {
-        let r = try self.call("POST", "/v1/devices", token: accountToken, body: #"{"name":\#(json(name)),"platform":"iOS"}"#)
-        try #require(r.status == 201, "create device: \(r.raw.body)")
-        return (try #require(r["deviceID"]?.stringValue), try #require(r["deviceToken"]?.stringValue))
     }
 
     /// Creates a webhook under `prefix` with `token`; requires 201 and answers the body.

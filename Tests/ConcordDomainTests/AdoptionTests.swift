@@ -64,9 +64,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func successorsRulesAndRefusals(_ engine: TestEngine) throws {
-        var configuration = DomainConfiguration()
-        configuration.quotas.devicesPerAccount = 2
-        let env = try TestEnv(engine, configuration: configuration)
+        let env = try TestEnv(engine) { $0.quotas.devicesPerAccount = 2 }
         let old = try env.device("old")
         let other = try env.device("other")
         // The quota counts successors; a device may name only itself; unknown and foreign are notFound.

@@ -11,9 +11,7 @@ import Testing
     /// a new key at the room is `quotaExceeded`, a known key still replays, other accounts are not counted.
     @Test(arguments: TestEngine.available)
     func keptAnswersStayWithinTheAccountsRoom(_ engine: TestEngine) throws {
-        var config = DomainConfiguration()
-        config.dataBounds.idempotencyBytesPerAccount = 3000
-        let env = try TestEnv(engine, configuration: config)
+        let env = try TestEnv(engine) { $0.dataBounds.idempotencyBytesPerAccount = 3000 }
         let keys = env.service.idempotency
         let owner = [UInt8](repeating: 1, count: 32)
         let account = env.account.accountID
@@ -96,9 +94,7 @@ import Testing
     /// these entries): whole journals within it, pages (at least one entry each) beyond it.
     @Test(arguments: TestEngine.available)
     func journalAnswersAreCutByTheirSize(_ engine: TestEngine) throws {
-        var config = DomainConfiguration()
-        config.dataBounds.journalAnswerBytes = 1300
-        let env = try TestEnv(engine, configuration: config)
+        let env = try TestEnv(engine) { $0.dataBounds.journalAnswerBytes = 1300 }
         let d = try env.device()
         let j = try env.journal(d)
         func put(_ entryID: String, _ count: Int) throws {

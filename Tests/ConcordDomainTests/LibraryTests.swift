@@ -162,9 +162,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func changeRequestOverMaxBatchIsBatchTooLargeAndStoresNothing(_ engine: TestEngine) throws {
-        var configuration = DomainConfiguration()
-        configuration.maxBatch = 3
-        let env = try TestEnv(engine, configuration: configuration)
+        let env = try TestEnv(engine) { $0.maxBatch = 3 }
         let d = try env.device()
         let tooMany = LibraryChangeRequest(
             assets: .init(upsert: [.asset("a", fingerprint: fp(1)), .asset("b", fingerprint: fp(2)), .asset("c", fingerprint: fp(3))], delete: ["x"]))

@@ -29,6 +29,13 @@ final class TestEnv {
         self.account = try self.service.accounts.createAccount(name: "Test")
     }
 
+    /// A `TestEnv` whose configuration `configure` adjusts from the defaults.
+    convenience init(_ engine: TestEngine, _ configure: (inout DomainConfiguration) -> Void) throws {
+        var configuration = DomainConfiguration()
+        configure(&configuration)
+        try self.init(engine, configuration: configuration)
+    }
+
     /// A service on a second store of the same database (another instance), on the same clock.
     func anotherInstance() throws -> ConcordService {
         let clock = self.clock

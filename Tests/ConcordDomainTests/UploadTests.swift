@@ -174,9 +174,7 @@ import Testing
     /// change without details that drops the device's links.
     @Test(arguments: TestEngine.available)
     func quotaAndReset(_ engine: TestEngine) throws {
-        var configuration = DomainConfiguration()
-        configuration.quotas.objectsPerDevice = 3
-        let env = try TestEnv(engine, configuration: configuration)
+        let env = try TestEnv(engine) { $0.quotas.objectsPerDevice = 3 }
         let device = try env.device()
         let uploads = env.service.uploads
         _ = try env.put(device, assets: [("a", fp(1))])

@@ -31,8 +31,7 @@ import Testing
                 respond(HTTPResponse(status: 200, body: Array(request.target.utf8)))
             }
         }
-        try withServer(responder: responder) { port, _ in
-            let client = try TestClient(port: port)
+        try withClient(responder: responder) { client in
             try client.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n")
             let bodies = try (0..<3).map { _ in try #require(try client.readResponse()).text }
             #expect(bodies == ["/a", "/b", "/c"])
@@ -40,8 +39,7 @@ import Testing
     }
 
     @Test func chunkedRequestBodyIsAssembledBeforeDispatch() throws {
-        try withServer { port, _ in
-            let client = try TestClient(port: port)
+        try withClient { client in
             try client.send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
             usleep(50_000)
             try client.send("6\r\n world\r\n0\r\n\r\n")
@@ -51,8 +49,7 @@ import Testing
     }
 
     @Test func expectContinueGetsInterimResponseBeforeTheBody() throws {
-        try withServer { port, _ in
-            let client = try TestClient(port: port)
+        try withClient { client in
             try client.send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
             let interim = try #require(try client.readResponse())
             #expect(interim.status == 100)
@@ -64,8 +61,7 @@ import Testing
     }
 
     @Test func expectContinueOverTheBodyLimitGetsTheErrorNotContinue() throws {
-        try withServer({ $0.limits.maxBodyBytes = 10 }) { port, _ in
-            let client = try TestClient(port: port)
+        try withClient({ $0.limits.maxBodyBytes = 10 }) { client in
             try client.send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n")
             let response = try #require(try client.readResponse())
             #expect(response.status == 413)
@@ -74,8 +70,7 @@ import Testing
     }
 
     @Test func headAnswersContentLengthWithoutABody() throws {
-        try withServer { port, _ in
-            let client = try TestClient(port: port)
+        try withClient { client in
             try client.send("HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n")
             let head = try #require(try client.readResponse(isHead: true))
             #expect(head.status == 200)
@@ -88,8 +83,7 @@ import Testing
     }
 
     @Test func connectionCloseIsHonoured() throws {
-        try withServer { port, _ in
-            let client = try TestClient(port: port)
+        try withClient { client in
             try client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             let response = try #require(try client.readResponse())
             #expect(response.header("Connection") == "close")
@@ -98,8 +92,7 @@ import Testing
     }
 
     @Test func requestPipelinedAfterConnectionCloseDoesNotTurnTheAnswerIntoAReset() throws {
-        try withServer { port, _ in
-            let client = try TestClient(port: port)
+        try withClient { client in
             try client.send("GET /1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
             let response = try #require(try client.readResponse())
             #expect(response.text == "GET /1")
@@ -110,8 +103,7 @@ import Testing
     @Test func errorAnswerReachesAClientStillSendingABody() throws {
         // 413 is decided from the head; the client keeps sending 4 MiB. Lingering (read and
         // discard after half-closing) lets it finish and read the answer instead of a reset.
-        try withServer({ $0.limits.maxBodyBytes = 1000 }) { port, _ in
-            let client = try TestClient(port: port)
+        try withClient({ $0.limits.maxBodyBytes = 1000 }) { client in
             let body = [UInt8](repeating: UInt8(ascii: "x"), count: 4 << 20)
             try client.send(Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
             let response = try #require(try client.readResponse())
@@ -157,8 +149,7 @@ import Testing
     @Test(arguments: limitCases)
     func limitAnswersItsStatusAndCloses(_ testCase: LimitCase) throws {
         let events = EventLog()
-        try withServer(events: events) { port, _ in
-            let client = try TestClient(port: port)
+        try withClient(events: events) { client in
             try client.send(testCase.request)
             let response = try #require(try client.readResponse())
             #expect(response.status == testCase.status)
@@ -205,8 +196,7 @@ import Testing
     }
 
     @Test func bodyReadTimeoutAnswers408() throws {
-        try withServer({ $0.bodyReadTimeout = 0.3 }) { port, _ in
-            let client = try TestClient(port: port)
+        try withClient({ $0.bodyReadTimeout = 0.3 }) { client in
             try client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab")
             let response = try #require(try client.readResponse())
             #expect(response.status == 408)
@@ -284,8 +274,7 @@ import Testing
                 respond(HTTPResponse(status: 500, body: Array("second".utf8)))
             }
         }
-        try withServer(responder: responder) { port, _ in
-            let client = try TestClient(port: port)
+        try withClient(responder: responder) { client in
             for index in 0..<20 {
                 try client.send("GET /\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
                 let response = try #require(try client.readResponse())

@@ -55,6 +55,16 @@ func withServer(
     try body(port, server)
 }
 
+/// `withServer` with one client connected to it: for the tests that talk over that one connection.
+func withClient(
+    _ configure: (inout ServerConfiguration) -> Void = { _ in },
+    responder: any HTTPResponder = echoResponder,
+    events: EventLog? = nil,
+    _ body: (TestClient) throws -> Void
+) throws {
+    try withServer(configure, responder: responder, events: events) { port, _ in try body(try TestClient(port: port)) }
+}
+
 /// A parsed response as the test client saw it.
 struct TestResponse {
     var status: Int

@@ -377,6 +377,18 @@ final class SoakWorker {
     }
 
     // A library change: 5 new, 3 updated (one maybe a new fingerprint), 5 deleted.
+    /// Sends `request`, whose If-Match is stale, to one instance: it must be 412, its error naming
+    /// in `field` the `current` value (the last acknowledged); counted under `counted`.
+    private func sendStale(_ request: RawRequest, what: String, counted: String, field: String, current: String, named: String, detail: String) {
+        let inst = self.instance()
+        guard let answer = self.client.exchange(inst, request, what: "\(what), stale If-Match", expect: -1,
+                                                expectedError: (412, "412 \(what) with a stale If-Match")) else { return }
+        self.stats.operation("\(counted) with a stale If-Match (412 expected)")
+        if let error = try? parseObject(answer.body), case .object(let e)? = error["error"], case .string(let other)? = e[field], other != current {
+            self.stats.contradiction(inst, "412 names another \(named) than the last acknowledged", "\(detail)\(other) vs \(current)")
+        }
+    }
+
     func libraryChange() {
         var w = JSONWriter(capacity: 4096)
         var upserts: [(String, String, Bool)] = []
@@ -411,17 +423,10 @@ final class SoakWorker {
 
         // Some sent with a stale If-Match first: 412 naming the current token, nothing stored.
         if let stale = self.previousLibraryToken, self.rng.below(100) < 8 {
-            let inst = self.instance()
             let request = RawRequest("POST", "/v1/library/changes", token: self.token, body: body,
                                      headers: [("If-Match", "\"\(stale)\""), ("Idempotency-Key", "stale-\(self.device.global)-\(self.sequence)")])
-            if let answer = self.client.exchange(inst, request, what: "library change, stale If-Match", expect: -1,
-                                                 expectedError: (412, "412 library change with a stale If-Match")) {
-                self.stats.operation("library changes with a stale If-Match (412 expected)")
-                if let error = try? parseObject(answer.body), case .object(let e)? = error["error"],
-                   case .string(let current)? = e["changeToken"], current != self.libraryToken {
-                    self.stats.contradiction(inst, "412 names another token than the last acknowledged", "\(current) vs \(self.libraryToken)")
-                }
-            }
+            self.sendStale(request, what: "library change", counted: "library changes", field: "changeToken", current: self.libraryToken,
+                           named: "token", detail: "")
         }
         let key = "lib-\(self.device.global)-\(self.sequence)"
         let request = RawRequest("POST", "/v1/library/changes", token: self.token, body: body,
@@ -475,16 +480,9 @@ final class SoakWorker {
         let path = "/v1/journals/\(journal)/entries/\(entryID)"
 
         if let known, let stale = known.previousVersion, self.rng.below(100) < 15 {
-            let inst = self.instance()
             let request = RawRequest("PUT", path, token: self.token, body: w.bytes, headers: [("If-Match", "\"\(stale)\"")])
-            if let answer = self.client.exchange(inst, request, what: "journal entry, stale If-Match", expect: -1,
-                                                 expectedError: (412, "412 journal entry with a stale If-Match")) {
-                self.stats.operation("journal writes with a stale If-Match (412 expected)")
-                if let error = try? parseObject(answer.body), case .object(let e)? = error["error"],
-                   case .string(let current)? = e["version"], current != known.version {
-                    self.stats.contradiction(inst, "412 names another version than the last acknowledged", "\(entryID): \(current) vs \(known.version)")
-                }
-            }
+            self.sendStale(request, what: "journal entry", counted: "journal writes", field: "version", current: known.version,
+                           named: "version", detail: "\(entryID): ")
             return
         }
         let headers = known.map { [("If-Match", "\"\($0.version)\"")] } ?? []

@@ -83,13 +83,3 @@ public struct RequestContext: Sendable {
         return object
     }
 }
-
-extension Substring {
-    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    fileprivate func trimmingSpaces() -> Substring {
-        var s = self
-        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
-        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
-        return s
-    }
-}

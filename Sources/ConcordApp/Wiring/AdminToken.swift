@@ -41,21 +41,8 @@ enum AdminToken {
             try DataDirectory.create(forDatabaseAt: databasePath)
         }
         let path = self.filePath(forDatabaseAt: databasePath)
-        if let existing = try self.readToken(path) { return (existing, nil) }
-
-        let token = self.generate()
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        if fd < 0 {
-            // Another process created it between our read and our create: use theirs.
-            if errno == EEXIST, let existing = try self.readToken(path) { return (existing, nil) }
-            throw StartupError("cannot create admin token file \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        let line = Array((token + "\n").utf8)
-        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == line.count, fsync(fd) == 0 else {
-            throw StartupError("cannot write admin token file \(path): \(String(cString: strerror(errno)))")
-        }
+        let (token, created) = try SecretFile.loadOrCreate(path, what: "admin token", read: self.readToken, generate: self.generate, line: { $0 })
+        guard created else { return (token, nil) }
         logger.notice("generated admin token", metadata: ["audit": .bool(true), "file": .string(path)])
         return (token, path)
     }

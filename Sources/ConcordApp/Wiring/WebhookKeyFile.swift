@@ -39,20 +39,8 @@ enum WebhookKeyFile {
     /// The log names the file, never the key.
     static func loadOrCreate(directory: String, logger: Logger? = nil) throws(StartupError) -> (key: WebhookKey, generatedFile: String?) {
         let path = directory + "/" + Self.fileName
-        if let existing = try self.readKey(path) { return (existing, nil) }
-
-        let key = WebhookKey.generate()
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        if fd < 0 {
-            if errno == EEXIST, let existing = try self.readKey(path) { return (existing, nil) }
-            throw StartupError("cannot create webhook key file \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        let line = Array((key.hex + "\n").utf8)
-        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == line.count, fsync(fd) == 0 else {
-            throw StartupError("cannot write webhook key file \(path): \(String(cString: strerror(errno)))")
-        }
+        let (key, created) = try SecretFile.loadOrCreate(path, what: "webhook key", read: self.readKey, generate: WebhookKey.generate, line: { $0.hex })
+        guard created else { return (key, nil) }
         logger?.notice("generated webhook key", metadata: ["audit": .bool(true), "file": .string(path), "keyID": .string(key.keyID)])
         return (key, path)
     }

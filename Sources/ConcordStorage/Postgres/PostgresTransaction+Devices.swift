@@ -3,17 +3,6 @@ import Foundation
 
 /// Server settings, tokens, accounts and devices on PostgreSQL (`TokenWrites`, `DeviceWrites`).
 extension PostgresTransaction: TokenWrites, DeviceWrites {
-    func setting(_ key: String) throws -> [UInt8]? {
-        var value: [UInt8]?
-        try self.db.query("SELECT value FROM settings WHERE key = $1", [.text(key)]) { r in value = r.blob(0) }
-        return value
-    }
-
-    func setSetting(_ key: String, _ value: [UInt8]) throws {
-        try self.db.query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                          [.text(key), .bytes(value)])
-    }
-
     func tokenOwner(tokenHash: [UInt8]) throws -> TokenOwner? {
         var result: TokenOwner?
         try self.db.query("SELECT kind, account_id, device_id, last_used_at FROM tokens WHERE token_hash = $1", [.bytes(tokenHash)]) { r in
@@ -21,10 +10,6 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
             result = TokenOwner(principal: principal, lastUsedAt: r.isNull(3) ? nil : r.double(3))
         }
         return result
-    }
-
-    func touchToken(tokenHash: [UInt8], at time: Double) throws {
-        try self.db.query("UPDATE tokens SET last_used_at = $1 WHERE token_hash = $2", [.double(time), .bytes(tokenHash)])
     }
 
     func deviceTokenTimes() throws -> [String: TokenTimes] {

@@ -24,22 +24,6 @@ extension PostgresTransaction: IdempotencyKeyWrites, IdempotencyAppliedWrites {
                   .text(record.instance), .double(record.createdAt)])
     }
 
-    func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8]) throws {
-        try self.db.query("UPDATE idempotency_keys SET answer = $1 WHERE owner_hash = $2 AND key = $3", [.bytes(answer), .bytes(owner), .text(key)])
-    }
-
-    func markIdempotencyApplied(owner: [UInt8], key: String) throws {
-        try self.db.query("UPDATE idempotency_keys SET applied = true WHERE owner_hash = $1 AND key = $2", [.bytes(owner), .text(key)])
-    }
-
-    func deleteIdempotencyRecord(owner: [UInt8], key: String) throws {
-        try self.db.query("DELETE FROM idempotency_keys WHERE owner_hash = $1 AND key = $2 AND NOT applied", [.bytes(owner), .text(key)])
-    }
-
-    func deleteIdempotencyRecords(createdBefore time: Double) throws {
-        try self.db.query("DELETE FROM idempotency_keys WHERE created_at < $1", [.double(time)])
-    }
-
     func idempotencyKeptBytes(accountID: String, createdAfter time: Double) throws -> Int {
         // octet_length of a bytea reads its stored size, without detoasting the value.
         Int(try self.db.scalarInt("""

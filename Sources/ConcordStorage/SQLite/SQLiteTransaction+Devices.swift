@@ -3,17 +3,6 @@ import Foundation
 
 /// Server settings, tokens, accounts and devices on SQLite (`TokenWrites`, `DeviceWrites`).
 extension SQLiteTransaction: TokenWrites, DeviceWrites {
-    func setting(_ key: String) throws -> [UInt8]? {
-        var value: [UInt8]?
-        try self.db.query("SELECT value FROM settings WHERE key = ?", [.text(key)]) { s in value = s.blob(0) }
-        return value
-    }
-
-    func setSetting(_ key: String, _ value: [UInt8]) throws {
-        try self.db.run("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                        [.text(key), .blob(value)])
-    }
-
     func tokenOwner(tokenHash: [UInt8]) throws -> TokenOwner? {
         var result: TokenOwner?
         try self.db.query("""
@@ -26,10 +15,6 @@ extension SQLiteTransaction: TokenWrites, DeviceWrites {
             result = TokenOwner(principal: principal, lastUsedAt: s.isNull(3) ? nil : s.double(3))
         }
         return result
-    }
-
-    func touchToken(tokenHash: [UInt8], at time: Double) throws {
-        try self.db.run("UPDATE tokens SET last_used_at = ? WHERE token_hash = ?", [.double(time), .blob(tokenHash)])
     }
 
     func deviceTokenTimes() throws -> [String: TokenTimes] {

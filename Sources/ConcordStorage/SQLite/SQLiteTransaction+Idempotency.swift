@@ -22,22 +22,6 @@ extension SQLiteTransaction: IdempotencyKeyWrites, IdempotencyAppliedWrites {
                   .int(record.applied ? 1 : 0), .text(record.instance), .double(record.createdAt)])
     }
 
-    func setIdempotencyAnswer(owner: [UInt8], key: String, answer: [UInt8]) throws {
-        try self.db.run("UPDATE idempotency_keys SET answer = ? WHERE owner_hash = ? AND key = ?", [.blob(answer), .blob(owner), .text(key)])
-    }
-
-    func markIdempotencyApplied(owner: [UInt8], key: String) throws {
-        try self.db.run("UPDATE idempotency_keys SET applied = 1 WHERE owner_hash = ? AND key = ?", [.blob(owner), .text(key)])
-    }
-
-    func deleteIdempotencyRecord(owner: [UInt8], key: String) throws {
-        try self.db.run("DELETE FROM idempotency_keys WHERE owner_hash = ? AND key = ? AND applied = 0", [.blob(owner), .text(key)])
-    }
-
-    func deleteIdempotencyRecords(createdBefore time: Double) throws {
-        try self.db.run("DELETE FROM idempotency_keys WHERE created_at < ?", [.double(time)])
-    }
-
     func idempotencyKeptBytes(accountID: String, createdAfter time: Double) throws -> Int {
         guard let a = try self.accountKey(accountID) else { return 0 }
         // length() of a BLOB reads its size from the record header, not the value.

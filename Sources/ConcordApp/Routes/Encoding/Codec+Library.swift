@@ -17,14 +17,8 @@ extension Codec {
 
     /// `{"objects": [...], "next": ...}`: a page of the library.
     static func objectsPage(_ objects: [LibraryObject], next: String?) -> HTTPResponse {
-        Codec.json(capacity: 64 + 160 * objects.count) { w in
-            w.beginObject()
-            w.key("objects")
-            w.beginArray()
-            for o in objects { Codec.write(o, into: &w) }
-            w.endArray()
+        Codec.list("objects", objects, bytesEach: 160, write: { Codec.write($0, into: &$1) }) { w in
             w.key("next"); Codec.optional(next, &w)
-            w.endObject()
         }
     }
 

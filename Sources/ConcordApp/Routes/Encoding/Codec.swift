@@ -13,13 +13,21 @@ import ConcordJSON
 enum Codec {
     // MARK: - Reading fields
 
-    /// A string field; nil when absent or null, `400` naming `path` when another type.
-    static func string(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> String? {
+    /// Field `key` as `value` reads it (one of `JSONValue`'s accessors); nil when absent or null,
+    /// `400` naming `path` as not `expected` when another type.
+    private static func field<Value>(_ object: JSONObject, _ key: String, path: String, _ expected: String,
+                                     _ value: (JSONValue) -> Value?) throws(APIError) -> Value? {
         switch object[key] {
         case .none, .null?: return nil
-        case .string(let s)?: return s
-        default: throw APIError.wrongType(path, "a string")
+        case let present?:
+            guard let typed = value(present) else { throw APIError.wrongType(path, expected) }
+            return typed
         }
+    }
+
+    /// A string field; nil when absent or null, `400` naming `path` when another type.
+    static func string(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> String? {
+        try self.field(object, key, path: path, "a string") { $0.stringValue }
     }
 
     static func requiredString(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> String {
@@ -28,27 +36,15 @@ enum Codec {
     }
 
     static func bool(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> Bool? {
-        switch object[key] {
-        case .none, .null?: return nil
-        case .bool(let b)?: return b
-        default: throw APIError.wrongType(path, "a boolean")
-        }
+        try self.field(object, key, path: path, "a boolean") { $0.boolValue }
     }
 
     static func array(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> [JSONValue]? {
-        switch object[key] {
-        case .none, .null?: return nil
-        case .array(let a)?: return a
-        default: throw APIError.wrongType(path, "an array")
-        }
+        try self.field(object, key, path: path, "an array") { $0.arrayValue }
     }
 
     static func object(_ object: JSONObject, _ key: String, path: String) throws(APIError) -> JSONObject? {
-        switch object[key] {
-        case .none, .null?: return nil
-        case .object(let o)?: return o
-        default: throw APIError.wrongType(path, "an object")
-        }
+        try self.field(object, key, path: path, "an object") { $0.objectValue }
     }
 
     /// An array of strings (each element must be a string).
@@ -290,6 +286,21 @@ enum Codec {
 
     static func json(status: Int = 200, capacity: Int = 256, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
         HTTPResponse.json(status: status, capacity: capacity, build)
+    }
+
+    /// `{"<key>":[...], ...}`: a list answer, each element written by `write`, then the members
+    /// `after` writes (a page's `next` or `hasMore`). `bytesEach` sizes the buffer.
+    static func list<Element>(_ key: String, _ elements: [Element], bytesEach: Int, write: (Element, inout JSONWriter) -> Void,
+                              after: (inout JSONWriter) -> Void = { _ in }) -> HTTPResponse {
+        Codec.json(capacity: 64 + bytesEach * elements.count) { w in
+            w.beginObject()
+            w.key(key)
+            w.beginArray()
+            for element in elements { write(element, &w) }
+            w.endArray()
+            after(&w)
+            w.endObject()
+        }
     }
 
     /// A stored object with its `"type"` (the part name: `assets`, `assetCollections`,

@@ -39,14 +39,7 @@ extension Codec {
 
     /// `{"webhooks":[...]}`.
     static func webhookList(_ views: [WebhookView]) -> HTTPResponse {
-        self.json(capacity: 64 + 768 * views.count) { w in
-            w.beginObject()
-            w.key("webhooks")
-            w.beginArray()
-            for view in views { self.write(view, into: &w) }
-            w.endArray()
-            w.endObject()
-        }
+        self.list("webhooks", views, bytesEach: 768, write: { self.write($0, into: &$1) })
     }
 
     /// `{"secret","previousSecretExpiresAt"}`: the answer to `rotate-secret`.
@@ -107,14 +100,8 @@ extension Codec {
 
     /// `{"deliveries":[...],"hasMore"}`, newest first.
     static func deliveryPage(_ deliveries: [DeliveryView], hasMore: Bool) -> HTTPResponse {
-        self.json(capacity: 64 + 1024 * deliveries.count) { w in
-            w.beginObject()
-            w.key("deliveries")
-            w.beginArray()
-            for delivery in deliveries { self.write(delivery, into: &w) }
-            w.endArray()
+        self.list("deliveries", deliveries, bytesEach: 1024, write: { self.write($0, into: &$1) }) { w in
             w.key("hasMore"); w.bool(hasMore)
-            w.endObject()
         }
     }
 
