@@ -32,6 +32,21 @@ class ConcordServer:
         f = open(f"/proc/{self.p.pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
+    def request_cpu(self):
+        """CPU (utime + stime) of the threads that serve requests: the event loops (`concord-loop-N`)
+        and the workers (`concord-work-N`), which run each request's transaction. Background work
+        (webhook deliveries, the scheduler, snapshot saves) runs on other threads and is left out."""
+        total = 0
+        for tid in os.listdir(f"/proc/{self.p.pid}/task"):
+            try:
+                name = open(f"/proc/{self.p.pid}/task/{tid}/comm").read().strip()
+                if name.startswith(("concord-loop", "concord-work")):
+                    f = open(f"/proc/{self.p.pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+                    total += int(f[11]) + int(f[12])
+            except OSError:
+                pass   # a thread that ended meanwhile
+        return total / os.sysconf("SC_CLK_TCK")
+
     def call(self, method, path, token, payload=None):
         """The answer's JSON (None when empty); exits on a status of 300 or more. `payload`: JSON
         text, or a value to encode."""

@@ -20,8 +20,12 @@ int concord_peer_address(int fd, char *out, unsigned long length) {
 }
 
 #include <pthread.h>
+/// Linux takes at most 15 bytes (and refuses a longer name): the name is cut there.
 void concord_set_thread_name(const char *name) {
-    pthread_setname_np(pthread_self(), name);
+    char cut[16];
+    strncpy(cut, name, sizeof cut - 1);
+    cut[sizeof cut - 1] = 0;
+    pthread_setname_np(pthread_self(), cut);
 }
 
 /// The event loop running on this thread (NULL elsewhere): lets `respond` know, without a

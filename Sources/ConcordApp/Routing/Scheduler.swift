@@ -1,3 +1,4 @@
+import CConcordSystem
 import ConcordDomain
 import Foundation
 import Synchronization
@@ -23,8 +24,9 @@ final class Scheduler: TimedWorkScheduler, @unchecked Sendable {
     init(clock: MonotonicClock = .system, name: String = "concord-scheduler") {
         self.clock = clock
         let thread = Thread { [self] in
-            // Named from inside: on Linux a name set before `start()` is not applied.
-            Thread.current.name = name
+            // Named from inside, by the system call (Foundation's setter does not always reach
+            // the kernel's name, which `top -H` and /proc show).
+            concord_set_thread_name(name)
             self.run()
         }
         thread.stackSize = 1 << 20

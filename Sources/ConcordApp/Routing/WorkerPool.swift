@@ -1,3 +1,4 @@
+import CConcordSystem
 import ConcordDomain
 import Dispatch
 import Foundation
@@ -42,8 +43,9 @@ final class WorkerPool: Sendable {
             // so shutting down and releasing the pool can never race a waking thread.
             let name = "\(name)-\(i)"
             let thread = Thread {
-                // Named from inside: on Linux a name set before `start()` is not applied.
-                Thread.current.name = name
+                // Named from inside, by the system call (Foundation's setter does not always reach
+                // the kernel's name, which `top -H` and /proc show).
+                concord_set_thread_name(name)
                 self.work()
             }
             thread.stackSize = 1 << 20

@@ -1,3 +1,4 @@
+import CConcordSystem
 import ConcordDomain
 import ConcordObservability
 import ConcordOutbound
@@ -148,12 +149,12 @@ final class WebhookDeliveryEngine: Sendable {
     private func begin(_ plan: WebhookAttemptPlan) {
         self.state.withLock { $0.inFlight += 1 }
         let thread = Thread { [self] in
+            concord_set_thread_name("concord-webhook")
             let outcome = self.send(plan)
             self.recordOutcome(plan, outcome)
             self.state.withLock { $0.inFlight -= 1 }
             self.wake()
         }
-        thread.name = "concord-webhook"
         thread.start()
     }
 
