@@ -31,13 +31,18 @@ public final class ConcordClient: Sendable {
         public var session: URLSession
         /// Per-request timeout, in seconds.
         public var timeout: TimeInterval
+        /// Told of every HTTP request just before it is sent, each retry again (for logs,
+        /// metrics, tests). Called on the sending task: keep it short.
+        public var onRequest: (@Sendable (URLRequest) -> Void)?
 
-        public init(maxBatch: Int = 10_000, batchConcurrency: Int = 2, retryPolicy: RetryPolicy = .standard, session: URLSession = .shared, timeout: TimeInterval = 60) {
+        public init(maxBatch: Int = 10_000, batchConcurrency: Int = 2, retryPolicy: RetryPolicy = .standard, session: URLSession = .shared, timeout: TimeInterval = 60,
+                    onRequest: (@Sendable (URLRequest) -> Void)? = nil) {
             self.maxBatch = maxBatch
             self.batchConcurrency = batchConcurrency
             self.retryPolicy = retryPolicy
             self.session = session
             self.timeout = timeout
+            self.onRequest = onRequest
         }
     }
 
