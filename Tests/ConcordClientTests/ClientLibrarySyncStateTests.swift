@@ -31,6 +31,11 @@ private final class LibraryWriteHeaders: Sendable {
     let first = try await phone.replaceLibrary(LibrarySnapshot(assets: assets("P", 1...3)))
     #expect(phone.librarySyncState == LibrarySyncState(changeToken: first.changeToken))
     #expect(saved.withLock { $0 } == phone.librarySyncState)
+    // Mapping, the wanted list and the authorization status are no library writes: the token stays.
+    _ = try await phone.cloudIdentifierMappings(forLocalIdentifiers: [assetID(1, device: "P")])
+    _ = try await phone.wantedPage()
+    try await phone.setAuthorizationStatus(.authorized)
+    #expect(try await phone.currentChangeToken() == first.changeToken)
     let second = try await phone.applyChanges(LibraryChanges(assets: ObjectChanges(upsert: assets("P", 4...4))))
     let third = try await phone.replaceLibrary(LibrarySnapshot(assets: assets("P", 1...6)), partObjects: 2)
     #expect(phone.librarySyncState.changeToken == third.changeToken && saved.withLock { $0 }?.changeToken == third.changeToken)
