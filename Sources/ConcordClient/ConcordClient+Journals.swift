@@ -124,10 +124,25 @@ public struct JournalChangeDetails<Identifier: Sendable & Hashable>: Sendable, H
 
 /// Inserted, updated and deleted IDs in one journal change, as strings.
 @available(*, deprecated, message: "Use JournalChange.journalIDs and .entryIDs (JournalChangeDetails).")
-public struct JournalChangeParts: Sendable, Hashable {
+public struct JournalChangeParts: Sendable, Hashable, Decodable {
     public var inserted: [String]
     public var updated: [String]
     public var deleted: [String]
+
+    init(inserted: [String], updated: [String], deleted: [String]) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+    }
+
+    private enum Keys: String, CodingKey { case inserted, updated, deleted }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        self.inserted = try c.decodeIfPresent([String].self, forKey: .inserted) ?? []
+        self.updated = try c.decodeIfPresent([String].self, forKey: .updated) ?? []
+        self.deleted = try c.decodeIfPresent([String].self, forKey: .deleted) ?? []
+    }
 }
 
 /// One change of the account's journals, like `PersistentChange` for the library.

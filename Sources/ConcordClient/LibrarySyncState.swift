@@ -135,11 +135,13 @@ extension ConcordClient {
         }
     }
 
-    /// An answer saying the server stored nothing: a 4xx (a `412`, a malformed body, a denied device).
+    /// An answer saying the server stored nothing: a 4xx (a `412`, a malformed body, a denied
+    /// device) — but not the idempotency key's `409`s, which say the first send was applied
+    /// (`idempotencyKeyAnswerLost`) or may still be (`idempotencyKeyInUse`).
     static func refusedWithNothingStored(_ error: any Error) -> Bool {
         switch error {
         case is LibraryChangedElsewhereError: true
-        case let error as ConcordError: (400..<500).contains(error.status)
+        case let error as ConcordError: (400..<500).contains(error.status) && !error.name.hasPrefix("idempotencyKey")
         case let error as ConcordPhotosError: error.status.map { (400..<500).contains($0) } ?? false
         default: false
         }
@@ -155,7 +157,14 @@ extension ConcordClient {
             self.librarySync.update { $0.writeUnconfirmed = false }
             return
         }
-        let since = try await self.fetchPersistentChanges(since: token)
+        let since: PersistentChangeFetchResult
+        do {
+            since = try await self.fetchPersistentChanges(since: token)
+        } catch let error as ConcordPhotosError where error.code == .persistentChangeTokenExpired {
+            // Older than the history kept: nothing to learn from it; the write goes with the kept token.
+            self.librarySync.update { $0.writeUnconfirmed = false }
+            return
+        }
         self.librarySync.update { state in
             state.writeUnconfirmed = false
             if since.count == 1 { state.changeToken = since.changeToken }

@@ -1,4 +1,5 @@
 import ConcordClient
+import ConcordHTTP
 import Foundation
 import Synchronization
 import Testing
@@ -113,6 +114,17 @@ private final class LibraryWriteHeaders: Sendable {
     let unlucky = down.client(.never).withToken("device-token", librarySyncState: LibrarySyncState(changeToken: ChangeToken(rawValue: "t5")))
     await #expect(throws: ConcordError.self) { try await unlucky.applyChanges(LibraryChanges()) }
     #expect(unlucky.librarySyncState == LibrarySyncState(changeToken: ChangeToken(rawValue: "t5"), writeUnconfirmed: true))
+    // So does a 409 saying the first send was applied but its answer lost; other 4xx stored nothing.
+    let answers: [(answer: HTTPResponse, unconfirmed: Bool)] = [
+        (reply(409, #"{"error":{"name":"idempotencyKeyAnswerLost","message":"Applied."}}"#), true),
+        (reply(400, #"{"error":{"name":"badRequest","message":"No."}}"#), false),
+    ]
+    for (answer, unconfirmed) in answers {
+        let scripted = try ScriptedServer([answer])
+        let client = scripted.client(.never).withToken("device-token", librarySyncState: LibrarySyncState(changeToken: ChangeToken(rawValue: "t5")))
+        await #expect(throws: ConcordError.self) { try await client.applyChanges(LibraryChanges()) }
+        #expect(client.librarySyncState.writeUnconfirmed == unconfirmed)
+    }
 }
 
 @Test func theLibraryStateReadsWhatItWrote() throws {
