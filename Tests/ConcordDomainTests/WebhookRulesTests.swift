@@ -97,6 +97,32 @@ private func token(_ view: DeliveryView) -> String? {
         #expect(try w.log(hook).count == 1)
     }
 
+    /// A commit writes its feed's head alone until something changes who hears the feed: a webhook
+    /// made, or its events changed, after the feed's commits still hears the next one.
+    @Test(arguments: TestEngine.available) func webhooksMadeOrChangedAfterAFeedsCommitsHearItsNextCommit(_ engine: TestEngine) throws {
+        let w = try WebhookEnv(engine)
+        let phone = try w.device()
+        for n in 0..<3 { _ = try w.write(phone, n) }   // the feed's head exists, checked, heard by nobody
+        let account = try w.webhook(["library.changed"])
+        let narrow = try w.webhook(["journals.changed"])
+        let server = try w.service.webhooks.create(.server, WebhookInput(url: "https://relay.test/all", events: ["library.changed"]))
+            .view.webhook.webhookID
+        let second = try w.write(phone, 3)
+        #expect(try w.log(account, status: "pending").map(token) == [second])
+        #expect(try w.service.webhooks.deliveries(.server, id: server, status: "pending", after: nil, limit: 10).deliveries.map(token) == [second])
+        #expect(try w.log(narrow).isEmpty)
+        // Its events widened: the next commit reaches it too; the others' waiting events take it in place.
+        _ = try w.service.webhooks.update(.account(w.accountID), id: narrow, WebhookInput(events: ["library.changed", "journals.changed"]))
+        let third = try w.write(phone, 4)
+        #expect(try w.log(narrow, status: "pending").map(token) == [third])
+        #expect(try w.log(account).map(token) == [third])
+        // Claimed: the commit after the claim gives the webhook a new waiting event.
+        let plans = try w.claim()
+        #expect(plans.count == 3)
+        let fourth = try w.write(phone, 5)
+        #expect(try w.log(account, status: "pending").map(token) == [fourth, third])   // newest first
+    }
+
     @Test(arguments: TestEngine.available) func aCommitDuringAnAttemptWaitsAndTakesOverIfTheAttemptFails(_ engine: TestEngine) throws {
         let w = try WebhookEnv(engine)
         let hook = try w.webhook(["library.changed"])

@@ -26,7 +26,7 @@ import Testing
         15: "f7a73b4573162c5180b20941885d26ca3c8752c7d0a832fbd8a296cbd90f3f2b",
         16: "e4e5c919a60db5759df8dc5fc3fc8a3f2441834840b70d554de7ea7f5f1ee8bd",
         17: "87735c4f1eb04de0bc6dff53dd68a94394c9e537daaf106282407b6d05660840",
-        18: "55077c1d45ea586cc966be8885b460651db0c9d4dc1a438fec38819e594f5f92",
+        18: "283b9a816df4abde3dd183064cc59e15a840971e55656f49ebedaea8ab97dd8c",
     ]
     static let postgres: [Int: String] = [
         1: "c9a9129a8e80b3fc24fc759c379b76fcad12535c981a92291a9e06493798c0ca",
@@ -41,7 +41,7 @@ import Testing
         10: "3822b3cbeff4d98bd626906173706e1cdd87038f44dd8e47a6228b1585a41bf4",
         11: "fb74e589eafb727ae31dce8b39898380562093555be26819f283edbde5184782",
         12: "e96cea942391c3230f391cc160aa15a6c0c3c24070ef10408c3a08b774e1596a",
-        13: "55077c1d45ea586cc966be8885b460651db0c9d4dc1a438fec38819e594f5f92",
+        13: "283b9a816df4abde3dd183064cc59e15a840971e55656f49ebedaea8ab97dd8c",
     ]
 
     static func digests(_ migrations: [(version: Int, sql: String)]) -> [Int: String] {

@@ -37,14 +37,21 @@ public protocol WebhookWrites: WebhookReads {
     /// The events of `feed` waiting for a retry (pending, unclaimed, attempted) on webhooks that hear
     /// `type` of the account; usually none.
     func retryingWebhookEvents(accountID: String, feed: String, type: WebhookEventType) throws -> [StoredWebhookEvent]
-    /// A change to `feed`, in a few statements however many webhooks hear it: every waiting event
-    /// nobody has seen takes the change in place (`data` while its origin is `origin`, else
-    /// `dataWithoutOrigin` and no origin); every webhook hearing `type` with none waiting gets a
-    /// new event, due at `now` or `minIntervalSeconds` after the feed's previous attempt started.
-    /// Returns how many events took the change in place.
-    @discardableResult
+    /// A change to `feed`: its head row takes it, and every waiting event nobody has seen reads it
+    /// from there (`data` while its origin is `origin`, else `dataWithoutOrigin` and no origin).
+    /// When the feed is marked for a check (a claim, an event's change or a webhook's since its last
+    /// check), every webhook hearing `type` with no event waiting also gets one, due at `now` or
+    /// `minIntervalSeconds` after the feed's previous attempt started, and this returns true: the
+    /// caller then supersedes events waiting for a retry and calls `finishWebhookFeedCheck`.
+    /// Unmarked, a commit costs the head row alone, however many webhooks hear the feed.
     func queueFeedEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, origin: String, data: String,
-                        dataWithoutOrigin: String, now: Double) throws -> Int
+                        dataWithoutOrigin: String, now: Double) throws -> Bool
+    /// Every webhook hearing `feed` has an event waiting that nobody has seen: commits skip the
+    /// check until something marks the feed again.
+    func finishWebhookFeedCheck(feed: String) throws
+    /// Marks for a check the feeds of `accountID` (nil: every feed), after a change to which
+    /// webhooks hear them.
+    func recheckWebhookFeeds(accountID: String?) throws
     /// A device or account event for every webhook hearing `type` of the account, due at once.
     func queueAccountEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, data: String, now: Double) throws
     /// The event waiting in a webhook's feed: pending and not claimed.

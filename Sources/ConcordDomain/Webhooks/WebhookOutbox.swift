@@ -58,13 +58,16 @@ enum WebhookOutbox {
                                  now: core.clock().timeIntervalSince1970)
     }
 
-    /// A change to a feed. Each commit costs a few statements however many webhooks hear it: the
-    /// storage applies the rules to every webhook at once; only an event waiting for a retry (rare)
-    /// is superseded here, one by one.
+    /// A change to a feed. A commit costs the feed's head row; when the feed is marked for a check
+    /// (rare: after a claim, an attempt's outcome or a webhook's change), the storage also gives
+    /// every webhook hearing it a waiting event at once, and an event waiting for a retry is
+    /// superseded here, one by one.
     private static func feedChanged(_ core: ServiceCore, _ tx: any AccountWriteTransaction, feed: WebhookFeed, type: WebhookEventType,
                                     accountID: String, at time: Double, origin: String, data: (String?) -> String) throws {
         let now = core.clock().timeIntervalSince1970
         let key = feed.key
+        guard try tx.queueFeedEvent(accountID: accountID, feed: key, type: type, timestamp: time, origin: origin, data: data(origin),
+                                    dataWithoutOrigin: data(nil), now: now) else { return }
         for waiting in try tx.retryingWebhookEvents(accountID: accountID, feed: key, type: type) {
             // Seen by the receiver: a new event with a new ID takes over its schedule.
             let mergedOrigin = waiting.originDeviceID == origin ? origin : nil
@@ -77,12 +80,10 @@ enum WebhookOutbox {
             old.supersededBy = newer.eventID
             old.nextAttemptAt = nil
             if try tx.updateWebhookEvent(old, onlyIfUnclaimed: true) {
-                // Counted below: the change reaches it in place too.
                 try tx.insertWebhookEvent(newer)
+                core.webhookEnvironment?.coalesced()
             }
         }
-        let coalesced = try tx.queueFeedEvent(accountID: accountID, feed: key, type: type, timestamp: time, origin: origin, data: data(origin),
-                                              dataWithoutOrigin: data(nil), now: now)
-        for _ in 0..<coalesced { core.webhookEnvironment?.coalesced() }
+        try tx.finishWebhookFeedCheck(feed: key)
     }
 }

@@ -150,6 +150,8 @@ public struct WebhookService: ServiceArea {
             }
             w.updatedAt = now
             try tx.updateWebhook(w)
+            // The events it hears may have changed: its feeds' next commits check who hears them.
+            try tx.recheckWebhookFeeds(accountID: w.accountID)
             if w.enabled && !wasEnabled {
                 try WebhookDelivery.releaseHeld(tx, w, now: now, settings: env.settings, newID: self.core.newID)
             }

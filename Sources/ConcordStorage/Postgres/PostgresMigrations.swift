@@ -134,8 +134,8 @@ enum PostgresMigrations {
         (11, WebhookSchema.postgres),
         // Migration 12: picker sessions of continuous selections (PickerSessionSchema.swift).
         SharedMigrations.pickerSessions(.postgres, version: 12),
-        // Migration 13: the webhook events of a feed that wait or are in flight, by index (WebhookSchema).
-        (13, WebhookSchema.feedIndexes),
+        // Migration 13: the webhook events of a feed that wait or are in flight, by index, and a feed's mark for a check (WebhookSchema).
+        (13, WebhookSchema.waitingEvents),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

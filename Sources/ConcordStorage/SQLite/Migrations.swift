@@ -188,8 +188,8 @@ enum SQLiteMigrations {
         (16, WebhookSchema.sqlite),
         // Migration 17: picker sessions of continuous selections (PickerSessionSchema.swift).
         SharedMigrations.pickerSessions(.sqlite, version: 17),
-        // Migration 18: the webhook events of a feed that wait or are in flight, by index (WebhookSchema).
-        (18, WebhookSchema.feedIndexes),
+        // Migration 18: the webhook events of a feed that wait or are in flight, by index, and a feed's mark for a check (WebhookSchema).
+        (18, WebhookSchema.waitingEvents),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

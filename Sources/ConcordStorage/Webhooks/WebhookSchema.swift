@@ -5,12 +5,13 @@ enum WebhookSchema {
     static let sqlite = Self.schema(integer: "INTEGER", real: "REAL", blob: "BLOB", serial: "INTEGER PRIMARY KEY AUTOINCREMENT")
     static let postgres = Self.schema(integer: "bigint", real: "double precision", blob: "bytea", serial: "bigserial PRIMARY KEY")
 
-    /// The waiting and in-flight events of one (webhook, feed), found without reading its log:
-    /// the outbox asks on every commit, a claim on every attempt, and the log keeps thousands of
-    /// finished events per webhook.
-    static let feedIndexes = """
+    /// The waiting and in-flight events of one (webhook, feed), found without reading its log (a
+    /// claim asks on every attempt, and the log keeps thousands of finished events per webhook);
+    /// and a feed's mark for a check of who hears it: unmarked, a commit writes its head row alone.
+    static let waitingEvents = """
         CREATE INDEX webhook_events_pending_by_feed ON webhook_events (webhook_id, feed, seq) WHERE status = 'pending';
         CREATE INDEX webhook_events_in_flight_by_feed ON webhook_events (webhook_id, feed) WHERE lease_owner IS NOT NULL;
+        ALTER TABLE webhook_feed_heads ADD COLUMN recheck INTEGER NOT NULL DEFAULT 1;
         """
 
     private static func schema(integer: String, real: String, blob: String, serial: String) -> String {

@@ -43,12 +43,7 @@ protocol WebhookStatements: WebhookWrites {
 extension WebhookStatements {
     static var webhookColumns: String { webhookColumnList }
 
-    static var eventColumns: String {
-        """
-        seq, event_id, webhook_id, account_id, feed, type, status, created_at, ts, data, origin, attempts, attempted,
-        next_attempt_at, superseded_by, lease_owner, lease_until, manual, head_seq
-        """
-    }
+    static var eventColumns: String { eventColumnList }
 
     /// The columns an event is read with. A waiting event nobody has seen (pending, never
     /// attempted, unclaimed) carries its feed's newest change: its feed's head holds it, and the
@@ -231,22 +226,26 @@ extension WebhookStatements {
             """, [.text(accountID), .text(Self.typePattern(type)), .text(feed)])
     }
 
-    @discardableResult
     func queueFeedEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, origin: String, data: String,
-                        dataWithoutOrigin: String, now: Double) throws -> Int {
-        let subscribed: [WebhookValue] = [.text(accountID), .text(Self.typePattern(type))]
+                        dataWithoutOrigin: String, now: Double) throws -> Bool {
         // The feed's head takes the change: one row, however many events wait on the feed.
         var head: Int64 = 0
+        var recheck = true
         try self.webhookQuery("""
-            INSERT INTO webhook_feed_heads (feed_key, last_seq, last_ts, last_data, last_data_plain, last_origin, origin_run_since)
-            VALUES ($1, 1, $2, $3, $4, $5, 1)
+            INSERT INTO webhook_feed_heads (feed_key, last_seq, last_ts, last_data, last_data_plain, last_origin, origin_run_since, recheck)
+            VALUES ($1, 1, $2, $3, $4, $5, 1, 1)
             ON CONFLICT (feed_key) DO UPDATE SET
                 origin_run_since = CASE WHEN webhook_feed_heads.last_origin = excluded.last_origin THEN webhook_feed_heads.origin_run_since
                                         ELSE webhook_feed_heads.last_seq + 1 END,
                 last_seq = webhook_feed_heads.last_seq + 1, last_ts = excluded.last_ts, last_data = excluded.last_data,
                 last_data_plain = excluded.last_data_plain, last_origin = excluded.last_origin
-            RETURNING last_seq
-            """, [.text(feed), .double(timestamp), .text(data), .text(dataWithoutOrigin), .text(origin)]) { r in head = r.int(0) }
+            RETURNING last_seq, recheck
+            """, [.text(feed), .double(timestamp), .text(data), .text(dataWithoutOrigin), .text(origin)]) { r in
+            head = r.int(0)
+            recheck = r.int(1) != 0
+        }
+        // Unmarked: every webhook hearing the feed has an event waiting that reads the head.
+        guard recheck else { return false }
         let queued = try self.webhookRun("""
             INSERT INTO webhook_events (event_id, webhook_id, account_id, feed, type, status, created_at, ts, data, origin, attempts, attempted,
                                         next_attempt_at, superseded_by, lease_owner, lease_until, manual, head_seq)
@@ -259,9 +258,30 @@ extension WebhookStatements {
             WHERE NOT EXISTS (SELECT 1 FROM webhook_events x
                               WHERE x.webhook_id = s.webhook_id AND x.feed = $3 AND x.status = 'pending' AND x.lease_owner IS NULL)
             ORDER BY w.created_at, w.webhook_id
-            """, subscribed + [.text(feed), .text(type.rawValue), .double(now), .double(timestamp), .text(data), .text(origin), .int(head)])
+            """, [.text(accountID), .text(Self.typePattern(type)), .text(feed), .text(type.rawValue), .double(now), .double(timestamp),
+                  .text(data), .text(origin), .int(head)])
         if queued > 0 { try self.announceWebhookEvents() }
-        return 0
+        return true
+    }
+
+    func finishWebhookFeedCheck(feed: String) throws {
+        try self.webhookRun("UPDATE webhook_feed_heads SET recheck = 0 WHERE feed_key = $1", [.text(feed)])
+    }
+
+    func recheckWebhookFeeds(accountID: String?) throws {
+        if let accountID {
+            try self.webhookRun("UPDATE webhook_feed_heads SET recheck = 1 WHERE (feed_key = $1 OR feed_key LIKE $2) AND recheck = 0",
+                                [.text("J:" + accountID), .text("L:" + accountID + ":%")])
+        } else {
+            try self.webhookRun("UPDATE webhook_feed_heads SET recheck = 1 WHERE recheck = 0", [])
+        }
+    }
+
+    /// A feed whose waiting events changed (claimed, finished, superseded, new): its next commit checks
+    /// that every webhook hearing it still has one.
+    private func markFeedForCheck(_ event: StoredWebhookEvent) throws {
+        guard event.type.isCoalesced else { return }
+        try self.webhookRun("UPDATE webhook_feed_heads SET recheck = 1 WHERE feed_key = $1 AND recheck = 0", [.text(event.feed)])
     }
 
     func queueAccountEvent(accountID: String, feed: String, type: WebhookEventType, timestamp: Double, data: String, now: Double) throws {
@@ -279,6 +299,7 @@ extension WebhookStatements {
 
     func insertWebhook(_ webhook: StoredWebhook) throws {
         try self.webhookRun(WebhookStatementTexts.insertWebhook, Self.webhookValues(webhook))
+        try self.recheckWebhookFeeds(accountID: webhook.accountID)
     }
 
     func updateWebhook(_ webhook: StoredWebhook) throws {
@@ -311,20 +332,18 @@ extension WebhookStatements {
     @discardableResult
     func insertWebhookEvent(_ event: StoredWebhookEvent) throws -> Int64 {
         var seq: Int64 = 0
-        let columns = Self.eventColumns.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
-        try self.webhookQuery("INSERT INTO webhook_events (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) RETURNING seq",
-                              Self.eventValues(event)) { r in seq = r.int(0) }
+        try self.webhookQuery(WebhookStatementTexts.insertEvent, Self.eventValues(event)) { r in seq = r.int(0) }
+        try self.markFeedForCheck(event)
         try self.announceWebhookEvents()
         return seq
     }
 
     @discardableResult
     func updateWebhookEvent(_ event: StoredWebhookEvent, onlyIfUnclaimed: Bool) throws -> Bool {
-        let columns = Self.eventColumns.split(separator: ",").dropFirst(2).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        let sets = columns.enumerated().map { "\($0.element) = $\($0.offset + 2)" }.joined(separator: ", ")
-        let guardClause = onlyIfUnclaimed ? " AND lease_owner IS NULL AND status = 'pending'" : ""
-        return try self.webhookRun("UPDATE webhook_events SET \(sets) WHERE event_id = $1\(guardClause)", Self.eventValues(event)) > 0
+        let sql = onlyIfUnclaimed ? WebhookStatementTexts.updateUnclaimedEvent : WebhookStatementTexts.updateEvent
+        guard try self.webhookRun(sql, Self.eventValues(event)) > 0 else { return false }
+        try self.markFeedForCheck(event)
+        return true
     }
 
     func insertWebhookAttempt(_ attempt: StoredWebhookAttempt) throws {
@@ -340,6 +359,8 @@ extension WebhookStatements {
             WHERE status = 'pending' AND ($1 IS NULL OR webhook_id = $1) AND ($2 IS NULL OR account_id = $2)
               AND ($3 IS NULL OR feed = $3) AND ($4 IS NULL OR type = $4)
             """, [.text(webhookID), .text(accountID), .text(feed), .text(type?.rawValue)])
+        // Some webhook may now have no event waiting on a feed that stays.
+        if webhookID != nil || type != nil, cancelled > 0 { try self.recheckWebhookFeeds(accountID: accountID) }
         // A feed that goes (a deleted device's library, a deleted account's feeds) takes its head along.
         if webhookID == nil, type == nil {
             if let feed {
@@ -371,16 +392,24 @@ extension WebhookStatements {
         try self.lockWebhookClaims()
         // The oldest pending event of its feed, due, of an enabled webhook this instance can sign
         // for, in a feed with no attempt in flight.
-        var ids: [String] = []
+        var due: [(id: String, feed: String, coalesced: Bool)] = []
         try self.webhookQuery("""
-            SELECT e.event_id FROM webhook_events e JOIN webhooks w ON w.webhook_id = e.webhook_id
+            SELECT e.event_id, e.feed, e.type FROM webhook_events e JOIN webhooks w ON w.webhook_id = e.webhook_id
             WHERE e.status = 'pending' AND e.lease_owner IS NULL AND e.next_attempt_at <= $1 AND w.enabled = 1 AND w.secret_key_id = $2
               AND NOT EXISTS (SELECT 1 FROM webhook_events x WHERE x.webhook_id = e.webhook_id AND x.feed = e.feed AND x.lease_owner IS NOT NULL)
               AND e.seq = (SELECT min(y.seq) FROM webhook_events y WHERE y.webhook_id = e.webhook_id AND y.feed = e.feed AND y.status = 'pending')
             ORDER BY e.next_attempt_at, e.seq LIMIT $3
-            """, [.double(now), .text(keyID), .int(Int64(limit))]) { r in ids.append(r.text(0)) }
+            """, [.double(now), .text(keyID), .int(Int64(limit))]) { r in
+            due.append((r.text(0), r.text(1), WebhookEventType(rawValue: r.text(2))?.isCoalesced ?? false))
+        }
         var claimed: [StoredWebhookEvent] = []
-        for id in ids {
+        for (id, feed, coalesced) in due {
+            if coalesced {
+                // The feed's next commit gives the webhook a new waiting event. Marked before the
+                // event is read: on PostgreSQL this takes the head row's lock, so a commit in
+                // flight on the feed either lands in the body frozen below or sees the mark.
+                try self.webhookRun("UPDATE webhook_feed_heads SET recheck = 1 WHERE feed_key = $1", [.text(feed)])
+            }
             // Read with its feed's newest change, then claimed with that change frozen into it:
             // the body is the same on every attempt.
             guard var e = try self.eventsWhere("event_id = $1", [.text(id)]).first else { continue }
@@ -425,12 +454,31 @@ private let webhookColumnList = """
     prev_secret_expires_at, secret_serial, consecutive_failures, last_success_at, last_failure_at, last_ping_at
     """
 
+private let eventColumnList = """
+    seq, event_id, webhook_id, account_id, feed, type, status, created_at, ts, data, origin, attempts, attempted,
+    next_attempt_at, superseded_by, lease_owner, lease_until, manual, head_seq
+    """
+
 /// Statement texts built from the column list once, not per call (an attempt's outcome updates its webhook).
 enum WebhookStatementTexts {
     static let insertWebhook: String = {
         let placeholders = (1...24).map { "$\($0)" }.joined(separator: ", ")
         return "INSERT INTO webhooks (\(webhookColumnList)) VALUES (\(placeholders))"
     }()
+
+    static let insertEvent: String = {
+        let columns = eventColumnList.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
+        return "INSERT INTO webhook_events (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) RETURNING seq"
+    }()
+
+    static let updateEvent: String = {
+        let columns = eventColumnList.split(separator: ",").dropFirst(2).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let sets = columns.enumerated().map { "\($0.element) = $\($0.offset + 2)" }.joined(separator: ", ")
+        return "UPDATE webhook_events SET \(sets) WHERE event_id = $1"
+    }()
+
+    static let updateUnclaimedEvent = updateEvent + " AND lease_owner IS NULL AND status = 'pending'"
 
     static let updateWebhook: String = {
         let names = webhookColumnList.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
