@@ -61,6 +61,7 @@ extension AccountMappingIndex {
         var status = LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0)
         var unknown: [Int32] = []   // no fingerprint, no link: what could be wanted
         var wanted: [Int32] = []
+        let records = self.records   // a local copy (copy-on-write reference): plain reads in the loop
         for (n, o) in device.objectSlots.enumerated() where o.live {
             status.objects += 1
             let hasFingerprint = !self.isEmpty(fingerprint: o.fingerprint)
@@ -72,8 +73,8 @@ extension AccountMappingIndex {
                 // wanted for its link. A record without keys has `noKey` as its first.
                 if !hasFingerprint, o.record >= 0,
                    WantedCandidates.wantedForItsLink(objectHasKey: o.key != Self.noKey,
-                                                     recordHasFingerprint: !self.isEmpty(fingerprint: self.records[Int(o.record)].fingerprint),
-                                                     recordHasKey: self.records[Int(o.record)].key != Self.noKey) {
+                                                     recordHasFingerprint: !self.isEmpty(fingerprint: records[Int(o.record)].fingerprint),
+                                                     recordHasKey: records[Int(o.record)].key != Self.noKey) {
                     wanted.append(Int32(n))
                 }
             } else if !hasFingerprint { unknown.append(Int32(n)) }
