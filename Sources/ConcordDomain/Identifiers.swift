@@ -206,7 +206,7 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// The record's GUID, upper case.
     public var guid: String
     public var type: ObjectType
-    /// The fingerprint part; empty when the identifier resolves through its record only.
+    /// The fingerprint part; empty: the record's own fingerprint stands for it (both spellings name the record).
     public var fingerprint: String
 
     public init(guid: String, type: ObjectType, fingerprint: String) {

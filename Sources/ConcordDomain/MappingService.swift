@@ -268,7 +268,7 @@ public struct MappingService: ServiceArea {
         // Steps 2 and 3 in one read: the account's records by GUID with their link on this device and
         // the device's objects carrying their keys (a GUID of another account is not found here).
         let found = try tx.recordLookups(device, identifiers: identifiers)
-        var byContent: [Int] = []
+        var byContent: [(item: Int, content: ContentKey)] = []
         for (i, c) in identifiers.enumerated() {
             if let local = found[i].linkedLocalIdentifier { result.answers[i] = .found(local); continue }   // step 2
             let matches = found[i].keyMatches
@@ -282,23 +282,25 @@ public struct MappingService: ServiceArea {
                 result.answers[i] = .error(.multipleIdentifiersFound(localIdentifiers: matches.map(\.object.localIdentifier)))
                 continue
             }
-            // Step 4: an empty fingerprint resolves through its record only, and so does every
-            // identifier when the request asks for no content match.
-            if c.fingerprint.isEmpty || !contentMatch { continue }
-            byContent.append(i)
+            // Step 4: no content match when the request asks for none. An empty fingerprint part
+            // stands for the record's own fingerprint (both spellings name the record); with none
+            // there either, or no record, there is no content to match.
+            guard contentMatch else { continue }
+            let content = Self.contentToMatch(c, record: found[i].record)
+            if content.isEmpty { continue }
+            byContent.append((i, ContentKey(type: c.type, fingerprint: content)))
         }
         guard !byContent.isEmpty else { return result }
-        let keys = Array(Set(byContent.map { ContentKey(type: identifiers[$0].type, fingerprint: identifiers[$0].fingerprint) }))
+        let keys = Array(Set(byContent.map(\.content)))
         var candidates: [ContentKey: [StoredObject]] = [:]
         for s in try tx.objects(device, matching: keys) { candidates[ContentKey(type: s.object.type, fingerprint: s.object.fingerprint), default: []].append(s) }
-        for i in byContent {
-            let c = identifiers[i]
-            let matches = candidates[ContentKey(type: c.type, fingerprint: c.fingerprint)] ?? []
+        for (i, content) in byContent {
+            let matches = candidates[content] ?? []
             if matches.count == 1 {
                 let o = matches[0]
                 result.answers[i] = .found(o.object.localIdentifier)
                 // Link only when the record exists with exactly this content and the object is free.
-                if let r = found[i].record, r.fingerprint == c.fingerprint, o.link == nil {
+                if let r = found[i].record, r.fingerprint == content.fingerprint, o.link == nil {
                     result.links.append((o.object.localIdentifier, r))
                 }
             } else if matches.count > 1 {
@@ -307,6 +309,13 @@ public struct MappingService: ServiceArea {
             }
         }
         return result
+    }
+
+    /// The fingerprint cloud → local matches by content (step 4) for `identifier`: its own
+    /// fingerprint part, or, when that is empty, the fingerprint of its record (nil: the account has
+    /// no such record). Empty: nothing to match, the identifier is not found by content.
+    static func contentToMatch(_ identifier: CloudIdentifier, record: CloudRecord?) -> String {
+        identifier.fingerprint.isEmpty ? record?.fingerprint ?? "" : identifier.fingerprint
     }
 
     /// `POST /v1/library/links`: the person chose which object a cloud identifier means on this device.
@@ -413,9 +422,14 @@ public struct MappingService: ServiceArea {
     }
 }
 
-/// The wanted rule (§5), shared by both engines' storage answers and the index: given, per type, the
-/// candidate records' linked objects' creation seconds (and whether some candidate has no dated
-/// linked object), whether an unlinked, fingerprint-less object of that type is wanted.
+/// The wanted rule (§5), shared by both engines' storage answers and the index. An object is wanted
+/// when it has no fingerprint and either
+/// - it has no link, and a candidate record could match it by content: given, per type, the
+///   candidate records' linked objects' creation seconds (and whether some candidate has no dated
+///   linked object), `wants` says whether an unlinked, fingerprint-less object of that type is; or
+/// - it has no key and is linked to a bare record (no fingerprint, no key): only its content can
+///   ever match that record on another device, and an object without a PhotoKit key has its
+///   original on the device, so hashing it downloads nothing. `WantedCandidates.wantedForItsLink` says it.
 public struct WantedCandidates: Sendable {
     /// Types with at least one candidate record.
     public var types = Set<ObjectType>()
@@ -441,16 +455,27 @@ public struct WantedCandidates: Sendable {
 }
 
 extension WantedCandidates {
-    /// A page of the wanted objects among `objects` (a device's unlinked, fingerprint-less objects,
-    /// in any order): those after `after` in byte order, at most `limit`, and the count of all.
-    public func page(_ objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)], after: String?, limit: Int) -> WantedPage {
+    /// Whether a fingerprint-less object is wanted for its link: it has no key, and its record has
+    /// neither fingerprint nor key.
+    @inlinable public static func wantedForItsLink(objectHasKey: Bool, recordHasFingerprint: Bool, recordHasKey: Bool) -> Bool {
+        !objectHasKey && !recordHasFingerprint && !recordHasKey
+    }
+
+    /// A page of the wanted objects: those among `unlinked` (a device's unlinked, fingerprint-less
+    /// objects, in any order) the candidates want, and every one of `linkedToBareRecords` (its
+    /// keyless, fingerprint-less objects linked to a bare record); those after `after` in byte
+    /// order, at most `limit`, and the count of all.
+    public func page(_ unlinked: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)],
+                     linkedToBareRecords: [(localIdentifier: String, type: ObjectType)] = [], after: String?, limit: Int) -> WantedPage {
         var total = 0
         var chosen: [WantedObject] = []
-        for o in objects where self.wants(type: o.type, creationSecond: o.creationSecond) {
+        func take(_ localIdentifier: String, _ type: ObjectType) {
             total += 1
-            if let after, !after.utf8Precedes(o.localIdentifier) { continue }
-            chosen.append(WantedObject(localIdentifier: o.localIdentifier, type: o.type))
+            if let after, !after.utf8Precedes(localIdentifier) { return }
+            chosen.append(WantedObject(localIdentifier: localIdentifier, type: type))
         }
+        for o in unlinked where self.wants(type: o.type, creationSecond: o.creationSecond) { take(o.localIdentifier, o.type) }
+        for o in linkedToBareRecords { take(o.localIdentifier, o.type) }
         chosen.sort { $0.localIdentifier.utf8Precedes($1.localIdentifier) }
         let more = chosen.count > limit
         if more { chosen.removeLast(chosen.count - limit) }

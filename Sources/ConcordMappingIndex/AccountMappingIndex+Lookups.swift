@@ -64,7 +64,8 @@ extension AccountMappingIndex {
 
     /// Cloud → local for a batch, read from its bytes, where that decides an item: found by its
     /// link (step 2), not well formed (step 1), and, when no object carries one of its record's
-    /// keys, step 4 by content (not found, one object, several) unless it would store a link.
+    /// keys, step 4 by content (not found, one object, several) unless it would store a link; an
+    /// empty fingerprint part matches by the record's own fingerprint.
     /// Items with keys to weigh (step 3) or a link to store are `.undecided`: the caller resolves
     /// them in full.
     ///
@@ -100,18 +101,34 @@ extension AccountMappingIndex {
         // step 4 by content, decided here unless it stores a link (the full path then writes it).
         var byContent: [Int] = []
         var contents: [UnsafeBufferPointer<UInt8>] = []
+        // An empty fingerprint part stands for the record's own fingerprint (both spellings name
+        // the record): its number is known, no lookup. -1: look the item's own part up.
+        var recordContents: [Int32] = []
         batch.bytes.withUnsafeBufferPointer { b in
             for i in 0..<n where answers[i] < 0 && keys[i] != nil {
                 let record = numbers[i]
                 if record >= 0 && self.deviceCarriesAKey(of: Int(record), device) { continue }
+                guard contentMatch else { lookups[i] = .notFound; continue }
                 let span = batch.spans[i]
                 let fingerprint = UnsafeBufferPointer(rebasing: b[Int(span.start) + Self.cloudIdentifierPrefix..<Int(span.start) + Int(span.length)])
-                if fingerprint.isEmpty || !contentMatch { lookups[i] = .notFound; continue }
+                if fingerprint.isEmpty {
+                    // No record, or a record without a fingerprint: no content to match.
+                    guard record >= 0, !self.isEmpty(fingerprint: self.records[Int(record)].fingerprint) else { lookups[i] = .notFound; continue }
+                    recordContents.append(Int32(self.records[Int(record)].fingerprint))
+                } else {
+                    recordContents.append(-1)
+                    contents.append(fingerprint)
+                }
                 byContent.append(i)
-                contents.append(fingerprint)
             }
             // `contents` points into the batch's bytes: used only inside this closure.
-            let fingerprints = self.fingerprints.numbers(of: contents)
+            let looked = self.fingerprints.numbers(of: contents)
+            var next = 0
+            let fingerprints = recordContents.map { known -> Int32 in
+                guard known < 0 else { return known }
+                defer { next += 1 }
+                return looked[next]
+            }
             device.prefetchContent(fingerprints)
             for (j, i) in byContent.enumerated() {
                 let slots = fingerprints[j] < 0 ? [] : device.slots(withContent: UInt32(fingerprints[j]), type: types[i])

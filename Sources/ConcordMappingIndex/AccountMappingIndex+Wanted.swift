@@ -44,7 +44,10 @@ extension AccountMappingIndex {
 
     /// A device's wanted list and counts as of one mapping version: computed by the first read
     /// after a mapping write of the account, so paging through the list and polling the counts
-    /// cost a binary search each, not a pass over the account (docs/api-notes.md).
+    /// cost a binary search each, not a pass over the account (docs/api-notes.md). Every mapping
+    /// write moves the version on — a record taking a fingerprint or a key included, which can
+    /// end another device's objects being wanted for their link — so no answer outlives what it
+    /// was computed from.
     struct DeviceAnswers {
         var version: Int64
         /// The wanted objects' slots, in local identifier byte order.
@@ -57,14 +60,25 @@ extension AccountMappingIndex {
         if let cached = self.deviceAnswers[deviceID], cached.version == self.version { return cached }
         var status = LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0)
         var unknown: [Int32] = []   // no fingerprint, no link: what could be wanted
+        var wanted: [Int32] = []
+        let records = self.records   // a local copy (copy-on-write reference): plain reads in the loop
         for (n, o) in device.objectSlots.enumerated() where o.live {
             status.objects += 1
             let hasFingerprint = !self.isEmpty(fingerprint: o.fingerprint)
             if hasFingerprint { status.withFingerprint += 1 }
             if o.key != Self.noKey { status.withKey += 1 }
-            if o.hasLink { status.linked += 1 } else if !hasFingerprint { unknown.append(Int32(n)) }
+            if o.hasLink {
+                status.linked += 1
+                // Linked to a record with neither fingerprint nor key (an orphan link has no record):
+                // wanted for its link. A record without keys has `noKey` as its first.
+                if !hasFingerprint, o.record >= 0,
+                   WantedCandidates.wantedForItsLink(objectHasKey: o.key != Self.noKey,
+                                                     recordHasFingerprint: !self.isEmpty(fingerprint: records[Int(o.record)].fingerprint),
+                                                     recordHasKey: records[Int(o.record)].key != Self.noKey) {
+                    wanted.append(Int32(n))
+                }
+            } else if !hasFingerprint { unknown.append(Int32(n)) }
         }
-        var wanted: [Int32] = []
         if !unknown.isEmpty {
             let candidates = self.wantedCandidates(device)
             let slots = device.objectSlots
@@ -72,8 +86,8 @@ extension AccountMappingIndex {
                 let o = slots[Int(n)]
                 if candidates.wants(type: o.type, creationSecond: o.creationSecond == Int64.min ? nil : o.creationSecond) { wanted.append(n) }
             }
-            device.sortByIdentifier(&wanted)
         }
+        device.sortByIdentifier(&wanted)
         status.wanted = wanted.count
         let answers = DeviceAnswers(version: self.version, wanted: wanted, status: status)
         self.deviceAnswers[deviceID] = answers

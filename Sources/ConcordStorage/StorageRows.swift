@@ -179,12 +179,15 @@ struct ShiftedRow<Row: StorageRow>: StorageRow {
 }
 
 /// A device's wanted list from storage (§5), as both engines select it: first the candidate rows
-/// (a record's GUID, its type, one linked object's creation second or null), then the device's
-/// unlinked objects without a fingerprint (local identifier, type, creation second or null).
+/// (a record's GUID, its type, one linked object's creation second or null), then, when there is a
+/// candidate, the device's unlinked objects without a fingerprint (local identifier, type, creation
+/// second or null), and its keyless objects without a fingerprint linked to a record with neither
+/// fingerprint nor key (local identifier, type).
 struct WantedRows {
     private var linked: [String: (type: ObjectType, seconds: [Int64?])] = [:]
     private var candidates = WantedCandidates()
     private var objects: [(localIdentifier: String, type: ObjectType, creationSecond: Int64?)] = []
+    private var linkedToBareRecords: [(localIdentifier: String, type: ObjectType)] = []
 
     mutating func addCandidate(_ r: some StorageRow) {
         guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
@@ -201,5 +204,12 @@ struct WantedRows {
         if let type = ObjectType(rawValue: Int(r.int(1))) { self.objects.append((r.text(0), type, r.creationSecond(2))) }
     }
 
-    func page(after: String?, limit: Int) -> WantedPage { self.candidates.page(self.objects, after: after, limit: limit) }
+    /// A keyless, fingerprint-less object linked to a bare record (local_id, type): wanted whatever the candidates.
+    mutating func addLinkedToBareRecord(_ r: some StorageRow) {
+        if let type = ObjectType(rawValue: Int(r.int(1))) { self.linkedToBareRecords.append((r.text(0), type)) }
+    }
+
+    func page(after: String?, limit: Int) -> WantedPage {
+        self.candidates.page(self.objects, linkedToBareRecords: self.linkedToBareRecords, after: after, limit: limit)
+    }
 }

@@ -1,5 +1,6 @@
 import ConcordDomain
 import ConcordJSON
+import ConcordTestSupport
 import Foundation
 import Testing
 
@@ -57,10 +58,48 @@ import Testing
                         body: #"{"assetCollections":{"upsert":[{"localIdentifier":"alb","fingerprint":"\#(fingerprint(50))","assets":["p1"]}]}}"#)
     let albumCloud = try #require(try server.cloudIDs(phone.token, ["alb"])[0]["cloudIdentifier"]?.stringValue)
     #expect(albumCloud.contains(":040:"))
-    // Same GUID and type, empty fingerprint part: resolves through the record only.
+    // Same GUID and type, empty fingerprint part: the record's (its link here, its fingerprint
+    // elsewhere; the tablet has no album with that content).
     let guid = String(albumCloud.prefix(36))
     #expect(try server.localIDs(phone.token, [guid + ":040:"])[0]["localIdentifier"]?.stringValue == "alb")
     #expect(try server.localIDs(tablet.token, [guid + ":040:"])[0]["error"]?["name"]?.stringValue == "identifierNotFound")
+}
+
+/// A photo with neither key nor fingerprint gets `<GUID>:001:`, and is wanted on its device: only
+/// its content can match that record anywhere else. Once its device sends the fingerprint, the
+/// record takes it, the photo is no longer wanted, and another device holding the same content
+/// resolves `<GUID>:001:` to its own photo (the record's fingerprint stands for the empty part).
+@Test(arguments: TestEngine.available) func anUnhashedKeylessPhotoIsWantedAndItsEmptySpellingResolvesOnceHashed(_ engine: TestEngine) throws {
+    let server = try APIServer(engine: engine)
+    let (_, a, b) = try server.phoneAndTablet()
+    let sent = try server.call("POST", "/v1/library/changes", token: a.token, body: #"{"assets":{"upsert":[{"localIdentifier":"A-1"}]}}"#)
+    try #require(sent.status == 200, "\(sent.raw.body)")
+    let bare = try #require(try server.cloudIDs(a.token, ["A-1"])[0]["cloudIdentifier"]?.stringValue)
+    #expect(bare.hasSuffix(":001:"))
+
+    // Wanted on A, for its link.
+    let wanted = try server.call("GET", "/v1/library/wanted", token: a.token)
+    #expect(wanted.status == 200)
+    #expect(wanted.json == (try JSONValue.parse(Array(#"{"objects":[{"localIdentifier":"A-1","type":"assets"}],"next":null,"total":1}"#.utf8))))
+    let status = try server.call("GET", "/v1/library/status", token: a.token)
+    #expect(status["linked"]?.intValue == 1 && status["wanted"]?.intValue == 1, "\(status.raw.body)")
+
+    // B holds the same photo, hashed: before A hashes, the empty spelling has no content to match.
+    try server.upsert(b.token, assets: [("B-1", fingerprint(7)), ("B-2", fingerprint(8))])
+    #expect(try server.localIDs(b.token, [bare])[0]["error"]?["name"]?.stringValue == "identifierNotFound")
+
+    // A sends its fingerprint: the record takes it, and A's photo is no longer wanted.
+    try server.upsert(a.token, assets: [("A-1", fingerprint(7))])
+    let after = try server.call("GET", "/v1/library/wanted", token: a.token)
+    #expect(after["total"]?.intValue == 0 && after["objects"]?.arrayValue?.isEmpty == true)
+    #expect(try server.call("GET", "/v1/library/status", token: a.token)["wanted"]?.intValue == 0)
+    #expect(try server.cloudIDs(a.token, ["A-1"])[0]["cloudIdentifier"]?.stringValue == bare + fingerprint(7))
+
+    // B asked `<GUID>:001:` finds its photo by the record's fingerprint, and the link is stored.
+    let found = try server.localIDs(b.token, [bare])
+    #expect(found[0]["cloudIdentifier"]?.stringValue == bare && found[0]["localIdentifier"]?.stringValue == "B-1")
+    #expect(try server.cloudIDs(b.token, ["B-1"])[0]["cloudIdentifier"]?.stringValue == bare + fingerprint(7))
+    #expect(try server.localIDs(b.token, [bare, bare + fingerprint(7)]).map { $0["localIdentifier"]?.stringValue } == ["B-1", "B-1"])
 }
 
 @Test func duplicatesAreMultipleIdentifiersFoundUntilThePersonLinksOne() throws {

@@ -133,7 +133,7 @@ import Testing
         #expect(try env.local(b, [c]) == [.found("b1")])
     }
 
-    @Test(arguments: TestEngine.available) func step3EmptyFingerprintResolvesThroughRecordOnly(_ engine: TestEngine) throws {
+    @Test(arguments: TestEngine.available) func step4EmptyFingerprintPartStandsForTheRecordsOwn(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let a = try env.device("A")
         let b = try env.device("B")
@@ -142,9 +142,11 @@ import Testing
         let full = try #require(CloudIdentifier(parsing: try env.cloudID(a, "ca")))
         let bare = full.guid + ":040:"
         #expect(try env.local(a, [bare]) == [.found("ca")])                             // linked on A
-        #expect(try env.local(b, [bare]) == [.error(.identifierNotFound(limitedLibrary: false))])   // not by content
-        #expect(try env.local(b, [full.stringValue]) == [.found("cb")])                   // by content
-        #expect(try env.local(b, [bare]) == [.found("cb")])                               // now linked
+        #expect(try env.service.mapping.localIdentifierResults(forCloudIdentifiers: IdentifierBatch([bare]), device: b, contentMatch: false)
+                == [.error(.identifierNotFound(limitedLibrary: false))])                  // no content match asked
+        #expect(try env.local(b, [bare]) == [.found("cb")])                               // by the record's fingerprint, and linked
+        #expect(try env.cloudID(b, "cb") == full.stringValue)
+        #expect(try env.local(b, [full.stringValue, bare]) == [.found("cb"), .found("cb")])
     }
 
     @Test(arguments: TestEngine.available) func step3NoMatchIsIdentifierNotFoundAndTypeMatters(_ engine: TestEngine) throws {
@@ -296,7 +298,9 @@ import Testing
         let t0 = try env.service.history.currentChangeToken(device: d)
         let r = try env.service.library.replaceLibrary(LibrarySnapshot(objects: [.asset("a1", fingerprint: fp(1)), .asset("a3", fingerprint: fp(3))]), reset: true, device: d)
         #expect((r.inserted, r.updated, r.deleted, r.unchanged) == (1, 0, 1, 1))
-        #expect(try env.local(d, [bare]) == [.error(.identifierNotFound(limitedLibrary: false))])   // link gone
+        // Link gone: without content match (the empty part would stand for the record's fingerprint) nothing resolves it.
+        #expect(try env.service.mapping.localIdentifierResults(forCloudIdentifiers: IdentifierBatch([bare]), device: d, contentMatch: false)
+                == [.error(.identifierNotFound(limitedLibrary: false))])
         let page = try env.service.history.changes(since: t0, limit: nil, device: d)
         #expect(page.changes.count == 1)
         #expect(page.changes[0].details == nil)

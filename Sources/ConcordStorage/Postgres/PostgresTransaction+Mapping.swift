@@ -91,11 +91,20 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
               AND NOT EXISTS (SELECT 1 FROM record_keys k JOIN objects y ON y.account_id = $1 AND y.device_id = $2 AND y.type = k.type AND y.key_a = k.key_a
                               WHERE k.account_id = $1 AND k.guid = r.guid)
             """, [.text(device.accountID), .text(device.deviceID)]) { rows.addCandidate($0) }
-        guard rows.candidatesFound() else { return WantedPage(objects: [], next: nil, total: 0) }
+        if rows.candidatesFound() {
+            try self.db.query("""
+                SELECT local_id, type, creation_second FROM objects
+                WHERE account_id = $1 AND device_id = $2 AND fingerprint = '' AND record_guid IS NULL
+                """, [.text(device.accountID), .text(device.deviceID)]) { rows.addObject($0) }
+        }
+        // Keyless objects without a fingerprint linked to a record with neither: wanted for their
+        // link (`WantedCandidates.wantedForItsLink`).
         try self.db.query("""
-            SELECT local_id, type, creation_second FROM objects
-            WHERE account_id = $1 AND device_id = $2 AND fingerprint = '' AND record_guid IS NULL
-            """, [.text(device.accountID), .text(device.deviceID)]) { rows.addObject($0) }
+            SELECT o.local_id, o.type FROM records r
+            JOIN objects o ON o.account_id = $1 AND o.record_guid = r.guid AND o.device_id = $2
+            WHERE r.account_id = $1 AND r.fingerprint = '' AND o.fingerprint = '' AND o.key_a IS NULL
+              AND NOT EXISTS (SELECT 1 FROM record_keys k WHERE k.account_id = $1 AND k.guid = r.guid)
+            """, [.text(device.accountID), .text(device.deviceID)]) { rows.addLinkedToBareRecord($0) }
         return rows.page(after: after, limit: limit)
     }
 

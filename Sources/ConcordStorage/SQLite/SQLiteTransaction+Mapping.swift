@@ -17,6 +17,16 @@ extension SQLiteTransaction: MappingReads, MappingVersionWrites {
                           WHERE k.account_key = ?1 AND k.guid = r.guid)
         """
 
+    /// The device's keyless objects without a fingerprint linked to a record with neither
+    /// fingerprint nor key: wanted for their link (`WantedCandidates.wantedForItsLink`). From the
+    /// account's records without a fingerprint, each one's link on the device by objects_by_link.
+    static let linkedToBareRecordsSQL = """
+        SELECT o.local_id, o.type FROM records r
+        CROSS JOIN objects o INDEXED BY objects_by_link ON o.account_key = ?1 AND o.record_guid = r.guid AND o.device_key = ?2
+        WHERE r.account_key = ?1 AND r.fingerprint = '' AND o.fingerprint = '' AND o.key_a IS NULL
+          AND NOT EXISTS (SELECT 1 FROM record_keys k WHERE k.account_key = ?1 AND k.guid = r.guid)
+        """
+
     /// By non-empty fingerprints: objects_by_content holds only objects with one (migration 9), by
     /// the first 4 bytes of it (migration 12): the index finds the prefix, the row the whole.
     static let objectsByContentSQL = """
@@ -106,11 +116,13 @@ extension SQLiteTransaction: MappingReads, MappingVersionWrites {
         guard let k = try self.keys(device) else { return WantedPage(objects: [], next: nil, total: 0) }
         var rows = WantedRows()
         try self.db.query(Self.wantedCandidatesSQL, [.int(k.account), .int(k.device)]) { rows.addCandidate($0) }
-        guard rows.candidatesFound() else { return WantedPage(objects: [], next: nil, total: 0) }
-        try self.db.query("""
-            SELECT local_id, type, coalesce(creation_second, creation_date) FROM objects
-            WHERE account_key = ? AND device_key = ? AND fingerprint = '' AND record_guid IS NULL
-            """, [.int(k.account), .int(k.device)]) { rows.addObject($0) }
+        if rows.candidatesFound() {
+            try self.db.query("""
+                SELECT local_id, type, coalesce(creation_second, creation_date) FROM objects
+                WHERE account_key = ? AND device_key = ? AND fingerprint = '' AND record_guid IS NULL
+                """, [.int(k.account), .int(k.device)]) { rows.addObject($0) }
+        }
+        try self.db.query(Self.linkedToBareRecordsSQL, [.int(k.account), .int(k.device)]) { rows.addLinkedToBareRecord($0) }
         return rows.page(after: after, limit: limit)
     }
 
