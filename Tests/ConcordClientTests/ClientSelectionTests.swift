@@ -69,7 +69,12 @@ private func body(_ request: HTTPRequest) throws -> [String: Any] {
     func selection(_ i: Int) -> [String] { (0...(i % 7)).map { p[(i + $0) % 20] } }
     let told = Mutex<[JournalEntry]>([])
     let session = phone.selectionSession(journalID: journal.journalID, entryID: "day-1", retry: quick) { entry in told.withLock { $0.append(entry) } }
-    for i in 0..<200 { session.update(selection(i)) }
+    // As a picker reports them: in bursts, with a pause now and then that lets a request go out
+    // while the next updates arrive.
+    for i in 0..<200 {
+        session.update(selection(i))
+        if i % 20 == 19 { try await Task.sleep(for: .milliseconds(5)) }
+    }
     let entry = try #require(try await session.finish())
 
     #expect(entry.photos.map(\.localIdentifier) == selection(199))
@@ -77,6 +82,7 @@ private func body(_ request: HTTPRequest) throws -> [String: Any] {
     #expect(told.withLock { $0.last } == entry)
     let sent = requests.count.withLock { $0 }
     #expect(sent < 200 && sent >= 1 && sent == session.requestsSent)
+    print("200 continuous updates: \(sent) selection requests sent")
 }
 
 @Test func theLatestSelectionIsKeptAndSentOnceTheServerIsBack() async throws {
