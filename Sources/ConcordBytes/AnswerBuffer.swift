@@ -124,7 +124,8 @@ public struct AnswerBuffer<Other>: RandomAccessCollection {
         }
     }
 
-    /// Sets answers to bytes written in place, within `write(capacity:_:)`.
+    /// Sets answers to bytes written in place: good only inside the `body` of `write(capacity:_:)`
+    /// (it points into the buffer being written).
     public struct Writer {
         @usableFromInline let out: UnsafeMutablePointer<UInt8>
         /// Where the next answer's bytes go.
