@@ -1,36 +1,22 @@
 import ConcordBytes
 import Foundation
 
-/// Local → cloud answers of a batch: per identifier `.linked` (its cloud identifier's bytes in
-/// `bytes`) or not found (`.missing`, or `.unlinked` when step 3 could not assign it).
+/// Local → cloud answers of a batch: per identifier its cloud identifier's bytes, or not found
+/// (`.missing`, or `.unlinked` when step 3 could not assign it).
 public struct CloudIdentifierAnswers: Sendable {
-    public var answers: [LinkLookup]
-    public var bytes: [UInt8]
+    public var answers: LinkLookups
     /// The item error of an identifier not found (its `limitedLibrary` is the device's).
     public let notFound: ItemError
 
-    public init(answers: [LinkLookup], bytes: [UInt8], notFound: ItemError) {
+    public init(answers: LinkLookups, notFound: ItemError) {
         self.answers = answers
-        self.bytes = bytes
         self.notFound = notFound
     }
 }
 
-/// Cloud → local answers of a batch: per identifier the local identifier found (its bytes in
-/// `bytes`) or the item's error.
-public struct LocalIdentifierAnswers: Sendable {
-    public enum Answer: Sendable, Equatable {
-        case found(start: Int, count: Int)
-        case error(ItemError)
-    }
-    public var answers: [Answer]
-    public var bytes: [UInt8]
-
-    public init(answers: [Answer], bytes: [UInt8]) {
-        self.answers = answers
-        self.bytes = bytes
-    }
-}
+/// Cloud → local answers of a batch: per identifier the local identifier found (its bytes) or
+/// the item's error.
+public typealias LocalIdentifierAnswers = AnswerBuffer<ItemError>
 
 /// Mapping identifiers both ways, and links chosen by the person (API.md §5).
 public struct MappingService: ServiceArea {
@@ -54,21 +40,19 @@ public struct MappingService: ServiceArea {
             lookups = try reads.linkLookups(device, localIdentifiers: ids)
             return state.authorization == .limited
         }
-        var result = CloudIdentifierAnswers(answers: lookups.lookups, bytes: lookups.bytes, notFound: .identifierNotFound(limitedLibrary: limited))
+        var result = CloudIdentifierAnswers(answers: lookups, notFound: .identifierNotFound(limitedLibrary: limited))
         var pending: [String] = []
         var pendingSeen = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
-        for (i, s) in result.answers.enumerated() where s == .unlinked {
+        for (i, s) in result.answers.enumerated() where s == .other(.unlinked) {
             let id = ids[i]
             if pendingSeen.insert(ByteKey(id)).inserted { pending.append(id) }   // in request order: "oldest record first" follows it
         }
         guard !pending.isEmpty else { return result }
         let assigned = try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in try Self.assignRecords(tx, device: device, localIdentifiers: pending, core: self.core) } }
         // Step 3: assigned just now (an object deleted before step 3 ran stays not found).
-        for i in result.answers.indices where result.answers[i] == .unlinked {
+        for i in result.answers.indices where result.answers[i] == .other(.unlinked) {
             guard let record = assigned[ByteKey(ids[i])] else { continue }
-            let start = result.bytes.count
-            result.bytes.append(contentsOf: record.cloudIdentifier.utf8)
-            result.answers[i] = .linked(start: start, count: result.bytes.count - start)
+            result.answers.set(i, bytes: record.cloudIdentifier.utf8)
         }
         return result
     }
@@ -200,15 +184,15 @@ public struct MappingService: ServiceArea {
     public func localIdentifierAnswers(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef,
                                        contentMatch: Bool = true) throws(DomainError) -> LocalIdentifierAnswers {
         guard batch.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        var quick = QuickLocalIdentifiers(lookups: [])
+        var quick = QuickLocalIdentifiers()
         var rest: [(item: Int, identifier: CloudIdentifier?)] = []   // nil: step 1, invalidIdentifier
         var resolved = Resolution()
         var resolvedAt: Int64?
         let limited = try self.mappingRead(device) { tx, reads, state in
             let limited = state.authorization == .limited
             quick = try reads.quickLocalIdentifiers(device, cloudIdentifiers: batch, contentMatch: contentMatch)
-                ?? QuickLocalIdentifiers(lookups: [QuickLocalIdentifiers.Lookup](repeating: .undecided, count: batch.count))
-            for (i, lookup) in quick.lookups.enumerated() where lookup == .undecided {
+                ?? QuickLocalIdentifiers(repeating: .undecided, count: batch.count)
+            for (i, lookup) in quick.enumerated() where lookup == .other(.undecided) {
                 rest.append((i, batch.withIdentifier(i) { CloudIdentifier(parsing: $0) }))
             }
             resolved = try Self.resolve(reads, device: device, identifiers: rest.compactMap(\.identifier), limited: limited, contentMatch: contentMatch)
@@ -225,26 +209,20 @@ public struct MappingService: ServiceArea {
         // loop would retain its array once per item.
         let resolvedAnswers = resolved.answers, remaining = rest
         let notFound = ItemError.identifierNotFound(limitedLibrary: limited)
-        var result = LocalIdentifierAnswers(answers: [], bytes: quick.bytes)
-        result.answers.reserveCapacity(batch.count)
-        for lookup in quick.lookups {
+        var result = quick.mapOthers { lookup -> ItemError in
             switch lookup {
-            case .found(let start, let count): result.answers.append(.found(start: start, count: count))
-            case .notFound: result.answers.append(.error(notFound))
-            case .multiple(let localIdentifiers): result.answers.append(.error(.multipleIdentifiersFound(localIdentifiers: localIdentifiers)))
-            case .invalid, .undecided: result.answers.append(.error(.invalidIdentifier))   // undecided: replaced below
+            case .notFound: notFound
+            case .multiple(let localIdentifiers): .multipleIdentifiersFound(localIdentifiers: localIdentifiers)
+            case .invalid, .undecided: .invalidIdentifier   // undecided: replaced below
             }
         }
         var answerIndex = 0
         for (item, identifier) in remaining {
             guard identifier != nil else { continue }   // stays invalidIdentifier
             switch resolvedAnswers[answerIndex] {
-            case .found(let local)?:
-                let start = result.bytes.count
-                result.bytes.append(contentsOf: local.utf8)
-                result.answers[item] = .found(start: start, count: result.bytes.count - start)
-            case .error(let error)?: result.answers[item] = .error(error)
-            case nil: result.answers[item] = .error(notFound)
+            case .found(let local)?: result.set(item, bytes: local.utf8)
+            case .error(let error)?: result.set(item, error)
+            case nil: result.set(item, notFound)
             }
             answerIndex += 1
         }

@@ -18,11 +18,10 @@ extension AccountMappingIndex {
     /// across the batch, so their cache misses overlap.
     func linkLookups(_ deviceID: String, localIdentifiers: IdentifierBatch) -> LinkLookups {
         guard let device = self.devices[deviceID] else {
-            return LinkLookups(lookups: [LinkLookup](repeating: .missing, count: localIdentifiers.count))
+            return LinkLookups(repeating: .missing, count: localIdentifiers.count)
         }
         let found = device.findAll(localIdentifiers)
-        var lookups = [LinkLookup](repeating: .missing, count: found.count)
-        var bytes: [UInt8] = []
+        var lookups = LinkLookups(repeating: .missing, count: found.count)
         device.objectSlots.withUnsafeBufferPointer { slots in
           self.records.withUnsafeBufferPointer { records in
             self.fingerprintSlices.withUnsafeBufferPointer { slices in
@@ -42,24 +41,21 @@ extension AccountMappingIndex {
                         concord_prefetch(fingerprints.baseAddress! + Int(slice.offset))
                         concord_prefetch(fingerprints.baseAddress! + Int(slice.offset) + Int(slice.length))
                     }
-                    bytes = [UInt8](unsafeUninitializedCapacity: total) { out, written in
-                        var at = 0
+                    lookups.write(capacity: total) { out in
                         for (i, n) in found.enumerated() where n >= 0 {
                             let o = slots[Int(n)]
-                            guard o.hasLink else { lookups[i] = .unlinked; continue }
+                            guard o.hasLink else { out.set(i, .unlinked); continue }
                             let guid = o.record >= 0 ? records[Int(o.record)].guid : device.orphanGUID(ofSlot: n)
-                            let count = Self.writeCloudIdentifier(guid: guid, type: o.type, fingerprint: slices[Int(fingerprint(o))],
-                                                                  from: fingerprints, to: out.baseAddress! + at)
-                            lookups[i] = .linked(start: at, count: count)
-                            at += count
+                            out.set(i) { at in
+                                Self.writeCloudIdentifier(guid: guid, type: o.type, fingerprint: slices[Int(fingerprint(o))], from: fingerprints, to: at)
+                            }
                         }
-                        written = at
                     }
                 }
             }
           }
         }
-        return LinkLookups(lookups: lookups, bytes: bytes)
+        return lookups
     }
 
     /// Cloud → local for a batch, read from its bytes, where that decides an item: found by its
@@ -75,8 +71,8 @@ extension AccountMappingIndex {
     /// sized exactly. A warm batch leaves nothing undecided but the key matches of step 3.
     func quickLocalIdentifiers(_ deviceID: String, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) -> QuickLocalIdentifiers {
         let n = batch.count
-        var lookups = [QuickLocalIdentifiers.Lookup](repeating: .undecided, count: n)
-        guard let device = self.devices[deviceID], n > 0 else { return QuickLocalIdentifiers(lookups: lookups) }
+        var lookups = [QuickLocalIdentifierMiss](repeating: .undecided, count: n)
+        guard let device = self.devices[deviceID], n > 0 else { return QuickLocalIdentifiers(others: lookups) }
         var keys = [UUIDBits?](repeating: nil, count: n)
         var types = [ObjectType](repeating: .asset, count: n)
         batch.bytes.withUnsafeBufferPointer { b in
@@ -147,20 +143,17 @@ extension AccountMappingIndex {
                 }
             }
         }
-        let bytes = device.withLookup { l -> [UInt8] in
+        var result = QuickLocalIdentifiers(others: lookups)
+        device.withLookup { l in
             var total = 0
             for s in answers where s >= 0 { total += device.spelledLength(ofSlot: s, l) }
-            return [UInt8](unsafeUninitializedCapacity: total) { out, written in
-                var at = 0
+            result.write(capacity: total) { out in
                 for (i, s) in answers.enumerated() where s >= 0 {
-                    let count = device.spell(slot: s, l, into: out.baseAddress! + at)
-                    lookups[i] = .found(start: at, count: count)
-                    at += count
+                    out.set(i) { at in device.spell(slot: s, l, into: at) }
                 }
-                written = at
             }
         }
-        return QuickLocalIdentifiers(lookups: lookups, bytes: bytes)
+        return result
     }
 
     /// Whether an object of the device carries one of the record's keys.

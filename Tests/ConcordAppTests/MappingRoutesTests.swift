@@ -254,23 +254,19 @@ import Testing
 /// Each batch mixes the three outcomes and identifier lengths by its index (no randomness needed).
 @Test(arguments: [0, 1, 2, 7, 300]) func thePlainLocalToCloudAnswerIsTheWrittenOne(_ count: Int) throws {
     var ids: [String] = []
-    var answers: [LinkLookup] = []
-    var bytes: [UInt8] = []
+    var answers = LinkLookups()
     for i in 0..<count {
         ids.append("ID-\(i)/L0/" + String(repeating: "x", count: i * 7 % 41))
         switch i * 5 % 3 {
         case 0: answers.append(.missing)
         case 1: answers.append(.unlinked)   // not yet assigned: written as not found, like missing
-        default:
-            let cloud = Array("\(UUID().uuidString):001:fp\(i)".utf8)
-            answers.append(.linked(start: bytes.count, count: cloud.count))
-            bytes += cloud
+        default: answers.append(bytes: "\(UUID().uuidString):001:fp\(i)".utf8)
         }
     }
     let batch = IdentifierBatch(ids)
     #expect(batch.isPlainASCII)
     for notFound in [ItemError.identifierNotFound(limitedLibrary: false), .identifierNotFound(limitedLibrary: true)] {
-        let result = CloudIdentifierAnswers(answers: answers, bytes: bytes, notFound: notFound)
+        let result = CloudIdentifierAnswers(answers: answers, notFound: notFound)
         let plain = LocalToCloudBody.plain(batch, result)
         #expect(plain == LocalToCloudBody.written(batch, result))
         #expect((try? JSONValue.parse(plain)) != nil)
@@ -281,23 +277,19 @@ import Testing
 /// and several candidates, mixed by the item's index; the one-pass answer is the written one.
 @Test(arguments: [0, 1, 2, 7, 300]) func thePlainCloudToLocalAnswerIsTheWrittenOne(_ count: Int) throws {
     var ids: [String] = []
-    var answers: [LocalIdentifierAnswers.Answer] = []
-    var bytes: [UInt8] = []
+    var answers = LocalIdentifierAnswers()
     for i in 0..<count {
         ids.append("\(UUID().uuidString):001:" + String(repeating: "f", count: i % 2 == 0 ? 0 : 22 + i % 60))
         switch i * 7 % 5 {
-        case 0: answers.append(.error(.identifierNotFound(limitedLibrary: i % 3 == 0)))
-        case 1: answers.append(.error(.invalidIdentifier))
-        case 2: answers.append(.error(.multipleIdentifiersFound(localIdentifiers: ["A\(i)/L0/001", "B\(i)/L0/001"])))
-        default:
-            let local = Array("ID-\(i)/L0/\(String(repeating: "x", count: i * 7 % 41))".utf8)
-            answers.append(.found(start: bytes.count, count: local.count))
-            bytes += local
+        case 0: answers.append(.identifierNotFound(limitedLibrary: i % 3 == 0))
+        case 1: answers.append(.invalidIdentifier)
+        case 2: answers.append(.multipleIdentifiersFound(localIdentifiers: ["A\(i)/L0/001", "B\(i)/L0/001"]))
+        default: answers.append(bytes: "ID-\(i)/L0/\(String(repeating: "x", count: i * 7 % 41))".utf8)
         }
     }
     let batch = IdentifierBatch(ids)
     #expect(batch.isPlainASCII)
-    let result = LocalIdentifierAnswers(answers: answers, bytes: bytes)
+    let result = answers
     let plain = CloudToLocalBody.plain(batch, result)
     #expect(plain == CloudToLocalBody.written(batch, result))
     let parsed = try JSONValue.parse(plain)

@@ -50,18 +50,18 @@ extension MappingService {
 extension CloudIdentifierAnswers {
     /// Answer `i` as a string: its cloud identifier, or the not-found error.
     public func result(_ i: Int) -> MappingResult {
-        guard case .linked(let start, let count) = self.answers[i] else { return .error(self.notFound) }
-        return .found(String(decoding: self.bytes[start..<start + count], as: UTF8.self))
+        guard case .bytes(let range) = self.answers[i] else { return .error(self.notFound) }
+        return .found(String(decoding: self.answers.bytes[range], as: UTF8.self))
     }
 }
 
 extension LocalIdentifierAnswers {
     /// One `MappingResult` per identifier.
     public var results: [MappingResult] {
-        self.answers.map { answer in
+        self.map { answer in
             switch answer {
-            case .found(let start, let count): .found(String(decoding: self.bytes[start..<start + count], as: UTF8.self))
-            case .error(let error): .error(error)
+            case .bytes(let range): .found(String(decoding: self.bytes[range], as: UTF8.self))
+            case .other(let error): .error(error)
             }
         }
     }

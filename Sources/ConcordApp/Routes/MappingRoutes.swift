@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
@@ -45,7 +46,7 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
 /// `{"mappings": [...]}` of local → cloud; counts each outcome for `/metrics`.
 private func localToCloudAnswer(_ ids: IdentifierBatch, _ answers: CloudIdentifierAnswers, _ metrics: AppMetrics) -> HTTPResponse {
     var found = 0
-    for answer in answers.answers { if case .linked = answer { found += 1 } }
+    for answer in answers.answers { if case .bytes = answer { found += 1 } }
     var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
     tally[AppMetrics.Outcome.found.rawValue] = found
     tally[AppMetrics.Outcome(.error(answers.notFound)).rawValue] += ids.count - found
@@ -59,10 +60,10 @@ private func localToCloudAnswer(_ ids: IdentifierBatch, _ answers: CloudIdentifi
 /// each outcome for `/metrics`.
 private func cloudToLocalAnswer(_ ids: IdentifierBatch, _ answers: LocalIdentifierAnswers, _ metrics: AppMetrics) -> HTTPResponse {
     var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
-    for answer in answers.answers {
+    for answer in answers {
         switch answer {
-        case .found: tally[AppMetrics.Outcome.found.rawValue] += 1
-        case .error(let error): tally[AppMetrics.Outcome(.error(error)).rawValue] += 1
+        case .bytes: tally[AppMetrics.Outcome.found.rawValue] += 1
+        case .other(let error): tally[AppMetrics.Outcome(.error(error)).rawValue] += 1
         }
     }
     metrics.recordMappings(.cloudToLocal, tally)

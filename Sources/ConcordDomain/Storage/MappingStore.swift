@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 
 /// The reads §5's lookups are made of (local → cloud, cloud → local, journal photos, wanted). A
@@ -28,13 +29,13 @@ extension MappingReads {
 
 extension AccountReadTransaction {
     public func linkLookups(_ device: DeviceRef, localIdentifiers: IdentifierBatch) throws -> LinkLookups {
+        let states = try self.linkStates(device, localIdentifiers: localIdentifiers.strings)
         var result = LinkLookups()
-        result.lookups = try self.linkStates(device, localIdentifiers: localIdentifiers.strings).map { state in
-            guard let state else { return .missing }
-            guard let link = state.link else { return .unlinked }
-            let start = result.bytes.count
-            result.bytes.append(contentsOf: link.cloudIdentifier.utf8)
-            return .linked(start: start, count: result.bytes.count - start)
+        result.reserveCapacity(states.count)
+        for state in states {
+            guard let state else { result.append(.missing); continue }
+            guard let link = state.link else { result.append(.unlinked); continue }
+            result.append(bytes: link.cloudIdentifier.utf8)
         }
         return result
     }

@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 
 // The values the storage protocols (this folder) take and answer.
@@ -156,27 +157,18 @@ public enum TokenKind: Int64, Sendable {
     case device = 2
 }
 
-/// What local → cloud needs of one local identifier.
-public enum LinkLookup: Sendable, Equatable {
+/// Why local → cloud has no cloud identifier for a local identifier (yet).
+public enum LinkLookupMiss: Sendable, Equatable {
     /// Not in the device's library (step 1).
     case missing
     /// In the library, not linked yet (step 3 assigns a record).
     case unlinked
-    /// Linked (step 2): the record's cloud identifier is `bytes[start ..< start + count]` of the
-    /// batch's `LinkLookups` (one buffer for the whole batch: no string per answer).
-    case linked(start: Int, count: Int)
 }
 
-/// Local → cloud lookups of a batch: one `LinkLookup` per identifier, and the UTF-8 bytes of the
-/// linked ones' cloud identifiers.
-public struct LinkLookups: Sendable {
-    public var lookups: [LinkLookup]
-    public var bytes: [UInt8]
-    public init(lookups: [LinkLookup] = [], bytes: [UInt8] = []) {
-        self.lookups = lookups
-        self.bytes = bytes
-    }
-}
+/// Local → cloud lookups of a batch: per identifier, in order, the UTF-8 bytes of its record's
+/// cloud identifier when linked (step 2; one buffer for the whole batch: no string per answer),
+/// else why not.
+public typealias LinkLookups = AnswerBuffer<LinkLookupMiss>
 
 /// What cloud → local needs of one cloud identifier's record (§5 steps 2 and 3).
 public struct RecordLookup: Sendable, Equatable {
@@ -232,26 +224,20 @@ public struct LibraryStatus: Sendable, Equatable {
     }
 }
 
-/// Cloud → local answers a reader decided from a batch's bytes alone (`MappingReads.quickLocalIdentifiers`).
-public struct QuickLocalIdentifiers: Sendable {
-    public enum Lookup: Sendable, Equatable {
-        /// Step 2 (the linked object) or 4 (the only object with the content): its local identifier
-        /// is `bytes[start ..< start + count]`.
-        case found(start: Int, count: Int)
-        /// Not a well-formed cloud identifier (step 1).
-        case invalid
-        /// No link, no object carrying one of the record's keys, no object with the content (or no
-        /// content match asked).
-        case notFound
-        /// Step 4: several objects have the identifier's content (their local identifiers, sorted).
-        case multiple([String])
-        /// To resolve in full.
-        case undecided
-    }
-    public var lookups: [Lookup]
-    public var bytes: [UInt8]
-    public init(lookups: [Lookup], bytes: [UInt8] = []) {
-        self.lookups = lookups
-        self.bytes = bytes
-    }
+/// A cloud → local answer a reader decided from a batch's bytes alone, when it is not a local
+/// identifier found (step 2, the linked object, or 4, the only object with the content).
+public enum QuickLocalIdentifierMiss: Sendable, Equatable {
+    /// Not a well-formed cloud identifier (step 1).
+    case invalid
+    /// No link, no object carrying one of the record's keys, no object with the content (or no
+    /// content match asked).
+    case notFound
+    /// Step 4: several objects have the identifier's content (their local identifiers, sorted).
+    case multiple([String])
+    /// To resolve in full.
+    case undecided
 }
+
+/// Cloud → local answers a reader decided from a batch's bytes alone (`MappingReads.quickLocalIdentifiers`):
+/// per identifier the local identifier's bytes, or a `QuickLocalIdentifierMiss`.
+public typealias QuickLocalIdentifiers = AnswerBuffer<QuickLocalIdentifierMiss>

@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
@@ -6,10 +7,7 @@ import ConcordJSON
 enum LocalToCloudBody {
     /// Each answer a run of the cloud identifiers' bytes, or the not-found error.
     static func answers(_ answers: CloudIdentifierAnswers) -> MappingsBody.Answers {
-        MappingsBody.Answers(pieces: answers.answers.map { answer in
-            if case .linked(let start, let count) = answer { return .found(start: start, count: count) }
-            return .error(0)
-        }, bytes: answers.bytes, errors: [answers.notFound])
+        MappingsBody.Answers(pieces: answers.answers.mapOthers { _ in 0 }, errors: [answers.notFound])
     }
 
     static func written(_ ids: IdentifierBatch, _ answers: CloudIdentifierAnswers) -> [UInt8] {
@@ -25,15 +23,9 @@ enum LocalToCloudBody {
 /// `{"mappings":[{"<asked>":"<id>","<answered>":"<answer>"} or {"<asked>":"<id>","error":{…}}, …]}`,
 /// the answer of both mapping directions, two ways with the same bytes.
 enum MappingsBody {
-    /// One item's answer: a run of `bytes`, or one of `errors`.
-    enum Piece {
-        case found(start: Int, count: Int)
-        case error(Int)
-    }
-
+    /// Per item its answer's bytes, or the number of its error in `errors`.
     struct Answers {
-        var pieces: [Piece]
-        var bytes: [UInt8]
+        var pieces: AnswerBuffer<Int>
         var errors: [ItemError]
     }
 
@@ -43,14 +35,14 @@ enum MappingsBody {
         w.beginObject()
         w.key(plain: "mappings")
         w.beginArray()
-        answers.bytes.withUnsafeBufferPointer { bytes in
+        answers.pieces.bytes.withUnsafeBufferPointer { bytes in
             for (i, piece) in answers.pieces.enumerated() {
                 w.beginObject()
                 w.key(plain: asked)
                 ids.withIdentifier(i) { ids.isPlainASCII ? w.string(plainASCII: $0) : w.string(utf8: $0) }
                 switch piece {
-                case .found(let start, let count): w.key(plain: answered); w.string(utf8: UnsafeBufferPointer(rebasing: bytes[start..<start + count]))
-                case .error(let e): w.key(plain: "error"); Codec.write(answers.errors[e], into: &w)
+                case .bytes(let range): w.key(plain: answered); w.string(utf8: UnsafeBufferPointer(rebasing: bytes[range]))
+                case .other(let e): w.key(plain: "error"); Codec.write(answers.errors[e], into: &w)
                 }
                 w.endObject()
             }
@@ -78,8 +70,8 @@ enum MappingsBody {
         for (i, piece) in answers.pieces.enumerated() {
             total += open + Int(ids.spans[i].length)
             switch piece {
-            case .found(_, let count): total += between + count + 2
-            case .error(let e): total += errorOpen + errors[e].count + 1
+            case .bytes(let range): total += between + range.count + 2
+            case .other(let e): total += errorOpen + errors[e].count + 1
             }
         }
         return [UInt8](unsafeUninitializedCapacity: total) { out, written in
@@ -94,18 +86,18 @@ enum MappingsBody {
             }
             put(head)
             ids.bytes.withUnsafeBufferPointer { idBytes in
-                answers.bytes.withUnsafeBufferPointer { answerBytes in
+                answers.pieces.bytes.withUnsafeBufferPointer { answerBytes in
                     for (i, piece) in answers.pieces.enumerated() {
                         if i > 0 { put(",") }
                         put("{\""); put(asked); put("\":\"")
                         let span = ids.spans[i]
                         put(idBytes.baseAddress! + Int(span.start), Int(span.length))
                         switch piece {
-                        case .found(let start, let count):
+                        case .bytes(let range):
                             put("\",\""); put(answered); put("\":\"")
-                            put(answerBytes.baseAddress! + start, count)
+                            put(answerBytes.baseAddress! + range.lowerBound, range.count)
                             put("\"}")
-                        case .error(let e):
+                        case .other(let e):
                             put("\",")
                             errors[e].withUnsafeBufferPointer { put($0.baseAddress!, $0.count) }
                             put("}")
@@ -127,17 +119,13 @@ enum CloudToLocalBody {
     static func answers(_ answers: LocalIdentifierAnswers) -> MappingsBody.Answers {
         var errors: [ItemError] = []
         var numbered: [ItemError: Int] = [:]
-        let pieces = answers.answers.map { answer -> MappingsBody.Piece in
-            switch answer {
-            case .found(let start, let count): return .found(start: start, count: count)
-            case .error(let error):
-                if let e = numbered[error] { return .error(e) }
-                errors.append(error)
-                if case .multipleIdentifiersFound = error {} else { numbered[error] = errors.count - 1 }
-                return .error(errors.count - 1)
-            }
+        let pieces = answers.mapOthers { error -> Int in
+            if let e = numbered[error] { return e }
+            errors.append(error)
+            if case .multipleIdentifiersFound = error {} else { numbered[error] = errors.count - 1 }
+            return errors.count - 1
         }
-        return MappingsBody.Answers(pieces: pieces, bytes: answers.bytes, errors: errors)
+        return MappingsBody.Answers(pieces: pieces, errors: errors)
     }
 
     static func written(_ ids: IdentifierBatch, _ answers: LocalIdentifierAnswers) -> [UInt8] {
