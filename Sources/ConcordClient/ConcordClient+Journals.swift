@@ -354,25 +354,14 @@ extension ConcordClient {
 
     /// Every journal change after `token`, fetching page after page until the server has no more.
     public func fetchJournalChanges(since token: ChangeToken, pageSize: Int? = nil) async throws -> JournalChangeFetchResult {
-        var changes: [JournalChange] = []
-        var since = token
-        while true {
-            let page = try await self.fetchJournalChangePage(since: since, limit: pageSize, wait: nil)
-            changes += page.changes
-            // A page that says "more" but moves nowhere would loop forever.
-            guard page.hasMore, page.changeToken != since else { return JournalChangeFetchResult(changes: changes, changeToken: page.changeToken) }
-            since = page.changeToken
-        }
+        let all = try await Self.fetchAllChanges(since: token) { try await self.fetchJournalChangePage(since: $0, limit: pageSize) }
+        return JournalChangeFetchResult(changes: all.changes, changeToken: all.changeToken)
     }
 
     /// The journal changes after `token` page by page, fetched as they are consumed (as
     /// `persistentChangePages(since:)`): store each page's `changeToken` before asking for the next.
     public func journalChangePages(since token: ChangeToken, pageSize: Int? = nil) -> AsyncThrowingStream<JournalChangePage, any Error> {
-        let cursor = FeedCursor<JournalChangePage>(since: token) { since in
-            let page = try await self.fetchJournalChangePage(since: since, limit: pageSize)
-            return (page, page.changeToken, page.hasMore)
-        }
-        return AsyncThrowingStream(unfolding: { try await cursor.next() })
+        Self.changePages(since: token) { try await self.fetchJournalChangePage(since: $0, limit: pageSize) }
     }
 
     /// One page of journal changes after `token` (`limit`: the server's default 1000 when nil).
