@@ -77,25 +77,14 @@ extension ConcordClient {
     /// (refetch everything, start from `currentChangeToken()`), `ConcordError`
     /// `invalidChangeToken`.
     public func fetchPersistentChanges(since token: ChangeToken, pageSize: Int? = nil) async throws -> PersistentChangeFetchResult {
-        var changes: [PersistentChange] = []
-        var since = token
-        while true {
-            let page = try await self.fetchPersistentChangePage(since: since, limit: pageSize)
-            changes += page.changes
-            // A page that says "more" but moves nowhere would loop forever.
-            guard page.hasMore, page.changeToken != since else { return PersistentChangeFetchResult(changes: changes, changeToken: page.changeToken) }
-            since = page.changeToken
-        }
+        let all = try await Self.fetchAllChanges(since: token) { try await self.fetchPersistentChangePage(since: $0, limit: pageSize) }
+        return PersistentChangeFetchResult(changes: all.changes, changeToken: all.changeToken)
     }
 
     /// The changes after `token` page by page, fetched as they are consumed: a sync engine can
     /// process each page and store its `changeToken` before asking for the next.
     public func persistentChangePages(since token: ChangeToken, pageSize: Int? = nil) -> AsyncThrowingStream<PersistentChangePage, any Error> {
-        let cursor = FeedCursor<PersistentChangePage>(since: token) { since in
-            let page = try await self.fetchPersistentChangePage(since: since, limit: pageSize)
-            return (page, page.changeToken, page.hasMore)
-        }
-        return AsyncThrowingStream(unfolding: { try await cursor.next() })
+        Self.changePages(since: token) { try await self.fetchPersistentChangePage(since: $0, limit: pageSize) }
     }
 
     /// One page of changes after `token` (`limit`: the server's default 1000 when nil).
@@ -130,6 +119,44 @@ extension ConcordClient {
                 updatedLocalIdentifiers: Set(parts?.updated ?? []), deletedLocalIdentifiers: Set(parts?.deleted ?? []))
         }
         return PersistentChange(changeToken: wire.changeToken, details: details, error: wire.error?.photosError())
+    }
+}
+
+/// A page of a change feed (the library's or the journals'): what the fetching below needs of it.
+protocol ChangeFeedPage: Sendable {
+    associatedtype Change
+    var changes: [Change] { get }
+    /// The next `since`.
+    var changeToken: ChangeToken { get }
+    var hasMore: Bool { get }
+}
+
+extension PersistentChangePage: ChangeFeedPage {}
+extension JournalChangePage: ChangeFeedPage {}
+
+extension ConcordClient {
+    /// Every change after `token`, `fetch`ing page after page until the server has no more.
+    static func fetchAllChanges<Page: ChangeFeedPage>(since token: ChangeToken, _ fetch: (ChangeToken) async throws -> Page)
+        async throws -> (changes: [Page.Change], changeToken: ChangeToken) {
+        var changes: [Page.Change] = []
+        var since = token
+        while true {
+            let page = try await fetch(since)
+            changes += page.changes
+            // A page that says "more" but moves nowhere would loop forever.
+            guard page.hasMore, page.changeToken != since else { return (changes, page.changeToken) }
+            since = page.changeToken
+        }
+    }
+
+    /// The pages after `token`, `fetch`ed as they are consumed.
+    static func changePages<Page: ChangeFeedPage>(since token: ChangeToken, _ fetch: @escaping @Sendable (ChangeToken) async throws -> Page)
+        -> AsyncThrowingStream<Page, any Error> {
+        let cursor = FeedCursor<Page>(since: token) { since in
+            let page = try await fetch(since)
+            return (page, page.changeToken, page.hasMore)
+        }
+        return AsyncThrowingStream(unfolding: { try await cursor.next() })
     }
 }
 

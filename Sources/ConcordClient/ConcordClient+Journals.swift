@@ -250,17 +250,6 @@ struct SelectionBody: Encodable {
     var sequence: Int?
 }
 
-/// A selection's answer: the entry, and with a session whether this selection was applied.
-struct SelectionAnswer: Decodable {
-    var entry: JournalEntry
-    var applied: Bool?
-    private enum Keys: String, CodingKey { case applied }
-    init(from decoder: any Decoder) throws {
-        self.entry = try JournalEntry(from: decoder)
-        self.applied = try decoder.container(keyedBy: Keys.self).decodeIfPresent(Bool.self, forKey: .applied)
-    }
-}
-
 extension ConcordClient {
     /// Creates a journal of the account (device token).
     public func createJournal(title: String) async throws -> Journal {
@@ -335,7 +324,7 @@ extension ConcordClient {
     @discardableResult
     public func applySelection(journalID: String, entryID: String, localIdentifiers: [String], cancelled: Bool = false, ifMatch version: String? = nil) async throws -> JournalEntry {
         try await self.sendSelection(journalID: journalID, entryID: entryID,
-                                     SelectionBody(cancelled: cancelled, localIdentifiers: localIdentifiers), ifMatch: version).entry
+                                     SelectionBody(cancelled: cancelled, localIdentifiers: localIdentifiers), ifMatch: version)
     }
 
     /// Adds what a picker reports as just chosen — the limited-library picker's completion
@@ -347,12 +336,13 @@ extension ConcordClient {
     @discardableResult
     public func addToEntry(journalID: String, entryID: String, localIdentifiers: [String], ifMatch version: String? = nil) async throws -> JournalEntry {
         try await self.sendSelection(journalID: journalID, entryID: entryID,
-                                     SelectionBody(cancelled: false, localIdentifiers: localIdentifiers, mode: .add), ifMatch: version).entry
+                                     SelectionBody(cancelled: false, localIdentifiers: localIdentifiers, mode: .add), ifMatch: version)
     }
 
-    /// A selection's request. Sent with an Idempotency-Key (as every POST): a resend after a lost
-    /// connection is answered from the server's record, not applied again.
-    func sendSelection(journalID: String, entryID: String, _ body: SelectionBody, ifMatch version: String?) async throws -> SelectionAnswer {
+    /// A selection's request, and the entry it answers (the answer's `applied` is not needed here).
+    /// Sent with an Idempotency-Key (as every POST): a resend after a lost connection is answered
+    /// from the server's record, not applied again.
+    func sendSelection(journalID: String, entryID: String, _ body: SelectionBody, ifMatch version: String?) async throws -> JournalEntry {
         try await self.call(try self.request("POST", Self.entryPath(journalID, entryID) + "/selection", body: body, idempotent: false, ifMatch: version))
     }
 
@@ -364,25 +354,14 @@ extension ConcordClient {
 
     /// Every journal change after `token`, fetching page after page until the server has no more.
     public func fetchJournalChanges(since token: ChangeToken, pageSize: Int? = nil) async throws -> JournalChangeFetchResult {
-        var changes: [JournalChange] = []
-        var since = token
-        while true {
-            let page = try await self.fetchJournalChangePage(since: since, limit: pageSize, wait: nil)
-            changes += page.changes
-            // A page that says "more" but moves nowhere would loop forever.
-            guard page.hasMore, page.changeToken != since else { return JournalChangeFetchResult(changes: changes, changeToken: page.changeToken) }
-            since = page.changeToken
-        }
+        let all = try await Self.fetchAllChanges(since: token) { try await self.fetchJournalChangePage(since: $0, limit: pageSize) }
+        return JournalChangeFetchResult(changes: all.changes, changeToken: all.changeToken)
     }
 
     /// The journal changes after `token` page by page, fetched as they are consumed (as
     /// `persistentChangePages(since:)`): store each page's `changeToken` before asking for the next.
     public func journalChangePages(since token: ChangeToken, pageSize: Int? = nil) -> AsyncThrowingStream<JournalChangePage, any Error> {
-        let cursor = FeedCursor<JournalChangePage>(since: token) { since in
-            let page = try await self.fetchJournalChangePage(since: since, limit: pageSize)
-            return (page, page.changeToken, page.hasMore)
-        }
-        return AsyncThrowingStream(unfolding: { try await cursor.next() })
+        Self.changePages(since: token) { try await self.fetchJournalChangePage(since: $0, limit: pageSize) }
     }
 
     /// One page of journal changes after `token` (`limit`: the server's default 1000 when nil).

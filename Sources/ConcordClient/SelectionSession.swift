@@ -117,13 +117,13 @@ public final class SelectionSession: Sendable {
             guard let next else { break }
             do {
                 let body = SelectionBody(cancelled: false, localIdentifiers: next.localIdentifiers, mode: .replace, session: self.sessionID, sequence: next.sequence)
-                let answer = try await self.client.sendSelection(journalID: self.journalID, entryID: self.entryID, body, ifMatch: nil)
+                let entry = try await self.client.sendSelection(journalID: self.journalID, entryID: self.entryID, body, ifMatch: nil)
                 failures = 0
                 self.state.withLock { s in
-                    s.entry = answer.entry
+                    s.entry = entry
                     s.lastError = nil
                 }
-                self.onEntry?(answer.entry)
+                self.onEntry?(entry)
             } catch where ConcordClient.reconnectionMayHelp(error) {
                 // Sent again with its number (a first send that did land makes the resend a no-op),
                 // unless a newer selection took its place meanwhile.

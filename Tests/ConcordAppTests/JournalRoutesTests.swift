@@ -6,13 +6,11 @@ import Testing
 @testable import ConcordApp
 
 extension APIServer {
-    /// One request with extra header lines (`If-Match: ...`).
-    func call(_ method: String, _ target: String, token: String?, body: String? = nil, headers extra: [String]) throws -> APIResponse {
-        var headers = extra
-        if let token { headers.append("Authorization: Bearer \(token)") }
-        if body != nil { headers.append("Content-Type: application/json") }
-        if body?.isEmpty == true { headers.append("Content-Length: 0") }
-        return APIResponse(raw: try rawRequest(port: self.port, method, target, headers: headers, body: body ?? ""))
+    /// A new account's device holding asset "a1" (content 1), and a new journal of it.
+    func deviceWithJournal() throws -> (device: (id: String, token: String), journalID: String) {
+        let device = try self.device(try self.account().token)
+        try self.upsert(device.token, assets: [("a1", fingerprint(1))])
+        return (device, try #require(try self.createJournal(device.token)["journalID"]?.stringValue))
     }
 
     /// Creates a journal; its body.
@@ -120,10 +118,7 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
 
 @Test(arguments: TestEngine.available) func anEntryWithAPhotoThatCannotBeMappedIs422AndStoresNothing(_ engine: TestEngine) throws {
     let server = try APIServer(engine: engine)
-    let account = try server.account()
-    let a = try server.device(account.token)
-    try server.upsert(a.token, assets: [("a1", fingerprint(1))])
-    let id = try #require(try server.createJournal(a.token)["journalID"]?.stringValue)
+    let (a, id) = try server.deviceWithJournal()
     let r = try server.call("PUT", "/v1/journals/\(id)/entries/e1", token: a.token, body: """
         {"text":"x","photos":[{"localIdentifier":"a1"},{"localIdentifier":"ghost"},{"cloudIdentifier":"not-a-cloud-id"}]}
         """)
@@ -320,10 +315,7 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
 
 @Test(arguments: TestEngine.available) func aDeniedDeviceGets403AccessUserDeniedOnJournalReadsThatResolvePhotos(_ engine: TestEngine) throws {
     let server = try APIServer(engine: engine)
-    let account = try server.account()
-    let a = try server.device(account.token)
-    try server.upsert(a.token, assets: [("a1", fingerprint(1))])
-    let id = try #require(try server.createJournal(a.token)["journalID"]?.stringValue)
+    let (a, id) = try server.deviceWithJournal()
     try server.putEntry(a.token, id, "e", locals: ["a1"])
     #expect(try server.call("PUT", "/v1/library/authorization", token: a.token, body: #"{"status":"denied"}"#).status == 200)
     for (method, path, body) in [

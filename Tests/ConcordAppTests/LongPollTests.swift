@@ -49,6 +49,13 @@ import Testing
         }
     }
 
+    /// A server on a manual clock (a held poll's wait never passes) and a phone and a tablet of one account.
+    static func manualClockServer(_ engine: TestEngine) throws -> (server: APIServer, phone: (id: String, token: String), tablet: (id: String, token: String)) {
+        let server = try APIServer(engine: engine, scheduler: ManualScheduler())
+        let (_, phone, tablet) = try server.phoneAndTablet()
+        return (server, phone, tablet)
+    }
+
     /// A poll of `feed` (`library`, `journals`) from its current token, held at most `wait` seconds:
     /// (that token, the poll).
     static func pollFromNow(_ server: APIServer, _ feed: String, token: String, wait: Int = 4) throws -> (since: String, poll: Poll) {
@@ -80,8 +87,7 @@ import Testing
 
     @Test(arguments: TestEngine.available)
     func aHeldJournalPollAnswersAnotherDevicesCommit(_ engine: TestEngine) throws {
-        let server = try APIServer(engine: engine, scheduler: ManualScheduler())
-        let (_, phone, tablet) = try server.phoneAndTablet()
+        let (server, phone, tablet) = try Self.manualClockServer(engine)
         for round in 0..<5 {
             let (since, poll) = try Self.pollFromNow(server, "journals", token: phone.token)
             try Self.waitUntilHeld(server, 1)
@@ -99,8 +105,7 @@ import Testing
 
     @Test(arguments: TestEngine.available)
     func aHeldLibraryPollWakesOnTheDevicesOwnChangeFromAnotherConnection(_ engine: TestEngine) throws {
-        let server = try APIServer(engine: engine, scheduler: ManualScheduler())
-        let (_, phone, tablet) = try server.phoneAndTablet()
+        let (server, phone, tablet) = try Self.manualClockServer(engine)
         let (_, poll) = try Self.pollFromNow(server, "library", token: phone.token)
         try Self.waitUntilHeld(server, 1)
         // Another device's library is another feed: the phone's poll stays held.
@@ -230,8 +235,7 @@ import Testing
     /// commit leaves the poll held).
     @Test(arguments: TestEngine.available)
     func noCommitIsMissedBetweenAPollsQueryAndItsWait(_ engine: TestEngine) throws {
-        let server = try APIServer(engine: engine, scheduler: ManualScheduler())
-        let (_, phone, tablet) = try server.phoneAndTablet()
+        let (server, phone, tablet) = try Self.manualClockServer(engine)
         for round in 0..<20 {
             let (_, poll) = try Self.pollFromNow(server, "journals", token: phone.token)
             usleep(UInt32(round % 5) * 300)   // the write lands before, during or after the poll's query

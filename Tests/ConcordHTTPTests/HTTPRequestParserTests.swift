@@ -23,8 +23,13 @@ private func request(_ method: String, _ target: String, headers: String = "Host
     "request \(method) \(target) [\(headers)] body=\(body) keepAlive=\(keepAlive)"
 }
 
-private func getRequest(_ target: String = "/") -> [String] {
-    [head("GET", target), request("GET", target)]
+/// The events of a bodyless request.
+private func requestEvents(_ method: String, _ target: String, headers: String = "Host=a") -> [String] {
+    [head(method, target), request(method, target, headers: headers)]
+}
+
+private func getRequest(_ target: String = "/", headers: String = "Host=a") -> [String] {
+    requestEvents("GET", target, headers: headers)
 }
 
 /// The head of the chunked POSTs below: body errors come after it.
@@ -50,17 +55,13 @@ let parserCases: [ParserCase] = [
     ParserCase(
         name: "headerValueOptionalWhitespaceStripped",
         input: "GET / HTTP/1.1\r\nHost:a\r\nX-A: \t v  w \t \r\nX-B:\r\n\r\n",
-        events: [head("GET", "/"), request("GET", "/", headers: "Host=a|X-A=v  w|X-B=")]
+        events: getRequest(headers: "Host=a|X-A=v  w|X-B=")
     ),
-    ParserCase(
-        name: "headerNamesKeepTheirCase",
-        input: "GET / HTTP/1.1\r\nhOsT: a\r\n\r\n",
-        events: [head("GET", "/"), request("GET", "/", headers: "hOsT=a")]
-    ),
+    ParserCase(name: "headerNamesKeepTheirCase", input: "GET / HTTP/1.1\r\nhOsT: a\r\n\r\n", events: getRequest(headers: "hOsT=a")),
     ParserCase(
         name: "obsTextInHeaderValueAccepted",
         input: "GET / HTTP/1.1\r\nHost: a\r\nX: caf\u{e9}\r\n\r\n",
-        events: [head("GET", "/"), request("GET", "/", headers: "Host=a|X=caf\u{e9}")]
+        events: getRequest(headers: "Host=a|X=caf\u{e9}")
     ),
     ParserCase(
         name: "pipelinedRequestsInOrder",
@@ -109,23 +110,11 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "http12ProcessedAsHTTP11", input: "GET / HTTP/1.2\r\nHost: a\r\n\r\n", events: getRequest()),
     ParserCase(name: "http19WithoutHostIs400LikeHTTP11", input: "GET / HTTP/1.9\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "http09VersionNotSupported505", input: "GET / HTTP/0.9\r\n\r\n", error: "505 httpVersionNotSupported"),
-    ParserCase(
-        name: "asteriskFormForOptions",
-        input: "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
-        events: [head("OPTIONS", "*"), request("OPTIONS", "*")]
-    ),
+    ParserCase(name: "asteriskFormForOptions", input: "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", events: requestEvents("OPTIONS", "*")),
     ParserCase(name: "asteriskFormOnlyForOptions", input: "GET * HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
-    ParserCase(
-        name: "absoluteFormAccepted",
-        input: "GET http://a/b?c HTTP/1.1\r\nHost: a\r\n\r\n",
-        events: [head("GET", "http://a/b?c"), request("GET", "http://a/b?c")]
-    ),
+    ParserCase(name: "absoluteFormAccepted", input: "GET http://a/b?c HTTP/1.1\r\nHost: a\r\n\r\n", events: requestEvents("GET", "http://a/b?c")),
     // CONNECT's authority-form parses, so the app answers 501 (it was a 400 "malformed").
-    ParserCase(
-        name: "authorityFormParsedForConnect",
-        input: "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n",
-        events: [head("CONNECT", "a:443"), request("CONNECT", "a:443")]
-    ),
+    ParserCase(name: "authorityFormParsedForConnect", input: "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", events: requestEvents("CONNECT", "a:443")),
     ParserCase(name: "authorityFormRejectedForGet", input: "GET a:443 HTTP/1.1\r\nHost: a\r\n\r\n", error: "400 badRequest"),
     ParserCase(
         name: "requestLineAtLimitAccepted",
@@ -180,26 +169,14 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "hostWithBadPercentRejected", input: "GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "hostIPv6WithoutCloseRejected", input: "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", error: "400 badRequest"),
     ParserCase(name: "hostIPv6ThenJunkRejected", input: "GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", error: "400 badRequest"),
-    ParserCase(
-        name: "hostWithPortAccepted",
-        input: "GET / HTTP/1.1\r\nHost: example.com:8080\r\n\r\n",
-        events: [head("GET", "/"), request("GET", "/", headers: "Host=example.com:8080")]
-    ),
+    ParserCase(name: "hostWithPortAccepted", input: "GET / HTTP/1.1\r\nHost: example.com:8080\r\n\r\n", events: getRequest(headers: "Host=example.com:8080")),
     ParserCase(
         name: "hostWithEmptyPortAndPercentAccepted",
         input: "GET / HTTP/1.1\r\nHost: ex%41mple:\r\n\r\n",
-        events: [head("GET", "/"), request("GET", "/", headers: "Host=ex%41mple:")]
+        events: getRequest(headers: "Host=ex%41mple:")
     ),
-    ParserCase(
-        name: "hostWithPortAndIPv6Accepted",
-        input: "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
-        events: [head("GET", "/"), request("GET", "/", headers: "Host=[::1]:8080")]
-    ),
-    ParserCase(
-        name: "emptyHostAccepted",
-        input: "GET / HTTP/1.1\r\nHost:\r\n\r\n",
-        events: [head("GET", "/"), request("GET", "/", headers: "Host=")]
-    ),
+    ParserCase(name: "hostWithPortAndIPv6Accepted", input: "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", events: getRequest(headers: "Host=[::1]:8080")),
+    ParserCase(name: "emptyHostAccepted", input: "GET / HTTP/1.1\r\nHost:\r\n\r\n", events: getRequest(headers: "Host=")),
     ParserCase(name: "duplicateHostOnHTTP10", input: "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", error: "400 badRequest"),
     ParserCase(
         name: "http10WithoutHostAccepted",
@@ -491,7 +468,7 @@ let parserCases: [ParserCase] = [
     ParserCase(
         name: "unknownExpectationIgnored",
         input: "GET / HTTP/1.1\r\nHost: a\r\nExpect: something\r\n\r\n",
-        events: [head("GET", "/"), request("GET", "/", headers: "Host=a|Expect=something")]
+        events: getRequest(headers: "Host=a|Expect=something")
     ),
 ]
 

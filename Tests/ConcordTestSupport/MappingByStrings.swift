@@ -9,10 +9,6 @@ public struct CloudIdentifierMapping: Sendable, Equatable {
     public var localIdentifier: String
     /// `.found(cloudIdentifier)` or an item error.
     public var result: MappingResult
-    public init(localIdentifier: String, result: MappingResult) {
-        self.localIdentifier = localIdentifier
-        self.result = result
-    }
 }
 
 /// One answer item of cloud → local.
@@ -20,10 +16,6 @@ public struct LocalIdentifierMapping: Sendable, Equatable {
     public var cloudIdentifier: String
     /// `.found(localIdentifier)` or an item error.
     public var result: MappingResult
-    public init(cloudIdentifier: String, result: MappingResult) {
-        self.cloudIdentifier = cloudIdentifier
-        self.result = result
-    }
 }
 
 extension MappingService {
