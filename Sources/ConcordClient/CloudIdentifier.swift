@@ -1,6 +1,6 @@
 import Foundation
 
-/// The type of object a cloud identifier names, as the code in its middle part (API.md §2).
+/// The type of object a cloud identifier names, as the code in its middle part.
 public enum CloudObjectType: String, Sendable, Hashable, CaseIterable, Codable {
     /// `001`: an asset (photo, video).
     case asset = "001"
@@ -26,9 +26,10 @@ public struct CloudIdentifier: Sendable, Hashable, Codable, CustomStringConverti
         self.stringValue = stringValue
     }
 
-    /// Builds `<GUID>:<type>:<fingerprint>` with the GUID in upper case, as the server writes it.
-    public init(guid: UUID, type: CloudObjectType, fingerprint: String) {
-        self.stringValue = "\(guid.uuidString.uppercased()):\(type.rawValue):\(fingerprint)"
+    /// Builds `<GUID>:<type>:<fingerprint>` with the GUID in upper case, as the server writes it;
+    /// without a fingerprint, `<GUID>:<type>:` (a record made without one, as PhotoKit writes albums).
+    public init(guid: UUID, type: CloudObjectType, fingerprint: String? = nil) {
+        self.stringValue = "\(guid.uuidString.uppercased()):\(type.rawValue):\(fingerprint ?? "")"
     }
 
     /// `LosslessStringConvertible`: the same as `init(stringValue:)`.
@@ -46,7 +47,7 @@ public struct CloudIdentifier: Sendable, Hashable, Codable, CustomStringConverti
     /// True when the string has the `<GUID>:<type>:<fingerprint>` layout.
     public var isWellFormed: Bool { self.parts != nil }
 
-    /// True when both name the same cloud record: equal GUID and type (API.md §2), whatever
+    /// True when both name the same cloud record: equal GUID and type, whatever
     /// the fingerprint part or the GUID's letter case.
     public func isSameRecord(as other: CloudIdentifier) -> Bool {
         guard let a = self.parts, let b = other.parts else { return false }
@@ -67,7 +68,7 @@ public struct CloudIdentifier: Sendable, Hashable, Codable, CustomStringConverti
     }
 
     /// GUID (either case), a known type code, and a fingerprint part that is empty or
-    /// base64url: the layout of §2. Bounds of the fingerprint are the server's to check.
+    /// base64url: the identifier's layout. Bounds of the fingerprint are the server's to check.
     private var parts: (guid: UUID, type: CloudObjectType, fingerprint: String)? {
         let pieces = self.stringValue.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
         guard pieces.count == 3, pieces[0].utf8.count == 36,
@@ -90,7 +91,7 @@ public struct CloudIdentifier: Sendable, Hashable, Codable, CustomStringConverti
 
 /// Helpers to compute fingerprints in the form the API wants.
 public enum Fingerprint {
-    /// Base64url without padding (RFC 4648 §5), the encoding of fingerprints (API.md §2):
+    /// Base64url without padding (RFC 4648 §5), the encoding of fingerprints:
     /// pass the 16–64 bytes of a content hash (SHA-256 of the original resource is recommended).
     public static func base64URL(_ bytes: some Sequence<UInt8>) -> String {
         Data(bytes).base64EncodedString()

@@ -46,7 +46,7 @@ public struct PersistentChangePage: Sendable {
     public var hasMore: Bool
 }
 
-/// API.md §7's page as it travels.
+/// A page of the library feed as it travels.
 struct WireChangePage: Decodable {
     struct Parts: Decodable {
         var inserted: [String]?
@@ -91,8 +91,11 @@ extension ConcordClient {
     /// The changes after `token` page by page, fetched as they are consumed: a sync engine can
     /// process each page and store its `changeToken` before asking for the next.
     public func persistentChangePages(since token: ChangeToken, pageSize: Int? = nil) -> AsyncThrowingStream<PersistentChangePage, any Error> {
-        let cursor = ChangePageCursor(since: token)
-        return AsyncThrowingStream(unfolding: { try await cursor.next(self, limit: pageSize) })
+        let cursor = FeedCursor<PersistentChangePage>(since: token) { since in
+            let page = try await self.fetchPersistentChangePage(since: since, limit: pageSize)
+            return (page, page.changeToken, page.hasMore)
+        }
+        return AsyncThrowingStream(unfolding: { try await cursor.next() })
     }
 
     /// One page of changes after `token` (`limit`: the server's default 1000 when nil).
@@ -130,20 +133,24 @@ extension ConcordClient {
     }
 }
 
-/// Where a `persistentChangePages` stream stands.
-private actor ChangePageCursor {
+/// Where a stream of feed pages stands (`persistentChangePages`, `journalChangePages`).
+actor FeedCursor<Page: Sendable> {
     private var since: ChangeToken
     private var finished = false
+    private let fetch: @Sendable (ChangeToken) async throws -> (page: Page, next: ChangeToken, hasMore: Bool)
 
-    init(since: ChangeToken) { self.since = since }
+    init(since: ChangeToken, fetch: @escaping @Sendable (ChangeToken) async throws -> (page: Page, next: ChangeToken, hasMore: Bool)) {
+        self.since = since
+        self.fetch = fetch
+    }
 
     /// The next page, or nil once a page said nothing more follows.
-    func next(_ client: ConcordClient, limit: Int?) async throws -> PersistentChangePage? {
+    func next() async throws -> Page? {
         guard !self.finished else { return nil }
-        let page = try await client.fetchPersistentChangePage(since: self.since, limit: limit)
+        let (page, next, hasMore) = try await self.fetch(self.since)
         // A page that says "more" but moves nowhere would loop forever.
-        self.finished = !page.hasMore || page.changeToken == self.since
-        self.since = page.changeToken
+        self.finished = !hasMore || next == self.since
+        self.since = next
         return page
     }
 }

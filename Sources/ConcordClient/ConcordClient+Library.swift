@@ -4,19 +4,21 @@ extension ConcordClient {
     /// Applies upserts and deletes to this device's library atomically (one history entry when
     /// anything changed). Not split: the request must stay one change.
     ///
-    /// Retried after a lost connection: sending what is already stored changes nothing, so a
-    /// repeat is harmless, though its counts then say `unchanged`.
+    /// The write precondition: sent with `If-Match` carrying the token of this client's last
+    /// library write (`librarySyncState`; none before the first), so it applies only while nobody
+    /// else wrote to the library since; otherwise nothing is stored and
+    /// `LibraryChangedElsewhereError` is thrown with the current token — another installation
+    /// holds this device's token (see docs/client.md, "A copied installation"). The answer's token
+    /// is kept for the next write. `ifMatch` overrides the kept token for this write (`.any`: apply
+    /// whatever the token). The client's library writes go one at a time.
     ///
-    /// `ifMatch`: the write precondition (API.md §4) — applied only while the library's change
-    /// token is still this one (the token of this installation's last write, or
-    /// `currentChangeToken()`); otherwise nothing is stored and `LibraryChangedElsewhereError` is
-    /// thrown with the current token.
+    /// Retried after a lost connection: it goes with an `Idempotency-Key`, so a resend is
+    /// answered from the server's record of the first send, not applied twice.
     @discardableResult
     public func applyChanges(_ changes: LibraryChanges, ifMatch: ChangeToken? = nil) async throws -> LibraryChangeResult {
-        // Sent with an Idempotency-Key: a resend is answered from the server's record, not
-        // recorded as a second change (nor refused as stale by the token its first send moved).
-        try await Self.libraryWrite {
-            try await self.call(try self.request("POST", "/v1/library/changes", body: changes, idempotent: false, ifMatch: ifMatch?.rawValue))
+        let body = try Self.makeEncoder().encode(changes)
+        return try await self.trackedLibraryWrite(ifMatch: ifMatch) { precondition in
+            try await self.call(APIRequest(method: "POST", path: "/v1/library/changes", body: body, idempotent: false, ifMatch: precondition?.rawValue))
         }
     }
 
@@ -24,14 +26,14 @@ extension ConcordClient {
     /// replaced wholesale (restored, erased): one change without details, and every link of
     /// this device is dropped.
     ///
-    /// `ifMatch`: the write precondition, as for `applyChanges` (`LibraryChangedElsewhereError`
-    /// when the token moved). With it the PUT is not resent after a connection lost once it may
-    /// have been delivered: the resend would find the token its first send moved, and look like a
-    /// copy of this installation had written.
+    /// The write precondition as for `applyChanges`: `If-Match` with the kept token, which the
+    /// answer's replaces. With a precondition the PUT is not resent after a connection lost once
+    /// it may have been delivered (the resend would find the token its first send moved); the
+    /// `URLError` is thrown, and the next write first reads the history to learn whether it applied.
     ///
-    /// A library of more than `partObjects` objects goes as an upload in parts (API.md §4): each
-    /// part small enough to resend alone, `progress` told after each, one change at the commit,
-    /// the same answer. A phone's first upload of a large library should take this path.
+    /// A library of more than `partObjects` objects goes as an upload in parts: each part small
+    /// enough to resend alone, `progress` told after each, one change at the commit, the same
+    /// answer. A phone's first upload of a large library should take this path.
     @discardableResult
     public func replaceLibrary(_ library: LibrarySnapshot, reset: Bool = false, ifMatch: ChangeToken? = nil,
                                partObjects: Int = ConcordClient.defaultUploadPartObjects,
@@ -40,12 +42,14 @@ extension ConcordClient {
             return try await self.replaceLibraryInParts(library, reset: reset, ifMatch: ifMatch, partObjects: partObjects, progress: progress)
         }
         let query = reset ? [(name: "reset", value: "true")] : []
-        return try await Self.libraryWrite {
-            try await self.call(try self.request("PUT", "/v1/library", query: query, body: library, idempotent: ifMatch == nil, ifMatch: ifMatch?.rawValue))
+        let body = try Self.makeEncoder().encode(library)
+        return try await self.trackedLibraryWrite(ifMatch: ifMatch) { precondition in
+            let resendable = precondition == nil || precondition == .any
+            return try await self.call(APIRequest(method: "PUT", path: "/v1/library", query: query, body: body, idempotent: resendable, ifMatch: precondition?.rawValue))
         }
     }
 
-    /// A library write whose `412 versionMismatch` (API.md §4) is thrown as `LibraryChangedElsewhereError`.
+    /// A library write whose `412 versionMismatch` is thrown as `LibraryChangedElsewhereError`.
     static func libraryWrite<T>(_ write: () async throws -> T) async throws -> T {
         do {
             return try await write()

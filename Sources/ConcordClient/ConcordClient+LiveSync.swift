@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Change feeds as streams (issue 13): each long-polls the server (`wait=`), so a change made on
+/// Change feeds as streams: each long-polls the server (`wait=`), so a change made on
 /// another device arrives within moments, and reconnects by itself after a lost connection or a
 /// restarting server, resuming from the last change it yielded — so every change is yielded
 /// exactly once, in order.
@@ -53,9 +53,8 @@ extension ConcordClient {
     }
 
     /// One page of the journal feed after `token`, held up to `wait` seconds while nothing is new.
-    public func pollJournalChangePage(since token: ChangeToken, wait: Double, limit: Int? = nil) async throws -> (changes: [JournalChange], changeToken: ChangeToken, hasMore: Bool) {
-        let page = try await self.fetchJournalChangePage(since: token, limit: limit, wait: wait)
-        return (page.changes, page.changeToken, page.hasMore)
+    public func pollJournalChangePage(since token: ChangeToken, wait: Double, limit: Int? = nil) async throws -> JournalChangePage {
+        try await self.fetchJournalChangePage(since: token, limit: limit, wait: wait)
     }
 
     /// A stream fed by `poll` from `token` on: yields each change, moves `since` past it, and on a

@@ -35,7 +35,7 @@ public struct LocalIdentifierMapping: Sendable, Hashable {
     }
 }
 
-/// API.md §5's answers as they travel.
+/// The mapping answers as they travel.
 private struct CloudMappingsBody: Decodable {
     struct Item: Decodable {
         var localIdentifier: String?

@@ -48,6 +48,7 @@ extension ConcordClient {
         while true {
             let data: Data
             let response: URLResponse
+            self.configuration.onRequest?(urlRequest)
             do {
                 (data, response) = try await Self.data(self.configuration.session, for: urlRequest)
             } catch let error as URLError {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// An upload in parts the server holds open (API.md §4).
+/// An upload in parts the server holds open: a whole library sent as slices, applied at the commit.
 public struct LibraryUpload: Sendable, Hashable, Codable {
     public var uploadID: String
     /// When it expires if no further part arrives (24 hours after the last one).
@@ -60,14 +60,20 @@ extension ConcordClient {
     }
 
     /// Applies every part as one `replaceLibrary` would (one change); the upload is gone. A refused
-    /// commit (a `400`, `422` or `LibraryChangedElsewhereError`) leaves it open to correct.
+    /// commit (a `400`, `422` or `LibraryChangedElsewhereError`) leaves it open to correct. The
+    /// write precondition and the kept token as for `applyChanges`.
     @discardableResult
     public func commitUpload(_ upload: LibraryUpload, reset: Bool = false, ifMatch: ChangeToken? = nil) async throws -> LibraryChangeResult {
-        let query = reset ? [(name: "reset", value: "true")] : []
-        return try await Self.libraryWrite {
-            try await self.call(try self.request("POST", "/v1/library/uploads/\(percentEncoded(upload.uploadID))/commit", query: query,
-                                                 body: [String: String](), idempotent: false, ifMatch: ifMatch?.rawValue))
+        try await self.trackedLibraryWrite(ifMatch: ifMatch) { precondition in
+            try await self.commitUploadRequest(upload, reset: reset, precondition: precondition)
         }
+    }
+
+    /// The commit itself, in a library write's turn.
+    private func commitUploadRequest(_ upload: LibraryUpload, reset: Bool, precondition: ChangeToken?) async throws -> LibraryChangeResult {
+        let query = reset ? [(name: "reset", value: "true")] : []
+        return try await self.call(try self.request("POST", "/v1/library/uploads/\(percentEncoded(upload.uploadID))/commit", query: query,
+                                                    body: [String: String](), idempotent: false, ifMatch: precondition?.rawValue))
     }
 
     /// Discards an upload and its parts.
@@ -76,7 +82,8 @@ extension ConcordClient {
     }
 
     /// `replaceLibrary` as an upload in parts of `partObjects` objects: open, each part (progress
-    /// after each), commit. Any failure discards the upload (best effort) and is rethrown.
+    /// after each), commit in the library write's turn. Any failure discards the upload (best
+    /// effort) and is rethrown.
     func replaceLibraryInParts(_ library: LibrarySnapshot, reset: Bool, ifMatch: ChangeToken?, partObjects: Int,
                                progress: (@Sendable (LibraryUploadProgress) -> Void)?) async throws -> LibraryChangeResult {
         let parts = library.parts(of: partObjects)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// An object of this device worth hashing (API.md §5 "Fingerprints on demand").
+/// An object of this device worth hashing (docs/client.md, "Fingerprints on demand").
 public struct WantedObject: Sendable, Hashable, Decodable {
     public var localIdentifier: String
     public var type: PersistentObjectType
@@ -63,7 +63,7 @@ public struct WantedPages: AsyncSequence, Sendable {
 }
 
 extension ConcordClient {
-    /// The objects of this device worth hashing, page by page (API.md §5): those with no
+    /// The objects of this device worth hashing, page by page: those with no
     /// fingerprint and no link that some other device's record could still match by content.
     /// Hash only these, send their fingerprints (`applyChanges`), and the server links them.
     ///

@@ -31,13 +31,18 @@ public final class ConcordClient: Sendable {
         public var session: URLSession
         /// Per-request timeout, in seconds.
         public var timeout: TimeInterval
+        /// Told of every HTTP request just before it is sent, each retry again (for logs,
+        /// metrics, tests). Called on the sending task: keep it short.
+        public var onRequest: (@Sendable (URLRequest) -> Void)?
 
-        public init(maxBatch: Int = 10_000, batchConcurrency: Int = 2, retryPolicy: RetryPolicy = .standard, session: URLSession = .shared, timeout: TimeInterval = 60) {
+        public init(maxBatch: Int = 10_000, batchConcurrency: Int = 2, retryPolicy: RetryPolicy = .standard, session: URLSession = .shared, timeout: TimeInterval = 60,
+                    onRequest: (@Sendable (URLRequest) -> Void)? = nil) {
             self.maxBatch = maxBatch
             self.batchConcurrency = batchConcurrency
             self.retryPolicy = retryPolicy
             self.session = session
             self.timeout = timeout
+            self.onRequest = onRequest
         }
     }
 
@@ -49,19 +54,39 @@ public final class ConcordClient: Sendable {
     public let configuration: Configuration
     /// The batch size in force: the configured one until the server asks for less.
     let batchLimit: BatchLimit
+    /// The token of this installation's last library write, and the order of library writes.
+    let librarySync: LibrarySyncStore
 
     /// A client of the server at `baseURL` speaking with `token`.
-    public init(baseURL: URL, token: String?, configuration: Configuration = Configuration()) {
+    ///
+    /// - Parameters:
+    ///   - librarySyncState: what an earlier launch's client remembered of its library writes
+    ///     (`librarySyncState`, saved by the app); the default remembers nothing yet.
+    ///   - onLibrarySyncStateUpdate: called after each change of `librarySyncState` (each library
+    ///     write), before the write returns: save the state there.
+    public init(baseURL: URL, token: String?, configuration: Configuration = Configuration(),
+                librarySyncState: LibrarySyncState = LibrarySyncState(),
+                onLibrarySyncStateUpdate: (@Sendable (LibrarySyncState) -> Void)? = nil) {
         self.baseURL = baseURL
         self.token = token
         self.configuration = configuration
         self.batchLimit = BatchLimit(max(1, configuration.maxBatch))
+        self.librarySync = LibrarySyncStore(librarySyncState, onUpdate: onLibrarySyncStateUpdate)
     }
 
     /// A client for the same server and configuration speaking with another token (the
-    /// account token from `createAccount`, a device token from `createDevice`).
+    /// account token from `createAccount`, a device token from `createDevice`), with a library
+    /// state of its own (another token is another device, or a fresh start).
     public func withToken(_ token: String?) -> ConcordClient {
         ConcordClient(baseURL: self.baseURL, token: token, configuration: self.configuration)
+    }
+
+    /// `withToken(_:)` keeping a library state: after `rotateDeviceToken`, the same device's
+    /// client goes on with `librarySyncState` of the one before.
+    public func withToken(_ token: String?, librarySyncState: LibrarySyncState,
+                          onLibrarySyncStateUpdate: (@Sendable (LibrarySyncState) -> Void)? = nil) -> ConcordClient {
+        ConcordClient(baseURL: self.baseURL, token: token, configuration: self.configuration,
+                      librarySyncState: librarySyncState, onLibrarySyncStateUpdate: onLibrarySyncStateUpdate)
     }
 
     /// The batch size currently used to split mapping requests.

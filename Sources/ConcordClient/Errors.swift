@@ -78,7 +78,7 @@ extension ConcordPhotosError: CustomNSError {
     }
 }
 
-/// An HTTP-level error answered by the server (API.md §1's `{"error": {...}}` shape), or a
+/// An HTTP-level error answered by the server (the API's `{"error": {...}}` shape), or a
 /// response the client could not understand (`name` `invalidResponse`).
 public struct ConcordError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status (401, 403, 404, 412, 413, 503, ...).
@@ -117,11 +117,12 @@ public struct ConcordError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// `412 versionMismatch` on a library write sent with `ifMatch` (API.md §4, "Write precondition"):
-/// the device's library changed since that token, so nothing was stored. When `ifMatch` was the
-/// token of this installation's own last write, another installation holds this device's token
-/// and wrote since: this one is a copy (restored from a backup, moved to a new phone). It should
-/// stop writing as this device, register as its successor and adopt its links (docs/client.md).
+/// `412 versionMismatch` on a library write (the write precondition, `If-Match`): the device's
+/// library changed since the token the write carried, so nothing was stored. The client sends the
+/// token of its own last library write (`LibrarySyncState`), so this means another installation
+/// holds this device's token and wrote since: this one is a copy (restored from a backup, moved to
+/// a new phone). It should stop writing as this device, register as its successor and adopt its
+/// links (docs/client.md, "A copied installation").
 public struct LibraryChangedElsewhereError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The library's change token now (what the other installation's last write left).
     public var currentChangeToken: ChangeToken
@@ -186,7 +187,7 @@ public enum JSONDetail: Sendable, Hashable, Codable {
     public var arrayValue: [JSONDetail]? { if case .array(let a) = self { a } else { nil } }
 }
 
-/// The error object of API.md §1 as it travels, per item or as a whole answer.
+/// The API's error object as it travels, per item or as a whole answer.
 struct WireError: Decodable, Sendable {
     var name: String
     var message: String?

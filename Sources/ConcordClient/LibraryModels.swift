@@ -1,6 +1,6 @@
 import Foundation
 
-/// A photo, video or audio file of the device's library (API.md §4 `assets`).
+/// A photo, video or audio file of the device's library (`assets` in the API).
 public struct Asset: Sendable, Hashable, Codable {
     /// `mediaType` values, as PhotoKit's `PHAssetMediaType`.
     public enum MediaType: String, Sendable, Hashable, Codable {
@@ -12,7 +12,7 @@ public struct Asset: Sendable, Hashable, Codable {
     /// (an original not on the device yet): omitted when sent, so the server keeps what it has;
     /// read back as nil while the server has none. Such an asset is matched by its key only.
     public var fingerprint: String?
-    /// PhotoKit's `PHCloudIdentifier.stringValue` for the asset (`A:001:H`, API.md §2); its key
+    /// PhotoKit's `PHCloudIdentifier.stringValue` for the asset (`A:001:H`); its key
     /// matches the asset on every device of the same iCloud library with no hashing. Nil:
     /// omitted, the server keeps what it has. `PhotoKitCloudIdentifier` checks one before upload.
     public var photoKitCloudIdentifier: String?
@@ -36,7 +36,7 @@ public struct Asset: Sendable, Hashable, Codable {
     }
 }
 
-/// An album (API.md §4 `assetCollections`), like `PHAssetCollection`.
+/// An album (`assetCollections` in the API), like `PHAssetCollection`.
 public struct AssetCollection: Sendable, Hashable, Codable {
     public var localIdentifier: String
     /// A stable hash the app chooses (of the title, say). Nil: unknown, omitted when sent.
@@ -58,7 +58,7 @@ public struct AssetCollection: Sendable, Hashable, Codable {
     }
 }
 
-/// A folder (API.md §4 `collectionLists`), like `PHCollectionList`.
+/// A folder (`collectionLists` in the API), like `PHCollectionList`.
 public struct CollectionList: Sendable, Hashable, Codable {
     public var localIdentifier: String
     /// A stable hash the app chooses. Nil: unknown, omitted when sent.

@@ -2,7 +2,7 @@ import Foundation
 
 /// PhotoKit's own cloud identifier of a photo, album or folder, as the device's PhotoKit spells
 /// it (`PHCloudIdentifier.stringValue`, `archivalStringValue` on newer systems), checked by the
-/// contract's rule for `photoKitCloudIdentifier` (API.md §2) before it is uploaded.
+/// contract's rule for `photoKitCloudIdentifier` (`A:C:H`) before it is uploaded.
 ///
 /// `A:C:H`: exactly three parts separated by `:`; A (the iCloud record) of 1–128 bytes and H
 /// (PhotoKit's content hash) of 0–128 bytes, both printable ASCII 0x21–0x7E without `:`; C the

@@ -61,7 +61,7 @@ import Testing
     #expect(try await tablet.listJournals().isEmpty)
 }
 
-/// Issue 23: a journal larger than one answer holds comes in pages; `journal(_:)`
+/// A journal larger than one answer holds comes in pages; `journal(_:)`
 /// follows them and returns the whole journal.
 @Test func theClientPutsAPagedJournalTogether() async throws {
     let server = try TestServer { $0.dataBounds.journalAnswerBytes = 1000 }

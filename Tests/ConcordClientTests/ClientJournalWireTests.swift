@@ -3,8 +3,8 @@ import ConcordHTTP
 import Foundation
 import Testing
 
-// The server's journal routes (API.md §6) are not merged yet: these tests hold the client's
-// journal requests and answer decoding to the contract's shapes over a real socket.
+// Over a scripted server on a real socket: the client's journal requests and its decoding of
+// the answers, held to the API's shapes.
 
 private let g1 = "3F2504E0-4F89-41D3-9A0C-0305E82C3301:001:47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
 private let g2 = "5A2504E0-4F89-41D3-9A0C-0305E82C3302:001:47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"

@@ -3,7 +3,7 @@ import ConcordHTTP
 import Foundation
 import Testing
 
-// Issue 21 through the client: PhotoKit's keys, optional fingerprints, contentMatch, the wanted
+// Keys through the client: PhotoKit's keys, optional fingerprints, contentMatch, the wanted
 // list and the library's status, against the real server (and the wire, where the shape matters).
 
 /// A PhotoKit-like cloud identifier string `A:C:H` for photo number `n` of one iCloud library.
@@ -76,7 +76,7 @@ private func keyedAsset(_ device: String, _ n: Int, created: Date? = nil) -> Ass
     let (_, devices) = try await server.account(devices: ["iPhone", "iPad"])
     let phone = devices[0], pad = devices[1]
     try await phone.replaceLibrary(LibrarySnapshot(assets: [keyedAsset("P", 1)]))
-    // Several objects of one device may carry the same key (API.md §2).
+    // Several objects of one device may carry the same key.
     let twins = [keyedAsset("T", 1), Asset(localIdentifier: assetID(11, device: "T"), photoKitCloudIdentifier: photoKitID(1))]
     try await pad.replaceLibrary(LibrarySnapshot(assets: twins))
     let cloud = try #require(try await phone.orderedCloudIdentifierMappings(forLocalIdentifiers: [assetID(1, device: "P")])[0].cloudIdentifier)

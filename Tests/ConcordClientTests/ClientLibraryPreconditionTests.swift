@@ -2,7 +2,7 @@ import ConcordClient
 import Foundation
 import Testing
 
-/// API.md §4's write precondition through the client: `ifMatch` on the library writes, and the
+/// The library write precondition through the client: `ifMatch` on the library writes, and the
 /// `412` of a copied installation as `LibraryChangedElsewhereError` with the current token.
 @Test func libraryWritesWithIfMatchApplyWhileTheTokenIsCurrent() async throws {
     let server = try TestServer()

@@ -87,7 +87,7 @@ import Testing
     let server = try TestServer { $0.server.limits.maxBatch = 5 }
     let phone = try await server.account(devices: ["Phone"]).devices[0]
     #expect(phone.effectiveMaxBatch == 10_000)
-    // The whole-library PUT is bounded by the body limit only (API.md §4), not by maxBatch.
+    // The whole-library PUT is bounded by the body limit only, not by maxBatch.
     try await phone.replaceLibrary(LibrarySnapshot(assets: assets("P", 1...10)))
     // 12 ids: 10 known, 2 unknown, interleaved, so misplaced answers would show.
     var ids = (1...10).map { assetID($0, device: "P") }

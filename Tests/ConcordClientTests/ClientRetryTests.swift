@@ -12,7 +12,7 @@ import FoundationNetworking
 /// Answers a scripted sequence of responses over a real socket (the last one repeats) and
 /// records what it was asked.
 final class ScriptedResponder: HTTPResponder {
-    private let script: [HTTPResponse]
+    let script: [HTTPResponse]
     private let seen = Mutex<[HTTPRequest]>([])
 
     init(_ script: [HTTPResponse]) { self.script = script }

@@ -2,7 +2,7 @@ import ConcordClient
 import Foundation
 import Testing
 
-// Issue 22 through the client: a new phone registers as the old one's successor, uploads and
+// Device successors through the client: a new phone registers as the old one's successor, uploads and
 // adopts; the old token is dead; the device list says who replaced whom.
 
 @Test func aNewPhoneRegistersAsTheSuccessorUploadsAndAdopts() async throws {

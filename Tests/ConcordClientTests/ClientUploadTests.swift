@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Uploads in parts (API.md §4) through the client: `replaceLibrary` of a library larger than
+/// Uploads in parts through the client: `replaceLibrary` of a library larger than
 /// `partObjects` goes in parts, reports progress and answers what one PUT would; a refused commit
 /// discards the upload; the lower-level calls work for an app that enumerates a slice at a time.
 @Test func aLargeReplaceLibraryGoesInPartsWithProgressAndAnswersAsOnePut() async throws {

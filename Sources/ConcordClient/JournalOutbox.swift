@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A persisted outbox of journal writes (issue 13): writes made offline are queued in a file the
+/// A persisted outbox of journal writes: writes made offline are queued in a file the
 /// app chooses, and `flush()` sends them in order once the server can be reached.
 ///
 /// Each queued write carries an `Idempotency-Key` chosen when it was queued and kept in the file,
@@ -17,13 +17,13 @@ import FoundationNetworking
 /// journal deleted meanwhile, `422` for photos that cannot be mapped).
 ///
 /// ```swift
-/// let outbox = try ConcordSyncEngine(client: device, stateFile: documents.appendingPathComponent("outbox.json")) { rejection in
+/// let outbox = try JournalOutbox(client: device, stateFile: documents.appendingPathComponent("outbox.json")) { rejection in
 ///     if rejection.isConflict { await merge(rejection.write, currentVersion: rejection.currentVersion) }
 /// }
 /// try await outbox.enqueue(.putEntry(journalID: id, entryID: "day-1", text: text, photos: photos, ifMatch: version))
 /// try await outbox.flush()   // again whenever the network comes back
 /// ```
-public actor ConcordSyncEngine {
+public actor JournalOutbox {
     /// A journal write, as the matching `ConcordClient` method takes it.
     public enum JournalWrite: Sendable, Hashable, Codable {
         case createJournal(title: String)
@@ -32,6 +32,7 @@ public actor ConcordSyncEngine {
         case putEntry(journalID: String, entryID: String, text: String, photos: [JournalPhotoReference], ifMatch: String?)
         case deleteEntry(journalID: String, entryID: String, ifMatch: String?)
         case applySelection(journalID: String, entryID: String, localIdentifiers: [String], cancelled: Bool, ifMatch: String?)
+        case addToEntry(journalID: String, entryID: String, localIdentifiers: [String], ifMatch: String?)
     }
 
     /// A write in the queue.
@@ -153,6 +154,8 @@ public actor ConcordSyncEngine {
             try await client.deleteEntry(journalID: journalID, entryID: entryID, ifMatch: ifMatch)
         case .applySelection(let journalID, let entryID, let localIdentifiers, let cancelled, let ifMatch):
             try await client.applySelection(journalID: journalID, entryID: entryID, localIdentifiers: localIdentifiers, cancelled: cancelled, ifMatch: ifMatch)
+        case .addToEntry(let journalID, let entryID, let localIdentifiers, let ifMatch):
+            try await client.addToEntry(journalID: journalID, entryID: entryID, localIdentifiers: localIdentifiers, ifMatch: ifMatch)
         }
     }
 
@@ -168,3 +171,7 @@ public actor ConcordSyncEngine {
         try data.write(to: self.stateFile, options: .atomic)
     }
 }
+
+/// The outbox's earlier name: it was never a sync engine, only an outbox of journal writes.
+@available(*, deprecated, renamed: "JournalOutbox")
+public typealias ConcordSyncEngine = JournalOutbox
