@@ -15,6 +15,7 @@ import FoundationNetworking
 
 /// A photo as PhotoKit would describe it to the app.
 struct FakePhoto {
+    let name: String
     let localIdentifier: String
     /// `PHCloudIdentifier.stringValue`; nil for a photo outside iCloud Photos (no key).
     let photoKitCloudIdentifier: String?
@@ -52,7 +53,7 @@ struct StepReport {
     mutating func see(_ line: String) { self.saw.append(line) }
 
     mutating func expect<T: Equatable>(_ got: T, _ expected: T, _ what: String) {
-        if got != expected { self.problems.append("\(what): expected \(expected), got \(got)") }
+        if got != expected { self.problems.append("\(what): expected \(describe(expected)), got \(describe(got))") }
     }
 
     mutating func expect(_ condition: Bool, _ what: String) {
@@ -88,10 +89,23 @@ extension Array where Element == JournalPhoto {
     var localIdentifiers: [String] { self.map { $0.localIdentifier ?? "-" } }
 }
 
+/// A value as a line shows it: optionals unwrapped (`nil` when absent), local identifiers by name.
+func describe(_ value: Any) -> String {
+    if let id = value as? String { return ConcordExample.names[id].map { "\($0)" } ?? "\"\(id)\"" }
+    let mirror = Mirror(reflecting: value)
+    switch mirror.displayStyle {
+    case .optional: return mirror.children.first.map { describe($0.value) } ?? "nil"
+    case .collection: return "[" + mirror.children.map { describe($0.value) }.joined(separator: ", ") + "]"
+    default: return "\(value)"
+    }
+}
+
 /// One line on stdout, unbuffered (so a crash or a hang still shows the steps before it).
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
-func short(_ ids: [String]) -> String { "[" + ids.map { String($0.prefix(12)) }.joined(separator: ", ") + "]" }
+/// Local identifiers as a line shows them: by the photo's name (`beach`, `dog copy`).
+func short(_ ids: [String]) -> String { "[" + ids.map { ConcordExample.names[$0] ?? $0 }.joined(separator: ", ") + "]" }
+func short(_ id: String?) -> String { id.map { ConcordExample.names[$0] ?? $0 } ?? "-" }
 
 @main
 struct ConcordExample {
@@ -123,24 +137,35 @@ struct ConcordExample {
     static func library(device: String, duplicateDog: Bool) -> FakeLibrary {
         func id(_ n: Int) -> String { "\(device)-0000-4000-8000-\(String(format: "%012d", n))/L0/001" }
         var photos = [
-            FakePhoto(localIdentifier: id(1), photoKitCloudIdentifier: "5A1E6C70-BEAC-4E00-9000-000000000001:001:AQz5beach",
+            FakePhoto(name: "beach", localIdentifier: id(1), photoKitCloudIdentifier: "5A1E6C70-BEAC-4E00-9000-000000000001:001:AQz5beach",
                       creationDate: taken, original: Array("beach.heic".utf8)),
-            FakePhoto(localIdentifier: id(2), photoKitCloudIdentifier: "5A1E6C70-BEAC-4E00-9000-000000000002:001:AQz5sunset",
+            FakePhoto(name: "sunset", localIdentifier: id(2), photoKitCloudIdentifier: "5A1E6C70-BEAC-4E00-9000-000000000002:001:AQz5sunset",
                       creationDate: taken + 60, original: Array("sunset.heic".utf8)),
-            FakePhoto(localIdentifier: id(3), photoKitCloudIdentifier: "5A1E6C70-BEAC-4E00-9000-000000000003:001:AQz5dog",
+            FakePhoto(name: "dog", localIdentifier: id(3), photoKitCloudIdentifier: "5A1E6C70-BEAC-4E00-9000-000000000003:001:AQz5dog",
                       creationDate: taken + 120, original: Array("dog.heic".utf8)),
-            FakePhoto(localIdentifier: id(4), photoKitCloudIdentifier: nil,
+            FakePhoto(name: "scan", localIdentifier: id(4), photoKitCloudIdentifier: nil,
                       creationDate: taken + 180, original: Array("scan.pdf".utf8)),
         ]
         if duplicateDog {
             // Duplicated in Photos on the Mac: both copies carry the photo's key.
-            photos.append(FakePhoto(localIdentifier: id(5), photoKitCloudIdentifier: photos[2].photoKitCloudIdentifier,
+            photos.append(FakePhoto(name: "dog copy", localIdentifier: id(5), photoKitCloudIdentifier: photos[2].photoKitCloudIdentifier,
                                     creationDate: taken + 120, original: Array("dog.heic".utf8)))
         }
         let album = AssetCollection(localIdentifier: "\(device)-0000-4000-8000-000000000040/L0/040", title: "Trip",
                                     assets: [photos[0].localIdentifier, photos[2].localIdentifier])
         return FakeLibrary(photos: photos, album: album, albumPhotoKitCloudIdentifier: "5A1E6C70-BEAC-4E00-9000-000000000040:040:")
     }
+
+    /// The photos' and albums' names by local identifier, for the lines printed.
+    static let names: [String: String] = {
+        var names: [String: String] = [:]
+        for library in [library(device: phoneDevice, duplicateDog: false), library(device: macDevice, duplicateDog: true)] {
+            for photo in library.photos { names[photo.localIdentifier] = photo.name }
+            names[library.album.localIdentifier] = "Trip album"
+        }
+        return names
+    }()
+    static let phoneDevice = "1F0E0001", macDevice = "3AC00002"
 
     /// Hashes what the server wants, page by page, and sends the fingerprints (recipe step 4).
     static func hashWanted(_ client: ConcordClient, _ library: FakeLibrary) async throws -> [String] {
@@ -163,8 +188,8 @@ struct ConcordExample {
 
     static func run(_ recipe: Recipe, server: URL, adminToken: String) async {
         let admin = ConcordClient(baseURL: server, token: adminToken)
-        let phoneLibrary = library(device: "1F0E0001", duplicateDog: false)
-        let macLibrary = library(device: "3AC00002", duplicateDog: true)
+        let phoneLibrary = library(device: phoneDevice, duplicateDog: false)
+        let macLibrary = library(device: macDevice, duplicateDog: true)
         let (phoneBeach, phoneSunset, phoneDog, phoneScan) = (phoneLibrary.photos[0].localIdentifier, phoneLibrary.photos[1].localIdentifier,
                                                               phoneLibrary.photos[2].localIdentifier, phoneLibrary.photos[3].localIdentifier)
         let (macBeach, macSunset, macDog, macScan, macDogCopy) = (macLibrary.photos[0].localIdentifier, macLibrary.photos[1].localIdentifier,
@@ -264,7 +289,7 @@ struct ConcordExample {
             let scanID = phoneCloudIDs[phoneScan].map { [$0] } ?? []
             let byContent = try await mac.orderedLocalIdentifierMappings(for: scanID)
             let byLink = try await mac.orderedLocalIdentifierMappings(for: scanID, contentMatch: false)
-            r.see("scan → \(byContent.first?.localIdentifier ?? byContent.first?.error?.name ?? "-"), then by its stored link → \(byLink.first?.localIdentifier ?? byLink.first?.error?.name ?? "-")")
+            r.see("scan → \(short(byContent.first?.localIdentifier ?? byContent.first?.error?.name)), then by its stored link → \(short(byLink.first?.localIdentifier ?? byLink.first?.error?.name))")
             r.expect(byContent.first?.localIdentifier, macScan, "the scan by content")
             r.expect(byLink.first?.localIdentifier, macScan, "the scan's link stored")
         }
@@ -276,7 +301,7 @@ struct ConcordExample {
             }
             try await mac.link(cloudIdentifier: dogID, toLocalIdentifier: macDogCopy)   // the copy the person edited
             let after = try await mac.orderedLocalIdentifierMappings(for: [dogID])
-            r.see("linked the copy; dog → \(after.first?.localIdentifier ?? after.first?.error?.name ?? "-")")
+            r.see("candidates \(short(dogCandidates)), the person picks the dog copy; dog → \(short(after.first?.localIdentifier ?? after.first?.error?.name))")
             r.expect(after.first?.localIdentifier, macDogCopy, "the dog after the choice")
         }
 
@@ -341,7 +366,12 @@ struct ConcordExample {
             _ = try await mac.putEntry(journalID: journalID, entryID: "day-2", text: "Evening", photos: [])
             let session = mac.selectionSession(journalID: journalID, entryID: "day-2")
             let selections = [[macSunset], [macSunset, macBeach], [macBeach], [macScan, macBeach, macSunset]]
-            for selection in selections { session.update(selection) }
+            // The person picks two photos at once, then, a moment later, two more changes.
+            session.update(selections[0])
+            session.update(selections[1])
+            try await Task.sleep(nanoseconds: 50_000_000)
+            session.update(selections[2])
+            session.update(selections[3])
             let final = try await session.finish()
             let stored = try await mac.journal(journalID).entries.first { $0.entryID == "day-2" }
             r.see("\(selections.count) updates, \(session.requestsSent) request(s); final \(short(final?.photos.localIdentifiers ?? []))")
