@@ -129,11 +129,11 @@ struct ConcordExample {
 
     // MARK: - The two libraries
 
+    static let taken = Date(timeIntervalSince1970: 1_750_000_000)
+
     /// Both devices are signed in to one iCloud Photos library: the same photo has the same
     /// PhotoKit cloud identifier (the same key) on both, under a local identifier of each device.
     /// The scan is outside iCloud Photos on both (imported from a file, AirDropped to the Mac): no key.
-    static let taken = Date(timeIntervalSince1970: 1_750_000_000)
-
     static func library(device: String, duplicateDog: Bool) -> FakeLibrary {
         func id(_ n: Int) -> String { "\(device)-0000-4000-8000-\(String(format: "%012d", n))/L0/001" }
         var photos = [
@@ -167,7 +167,8 @@ struct ConcordExample {
     }()
     static let phoneDevice = "1F0E0001", macDevice = "3AC00002"
 
-    /// Hashes what the server wants, page by page, and sends the fingerprints (recipe step 4).
+    /// Hashes what the server wants, page by page, and sends the fingerprints (docs/client.md's
+    /// recipe, step 4: "Hash what is wanted").
     static func hashWanted(_ client: ConcordClient, _ library: FakeLibrary) async throws -> [String] {
         var hashed: [String] = []
         for try await page in client.wanted(limit: 200) {
@@ -377,7 +378,7 @@ struct ConcordExample {
             r.see("\(selections.count) updates, \(session.requestsSent) request(s); final \(short(final?.photos.localIdentifiers ?? []))")
             r.expect(final?.photos.localIdentifiers, selections.last, "the session's final entry")
             r.expect(stored?.photos.localIdentifiers, selections.last, "the stored entry")
-            r.expect((1...selections.count).contains(session.requestsSent), "requests sent between 1 and \(selections.count)")
+            r.expect(session.requestsSent >= 1, "at least one request sent")
         }
 
         await recipe.step("a new iPhone: successor, upload, adopt") { r in
