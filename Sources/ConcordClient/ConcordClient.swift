@@ -16,7 +16,11 @@ import FoundationNetworking
 /// let mappings = try await client.cloudIdentifierMappings(forLocalIdentifiers: ids)
 /// ```
 ///
-/// Thread-safe: share one client across tasks.
+/// A device's client keeps the token of its last library write (`librarySyncState`) and sends
+/// it as `If-Match` with the next, so a `LibraryChangedElsewhereError` means another installation
+/// holding the same device token wrote. The app saves that state and passes it back at launch.
+///
+/// Thread-safe: share one client across tasks (and make one device's library writes through one).
 public final class ConcordClient: Sendable {
     /// Settings beyond the server and the token.
     public struct Configuration: Sendable {
