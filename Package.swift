@@ -69,6 +69,8 @@ let package = Package(
 
         // Client: depends on nothing of ours, so it builds wherever Foundation does.
         .target(name: "ConcordClient"),
+        // docs/client.md's recipe as one program (two devices of one account), run by docs/check-example.
+        .executableTarget(name: "concord-example", dependencies: ["ConcordClient"], path: "Sources/ConcordExample"),
 
         // Tests mirror the modules. ConcordTestSupport: the engines the store/domain/app suites run on.
         .target(name: "ConcordTestSupport", dependencies: ["ConcordStorage", "ConcordDomain", "ConcordMappingIndex"], path: "Tests/ConcordTestSupport"),
