@@ -18,7 +18,7 @@ let package = Package(
         .library(name: "ConcordClient", targets: ["ConcordClient"]),
         // Exposed so the separate Benchmarks/ package can measure the JSON codec in-process.
         .library(name: "ConcordJSON", targets: ["ConcordJSON"]),
-        // Exposed so the separate Fuzz/ package can drive the parsers (issue 23).
+        // Exposed so the separate Fuzz/ package can drive the parsers.
         .library(name: "ConcordHTTP", targets: ["ConcordHTTP"]),
         .library(name: "ConcordDomain", targets: ["ConcordDomain"]),
     ],

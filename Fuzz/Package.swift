@@ -1,5 +1,5 @@
 // swift-tools-version:6.1
-// Concord fuzzing (issue 23): a separate package so that the server itself keeps no package
+// Concord fuzzing: a separate package so that the server itself keeps no package
 // dependencies. One libFuzzer executable per parser; build and run them with `Fuzz/run`
 // (see Fuzz/README.md). Built with `-sanitize=fuzzer,address -parse-as-library`: each harness
 // defines `LLVMFuzzerTestOneInput` and libFuzzer supplies `main`.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The scale scenario's client (issue 24): runs and restarts one Concord, drives every phase, checks
+"""The scale scenario's client: runs and restarts one Concord, drives every phase, checks
 every answer, measures from outside and prints a Markdown report. Started by scale.sh.
 
 scale-client.py --bin BIN --database URL --work DIR --engine sqlite|postgres [--pg-dir DIR]

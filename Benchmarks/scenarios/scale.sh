@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scale scenario (issue 24): a SCALE_ASSETS-asset library on two devices of one account, end to end
+# The scale scenario: a SCALE_ASSETS-asset library on two devices of one account, end to end
 # against one Concord (SQLite, or PostgreSQL in a throwaway cluster), measured from outside:
 #   1. device 1 uploads it in parts at defaults (wall, server CPU, peak RSS); device 2 sends it with
 #      PUT /v1/library, as much as the default 64 MiB body limit takes, the rest in changes batches;

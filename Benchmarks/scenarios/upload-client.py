@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""One whole-library upload against a running Concord, measured from outside (issue 24).
+"""One whole-library upload against a running Concord, measured from outside.
 
 upload-client.py PORT ADMIN_TOKEN N PART_OBJECTS SERVER_PID MODE
-  MODE parts: POST /v1/library/uploads, N/PART_OBJECTS parts, commit (API.md §4)
+  MODE parts: POST /v1/library/uploads, N/PART_OBJECTS parts, commit
   MODE put:   one PUT /v1/library of N assets (bounded by the body limit)
 Prints one JSON line: the answer, wall and server CPU (utime+stime of SERVER_PID) of the parts and
 of the commit (or the PUT), and the server's RSS before, at its peak (sampled every 50 ms) and after.

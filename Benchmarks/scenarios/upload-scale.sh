@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A whole library uploaded at once (issue 24): a first upload of SCALE_ASSETS assets as an upload in
-# parts (API.md §4) on a fresh device, then the same library's PUT /v1/library on a second device
+# A whole library uploaded at once: a first upload of SCALE_ASSETS assets as an upload in
+# parts on a fresh device, then the same library's PUT /v1/library on a second device
 # (as much of it as the body limit lets through: SCALE_PUT_ASSETS), measured from outside:
 # wall time, the server's CPU, its peak RSS, and the database's size afterwards.
 #

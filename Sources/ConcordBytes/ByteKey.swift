@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// A string compared and hashed as its UTF-8 bytes. Identifiers are byte strings (API.md §2) and
+/// A string compared and hashed as its UTF-8 bytes. Identifiers are byte strings and
 /// storage compares them byte for byte, while Swift's `String ==` uses canonical equivalence (an
 /// NFC "É" equals an NFD "É"): the index must not merge what storage keeps apart.
 public struct ByteKey: Hashable, Sendable {

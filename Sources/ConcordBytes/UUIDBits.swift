@@ -19,7 +19,7 @@
     }
 
     /// `anyCase`: lower-case hex digits read as their upper-case selves (a cloud identifier's GUID
-    /// may be spelled either way, §2); otherwise only the canonical form has a key.
+    /// may be spelled either way); otherwise only the canonical form has a key.
     @inlinable
     public init?(bytes b: UnsafeBufferPointer<UInt8>, anyCase: Bool = false) {
         guard b.count == 36, let p = b.baseAddress,

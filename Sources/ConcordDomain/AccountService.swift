@@ -1,6 +1,6 @@
 import Foundation
 
-/// Accounts and devices (API.md §3).
+/// Accounts and devices.
 public struct AccountService: ServiceArea {
     let core: ServiceCore
 
@@ -102,7 +102,7 @@ public struct AccountService: ServiceArea {
         return CreatedDevice(deviceID: id, deviceToken: token)
     }
 
-    /// `POST /v1/devices/{deviceID}/successor` (§3): a new device of the account that takes over
+    /// `POST /v1/devices/{deviceID}/successor`: a new device of the account that takes over
     /// from `deviceID`. From its commit the predecessor's token is `401` (its polls held with it are
     /// answered), and its library, links and history stay, read-only, until it is deleted. `caller`
     /// is the device when its own token asks (it may name only itself: `403` otherwise).

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// The scope a change token belongs to: a device's library history (§7) or an account's journals (§6).
+/// The scope a change token belongs to: a device's library history or an account's journals.
 public enum ChangeTokenScope: Sendable, Equatable {
     case library(DeviceRef)
     case journals(accountID: String)
@@ -20,7 +20,7 @@ public enum ChangeTokenScope: Sendable, Equatable {
     }
 }
 
-/// The keys change tokens are signed with (issue 12): key 0 is the original secret, later keys
+/// The keys change tokens are signed with: key 0 is the original secret, later keys
 /// are added by `concord rotate-change-key`, and `current` signs new tokens. Keys are kept, so a
 /// token signed with any of them stays valid until the history it points into ages out.
 public struct ChangeKeys: Sendable, Equatable {

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// The domain service: every operation of API.md §3–§7, over one `ConcordStore`, split by area.
+/// The domain service: every operation of the API, over one `ConcordStore`, split by area.
 /// Synchronous and thread-safe; call it from worker threads, never from an event loop.
 ///
 /// Every area reaches storage through `ServiceArea.read(_:)` / `write(_:)`, which scope the
@@ -39,19 +39,19 @@ public final class ConcordService: Sendable {
         return (saved, failures)
     }
 
-    /// Accounts and devices (§3).
+    /// Accounts and devices.
     public let accounts: AccountService
-    /// A device's library (§4).
+    /// A device's library.
     public let library: LibraryService
-    /// Uploads in parts of a whole library (§4).
+    /// Uploads in parts of a whole library.
     public let uploads: UploadService
-    /// Mapping identifiers both ways, and links (§5).
+    /// Mapping identifiers both ways, and links.
     public let mapping: MappingService
-    /// A device's change history (§7).
+    /// A device's change history.
     public let history: HistoryService
-    /// Journals, entries, selections and the journal feed (§6).
+    /// Journals, entries, selections and the journal feed.
     public let journals: JournalService
-    /// Idempotency keys of POST requests (issue 13).
+    /// Idempotency keys of POST requests.
     public let idempotency: IdempotencyService
     /// Webhooks, their events and deliveries.
     public let webhooks: WebhookService
@@ -229,7 +229,7 @@ extension ServiceArea {
         try self.run { try self.core.write(account: device.accountID, idempotency: idempotency) { tx in try body(tx, try Self.requireDevice(tx, device)) } }
     }
 
-    /// Like `read`, and the library must not be denied (`accessUserDenied`, §5 and §6).
+    /// Like `read`, and the library must not be denied (`accessUserDenied`, for mappings and journals).
     func readAllowed<T>(_ device: DeviceRef, _ body: (any AccountReadTransaction, DeviceState) throws -> T) throws(DomainError) -> T {
         try self.read(device) { tx, state in
             guard state.authorization != .denied else { throw DomainError.accessUserDenied }
@@ -245,7 +245,7 @@ extension ServiceArea {
         }
     }
 
-    /// A read for §5's rules: the device checked and not denied, then `body` with the storage
+    /// A read for the mapping rules: the device checked and not denied, then `body` with the storage
     /// snapshot and the mapping reads — the in-memory index at (at least) the snapshot's mapping
     /// version when the index is on and the account fits its budget, else the snapshot itself.
     func mappingRead<T>(_ device: DeviceRef, _ body: (any AccountReadTransaction, any MappingReads, DeviceState) throws -> T) throws(DomainError) -> T {
@@ -259,7 +259,7 @@ extension ServiceArea {
     }
 
     /// The device row, or `notFound` (a token whose device was deleted meanwhile). A device that has
-    /// a successor answers nothing more to its own token (§3: `401`): a request authenticated just
+    /// a successor answers nothing more to its own token (`401`): a request authenticated just
     /// before the successor's commit, or a poll held across it, ends there.
     static func requireDevice(_ tx: any AccountReadTransaction, _ ref: DeviceRef) throws -> DeviceState {
         guard let d = try tx.device(ref) else { throw DomainError.notFound(message: "No such device.") }
@@ -286,7 +286,7 @@ extension String {
     package func utf8Precedes(_ other: String) -> Bool { self.utf8.lexicographicallyPrecedes(other.utf8) }
 }
 
-/// Notes a token's last use in the background (issue 12): the request that used it never waits
+/// Notes a token's last use in the background: the request that used it never waits
 /// for the database's writer (a long manifest may hold it), and one write per token is in
 /// flight at most. Best effort: a failed note is tried again at the token's next use.
 final class TokenLastUse: Sendable {

@@ -1,5 +1,5 @@
 /// Bounds on what one caller may leave in storage or get in one answer beyond the count quotas
-/// (issue 23, docs/operations.md "Bounds"): each has a setting and a documented answer or pruning rule.
+/// (docs/operations.md "Bounds"): each has a setting and a documented answer or pruning rule.
 public struct DataBounds: Sendable, Equatable {
     /// Bytes of idempotency keys one account keeps (`quotas.idempotencyBytesPerAccount`, 64 MiB): each
     /// key counts its stored answer, its name and `idempotencyKeyOverhead`. An answer that would pass

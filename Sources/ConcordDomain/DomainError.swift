@@ -42,18 +42,18 @@ public enum DomainError: Error, Sendable, Equatable {
     case accessUserDenied
     /// More items than `maxBatch`.
     case batchTooLarge(maxBatch: Int)
-    /// `If-Match` did not match; carries the current version (journals, §6).
+    /// `If-Match` did not match; carries the current version (journals).
     case versionMismatch(currentVersion: String?)
-    /// `versionMismatch` on a library write (§4): `If-Match` did not name the device's current
+    /// `versionMismatch` on a library write: `If-Match` did not name the device's current
     /// library change token; carries that token (`"changeToken"` in place of `"version"`).
     case changeTokenMismatch(currentChangeToken: String)
     /// The account would pass one of its quotas (`quota` names it); nothing was stored.
     case quotaExceeded(quota: String, limit: Int)
-    /// The device has a successor already (§3); carries its ID.
+    /// The device has a successor already; carries its ID.
     case deviceAlreadyReplaced(replacedBy: String)
     /// `POST /v1/library/adopt` by a device with no predecessor (or whose predecessor was deleted).
     case noPredecessor
-    /// The device has this many open uploads in parts already (§4).
+    /// The device has this many open uploads in parts already.
     case tooManyUploads(limit: Int)
     /// Storage is busy or unreachable; retry later.
     case unavailable(message: String)

@@ -1,7 +1,7 @@
 import Synchronization
 
-/// A change feed that may gain entries: a device's library history (§7) or an account's journal
-/// feed (§6). Long-polls wait on one (issue 13).
+/// A change feed that may gain entries: a device's library history or an account's journal
+/// feed. Long-polls wait on one.
 public enum FeedTopic: Hashable, Sendable {
     case library(DeviceRef)
     case journals(accountID: String)

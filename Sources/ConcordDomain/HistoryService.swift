@@ -1,6 +1,6 @@
 import Foundation
 
-/// A device's change history (API.md §7).
+/// A device's change history.
 public struct HistoryService: ServiceArea {
     let core: ServiceCore
 
@@ -18,7 +18,7 @@ public struct HistoryService: ServiceArea {
         }
         let scope = ChangeTokenScope.library(device)
         guard let sinceSeq = self.tokens.decode(since, scope: scope) else {
-            // The predecessor's token, still held by a restored app (§7): it refetches and starts again.
+            // The predecessor's token, still held by a restored app: it refetches and starts again.
             let state = try self.read(device) { _, state in state }
             if let predecessor = state.replaces, self.tokens.decode(since, scope: .library(DeviceRef(accountID: device.accountID, deviceID: predecessor))) != nil {
                 throw DomainError.persistentChangeTokenExpired
@@ -47,7 +47,7 @@ public struct HistoryService: ServiceArea {
     }
 
     /// Appends one history entry inside the write transaction: its sequence number is assigned
-    /// here, under the account's write lock, so tokens grow in commit order (§7). Prunes by count,
+    /// here, under the account's write lock, so tokens grow in commit order. Prunes by count,
     /// age and bytes (`bytesBoundary`).
     static func appendChange(_ core: ServiceCore, _ tx: any AccountWriteTransaction, _ state: DeviceState, details: ChangeDetails?, now: Date,
                              objectCount: Int) throws -> Int64 {
@@ -67,7 +67,7 @@ public struct HistoryService: ServiceArea {
     /// Smaller changes are measured every this many changes.
     static let bytesCheckInterval: Int64 = 64
 
-    /// The byte bound of a device's history (issue 23, `history.maxBytesPerDevice`): the newest
+    /// The byte bound of a device's history (`history.maxBytesPerDevice`): the newest
     /// changes whose details hold at most that many bytes are kept; older ones are pruned (their
     /// tokens `410`, as for the count and age bounds). Measuring is a pass over the device's
     /// history (on SQLite it reads the details), so it runs when a change of

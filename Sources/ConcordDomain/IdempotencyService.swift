@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// A stored `Idempotency-Key` (issue 13): which request first used it, and its answer once given.
+/// A stored `Idempotency-Key`: which request first used it, and its answer once given.
 public struct IdempotencyRecord: Sendable, Equatable {
     /// SHA-256 of the request (method, target and body) that first used the key.
     public var fingerprint: [UInt8]
@@ -92,7 +92,7 @@ public final class IdempotencyService: ServiceArea {
                     if !abandoned { return .inProgress }
                     if record.applied { return .answerLost }
                 }
-                // A new key of an account whose live keys already fill its room (issue 23): nothing
+                // A new key of an account whose live keys already fill its room: nothing
                 // runs. Expired keys do not count (this transaction's purge is rolled back with it).
                 if let accountID {
                     let limit = self.configuration.dataBounds.idempotencyBytesPerAccount
@@ -114,7 +114,7 @@ public final class IdempotencyService: ServiceArea {
         try self.run { try self.store.writeServer { tx in try tx.setIdempotencyAnswer(owner: owner, key: key, answer: answer) } }
     }
 
-    /// Stores the first answer of a claimed key, within the room of `accountID`'s keys (issue 23):
+    /// Stores the first answer of a claimed key, within the room of `accountID`'s keys:
     /// `answer` when the account's keys with it stay within `quotas.idempotencyBytesPerAccount`,
     /// else `fallback` (the app's short `409` saying the answer was not kept). The key is tied to
     /// `accountID` (an admin's key that created the account becomes that account's, and goes with it);

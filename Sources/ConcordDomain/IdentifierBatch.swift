@@ -55,7 +55,7 @@ public struct IdentifierBatch: Sendable {
         try self.list.withUTF8(at: i, body)
     }
 
-    /// The first identifier that is not a valid local identifier (API.md §2), nil when all are.
+    /// The first identifier that is not a valid local identifier, nil when all are.
     public func firstInvalidLocalIdentifier() -> Int? {
         if self.isPlainASCII {
             // Printable ASCII holds no control character: only the length can be wrong.

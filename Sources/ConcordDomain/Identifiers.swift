@@ -31,7 +31,7 @@ final class UUIDClock: Sendable {
     }
 }
 
-/// The three object types of a library, with PhotoKit's type codes (API.md §2).
+/// The three object types of a library, with PhotoKit's type codes.
 public enum ObjectType: Int, Sendable, Hashable, CaseIterable, Comparable, BitwiseCopyable {
     /// `PHAsset`, code `001`.
     case asset = 1
@@ -82,7 +82,7 @@ public enum ObjectType: Int, Sendable, Hashable, CaseIterable, Comparable, Bitwi
     public static func < (lhs: ObjectType, rhs: ObjectType) -> Bool { lhs.partOrder < rhs.partOrder }
 }
 
-/// Validation of the identifiers of API.md §2.
+/// Validation of the identifiers of the API.
 public enum Identifiers {
     /// A local identifier is 1–255 bytes of UTF-8 with no control characters.
     public static func isValidLocalIdentifier(_ s: String) -> Bool {
@@ -177,10 +177,10 @@ public enum Identifiers {
     }
 
     /// A new ID: a version 7 UUID (RFC 9562 §5.7), upper case — 48 bits of Unix milliseconds, a
-    /// 12-bit counter (§6.2, method 1: the IDs this process makes always increase), then 62 bits
+    /// 12-bit counter (the IDs this process makes always increase), then 62 bits
     /// from the system's secure generator.
     ///
-    /// Increasing because storage keys records and links by GUID (issue 24): random GUIDs put
+    /// Increasing because storage keys records and links by GUID: random GUIDs put
     /// each new record and each new link on a page of its own in those B-trees, and every such
     /// page is written again at commit; increasing ones fill the end of the account's range a page
     /// at a time. (`UUID().uuidString`, random, also cost 5–11 µs each.)
@@ -201,7 +201,7 @@ public enum Identifiers {
     }
 }
 
-/// A parsed cloud identifier `<GUID>:<type>:<fingerprint>` (API.md §2).
+/// A parsed cloud identifier `<GUID>:<type>:<fingerprint>`.
 public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// The record's GUID, upper case.
     public var guid: String

@@ -1,6 +1,6 @@
 import Foundation
 
-// MARK: - Values the service answers (API.md §6)
+// MARK: - Values the service answers
 
 /// A journal as listed: `{"journalID","title","version","entryCount","updatedAt","createdAt"}`.
 public struct JournalSummary: Sendable, Equatable {
@@ -22,7 +22,7 @@ public struct JournalSummary: Sendable, Equatable {
     }
 }
 
-/// One photo of an entry, resolved for the calling device as §5 cloud → local:
+/// One photo of an entry, resolved for the calling device as cloud → local:
 /// `.found(localIdentifier)` or a per-item error (`identifierNotFound`, `multipleIdentifiersFound`).
 public struct JournalPhoto: Sendable, Equatable {
     /// The stored cloud identifier (canonical: GUID upper case).
@@ -57,7 +57,7 @@ public struct JournalDetail: Sendable, Equatable {
     /// answer holds).
     public var hasMore = false
     /// The answer is a page (it carries `hasMore`): one was asked for, or the journal's answer would
-    /// pass `DataBounds.journalAnswerBytes` (issue 23). Otherwise it is the whole journal, as API.md §6 shows it.
+    /// pass `DataBounds.journalAnswerBytes`. Otherwise it is the whole journal, as the API shows it.
     public var paged = false
     public init(journal: JournalSummary, entries: [JournalEntryView], hasMore: Bool = false, paged: Bool = false) {
         self.journal = journal

@@ -2,12 +2,12 @@ import ConcordBytes
 import Foundation
 
 extension JournalService {
-    // MARK: - The photo picker's selection (§6)
+    // MARK: - The photo picker's selection
 
     /// `POST /v1/journals/{journalID}/entries/{entryID}/selection`: a photo picker's result applied to
-    /// the entry, in one write transaction, by the rules of §6:
+    /// the entry, in one write transaction, by the photo picker's rules:
     ///
-    /// 1. The picker was preselected with the entry's photos that resolve on this device (§5 cloud → local).
+    /// 1. The picker was preselected with the entry's photos that resolve on this device (cloud → local).
     /// 2. The entry's photos become the picked ones, in the picked order. A picked object that already
     ///    stands in the entry (one of the entry's cloud identifiers resolves to it here) keeps that cloud
     ///    identifier untouched, even when a fresh local → cloud mapping would give another one.
@@ -53,7 +53,7 @@ extension JournalService {
                                idempotency: IdempotencyScope? = nil) throws(DomainError) -> SelectionOutcome {
         try Self.validateEntryID(entryID)
         guard picked.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        var seen = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
+        var seen = Set<ByteKey>()   // identifiers are byte strings
         for id in picked {
             guard Identifiers.isValidLocalIdentifier(id) else {
                 throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifiers")

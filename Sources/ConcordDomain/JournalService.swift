@@ -1,17 +1,17 @@
 import ConcordBytes
 import Foundation
 
-/// The account's journals, their entries and its journal change feed (API.md §6).
+/// The account's journals, their entries and its journal change feed.
 public struct JournalService: ServiceArea {
     let core: ServiceCore
-    // MARK: - Journals (§6)
+    // MARK: - Journals
     //
     // Every write of a journal or entry is ONE write transaction that assigns the next sequence
     // number of the account's journal feed. That number is the change's token (encoded), the new
     // version of what changed (entry and its journal), and the order of creation, so versions are
     // never reused: a version string seen before a delete can never match the thing re-created.
     // A write that changes nothing (same title, same text and photos) keeps the versions and adds
-    // no change, as library uploads do (§4).
+    // no change, as library uploads do.
 
     /// Longest journal title, in bytes (titles are 1–1024 bytes, like names).
     static let maxTitleBytes = 1024
@@ -50,8 +50,8 @@ public struct JournalService: ServiceArea {
     }
 
     /// `GET /v1/journals/{journalID}`: the journal with its entries (creation order), every photo
-    /// resolved for `device` as §5 cloud → local in ONE batched resolution over the whole journal.
-    /// Links found by content (§5 step 3) are stored afterwards in one write transaction.
+    /// resolved for `device` as cloud → local in ONE batched resolution over the whole journal.
+    /// Links found by content are stored afterwards in one write transaction.
     /// With `page`, only that page of entries (in creation order) is resolved and answered.
     public func journal(_ journalID: String, device: DeviceRef, page: PageRequest? = nil) throws(DomainError) -> JournalDetail {
         try self.journal(journalID, device: device, page: page, entryID: nil)
@@ -95,7 +95,7 @@ public struct JournalService: ServiceArea {
     /// and at most this many entries beyond the answer's end held in memory.
     static let entryChunk = 16
 
-    /// The entries one `GET /v1/journals/{journalID}` answers (issue 23), read from storage in
+    /// The entries one `GET /v1/journals/{journalID}` answers, read from storage in
     /// creation order a chunk at a time, never the whole journal: those of `page` (after its
     /// `after`, at most its `limit`), or from the first without one, while their estimated answer
     /// stays within `byteBudget` (`server.limits.journalAnswerBytes`,
@@ -162,7 +162,7 @@ public struct JournalService: ServiceArea {
     }
 
     /// `PUT /v1/journals/{journalID}/entries/{entryID}`: creates or replaces the entry. Local identifiers
-    /// are mapped local → cloud (§5, which may create records and links) in the same write transaction;
+    /// are mapped local → cloud (which may create records and links) in the same write transaction;
     /// when any photo cannot be mapped the answer is `unprocessable` listing every failing photo, and
     /// nothing is stored. The answer has the photos resolved for `device`.
     public func putEntry(journalID: String, entryID: String, text: String, photos: [JournalPhotoInput], ifMatch: IfMatch?,
@@ -177,7 +177,7 @@ public struct JournalService: ServiceArea {
         var parsed: [Int: CloudIdentifier] = [:]
         var failures: [(index: Int, error: ItemError)] = []
         var locals: [String] = []
-        var seenLocal = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
+        var seenLocal = Set<ByteKey>()   // identifiers are byte strings
         for (i, p) in photos.enumerated() {
             switch p {
             case .localIdentifier(let id):
@@ -267,7 +267,7 @@ public struct JournalService: ServiceArea {
     static let noSuchJournal = DomainError.notFound(message: "No such journal.")
     static let noSuchEntry = DomainError.notFound(message: "No such entry.")
     // A request about something that does not exist answers `404` with or without `If-Match`:
-    // preconditions are evaluated only when the request would otherwise succeed (API.md §6, RFC 9110
+    // preconditions are evaluated only when the request would otherwise succeed (RFC 9110
     // §13.2.1). Only a PUT that would create an entry evaluates `If-Match` against nothing: `412`.
 
     /// Journal IDs are the server's (UUIDs): anything else cannot name one, and is simply not found.
@@ -339,7 +339,7 @@ public struct JournalService: ServiceArea {
         return DomainError.unprocessable(message: message, details: [DetailField("photos", .array(items))])
     }
 
-    /// Resolves every photo of every list (§5 cloud → local) in ONE batch: the distinct identifiers of
+    /// Resolves every photo of every list (cloud → local) in ONE batch: the distinct identifiers of
     /// all lists go through `resolve` together. Answers are keyed by the stored (canonical) string.
     static func resolvePhotos(_ tx: any MappingReads, device: DeviceRef, _ lists: [[String]], limited: Bool)
         throws -> (answers: [String: MappingResult], links: [(localIdentifier: String, record: CloudRecord)]) {
@@ -383,7 +383,7 @@ public struct JournalService: ServiceArea {
     }
 
     /// The entry with its photos resolved for `device`, inside a write transaction: links found by
-    /// content are stored right there (§5 step 3).
+    /// content are stored right there.
     static func resolvedView(_ tx: any AccountWriteTransaction, device: DeviceRef, _ entry: StoredJournalEntry, limited: Bool) throws -> JournalEntryView {
         let resolved = try Self.resolvePhotos(tx, device: device, [entry.photos], limited: limited)
         if !resolved.links.isEmpty { try MappingService.storeFoundLinks(tx, device: device, resolved.links) }
@@ -432,7 +432,7 @@ public struct JournalService: ServiceArea {
         return self.tokens.encode(seq: feed.lastChangeSeq, scope: .journals(accountID: device.accountID))
     }
 
-    /// `GET /v1/journals/changes?since=&limit=`: journal changes strictly after `since`, in order (§7's rules).
+    /// `GET /v1/journals/changes?since=&limit=`: journal changes strictly after `since`, in order (the history feed's rules).
     public func journalChanges(since: String, limit: Int?, device: DeviceRef) throws(DomainError) -> JournalChangePage {
         let limit = limit ?? self.configuration.defaultChangesLimit
         guard limit >= 1, limit <= self.configuration.maxChangesLimit else {

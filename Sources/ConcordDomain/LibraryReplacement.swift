@@ -1,6 +1,6 @@
 import Foundation
 
-/// A whole library replacing what a device has stored (`PUT /v1/library`, an upload's commit; §4),
+/// A whole library replacing what a device has stored (`PUT /v1/library`, an upload's commit),
 /// applied as a merge of two streams in local identifier byte order: the sent library, a page at a
 /// time from its source, and the stored library, a page at a time from storage. Neither side is
 /// ever held whole, so an upload of a million objects costs a few pages of memory (plus the change's

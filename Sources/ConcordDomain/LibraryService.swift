@@ -1,22 +1,22 @@
 import ConcordBytes
 import Foundation
 
-/// A device's library (API.md §4).
+/// A device's library.
 public struct LibraryService: ServiceArea {
     let core: ServiceCore
 
-    // MARK: - A device's library (§4)
+    // MARK: - A device's library
 
     /// `POST /v1/library/changes`: applied atomically; one history entry when anything changed.
-    /// `ifMatch`: the write precondition (§4), checked in the write transaction after the body's own
+    /// `ifMatch`: the write precondition, checked in the write transaction after the body's own
     /// checks (`checkPrecondition`).
     @discardableResult
     public func applyChanges(_ request: LibraryChangeRequest, ifMatch: IfMatch? = nil, device: DeviceRef, idempotency: IdempotencyScope? = nil) throws(DomainError) -> LibraryChangeResult {
-        // API.md §4 bounds only PUT /v1/library by the body limit "not by maxBatch": an incremental
+        // The API bounds only PUT /v1/library by the body limit "not by maxBatch": an incremental
         // change request is a batch, so its items (upserts and deletes of all types) count against it.
         let itemCount = [ObjectType.asset, .assetCollection, .collectionList].reduce(0) { $0 + request.part($1).upsert.count + request.part($1).delete.count }
         guard itemCount <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
-        // Identifiers are byte strings (API.md §2): sets and maps of them are keyed by their bytes.
+        // Identifiers are byte strings: sets and maps of them are keyed by their bytes.
         var seen = Set<ByteKey>()
         var upserts: [LibraryObject] = []
         var deletes: [(type: ObjectType, id: String)] = []
@@ -111,7 +111,7 @@ public struct LibraryService: ServiceArea {
 
     /// `PUT /v1/library`: the whole library; the difference to what is stored becomes one change.
     /// `reset`: one change whose details are unavailable, and every link of the device dropped.
-    /// `ifMatch`: the write precondition (§4), as for `applyChanges`.
+    /// `ifMatch`: the write precondition, as for `applyChanges`.
     @discardableResult
     public func replaceLibrary(_ snapshot: LibrarySnapshot, reset: Bool, ifMatch: IfMatch? = nil, device: DeviceRef) throws(DomainError) -> LibraryChangeResult {
         // The snapshot stays packed: an object is unpacked to be checked, and again when its page
@@ -202,7 +202,7 @@ public struct LibraryService: ServiceArea {
         }
     }
 
-    // MARK: - Write precondition (§4)
+    // MARK: - Write precondition
 
     /// What a library write's `If-Match` asks for, decoded before the write transaction begins
     /// (decoding may look up a rotated key in storage, which must not wait inside the writer).
@@ -295,7 +295,7 @@ public struct LibraryService: ServiceArea {
     /// Page size of the container scan: one round trip for all but very large libraries of albums.
     static let containerScanPage = 10_000
 
-    /// What is stored after `sent` is applied over `stored` (§4): a fingerprint or
+    /// What is stored after `sent` is applied over `stored`: a fingerprint or
     /// `photoKitCloudIdentifier` not sent (or `null`) keeps the stored one.
     static func merged(_ sent: LibraryObject, keeping stored: LibraryObject) -> LibraryObject {
         var o = sent
@@ -304,14 +304,14 @@ public struct LibraryService: ServiceArea {
         return o
     }
 
-    /// The link an updated object keeps (§4): none after a reset or when its fingerprint changed
+    /// The link an updated object keeps: none after a reset or when its fingerprint changed
     /// from one value to another (new content); a fingerprint appearing, or a new key, keeps it.
     static func keptLink(_ old: StoredObject, new: LibraryObject, reset: Bool) -> CloudRecord? {
         guard !reset, old.object.fingerprint.isEmpty || old.object.fingerprint == new.fingerprint else { return nil }
         return old.link
     }
 
-    /// Whether the linked record takes something from the update (§5): a key it may not carry yet,
+    /// Whether the linked record takes something from the update: a key it may not carry yet,
     /// or a fingerprint it may lack.
     static func givesRecordMore(_ old: LibraryObject, _ new: LibraryObject) -> Bool {
         (new.key != nil && new.key != old.key) || (!old.hasFingerprint && new.hasFingerprint)

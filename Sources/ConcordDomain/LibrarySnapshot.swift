@@ -8,7 +8,7 @@ import Darwin
 /// `PUT /v1/library`, an upload's part: a whole library, or a slice of one. Objects carry their
 /// type; the app fills them from the three arrays.
 ///
-/// Packed (issue 24): the objects' fields are bytes in one buffer, an object a run of them, and an
+/// Packed: the objects' fields are bytes in one buffer, an object a run of them, and an
 /// object becomes a `LibraryObject` only while it is looked at. A `LibraryObject` of a photo holds
 /// its identifier, fingerprint and date as three heap strings beside a 140-byte value — a 360 000-
 /// object manifest took 240 MB that way, four times its JSON; packed it takes about the JSON's size.

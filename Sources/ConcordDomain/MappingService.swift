@@ -18,7 +18,7 @@ public struct CloudIdentifierAnswers: Sendable {
 /// the item's error.
 public typealias LocalIdentifierAnswers = AnswerBuffer<ItemError>
 
-/// Mapping identifiers both ways, and links chosen by the person (API.md §5).
+/// Mapping identifiers both ways, and links chosen by the person.
 public struct MappingService: ServiceArea {
     let core: ServiceCore
 
@@ -42,7 +42,7 @@ public struct MappingService: ServiceArea {
         }
         var result = CloudIdentifierAnswers(answers: lookups, notFound: .identifierNotFound(limitedLibrary: limited))
         var pending: [String] = []
-        var pendingSeen = Set<ByteKey>()   // identifiers are byte strings (API.md §2)
+        var pendingSeen = Set<ByteKey>()   // identifiers are byte strings
         for (i, s) in result.answers.enumerated() where s == .other(.unlinked) {
             let id = ids[i]
             if pendingSeen.insert(ByteKey(id)).inserted { pending.append(id) }   // in request order: "oldest record first" follows it
@@ -57,7 +57,7 @@ public struct MappingService: ServiceArea {
         return result
     }
 
-    /// Stores links found by cloud → local (§5 steps 3 and 4, shared by mapping and journal reads),
+    /// Stores links found by cloud → local,
     /// re-checked under the write lock: the object must still be unlinked and the record unlinked
     /// on this device, and the object must still match it — by a key the record carries, or by the
     /// record's own (non-empty) fingerprint.
@@ -103,7 +103,7 @@ public struct MappingService: ServiceArea {
     }
 
     /// Stores links (each object and record free of other links on this device) and what a link
-    /// gives its record (§5): the object's key, and its fingerprint when the record has none.
+    /// gives its record: the object's key, and its fingerprint when the record has none.
     static func storeLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ links: [(object: LibraryObject, record: CloudRecord)]) throws {
         guard !links.isEmpty else { return }
         try tx.setLinks(device, links.map { ($0.object.localIdentifier, $0.record.guid) })
@@ -121,7 +121,7 @@ public struct MappingService: ServiceArea {
     /// Step 3 for a batch, inside the write transaction: link each unlinked object to (a) the
     /// oldest record of its type carrying its key with no link on this device, else (b) the oldest
     /// record of its type and fingerprint with no link on this device that carries no key an object
-    /// of this device carries, else (c) a new record. Keyed by the identifiers' bytes (API.md §2).
+    /// of this device carries, else (c) a new record. Keyed by the identifiers' bytes.
     static func assignRecords(_ tx: any AccountWriteTransaction, device: DeviceRef, localIdentifiers: [String], core: ServiceCore) throws -> [ByteKey: CloudRecord] {
         var result: [ByteKey: CloudRecord] = [:]
         var byID: [ByteKey: StoredObject] = [:]
@@ -160,7 +160,7 @@ public struct MappingService: ServiceArea {
                 record = new
             }
             var linked = record!
-            // A record without a fingerprint takes this object's (§5): its identifier is spelled with it.
+            // A record without a fingerprint takes this object's: its identifier is spelled with it.
             if linked.fingerprint.isEmpty && o.hasFingerprint { linked.fingerprint = o.fingerprint }
             result[ByteKey(o.localIdentifier)] = linked
             links.append((o, record!))
@@ -177,7 +177,7 @@ public struct MappingService: ServiceArea {
     /// `POST /v1/library/local-identifiers`: cloud → local, one answer per identifier in request
     /// order, for identifiers given as one buffer of bytes, with the found local identifiers as
     /// bytes of one buffer (what the route copies into its answer).
-    /// `contentMatch` false: no step 4 (§5; PhotoKit's `localIdentifierMappings(forSynced:)`).
+    /// `contentMatch` false: no step 4 (PhotoKit's `localIdentifierMappings(forSynced:)`).
     ///
     /// One read transaction: the answers the reader can decide straight from the batch's bytes
     /// (`quickLocalIdentifiers`, the mapping index), then steps 1–4 in full for the items it left.
@@ -312,7 +312,7 @@ public struct MappingService: ServiceArea {
             guard let object = try tx.objects(device, localIdentifiers: [localIdentifier]).first else {
                 throw DomainError.notFound(message: "No object with this local identifier.")
             }
-            // The fingerprints must agree only when both have one (§5).
+            // The fingerprints must agree only when both have one.
             guard object.object.type == record.type,
                   record.fingerprint.isEmpty || !object.object.hasFingerprint || object.object.fingerprint == record.fingerprint else {
                 throw DomainError.fingerprintMismatch(message: "The object does not have the record's type and fingerprint.")
@@ -326,9 +326,9 @@ public struct MappingService: ServiceArea {
         }
     }
 
-    // MARK: - Adopting a predecessor's links (§5)
+    // MARK: - Adopting a predecessor's links
 
-    /// `POST /v1/library/adopt`: the links the device's predecessor (§3) had, carried over onto the
+    /// `POST /v1/library/adopt`: the links the device's predecessor had, carried over onto the
     /// objects this device has uploaded so far, in one write transaction. For each record linked to
     /// a predecessor object P and not linked here, oldest first, the candidates are this device's
     /// unlinked objects of the record's type in the first tier that has any: (1) P's local
@@ -386,7 +386,7 @@ public struct MappingService: ServiceArea {
         }
     }
 
-    // MARK: - Fingerprints on demand (§5)
+    // MARK: - Fingerprints on demand
 
     /// `GET /v1/library/wanted`: the device's objects worth hashing, in byte order after `after`.
     public func wanted(device: DeviceRef, after: String?, limit: Int) throws(DomainError) -> WantedPage {
@@ -400,7 +400,7 @@ public struct MappingService: ServiceArea {
     }
 }
 
-/// The wanted rule (§5), shared by both engines' storage answers and the index. An object is wanted
+/// The wanted rule, shared by both engines' storage answers and the index. An object is wanted
 /// when it has no fingerprint and either
 /// - it has no link, and a candidate record could match it by content: given, per type, the
 ///   candidate records' linked objects' creation seconds (and whether some candidate has no dated

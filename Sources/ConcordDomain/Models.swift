@@ -11,14 +11,14 @@ public enum AuthorizationStatus: String, Sendable, Hashable, CaseIterable {
     case authorized, limited, denied
 }
 
-/// One object of a device's library (API.md §4). Fields that do not apply to the
+/// One object of a device's library. Fields that do not apply to the
 /// object's type keep their defaults and are not rendered by the app.
 public struct LibraryObject: Sendable, Equatable {
     public var localIdentifier: String
     public var type: ObjectType
-    /// The content hash; empty when unknown (§2: optional; never matched by content then).
+    /// The content hash; empty when unknown (optional; never matched by content then).
     public var fingerprint: String
-    /// PhotoKit's `PHCloudIdentifier` string `A:C:H` (§2), nil when unknown; (A, C) is the `key`.
+    /// PhotoKit's `PHCloudIdentifier` string `A:C:H`, nil when unknown; (A, C) is the `key`.
     public var photoKitCloudIdentifier: String?
     // Assets.
     public var mediaType: MediaType
@@ -86,7 +86,7 @@ public struct DeviceRef: Sendable, Hashable {
     }
 }
 
-/// What a presented bearer token is (API.md §1). The admin token comes from configuration, not storage.
+/// What a presented bearer token is. The admin token comes from configuration, not storage.
 public enum Principal: Sendable, Equatable {
     case account(accountID: String)
     case device(DeviceRef)
@@ -123,7 +123,7 @@ public struct DeviceSummary: Sendable, Equatable {
     /// When the device's current token was issued, and last used (to the minute; nil: never).
     public var tokenCreatedAt: Date?
     public var tokenLastUsedAt: Date?
-    /// §3: the device it took over from (while that one exists), and the one that took over from it.
+    /// The device it took over from (while that one exists), and the one that took over from it.
     public var replaces: String?
     public var replacedBy: String?
     public init(deviceID: String, name: String, platform: String?, createdAt: Date, objectCount: Int, changeToken: String,
@@ -277,7 +277,7 @@ public struct ChangePage: Sendable, Equatable {
 }
 
 
-/// Limits and history retention (API.md §5, §7).
+/// Limits and history retention.
 public struct DomainConfiguration: Sendable {
     /// Items per mapping request (`limits.maxBatch`).
     public var maxBatch = 10_000
@@ -307,12 +307,12 @@ public struct DomainConfiguration: Sendable {
     public var mappingIndexSnapshots: (any MappingIndexSnapshotStore)?
     /// Per-account quotas (`quotas.*`); beyond one, `403 quotaExceeded` and nothing stored.
     public var quotas = Quotas()
-    /// Byte bounds on what a caller leaves stored or is answered at once (issue 23).
+    /// Byte bounds on what a caller leaves stored or is answered at once.
     public var dataBounds = DataBounds()
     public init() {}
 }
 
-/// A page of a list in its fixed order (issue 12): at most `limit` items after the item whose
+/// A page of a list in its fixed order: at most `limit` items after the item whose
 /// ID is `after` (from the start when nil).
 public struct PageRequest: Sendable, Equatable {
     public var limit: Int?
@@ -344,7 +344,7 @@ public struct PageRequest: Sendable, Equatable {
     }
 }
 
-/// How much one account may hold (issue 12). Generous by default: they stop runaway clients,
+/// How much one account may hold. Generous by default: they stop runaway clients,
 /// not people.
 public struct Quotas: Sendable, Equatable {
     public var devicesPerAccount = 1_000
@@ -353,12 +353,12 @@ public struct Quotas: Sendable, Equatable {
     public var objectsPerDevice = 2_000_000
     /// Cloud records one account may hold. Records are kept while the account exists (a journal's
     /// cloud identifier stays resolvable after its object goes), so an account that keeps sending
-    /// new content accumulates them beyond its objects (issue 23).
+    /// new content accumulates them beyond its objects.
     public var recordsPerAccount = 10_000_000
     public init() {}
 }
 
-/// The answer of `POST /v1/devices/{deviceID}/successor` (§3).
+/// The answer of `POST /v1/devices/{deviceID}/successor`.
 public struct CreatedSuccessor: Sendable, Equatable {
     /// The new device and its token (shown once).
     public var device: CreatedDevice
@@ -368,7 +368,7 @@ public struct CreatedSuccessor: Sendable, Equatable {
     public var deviceToken: String { self.device.deviceToken }
 }
 
-/// The answer of `POST /v1/library/adopt` (§5).
+/// The answer of `POST /v1/library/adopt`.
 public struct AdoptionResult: Sendable, Equatable {
     public var adopted: Int
     public var alreadyLinked: Int

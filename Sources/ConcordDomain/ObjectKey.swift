@@ -1,4 +1,4 @@
-/// An object's key (API.md §2): the (A, C) of the `photoKitCloudIdentifier` `A:C:H` PhotoKit gives
+/// An object's key: the (A, C) of the `photoKitCloudIdentifier` `A:C:H` PhotoKit gives
 /// the device. Devices on one iCloud Photos library see the same key for the same photo, so keys
 /// match objects with no content hashing; C is the object's own type code, so the type stands for it.
 public struct ObjectKey: Sendable, Hashable {
@@ -11,7 +11,7 @@ public struct ObjectKey: Sendable, Hashable {
     }
 }
 
-/// `photoKitCloudIdentifier` (API.md §2): `A:C:H`, exactly three parts, A of 1–128 bytes, H of 0–128,
+/// `photoKitCloudIdentifier`: `A:C:H`, exactly three parts, A of 1–128 bytes, H of 0–128,
 /// both printable ASCII (0x21–0x7E) without `:`, and C the object's own type code.
 public enum PhotoKitCloudIdentifier {
     /// A, when `s` is well formed for an object of `type`; nil otherwise.
@@ -39,11 +39,11 @@ extension LibraryObject {
         return ObjectKey(type: self.type, a: a)
     }
 
-    /// True when the object has a fingerprint (an object without one has unknown content, §2).
+    /// True when the object has a fingerprint (an object without one has unknown content).
     public var hasFingerprint: Bool { !self.fingerprint.isEmpty }
 
     /// The creation date as whole seconds since 1970 (fractions cut, time zones as instants), for
-    /// the wanted rule's "same creationDate to the second" (§5).
+    /// the wanted rule's "same creationDate to the second".
     public var creationSecond: Int64? { self.creationDate.flatMap(RFC3339.epochSecond) }
 }
 

@@ -1,7 +1,7 @@
 import ConcordBytes
 import Foundation
 
-/// An upload in parts as storage keeps it (§4).
+/// An upload in parts as storage keeps it.
 public struct StoredUpload: Sendable, Equatable {
     public var uploadID: String
     public var deviceID: String
@@ -26,7 +26,7 @@ public struct UploadProgress: Sendable, Equatable {
     public var objects: Int
 }
 
-/// Uploads in parts (API.md §4): a whole library sent as slices, each small enough to resend alone,
+/// Uploads in parts: a whole library sent as slices, each small enough to resend alone,
 /// stored as they arrive and applied at the commit as one `PUT /v1/library`. Parts live in storage
 /// (not in memory), and the commit streams them through `LibraryReplacement`, so the server's
 /// memory stays bounded by the parts in flight whatever the library's size.
@@ -117,7 +117,7 @@ public struct UploadService: ServiceArea {
         }
     }
 
-    /// The device's own, unexpired upload; anything else is `404` as an unknown ID (§4). An expired
+    /// The device's own, unexpired upload; anything else is `404` as an unknown ID. An expired
     /// one found here is removed.
     private func requireUpload(_ tx: any AccountWriteTransaction, _ device: DeviceRef, _ uploadID: String, now: Double) throws -> StoredUpload {
         guard let upload = try tx.upload(device, uploadID: uploadID) else { throw Self.unknown }

@@ -1,5 +1,5 @@
 /// The client addresses a request's proxies recorded: the `for=` parameters of `Forwarded`
-/// (RFC 7239 §4, §5.2), or else the entries of `X-Forwarded-For` (its de-facto form: the client
+/// (RFC 7239 §4), or else the entries of `X-Forwarded-For` (its de-facto form: the client
 /// first, each proxy appending the address it received from). Only a trusted proxy's word is worth
 /// anything; deciding whose to believe is the caller's (`Dispatcher.clientAddress`).
 public enum ForwardedFor {

@@ -1,4 +1,4 @@
-/// Size limits the request parser enforces (API.md §8). Each one answers with its own
+/// Size limits the request parser enforces. Each one answers with its own
 /// status so a client learns which limit it hit.
 public struct HTTPLimits: Sendable {
     /// Longest request line (method, target and version, without CRLF). Over it: `414 uriTooLong`.

@@ -3,7 +3,7 @@
 public struct HTTPParseError: Error, Sendable, Equatable {
     /// 400, 413, 414, 431, 501 or 505.
     public var status: Int
-    /// The contract name (API.md §1): badRequest, payloadTooLarge, uriTooLong, headersTooLarge,
+    /// The contract name: badRequest, payloadTooLarge, uriTooLong, headersTooLarge,
     /// notImplemented, httpVersionNotSupported.
     public var name: String
     /// A human-readable reason, safe to send (never echoes request bytes).

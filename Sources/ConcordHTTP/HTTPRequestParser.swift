@@ -13,11 +13,11 @@
 /// - Up to 16 empty lines before a request line are ignored (§2.2 says at least one).
 /// - The request-target must be visible ASCII (no space, control or raw non-ASCII byte):
 ///   origin-form, absolute-form (kept as sent), or "*" for OPTIONS; authority-form is 400.
-/// - Host is required on HTTP/1.1, at most one, and must look like uri-host [":" port] (§3.2).
+/// - Host is required on HTTP/1.1, at most one, and must look like uri-host [":" port].
 /// - Content-Length as a list of equal values ("5, 5") is accepted (§6.3 item 5).
 /// - Transfer-Encoding with Content-Length is rejected (§6.1 allows rejecting).
 /// - Transfer-Encoding whose final coding is not chunked is 400 (§6.3 item 4, a MUST);
-///   chunked as final coding preceded by any other coding (gzip, …) is 501 (§6.1).
+///   chunked as final coding preceded by any other coding (gzip, …) is 501.
 /// - `Expect: 100-continue` (HTTP/1.1 only, RFC 9110 §10.1.1) sets `expectsContinue`;
 ///   other expectations are ignored rather than answered with 417.
 public struct HTTPRequestParser: Sendable {
@@ -400,7 +400,7 @@ public struct HTTPRequestParser: Sendable {
             return nil
         }
         // The budget first: had the line arrived without its LF, its bytes so far (CR included)
-        // would have failed it above, so it fails the same way whole (found by Fuzz/, issue 23).
+        // would have failed it above, so it fails the same way whole (found by Fuzz/).
         if sectionLimited && self.sectionBytes + line.consumed - 1 > self.limits.maxHeaderBytes {
             throw .headersTooLarge("trailer section larger than \(self.limits.maxHeaderBytes) bytes")
         }
@@ -457,7 +457,7 @@ public struct HTTPRequestParser: Sendable {
         } else if method == "CONNECT" {
             // RFC 9112 §3.2.3 authority-form: kept so the router answers 501 (CONNECT is not served).
         } else if !self.isAbsoluteForm(targetStart, targetEnd) {
-            // Authority-form (§3.2.3) is only for CONNECT.
+            // Authority-form is only for CONNECT.
             throw .badRequest("malformed request target")
         }
         // RFC 9112 §3.2: no form of request-target has a fragment (clients strip it); a '#'
@@ -500,7 +500,7 @@ public struct HTTPRequestParser: Sendable {
         let first = self.buffer[start]
         if first == sp || first == htab {
             // RFC 9112 §5.2: obs-fold is rejected with 400 (also covers whitespace before the
-            // first field, §2.2).
+            // first field).
             throw .badRequest("obsolete line folding is not accepted")
         }
         var i = start

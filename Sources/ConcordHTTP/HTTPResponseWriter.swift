@@ -1,4 +1,4 @@
-/// Serialises responses (RFC 9112 §4, §6): status line, the app's headers, then the framing
+/// Serialises responses (RFC 9112 §4): status line, the app's headers, then the framing
 /// headers the writer owns (`Date`, `Content-Length`, `Connection`), then the body — all in
 /// one contiguous buffer so the transport needs one write.
 public enum HTTPResponseWriter {
@@ -12,7 +12,7 @@ public enum HTTPResponseWriter {
     ///   `Connection: keep-alive`, because HTTP/1.0 persistence must be confirmed (RFC 9112 §9.3
     ///   and Appendix C.2.2). Defaults to HTTP/1.1, where persistence is the default.
     /// - `isHead`: the body is not sent, but `Content-Length` still announces the length a GET
-    ///   would have (RFC 9110 §9.3.2, §8.6).
+    ///   would have (RFC 9110 §9.3.2).
     /// - `date`: the IMF-fixdate for `Date` (see `HTTPDate`), usually cached per second.
     ///
     /// The writer owns framing: app-supplied `Content-Length`, `Transfer-Encoding`, `Date` and

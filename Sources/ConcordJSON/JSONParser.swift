@@ -40,7 +40,7 @@ extension JSONValue {
     /// members). Parsed, an element costs ~50 bytes at the peak (measured on 64-bit Linux: a
     /// 24-byte `JSONValue` on the parser's stack and again in its finished array, a container's
     /// own buffer), while its text may be 2 bytes (`0,`) or 3 (`[],`): unbounded, a body of tiny
-    /// values grows 25× in memory (issue 23). One element per 12 bytes keeps the tree within
+    /// values grows 25× in memory. One element per 12 bytes keeps the tree within
     /// about 4× the text, and admits the sparest object a library sends (`{"localIdentifier":"a1"},`,
     /// 12 bytes an element); real identifiers and fingerprints are 30 bytes an element and more.
     public static let bytesPerElementBound = 12

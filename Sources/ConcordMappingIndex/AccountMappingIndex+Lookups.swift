@@ -26,7 +26,7 @@ extension AccountMappingIndex {
           self.records.withUnsafeBufferPointer { records in
             self.fingerprintSlices.withUnsafeBufferPointer { slices in
                 self.fingerprintBytes.withUnsafeBufferPointer { fingerprints in
-                    // The identifier is spelled with the record's fingerprint (§5: not necessarily the object's).
+                    // The identifier is spelled with the record's fingerprint (not necessarily the object's).
                     @inline(__always) func fingerprint(_ o: DeviceTable.Slot) -> UInt32 { o.record >= 0 ? records[Int(o.record)].fingerprint : o.fingerprint }
                     for n in found where n >= 0 && slots[Int(n)].hasLink && slots[Int(n)].record >= 0 {
                         concord_prefetch(records.baseAddress! + Int(slots[Int(n)].record))

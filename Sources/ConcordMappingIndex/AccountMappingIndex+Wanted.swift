@@ -3,7 +3,7 @@ import ConcordDomain
 
 /// Fingerprints on demand: a device's wanted list and counts, cached per mapping version.
 extension AccountMappingIndex {
-    // MARK: - Fingerprints on demand (§5)
+    // MARK: - Fingerprints on demand
 
     /// The wanted candidates of a device, by one pass over the account's records in memory: a
     /// record with a fingerprint, no link on the device, a link on another, and no key the device's

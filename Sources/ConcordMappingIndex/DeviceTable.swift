@@ -98,7 +98,7 @@ final class DeviceTable {
     // MARK: - Identifiers as stored
 
     /// PhotoKit's local identifiers begin with an upper-case UUID (`…/L0/001`): stored as the byte
-    /// 0x01 (never in an identifier: no control characters, §2), the UUID's 16 bytes (big-endian,
+    /// 0x01 (never in an identifier: no control characters), the UUID's 16 bytes (big-endian,
     /// so byte order is the digits' order), then the rest — 24 bytes for 43. Any other identifier
     /// is stored as it is. An identifier asked for is put in the same form before it is hashed and
     /// compared, so one identifier has one stored form.

@@ -1,6 +1,6 @@
 import ConcordBytes
 import ConcordDomain
-// Where the mapping index keeps its accounts between runs (issue 24): at a clean shutdown each
+// Where the mapping index keeps its accounts between runs: at a clean shutdown each
 // loaded account is written as it lies in memory, and the next load of that account reads it
 // back array by array instead of rebuilding it from millions of rows. A cache: a missing,
 // stale or damaged snapshot only costs a load from the tables.

@@ -141,7 +141,7 @@ struct ByteTable {
     }
 }
 
-/// The account's keys (API.md §2: (A, type)), each numbered once in a `ByteTable` as the type's
+/// The account's keys ((A, type)), each numbered once in a `ByteTable` as the type's
 /// raw value byte followed by A. Devices on one iCloud library share their keys, so the cost per
 /// object falls with each device.
 struct KeyTable {
@@ -164,7 +164,7 @@ struct KeyTable {
         Self.withBytes(type, a) { self.table.intern($0) }
     }
 
-    /// The key's bytes: type byte, then A (at most 128 bytes, §2: the whole fits a UInt8 length).
+    /// The key's bytes: type byte, then A (at most 128 bytes: the whole fits a UInt8 length).
     private static func withBytes<T>(_ type: ObjectType, _ a: String, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
         var bytes = [UInt8(truncatingIfNeeded: type.rawValue)]
         bytes.append(contentsOf: a.utf8)

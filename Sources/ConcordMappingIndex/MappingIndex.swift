@@ -4,8 +4,7 @@ import Foundation
 import Synchronization
 
 /// The in-memory identifier index of every account that fits the budget: what both mapping
-/// directions and journal photo resolution read instead of storage (issue 11,
-/// docs/architecture.md). `POST /v1/library/links` validates inside its write transaction, under
+/// directions and journal photo resolution read instead of storage (/// docs/architecture.md). `POST /v1/library/links` validates inside its write transaction, under
 /// the account's lock, and does not read it.
 ///
 /// Storage stays the source of truth. Every account has a mapping version in storage, bumped by
@@ -20,7 +19,7 @@ import Synchronization
 ///   snapshot — so an answer is never older than the storage read that started it.
 ///
 /// Memory is bounded by `budgetBytes`: least recently used accounts are evicted whole. Admission
-/// never thrashes (issue 24):
+/// never thrashes:
 /// - an account whose load would evict one used in the last `protectSeconds` is served from
 ///   storage instead (its size is remembered from that load, so it is not loaded again while the
 ///   others stay busy);

@@ -178,7 +178,7 @@ struct ShiftedRow<Row: StorageRow>: StorageRow {
     func creationSecond(_ column: Int32) -> Int64? { self.row.creationSecond(column + self.by) }
 }
 
-/// A device's wanted list from storage (§5), as both engines select it: first the candidate rows
+/// A device's wanted list from storage, as both engines select it: first the candidate rows
 /// (a record's GUID, its type, one linked object's creation second or null), then, when there is a
 /// candidate, the device's unlinked objects without a fingerprint (local identifier, type, creation
 /// second or null), and its keyless objects without a fingerprint linked to a record with neither

@@ -16,7 +16,7 @@ final class TransactionObservers {
     }
 
     /// The device's token stopped (rotated, the device deleted or replaced): both feeds it may be
-    /// polling are announced, so a poll held with the dead token wakes and is refused (issue 23).
+    /// polling are announced, so a poll held with the dead token wakes and is refused.
     func tokenRevoked(_ device: DeviceRef) {
         self.didAppend(to: .library(device))
         self.didAppend(to: .journals(accountID: device.accountID))

@@ -3,12 +3,12 @@ import Foundation
 import Synchronization
 
 /// Whether writes are failing for lack of storage (disk full, read-only, I/O errors), shared by
-/// both engines (issues 12 and 23). A failed write sets it; only a probe write of ordinary size
+/// both engines. A failed write sets it; only a probe write of ordinary size
 /// clears it.
 ///
 /// A small write can still commit on a disk that cannot take an ordinary one — into SQLite's free
 /// pages or the room left in its WAL file —, so a client's small write that commits says nothing
-/// (issue 23: one such write used to clear the state while every manifest still failed). `/ready`
+/// (one such write used to clear the state while every manifest still failed). `/ready`
 /// therefore answers 503 while the state is set and a probe of `probeBytes` (random, so no engine
 /// can compress it away) cannot be stored; once one is, the state clears and the probe's row is
 /// emptied again.

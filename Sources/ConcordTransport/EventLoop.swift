@@ -354,7 +354,7 @@ final class EventLoop: @unchecked Sendable {
             self.refuse(fd: fd, address: address)
             return
         }
-        // One address may not take every place (issue 23): over its own cap, the same answer.
+        // One address may not take every place: over its own cap, the same answer.
         let capped = self.shared.capsPerAddress(address)
         if capped, let address, !self.shared.takeAddressSlot(address) {
             self.shared.openConnections.subtract(1, ordering: .relaxed)

@@ -2,7 +2,7 @@ import CConcordSystem
 import ConcordHTTP
 import Glibc
 
-/// Everything the transport needs to know to listen and to protect itself (API.md §8).
+/// Everything the transport needs to know to listen and to protect itself.
 public struct ServerConfiguration: Sendable {
     /// Address to listen on: an IPv4 or IPv6 literal (`0.0.0.0`, `127.0.0.1`, `::`) or a name (`localhost`).
     public var host: String = "0.0.0.0"
@@ -44,7 +44,7 @@ public struct ServerConfiguration: Sendable {
     /// A body still to come when its head is complete and larger than this is admitted by the
     /// responder from the head (the token, the route's limit) and counted in
     /// `maxBodyBytesInFlight` before it is read. 0: every such body, however small, so that a
-    /// client without a valid token cannot hold even a small body open (issue 23).
+    /// client without a valid token cannot hold even a small body open.
     public var admitBodiesOver: Int = 0
     /// Seconds a connection may have output pending without the client taking any of it;
     /// then it is closed (a client that never reads cannot pin memory and a slot forever).

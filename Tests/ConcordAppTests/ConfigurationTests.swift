@@ -181,7 +181,7 @@ func commandLineParsesCommandsAndFlags(_ index: Int) {
     }
 }
 
-/// Issue 23's settings, each by file, environment and flag (flags win), and their errors.
+/// The settings, each by file, environment and flag (flags win), and their errors.
 @Test func frontDoorSettingsLoadFromFileEnvironmentAndFlags() throws {
     let defaults = Configuration()
     #expect(defaults.server.limits.maxConnectionsPerAddress == 1_000 && defaults.server.trustedProxies.isEmpty)
@@ -230,7 +230,7 @@ func commandLineParsesCommandsAndFlags(_ index: Int) {
     }
 }
 
-/// Issue 23's byte bounds: defaults, file, environment (the file's value overridden), range checks.
+/// The byte bounds: defaults, file, environment (the file's value overridden), range checks.
 @Test func dataBoundsAreConfigurableAndChecked() throws {
     let defaults = try ConfigurationLoader.load(flags: [], environment: [:]).dataBounds
     #expect(defaults.idempotencyBytesPerAccount == 64 << 20 && defaults.historyBytesPerDevice == 128 << 20 && defaults.journalAnswerBytes == 8 << 20)

@@ -3,7 +3,7 @@ import Testing
 
 @testable import ConcordApp
 
-// Regressions found by black-box probing of the real server (RFC 9110/9112, API.md):
+// Regressions found by black-box probing of the real server (RFC 9110/9112):
 // each test is named after the case it guards.
 
 @Test func absoluteFormTargetIsRoutedByItsPath() throws {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// Issue 23 over real sockets on both engines: tokens never at rest in plaintext (idempotency
+/// Over real sockets on both engines: tokens never at rest in plaintext (idempotency
 /// answers), a deleted account's keys gone with it, and byte bounds on kept answers, history and
 /// journal answers.
 @Suite struct DataBoundsTests {

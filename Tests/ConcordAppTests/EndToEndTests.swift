@@ -102,7 +102,7 @@ private final class LogCapture: Sendable {
     let file = directory.appendingPathComponent("data/admin-token").path
     let attributes = try FileManager.default.attributesOfItem(atPath: file)
     #expect((attributes[.posixPermissions] as? Int) == 0o600)
-    // The log names the file; the token itself is never logged (issue 12).
+    // The log names the file; the token itself is never logged.
     #expect(!logs.text.withLock { $0 }.contains(token))
     #expect(logs.text.withLock { $0 }.contains(#""msg":"generated admin token""#) && logs.text.withLock { $0 }.contains(file))
 
@@ -117,7 +117,7 @@ private final class LogCapture: Sendable {
     #expect(third.context.adminToken == "configured-token-of-32-characters-at-least")
     third.shutdown()
 
-    // API.md §9: a configured token under 32 characters refuses the start, naming the setting.
+    // A configured token under 32 characters refuses the start, naming the setting.
     configured.adminToken = "configured-token"
     do {
         let short = try startApp(configured, sink: LogSink(flushInterval: 0, output: { _ in }))

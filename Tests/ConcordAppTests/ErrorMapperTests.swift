@@ -3,7 +3,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// The domain names its errors; `ErrorMapper` alone gives each its HTTP status (API.md's table).
+/// The domain names its errors; `ErrorMapper` alone gives each its HTTP status (the API's table).
 @Suite struct ErrorMapperTests {
     @Test(arguments: [
         (DomainError.badRequest(message: "m", field: nil), 400),

@@ -7,7 +7,7 @@ import Glibc
 
 @testable import ConcordApp
 
-/// The head is checked before the body is read (issue 12): a client waiting with
+/// The head is checked before the body is read: a client waiting with
 /// `Expect: 100-continue`, or sending a large body, learns of a bad token, the wrong kind of
 /// token or a body over the route's limit without sending (or having read) the body, and gets
 /// no `100 Continue`; a good head gets `100 Continue` and its answer. Over a real socket, on
@@ -166,7 +166,7 @@ import Glibc
 }
 
 /// Bodies of many tiny values are refused while they are parsed, and a manifest may list at most
-/// `libraryItems` objects (issue 12).
+/// `libraryItems` objects.
 @Test func elementAndItemLimitsAnswer413() throws {
     let server = try APIServer { c in
         c.server.limits.maxBatch = 10

@@ -9,7 +9,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// Issue 23, a hostile client's audit of the front door, over real sockets: each test is one of
+/// A hostile client's audit of the front door, over real sockets: each test is one of
 /// its defects and failed before its fix.
 @Suite struct HardeningTests {
     // MARK: 4. Parse amplification

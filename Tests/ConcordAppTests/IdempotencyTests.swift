@@ -6,7 +6,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// `Idempotency-Key` on POST requests (issue 13), over a real socket on both engines: a resend
+/// `Idempotency-Key` on POST requests, over a real socket on both engines: a resend
 /// replays the first answer and creates nothing new; the key on a different request is 422.
 @Suite struct IdempotencyTests {
     static func post(_ port: Int, _ target: String, token: String, key: String?, body: String) throws -> APIResponse {
@@ -34,7 +34,7 @@ import Testing
         // A device, through the account token.
         let d1 = try Self.post(server.port, "/v1/devices", token: account.token, key: "device-1", body: #"{"name":"iPad"}"#)
         let d2 = try Self.post(server.port, "/v1/devices", token: account.token, key: "device-1", body: #"{"name":"iPad"}"#)
-        // Issue 23: a token-issuing answer is never kept (tokens exist at rest only as hashes): the
+        // A token-issuing answer is never kept (tokens exist at rest only as hashes): the
         // resend is a replayed 409 naming the device, without its token.
         #expect(d1.status == 201 && d2.status == 409 && d2["error"]?["reason"]?.stringValue == "tokenNotKept")
         #expect(d2["error"]?["deviceID"] == d1["deviceID"] && d2.raw.header("Idempotent-Replayed") == "true")

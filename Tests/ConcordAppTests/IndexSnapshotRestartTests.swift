@@ -5,7 +5,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// The mapping index's snapshots through the real server (issue 24): a clean shutdown saves the
+/// The mapping index's snapshots through the real server: a clean shutdown saves the
 /// loaded account beside the SQLite database (`mappingIndexSnapshots: auto`), the next start on
 /// the same database answers its first mapping from it, alike; a start after the account changed
 /// loads it from its tables instead.

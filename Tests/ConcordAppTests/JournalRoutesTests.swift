@@ -186,7 +186,7 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(try server.call("DELETE", "/v1/journals/\(id)/entries/e", token: a.token, headers: ["If-Match: \"x\", \"\(mergedVersion)\""]).status == 204)
 }
 
-/// API.md §6 (RFC 9110 §13.2.1): where the request without `If-Match` would be 404, it stays 404 with
+/// The API (RFC 9110 §13.2.1): where the request without `If-Match` would be 404, it stays 404 with
 /// it; only a PUT that would create an entry evaluates `If-Match` against nothing (412, tested above).
 @Test(arguments: TestEngine.available) func ifMatchOnSomethingThatDoesNotExistIs404AsWithoutIt(_ engine: TestEngine) throws {
     let server = try APIServer(engine: engine)
@@ -244,7 +244,7 @@ func photoClouds(_ entry: JSONValue?) -> [String?] { entry?["photos"]?.arrayValu
     #expect(photoClouds(onB.json) == [c7, c1, cOnlyA, c3])
     #expect(onB.json?["photos"]?.arrayValue?.map { $0["localIdentifier"]?.stringValue ?? $0["error"]?["name"]?.stringValue } == ["b7", "b1", "identifierNotFound", "identifierNotFound"])
 
-    // Selection on an entry that does not exist is 404, with If-Match too (API.md §6); missing fields
+    // Selection on an entry that does not exist is 404, with If-Match too; missing fields
     // are 400; If-Match is checked on an entry that exists.
     #expect(try server.call("POST", "/v1/journals/\(id)/entries/nope/selection", token: a.token, body: #"{"cancelled":false,"localIdentifiers":[]}"#).status == 404)
     #expect(try server.call("POST", "/v1/journals/\(id)/entries/nope/selection", token: a.token, body: #"{"cancelled":false,"localIdentifiers":[]}"#,

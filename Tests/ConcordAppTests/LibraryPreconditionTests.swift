@@ -6,7 +6,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// API.md §4, "Write precondition": `If-Match` with the library's change token on
+/// The API, "Write precondition": `If-Match` with the library's change token on
 /// `POST /v1/library/changes` and `PUT /v1/library`, and the token's `ETag`.
 extension APIServer {
     /// The device's current library change token, from `GET /v1/library/token` (its `ETag` checked).

@@ -113,7 +113,7 @@ private func fullChange(album: String = "A/L0/040", folder: String = "F/L0/020")
     let fp = fingerprint(5)
     let cases: [(body: String, field: String)] = [
         (#"{"assets":{"upsert":[{"fingerprint":"\#(fp)"}]}}"#, "assets.upsert.localIdentifier"),
-        // A fingerprint is optional (API.md §2, issue 21), but an empty one is not a fingerprint.
+        // A fingerprint is optional, but an empty one is not a fingerprint.
         (#"{"assets":{"upsert":[{"localIdentifier":"x","fingerprint":""}]}}"#, "assets.upsert.fingerprint"),
         (#"{"assets":{"upsert":[{"localIdentifier":"x","photoKitCloudIdentifier":"A:040:h"}]}}"#, "assets.upsert.photoKitCloudIdentifier"),
         (#"{"assets":{"upsert":[{"localIdentifier":"x","photoKitCloudIdentifier":7}]}}"#, "assets.upsert.photoKitCloudIdentifier"),

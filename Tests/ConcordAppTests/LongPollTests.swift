@@ -9,7 +9,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// Long-polls of the change feeds (issue 13), over real sockets: a held request answers when
+/// Long-polls of the change feeds, over real sockets: a held request answers when
 /// another request commits a change to its feed, answers its empty page (same token) when its
 /// wait is over, and is released at shutdown.
 ///
@@ -285,14 +285,14 @@ struct LongPollAcrossInstancesTests {
         return (revoked, instances, phone)
     }
 
-    /// Rotating the token through the other instance (issue 23).
+    /// Rotating the token through the other instance.
     @Test func aPollHeldByOneInstanceEndsWith401WhenTheOtherRotatesItsToken() throws {
         try Self.heldPollEndsWith401(feed: "journals") { instances, accountToken, phoneID in
             try send(instances.port2, "POST", "/v1/devices/\(phoneID)/token", token: accountToken)
         }
     }
 
-    /// Creating the successor through the other instance (issue 22); the successor adopts through the first.
+    /// Creating the successor through the other instance; the successor adopts through the first.
     @Test func aPollHeldByOneInstanceEndsWith401WhenTheOtherCreatesTheSuccessor() throws {
         let (created, instances, phone) = try Self.heldPollEndsWith401(feed: "library") { instances, accountToken, phoneID in
             try send(instances.port2, "POST", "/v1/devices/\(phoneID)/successor", token: accountToken, body: #"{"name":"New"}"#)

@@ -33,8 +33,8 @@ import Testing
     }
 }
 
-/// Paging over a real socket on both engines (issue 12): devices, journals and a journal's
-/// entries page with `limit`/`after` and say `hasMore`; without them the answers are API.md's,
+/// Paging over a real socket on both engines: devices, journals and a journal's
+/// entries page with `limit`/`after` and say `hasMore`; without them the answers are the API's,
 /// unchanged; one entry can be read alone.
 @Suite struct PagingTests {
     @Test(arguments: TestEngine.available)

@@ -23,8 +23,7 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
     group.wait()
 }
 
-/// Two `concord serve` processes (the built binary) on one PostgreSQL database (API.md §5, §7:
-/// "on one server or on several sharing one database").
+/// Two `concord serve` processes (the built binary) on one PostgreSQL database (/// "on one server or on several sharing one database").
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (PostgresInstancesTests: two concord serve processes on one database; the postgres cases of racingDevicesGetOneCloudIdentifierPerContent and of the journal route tests in JournalRoutesTests.swift)")))
 struct PostgresInstancesTests {
     @Test func twoInstancesConvergeOnOneCloudIdentifierAndHandOutTokensInCommitOrder() throws {
@@ -114,7 +113,7 @@ struct PostgresInstancesTests {
 
 extension PostgresInstancesTests {
     /// If-Match across two `concord serve` processes: a version read on instance two and overtaken
-    /// on instance one is 412 versionMismatch naming the current version (API.md §6).
+    /// on instance one is 412 versionMismatch naming the current version.
     @Test func staleIfMatchOnTheOtherInstanceIs412() throws {
         let instances = try TwoInstances()
         defer { withExtendedLifetime(instances) {} }   // the servers live until the test ends
@@ -311,7 +310,7 @@ struct PostgresFaultTests {
 
 /// The mapping index stays exact across instances: each write goes through one `concord serve`
 /// process and the very next mapping request through the other, whose index was loaded before the
-/// write (API.md §5 does not change with several instances).
+/// write (the API does not change with several instances).
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (MappingIndexAcrossInstancesTests)")))
 struct MappingIndexAcrossInstancesTests {
     /// With the default `mappingIndexInlineLoadObjects` each catch-up loads in the request; with 0,

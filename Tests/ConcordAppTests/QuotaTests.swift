@@ -4,7 +4,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// Per-account quotas (issue 12), over a real socket on both engines: one more device, journal,
+/// Per-account quotas, over a real socket on both engines: one more device, journal,
 /// entry or object than the quota is `403 quotaExceeded` naming it, and nothing is stored.
 @Suite struct QuotaTests {
     @Test(arguments: TestEngine.available)
@@ -54,7 +54,7 @@ import Testing
 
     /// Cloud records stay while the account exists, so new content keeps making them: beyond
     /// `quotas.recordsPerAccount` the local → cloud request that would create more is `403`, stores
-    /// nothing, and lookups of existing records keep working (issue 23, defect 7).
+    /// nothing, and lookups of existing records keep working (defect 7).
     @Test(arguments: TestEngine.available)
     func cloudRecordsAreBoundedPerAccount(_ engine: TestEngine) throws {
         let server = try APIServer(engine: engine) { $0.quotas.recordsPerAccount = 3 }

@@ -47,7 +47,7 @@ import Testing
     }
 }
 
-/// Issue 23: failed authentications have a bucket of their own per address, and tokens seen
+/// Failed authentications have a bucket of their own per address, and tokens seen
 /// valid are spared its refusal; the table of those tokens is bounded.
 @Suite struct FailedAuthenticationTests {
     /// The largest cost the loader accepts (the whole bucket): an unknown token from a fresh
@@ -106,7 +106,7 @@ import Testing
     }
 }
 
-/// Over a real socket (issue 12): a flood from one device gets 429 with Retry-After while
+/// Over a real socket: a flood from one device gets 429 with Retry-After while
 /// another device still passes; failed authentications cost their address more, so guessing
 /// tokens gets 429 long before ordinary traffic would; both counted in /metrics.
 @Suite struct RateLimitTests {

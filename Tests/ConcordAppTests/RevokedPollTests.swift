@@ -5,7 +5,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// Issue 23, defect 2: every poll held with a token that is then revoked — rotated, its device or
+/// Every poll held with a token that is then revoked — rotated, its device or
 /// account deleted — ends with 401 at the revocation, on both feeds; never 200 with data committed
 /// after it.
 @Suite struct RevokedPollTests {

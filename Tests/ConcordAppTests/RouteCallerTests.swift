@@ -4,10 +4,10 @@ import Testing
 @testable import ConcordApp
 
 /// Every route says who may call it, and says what docs/openapi.yaml says; over a real socket, a
-/// route refuses a missing token with 401 and every token of another kind with 403 (API.md §1).
+/// route refuses a missing token with 401 and every token of another kind with 403.
 @Suite struct RouteCallerTests {
     /// `security` of each operation in docs/openapi.yaml: `[]` is anyone, else the scheme listed
-    /// (`accountToken` and `deviceToken` both listed: either, API.md §3's successor).
+    /// (`accountToken` and `deviceToken` both listed: either, the API's successor).
     static func documentedCallers(yaml: String) -> [OpenAPIRouteAgreementTests.Operation: RouteCaller] {
         var callers: [OpenAPIRouteAgreementTests.Operation: RouteCaller] = [:]
         var inSecurity = false
@@ -53,7 +53,7 @@ import Testing
             let account = try server.account()
             let device = try server.device(account.token)
             let tokens: [RouteCaller: String] = [.admin: testAdminToken, .account: account.token, .device: device.token]
-            // A device token names only its own device where either kind may call (API.md §3).
+            // A device token names only its own device where either kind may call.
             let target = route.pattern
                 .replacingOccurrences(of: "{localIdentifier...}", with: "X/L0/001")
                 .replacingOccurrences(of: "{deviceID}", with: route.caller == .accountOrDevice ? device.id : UUID().uuidString)

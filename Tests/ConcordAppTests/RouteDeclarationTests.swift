@@ -5,7 +5,7 @@ import Testing
 
 /// Every declared route's policy, held in one table against the declarations and against
 /// docs/openapi.yaml: who may call it (`security`), whether it honours `Idempotency-Key` (the
-/// operation lists the `IdempotencyKey` parameter), and its body class (the limits of §8).
+/// operation lists the `IdempotencyKey` parameter), and its body class (the server's body limits).
 @Suite struct RouteDeclarationTests {
     struct Declared: Hashable, CustomStringConvertible {
         var method: String

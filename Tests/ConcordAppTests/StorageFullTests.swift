@@ -8,7 +8,7 @@ import Glibc
 @testable import ConcordApp
 @testable import ConcordStorage
 
-/// A full disk is told honestly (issue 12): a write that storage cannot take is
+/// A full disk is told honestly: a write that storage cannot take is
 /// `507 insufficientStorage` with `Retry-After`, `/ready` is 503 while writes fail, nothing
 /// acknowledged is lost, and once space is freed `/ready` and writes recover with no restart.
 /// The SQLite file lives on a small tmpfs filled up by a file of our own (mounting needs root,
@@ -128,7 +128,7 @@ import Glibc
         #expect(again.status == 200, "\(again.body.prefix(200))")
     }
 
-    /// Issue 23, defect 3: on a disk with room for a small write but not an ordinary one, the small
+    /// On a disk with room for a small write but not an ordinary one, the small
     /// write commits — and `/ready` stays 503 (it used to clear the state at once, and its own
     /// probe was too small to fail), until an ordinary write can be stored again.
     @Test func aSmallWriteThatFitsDoesNotMakeAFullDiskReady() throws {

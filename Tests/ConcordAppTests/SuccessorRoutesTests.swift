@@ -5,7 +5,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// Device successors and adoption over real sockets (issue 22, API.md §3, §5, §7).
+/// Device successors and adoption over real sockets.
 @Suite struct SuccessorRoutesTests {
     @Test(arguments: TestEngine.available)
     func aNewPhoneTakesOverAdoptsAndTheOldTokenIsDead(_ engine: TestEngine) throws {

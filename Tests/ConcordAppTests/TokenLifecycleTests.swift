@@ -8,7 +8,7 @@ import Testing
 @testable import ConcordStorage
 @testable import ConcordDomain
 
-/// Token lifecycle (issue 12), over a real socket on both engines: rotating an account or a
+/// Token lifecycle, over a real socket on both engines: rotating an account or a
 /// device token ends the old one at once and keeps the library; deleting an account deletes
 /// every row it owns (counted table by table) and nothing of another account; token times show
 /// on the device list; every token event and failed authentication is an audit line without

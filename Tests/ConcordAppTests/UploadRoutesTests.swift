@@ -6,7 +6,7 @@ import Testing
 
 @testable import ConcordApp
 
-/// API.md §4, "Uploads in parts", over a real socket on both engines.
+/// The API, "Uploads in parts", over a real socket on both engines.
 
 /// A library body (`PUT /v1/library`'s shape) of the assets numbered `ns`, plus `extra` members.
 private func slice(_ ns: [Int], extra: String = "") -> String {
@@ -144,7 +144,7 @@ extension APIServer {
     }
 }
 
-/// A body over its route's byte limit is `413` naming the setting (issue 24): the server's own
+/// A body over its route's byte limit is `413` naming the setting: the server's own
 /// limit (manifests) says to raise it or send the library in parts; a small route names its own.
 @Test func aBodyOverItsLimitNamesTheSettingToRaise() throws {
     let server = try APIServer {

@@ -3,7 +3,7 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// Device successors and `POST /v1/library/adopt`'s tiers (issue 22, API.md §3, §5), both engines.
+/// Device successors and `POST /v1/library/adopt`'s tiers, both engines.
 @Suite struct AdoptionTests {
     static func asset(_ id: String, fingerprint: String = "", key: String? = nil) -> LibraryObject {
         .asset(id, fingerprint: fingerprint, photoKitCloudIdentifier: key.map { "\($0):001:h" })

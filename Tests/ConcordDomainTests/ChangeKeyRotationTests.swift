@@ -5,7 +5,7 @@ import Testing
 @testable import ConcordDomain
 import ConcordMappingIndex
 
-/// Change-token keys rotate (issue 12), on both engines: a token from before a rotation stays
+/// Change-token keys rotate, on both engines: a token from before a rotation stays
 /// valid for the process that ran through it and for a new one; tokens after it carry the new
 /// key and are accepted by a process that started before it (it looks the key up); a forged
 /// key ID or tag is refused.

@@ -3,7 +3,7 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// Issue 23's bounds where their rules live (the services), on both engines.
+/// The bounds where their rules live (the services), on both engines.
 @Suite struct DataBoundsDomainTests {
     static let fingerprint = [UInt8](repeating: 7, count: 32)
 

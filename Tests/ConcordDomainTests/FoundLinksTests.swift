@@ -3,7 +3,7 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// Links found by cloud → local are stored after the read that found them (§5 steps 3–4): without
+/// Links found by cloud → local are stored after the read that found them: without
 /// re-reading records when the account's mapping version is still the one they were found at, and
 /// re-checked in full when anything of the mapping changed in between.
 @Suite struct FoundLinksTests {

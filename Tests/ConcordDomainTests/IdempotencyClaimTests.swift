@@ -3,7 +3,7 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// What a resend finds after the server died with a key claimed (issue 13), on both engines: a
+/// What a resend finds after the server died with a key claimed, on both engines: a
 /// request whose write never committed runs again; one whose write committed is `answerLost`,
 /// never applied twice. "Died" is a second service on the same database, as after a restart.
 @Suite struct IdempotencyClaimTests {

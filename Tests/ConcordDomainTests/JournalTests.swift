@@ -57,7 +57,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
         expectErrorNamed("notFound") { try env.service.journals.deleteJournal(trip.journalID, ifMatch: nil, device: d) }
         expectErrorNamed("notFound") { try env.service.journals.renameJournal(trip.journalID, title: "x", ifMatch: nil, device: d) }
         // With If-Match too: preconditions are evaluated only when the request would otherwise
-        // succeed (API.md §6, RFC 9110 §13.2.1).
+        // succeed (RFC 9110 §13.2.1).
         expectErrorNamed("notFound") { try env.service.journals.deleteJournal(trip.journalID, ifMatch: .any, device: d) }
         expectErrorNamed("notFound") { try env.service.journals.renameJournal(trip.journalID, title: "x", ifMatch: .versions(["1"]), device: d) }
         expectErrorNamed("notFound") { try env.service.journals.journal("not/a\u{1}journal", device: d) }
@@ -101,7 +101,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
             .error(.identifierNotFound(limitedLibrary: false)),
         ])
         #expect(clouds(onB.entries[0]) == clouds(written))
-        // Found by content with the record existing: the link is stored (§5 step 3), so B maps b1 to the same identifier.
+        // Found by content with the record existing: the link is stored, so B maps b1 to the same identifier.
         #expect(try env.link(b, "b1")?.cloudIdentifier == clouds(written)[0])
         #expect(try env.link(b, "b2") == nil && env.link(b, "b2copy") == nil)
 

@@ -3,7 +3,7 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// API.md §2, §4 and §5 with keys (issue 21): PhotoKit's identifiers match first, content only
+/// The API with keys: PhotoKit's identifiers match first, content only
 /// where keys cannot decide, and the wanted list names what is worth hashing. Every case on both
 /// engines.
 @Suite struct KeyMappingTests {

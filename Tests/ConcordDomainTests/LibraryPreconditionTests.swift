@@ -5,7 +5,7 @@ import Testing
 @testable import ConcordDomain
 import ConcordMappingIndex
 
-/// The library write precondition (API.md §4) in the service: a token matches by the change it
+/// The library write precondition in the service: a token matches by the change it
 /// names, so the token of a write answered before a key rotation still matches after it; a token
 /// of another device, or an older change, does not.
 @Suite struct LibraryPreconditionTests {

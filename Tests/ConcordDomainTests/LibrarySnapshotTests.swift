@@ -4,7 +4,7 @@ import Testing
 
 @testable import ConcordDomain
 
-/// `LibrarySnapshot` keeps a manifest packed (issue 24): every object unpacks to exactly what was
+/// `LibrarySnapshot` keeps a manifest packed: every object unpacks to exactly what was
 /// appended, identifiers are read and ordered as bytes, and `SnapshotIdentifiers` finds duplicates
 /// and members as a dictionary of strings would.
 @Suite struct LibrarySnapshotTests {

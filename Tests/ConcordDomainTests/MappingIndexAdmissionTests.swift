@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The mapping index's admission (issue 24): two accounts that do not fit together, used
+/// The mapping index's admission: two accounts that do not fit together, used
 /// alternately, are not evicted and reloaded on every request; an account larger than the budget
 /// is not loaded again in a request's path, and its retry off that path installs it once it fits.
 @Suite struct MappingIndexAdmissionTests {

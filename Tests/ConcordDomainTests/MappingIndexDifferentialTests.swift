@@ -28,7 +28,7 @@ import Testing
     }
 }
 
-/// The invariant under races (issue 21): two devices whose objects carry the same keys, asking at
+/// The invariant under races: two devices whose objects carry the same keys, asking at
 /// the same moment through two instances sharing the database, get one record per key — with the
 /// index on both instances, on neither, and on one only; and afterwards every side answers alike.
 @Suite struct MappingIndexKeyRaceTests {
@@ -180,7 +180,7 @@ private final class Scenario {
 
     func fingerprint() -> String { fp(Int.random(in: 0..<9, using: &self.random)) }
 
-    /// An asset (or album) from the pools, with keys (issue 21): a third without fingerprint, most
+    /// An asset (or album) from the pools, with keys: a third without fingerprint, most
     /// with a key from a small pool (shared across devices, sometimes twice on one device), and a
     /// creation date written in several time zones (two spellings of one instant).
     func object(_ id: String, album: Bool = false) -> LibraryObject {
@@ -344,7 +344,7 @@ private final class Scenario {
                 out.append("\(parts[0]):002:\(parts.count > 2 ? String(parts[2]) : "")")
             case 7: out.append("00000000-0000-4000-8000-00000000FFFF:001:\(self.fingerprint())")
             case 8: out.append("not a cloud identifier")
-            case 9 where !self.seenCloud.isEmpty:   // a GUID in lower case is the same GUID (§2)
+            case 9 where !self.seenCloud.isEmpty:   // a GUID in lower case is the same GUID
                 let known = self.pick(self.seenCloud)
                 out.append(known.prefix(36).lowercased() + known.dropFirst(36))
             default: out.append(self.seenCloud.isEmpty ? "x" : self.pick(self.seenCloud))
@@ -364,7 +364,7 @@ private final class Scenario {
                 objects[id] = self.object(id, album: self.chance(0.1))
             }
             let snapshot = LibrarySnapshot(objects: objects.values.sorted { $0.localIdentifier.utf8.lexicographicallyPrecedes($1.localIdentifier.utf8) })
-            // Sometimes as an upload in parts (§4): the same change, committed from storage.
+            // Sometimes as an upload in parts: the same change, committed from storage.
             let parts = self.chance(0.4) ? Int.random(in: 1...3, using: &self.random) : 0
             self.same("replaceLibrary reset=\(reset) parts=\(parts)") { side in
                 let device = side.devices[d]
@@ -455,7 +455,7 @@ private final class Scenario {
             guard !self.journals.isEmpty else { return }
             let journalID = self.pick(self.journals)
             self.same("journal") { side in "\(try side.service.journals.journal(journalID, device: side.devices[d]).entries)" }
-        case 90..<92:  // a new phone takes over (issue 22), uploads its library and adopts; the old device stays, read-only
+        case 90..<92:  // a new phone takes over, uploads its library and adopts; the old device stays, read-only
             var objects: [String: LibraryObject] = [:]
             for _ in 0..<Int.random(in: 0..<16, using: &self.random) {
                 let id = self.localID()

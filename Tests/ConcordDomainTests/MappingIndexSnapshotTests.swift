@@ -5,7 +5,7 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// The mapping index's snapshots (issue 24, IndexSnapshot.swift): saved at a clean shutdown, used
+/// The mapping index's snapshots (IndexSnapshot.swift): saved at a clean shutdown, used
 /// by the next start only while storage still holds their ID at their version, and otherwise
 /// removed and replaced by a load from the tables — with the same answers either way.
 @Suite struct MappingIndexSnapshotTests {

@@ -335,7 +335,7 @@ import Testing
     }
 }
 
-/// Identifiers are byte strings (API.md §2): an NFC and an NFD spelling of "CAFÉ" are two objects,
+/// Identifiers are byte strings: an NFC and an NFD spelling of "CAFÉ" are two objects,
 /// in one request as in two, whatever Swift's `String ==` (canonical equivalence) would say.
 @Suite struct CanonicallyEquivalentIdentifiersTests {
     static let nfc = "CAF\u{00C9}/L0/001"

@@ -4,8 +4,8 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// Two stores on one database stand for two Concord instances sharing it (API.md §7: "on one
-/// server or on several sharing one database"; the §5 race is SharedDatabaseTests).
+/// Two stores on one database stand for two Concord instances sharing it ("on one
+/// server or on several sharing one database"; the mapping race is SharedDatabaseTests).
 @Suite struct TwoInstanceTests {
     /// Runs `count` bodies on their own threads at once and waits for all of them.
     private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import ConcordDomain
 
-/// Uploads in parts (API.md §4) in the service, on both engines: a commit is exactly the
+/// Uploads in parts in the service, on both engines: a commit is exactly the
 /// `PUT /v1/library` of all parts together, applied as one change; a refused commit leaves the
 /// library as it was and the upload open; an upload is its device's alone, expires, and is bounded.
 @Suite struct UploadTests {

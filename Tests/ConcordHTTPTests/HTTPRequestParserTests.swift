@@ -410,7 +410,7 @@ let parserCases: [ParserCase] = [
         events: [chunkedHead],
         error: "431 headersTooLarge"
     ),
-    // Found by Fuzz/ (issue 23): whole, the bare LF was 400; split, the line passed the budget
+    // Found by Fuzz/: whole, the bare LF was 400; split, the line passed the budget
     // before its LF arrived, 431.
     ParserCase(
         name: "trailerLineOverBudgetEndingInBareLF431",

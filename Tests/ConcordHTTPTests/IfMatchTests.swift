@@ -1,7 +1,7 @@
 import ConcordHTTP
 import Testing
 
-/// `If-Match` parsing (RFC 9110 §13.1.1, §8.8.3): one table of field lines and what they mean.
+/// `If-Match` parsing (RFC 9110 §13.1.1): one table of field lines and what they mean.
 @Suite struct IfMatchTests {
     enum Outcome: Equatable {
         case absent

@@ -248,7 +248,7 @@ import Testing
     }
 }
 
-/// The element cap (issue 12): array items and object members at any depth are counted while
+/// The element cap: array items and object members at any depth are counted while
 /// parsing; one more than the cap is `tooManyElements`, exactly the cap parses.
 @Suite struct JSONElementCapTests {
     @Test(arguments: [

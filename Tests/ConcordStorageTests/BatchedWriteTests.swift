@@ -4,7 +4,7 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// The write path in batches (issue 24, item 2): a batch is a few multi-row statements, in chunks of
+/// The write path in batches (item 2): a batch is a few multi-row statements, in chunks of
 /// up to 512 rows, and must store exactly what row-by-row statements stored — on every engine, for
 /// batches larger than a chunk and with a remainder that is not one.
 @Suite struct BatchedWriteTests {

@@ -4,7 +4,7 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// The storage methods of issue 23's bounds, on both engines.
+/// The storage methods of The bounds, on both engines.
 @Suite struct BoundsStoreTests {
     @Test(arguments: TestEngine.available) func keptKeysAreMeasuredAndTiedToTheirAccount(_ engine: TestEngine) throws {
         let db = try TestDatabase(engine)

@@ -3,7 +3,7 @@ import Testing
 
 @testable import ConcordStorage
 
-/// The NOTIFY payloads instances exchange (issue 13): what one sends, another reads back; its own,
+/// The NOTIFY payloads instances exchange: what one sends, another reads back; its own,
 /// and anything malformed, it ignores.
 @Test(arguments: [
     FeedTopic.journals(accountID: "8C1D5A4E-5B0B-4C43-9F4E-2B1B9F0E7A11"),

@@ -6,7 +6,7 @@ import Testing
 
 @testable import ConcordStorage
 
-/// Migration 6 (keys and optional fingerprints, issue 21) on a database written at schema 5 with a
+/// Migration 6 (keys and optional fingerprints) on a database written at schema 5 with a
 /// mapped library in it, on both engines: the links and records answer as before, creation dates
 /// become seconds for the wanted rule, and keys work on the old rows.
 @Suite struct KeysMigrationTests {

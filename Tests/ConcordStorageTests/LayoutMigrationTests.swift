@@ -6,7 +6,7 @@ import Testing
 
 @testable import ConcordStorage
 
-/// Migration 9 (a smaller database, issue 24): a database written at schema 8 with two mapped
+/// Migration 9 (a smaller database): a database written at schema 8 with two mapped
 /// devices, an album and a fingerprint-less photo converts on both engines and answers as before —
 /// mappings both ways, listings by type, the album scan of a delete, the wanted rule — and a record
 /// still links to at most one object per device.

@@ -217,7 +217,7 @@ struct Boom: Error {}
     }
 }
 
-/// Issue 23: what a deleted account wrote does not stay readable in the database file's free
+/// What a deleted account wrote does not stay readable in the database file's free
 /// pages (`secure_delete`), once the WAL is checkpointed (a clean stop).
 @Test func aDeletedAccountsTextIsNotLeftInTheDatabaseFile() throws {
     let directory = NSTemporaryDirectory() + "concord-secure-delete-" + UUID().uuidString

@@ -3,7 +3,7 @@ import Testing
 
 @testable import ConcordStorage
 
-/// How PostgreSQL's failures reach clients (issue 12): a full disk, a read-only database or an
+/// How PostgreSQL's failures reach clients: a full disk, a read-only database or an
 /// I/O error is 507 insufficientStorage (nothing stored); a lost or overloaded server is 503;
 /// a value it cannot store is 400; anything else is 500. (A real full disk is exercised with
 /// SQLite on a tmpfs in StorageFullTests; PostgreSQL's own disk cannot be filled from a test.)

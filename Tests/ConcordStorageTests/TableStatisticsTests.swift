@@ -4,7 +4,7 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// PostgreSQL's row counts are refreshed right after large writes (issue 24, `TableStatistics`):
+/// PostgreSQL's row counts are refreshed right after large writes (`TableStatistics`):
 /// the bookkeeping as a table, and the `ANALYZE` itself on a real server.
 @Suite struct TableStatisticsTests {
     /// Writes (objects, records) in order; the tables due after each.

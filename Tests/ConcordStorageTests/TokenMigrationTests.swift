@@ -5,7 +5,7 @@ import Testing
 
 @testable import ConcordStorage
 
-/// Migration 4 (token times, issue 12) on a database written at schema 3, on both engines: the
+/// Migration 4 (token times) on a database written at schema 3, on both engines: the
 /// tokens issued before it still authenticate, and they date from their account or device.
 @Suite struct TokenMigrationTests {
     static let accountHash: [UInt8] = Array(repeating: 1, count: 32)

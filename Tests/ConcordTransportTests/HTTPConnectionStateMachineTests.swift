@@ -155,7 +155,7 @@ import Testing
         #expect(Self.admitted(&machine, decision, sequence: 1, now: 0) == expected)
     }
 
-    /// Issue 23: with `admitBodiesOver: 0` (the server's default) every body still to come when its
+    /// With `admitBodiesOver: 0` (the server's default) every body still to come when its
     /// head is complete is admitted first, however small — a client without a valid token cannot
     /// hold even a small body open —; a body that came with its head is not (nothing to protect).
     @Test(arguments: [

@@ -1,7 +1,7 @@
 // Deterministic fixtures shared by the Hummingbird peer and the in-process benchmarks, so
 // both sides of every comparison see byte-identical identifiers.
 
-/// The body of `POST /v1/library/cloud-identifiers` (API.md §5).
+/// The body of `POST /v1/library/cloud-identifiers`.
 public struct CloudIdentifiersRequest: Codable, Sendable {
     public var localIdentifiers: [String]
     public init(localIdentifiers: [String]) { self.localIdentifiers = localIdentifiers }

@@ -110,7 +110,7 @@ struct DeviceLibrary {
         }
     }
 
-    /// What a device knows of its photos (issue 21): content hashes (the classic upload), only
+    /// What a device knows of its photos: content hashes (the classic upload), only
     /// PhotoKit's keys (an iPhone with Optimize Storage on one iCloud library), or neither (a
     /// computer that has not hashed yet: the wanted list's case).
     enum Knowledge { case fingerprints, keys, keysAndFingerprints, nothing }
@@ -122,7 +122,7 @@ struct DeviceLibrary {
         return "\(padded.prefix(8))-\(padded.dropFirst(8).prefix(4))-4\(padded.dropFirst(12).prefix(3))-8000-\(String(p, radix: 16, uppercase: true).leftPadded(12))"
     }
 
-    /// `PUT /v1/library` body: every asset and album (API.md §4).
+    /// `PUT /v1/library` body: every asset and album.
     func manifest(_ photos: PhotoSet, knowledge: Knowledge = .fingerprints) -> [UInt8] {
         var w = JSONWriter(capacity: 170 * self.localIdentifiers.count + 4096)
         w.beginObject()

@@ -1,4 +1,4 @@
-// Issue 13: idle long-polls. Opens `--waiters` connections, each holding
+// Idle long-polls. Opens `--waiters` connections, each holding
 // `GET /v1/journals/changes?since=T&wait=60` for its account's journal feed, and measures
 //   - the server's resident memory added per held poll (target ≤ 4 KiB), against the peer's
 //     memory per idle keep-alive connection (the cheapest thing a connection can be);
@@ -191,7 +191,7 @@ func liveSyncScenario(_ s: Settings) throws {
         log("peer: \(total) idle connections: RSS \(f(peerBefore, 1)) → \(f(peerAfter, 1)) MiB")
     }
 
-    print(markdown: "", "## Live sync — \(total) held long-polls (\(accounts) accounts × \(devicesPerAccount) devices × \(pollsPerDevice)), issue 13", "")
+    print(markdown: "", "## Live sync — \(total) held long-polls (\(accounts) accounts × \(devicesPerAccount) devices × \(pollsPerDevice))", "")
     print(markdown: "| metric | Concord | Hummingbird 2 (idle keep-alive) | Concord/Hummingbird | target |", "|---|---:|---:|---:|---|")
     let peerText = peerPerConnection.map { f($0, 0) } ?? "—"
     let ratioText = peerPerConnection.map { $0 > 0 ? f(perPollBytes / $0) + "×" : "—" } ?? "—"

@@ -1,4 +1,4 @@
-// The two scenarios: mapping (issue 3) and journal (issue 4). Each sets up its own account.
+// The two scenarios: mapping and journal. Each sets up its own account.
 import ConcordJSON
 import Foundation
 
@@ -112,7 +112,7 @@ let phaseHeader = """
 
 func met(_ ok: Bool) -> String { ok ? "**met**" : "**not met**" }
 
-// MARK: - Mapping (issue 3)
+// MARK: - Mapping
 
 func mappingScenario(_ s: Settings) throws {
     let t0 = now()
@@ -288,7 +288,7 @@ func mappingScenario(_ s: Settings) throws {
     print("| p99 < 10 ms at \(s.clients) clients | warm \(f(warmP99)) ms (p50 \(f(warm.percentile(50))) ms) | \(met(warmP99 > 0 && warmP99 < 10)) |")
     if s.peerPort != nil {
         print("| Concord lookup ≥ 3× the peer's echo (requests/s) | \(f(rpsRatio))× (server CPU per request: \(f(cpuRatio))× the peer's) | \(met(rpsRatio >= 3)) |")
-        // Issue 24: both directions against the echo of their own batches, by server CPU per request.
+        // Both directions against the echo of their own batches, by server CPU per request.
         for (name, mine, peer) in [("local → cloud", warm, echo), ("cloud → local", warmBack, echoBack)] {
             let ratio = mine.cpuPerRequestMS > 0 ? peer.cpuPerRequestMS / mine.cpuPerRequestMS : 0
             let rps = peer.requestsPerSecond > 0 ? mine.requestsPerSecond / peer.requestsPerSecond : 0
@@ -301,7 +301,7 @@ func mappingScenario(_ s: Settings) throws {
     print("| peak RSS < 300 MiB with all \(s.devices) libraries loaded | VmHWM \(f(peakRSS, 1)) MiB (\(f(rssAfterUpload, 1)) after the uploads; VmRSS \(f(rssNowAfterUpload, 1)) then, \(f(endRSS, 1)) at the end) | \(met(peakRSS > 0 && peakRSS < 300)) |")
 }
 
-// MARK: - Journal (issue 4)
+// MARK: - Journal
 
 func journalScenario(_ s: Settings) throws {
     let photos = PhotoSet(count: Int((Double(s.assets) * 10 / 9).rounded()))

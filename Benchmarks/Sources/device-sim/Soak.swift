@@ -1,4 +1,4 @@
-// Issue 23: the soak. Several simulated devices of a few accounts send a mixed load for
+// The soak. Several simulated devices of a few accounts send a mixed load for
 // `--minutes` against one instance or several sharing a database (every request goes to an
 // instance picked at random), while a sampler reads each server's /proc every `--interval`
 // seconds (VmRSS, open descriptors, threads) and the database's size. At the end everything
@@ -22,7 +22,7 @@
 //     stale version: 412 expected, naming the current one) and journal reads;
 //   - token rotation every ~`--rotate-seconds` (the account token rotates the device's; the
 //     rotation is resent with its key: a replayed 409 naming the device and not the token is
-//     expected, issue 23; the old token must get 401).
+//     expected; the old token must get 401).
 // And per device a long-poll on its library feed, per account one on the journal feed, held
 // `--poll-wait` seconds and woken by the writes; a poll held with a rotated token gets 401
 // (expected). Any other status, or any answer that contradicts what the device knows, is an
@@ -55,7 +55,7 @@ struct SoakSettings {
     var pollWait: Int
     var rotateSeconds: Double
     /// Percent of new assets (and of fingerprint changes) with content no device had: each
-    /// makes a new cloud record for good (records outlive their objects, API.md §5), so the
+    /// makes a new cloud record for good (records outlive their objects), so the
     /// account's records and the mapping index grow. 0 (default): new assets are photos of the
     /// account's shared set, and a deleted asset's record is taken again by a later copy of its
     /// content on that device. Records still accumulate, more and more slowly: a device that comes
@@ -530,7 +530,7 @@ final class SoakWorker {
         self.device.token.withLock { $0 = (fresh, $0.generation + 1, false) }
         self.stats.operation("token rotations")
         let again = self.instance()
-        // Issue 23: an answer that issues a token is never kept, so its resend is a replayed `409
+        // An answer that issues a token is never kept, so its resend is a replayed `409
         // idempotencyKeyAnswerLost` (`"reason": "tokenNotKept"`) naming the device, never the token.
         if let replay = self.client.exchange(again, request, what: "token rotation resend", expect: 409) {
             self.stats.operation("idempotent resends (token rotation)")

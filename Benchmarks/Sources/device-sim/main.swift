@@ -1,8 +1,8 @@
 // device-sim: simulates the devices of one account against a running Concord and measures the
-// mapping routes (API.md §5), the change feed (§7) and journals (§6), side by side with the
+// mapping routes, the change feed and journals, side by side with the
 // Hummingbird peer's echo of the same batches. Prints Markdown on stdout, progress on stderr.
 //
-//   device-sim soak --ports P[,P2] --pids ... (issue 23: see Soak.swift)
+//   device-sim soak --ports P[,P2] --pids ... (see Soak.swift)
 //   device-sim mapping|journal|livesync --port P --admin-token T [--pid PID]
 //              [--peer-port Q --peer-pid QPID] [--assets 100000] [--devices 5] [--clients 16]
 //              [--batch 1000] [--seconds 5] [--rounds 2] [--waiters 10000] [--keyed | --keyed-hashed]
@@ -38,14 +38,14 @@ struct Settings {
     var rounds: Int
     /// livesync: long-polls to hold.
     var waiters: Int
-    /// mapping: devices send PhotoKit keys and no fingerprints (issue 21).
+    /// mapping: devices send PhotoKit keys and no fingerprints.
     var keyed: Bool
     /// mapping: devices send PhotoKit keys and fingerprints.
     var keyedHashed: Bool
 }
 
 let arguments = CommandLine.arguments
-// Issue 23: the soak takes its own options (several instances): Soak.swift.
+// The soak takes its own options (several instances): Soak.swift.
 if arguments.count > 1 && arguments[1] == "soak" {
     do { try soakScenario() } catch { log("soak failed: \(error)"); exit(1) }
     exit(0)

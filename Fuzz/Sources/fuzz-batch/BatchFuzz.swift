@@ -18,7 +18,7 @@ import FuzzSupport
 //  - an identifier is written the same by `JSONWriter.string(_:)` and `string(utf8:)` (the
 //    answer's two ways), and a plain one as its bytes between quotes (the plain answer's copy).
 // And on the input as one identifier: `Identifiers.isValidLocalIdentifier` (SWAR fast path)
-// and `IdentifierBatch.isPlainASCII` agree with a byte-by-byte reading of API.md §2.
+// and `IdentifierBatch.isPlainASCII` agree with a byte-by-byte reading of the API.
 
 let maxCount = 8
 
@@ -26,7 +26,7 @@ func plainASCII(_ bytes: some Sequence<UInt8>) -> Bool {
     bytes.allSatisfy { $0 >= 0x20 && $0 <= 0x7E && $0 != 0x22 && $0 != 0x5C }
 }
 
-/// API.md §2 read literally: 1–255 bytes of UTF-8, no C0, DEL or C1 control character.
+/// The API read literally: 1–255 bytes of UTF-8, no C0, DEL or C1 control character.
 func referenceValidLocal(_ s: String) -> Bool {
     let n = s.utf8.count
     return n >= 1 && n <= 255 && !s.unicodeScalars.contains { $0.value < 0x20 || ($0.value >= 0x7F && $0.value <= 0x9F) }

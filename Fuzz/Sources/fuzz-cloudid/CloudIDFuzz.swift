@@ -5,7 +5,7 @@ import FuzzSupport
 // String), `Identifiers.normalizedUUID`, `Identifiers.isValidFingerprint` and
 // `PhotoKitCloudIdentifier.keyPart`, on arbitrary bytes. Each input checks:
 //  - the byte and String entry points agree (on valid UTF-8);
-//  - each accepts exactly what a plain reading of API.md §2 accepts (a reference written
+//  - each accepts exactly what a plain reading of the API accepts (a reference written
 //    here byte by byte, no SWAR, no fixed offsets);
 //  - a parsed identifier re-serialises to the canonical form (GUID upper-cased, the rest as
 //    sent) and re-parses equal; keyPart returns A for its own type code and nil for the others.

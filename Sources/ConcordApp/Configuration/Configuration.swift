@@ -10,7 +10,7 @@ import ConcordTransport
 /// `SQLiteMemory`), read from there rather than written again; they are the documented
 /// defaults (Config/concord.json, docs/configuration.md).
 public struct Configuration: Sendable, Equatable {
-    /// Request limits (API.md §8).
+    /// Request limits.
     public struct Limits: Sendable, Equatable {
         public var requestLineBytes = HTTPLimits().maxRequestLineBytes
         public var headerBytes = HTTPLimits().maxHeaderBytes
@@ -55,7 +55,7 @@ public struct Configuration: Sendable, Equatable {
         public var eventLoops = 0
         public var limits = Limits()
         public var timeouts = Timeouts()
-        /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` names the client (issue 23);
+        /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` names the client;
         /// those headers from any other peer are ignored.
         public var trustedProxies: [IPAddressRange] = []
         public init() {}
@@ -68,7 +68,7 @@ public struct Configuration: Sendable, Equatable {
         public init() {}
     }
 
-    /// Request rates (issue 12): token buckets per client address and per caller (device or
+    /// Request rates: token buckets per client address and per caller (device or
     /// account), each allowing `burstSeconds` of its rate at once; 0 turns one off.
     public struct RateLimits: Sendable, Equatable {
         /// Requests per second from one IP address (service endpoints not counted).
@@ -82,7 +82,7 @@ public struct Configuration: Sendable, Equatable {
         public init() {}
     }
 
-    /// Long-polls of the change feeds (issue 13).
+    /// Long-polls of the change feeds.
     public struct LongPoll: Sendable, Equatable {
         /// The longest `wait=` a poll is held, in seconds; a longer one is shortened to this.
         public var maxWaitSeconds = 60.0
@@ -143,16 +143,16 @@ public struct Configuration: Sendable, Equatable {
     public var databasePoolSize = 0
     /// The admin token; nil means "generate one on first start and keep it in the data directory".
     public var adminToken: String? = nil
-    /// The bearer token `GET /metrics` asks for (issue 23); nil: `/metrics` is open to anyone.
+    /// The bearer token `GET /metrics` asks for; nil: `/metrics` is open to anyone.
     public var metricsToken: String? = nil
     public var logLevel = LogLevel.info
     public var history = History()
     public var rateLimits = RateLimits()
     public var longPoll = LongPoll()
     public var webhooks = Webhooks()
-    /// Per-account quotas (issue 12).
+    /// Per-account quotas.
     public var quotas = Quotas()
-    /// Byte bounds on kept idempotency answers, history and journal answers (issue 23):
+    /// Byte bounds on kept idempotency answers, history and journal answers:
     /// `quotas.idempotencyBytesPerAccount`, `history.maxBytesPerDevice`, `server.limits.journalAnswerBytes`.
     public var dataBounds = DataBounds()
     /// Threads for requests that touch storage; 0 means two per core (at least 4).
@@ -181,7 +181,7 @@ public struct Configuration: Sendable, Equatable {
 }
 
 extension Configuration.Limits {
-    /// Elements `POST /v1/library/changes` may parse (issue 23): room for `maxBatch` items of up
+    /// Elements `POST /v1/library/changes` may parse: room for `maxBatch` items of up
     /// to 16 elements each, more only as the body's size allows (`JSONValue.elementBound`: a
     /// body's tree stays within a small multiple of it), never more than `jsonElements`.
     public func changeElements(bodyBytes: Int) -> Int {

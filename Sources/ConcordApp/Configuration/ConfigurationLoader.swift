@@ -239,7 +239,7 @@ public enum ConfigurationLoader {
         Setting(key: "quotas.entriesPerJournal", kind: .int(1...maxInt), flag: nil) { $0.quotas.entriesPerJournal = $1.int },
         Setting(key: "quotas.objectsPerDevice", kind: .int(1...maxInt), flag: nil) { $0.quotas.objectsPerDevice = $1.int },
         Setting(key: "quotas.recordsPerAccount", kind: .int(1...maxInt), flag: nil) { $0.quotas.recordsPerAccount = $1.int },
-        // Issue 23: byte bounds (DataBounds).
+        // Byte bounds (DataBounds).
         Setting(key: "quotas.idempotencyBytesPerAccount", kind: .int(4096...maxInt), flag: nil) { $0.dataBounds.idempotencyBytesPerAccount = $1.int },
         Setting(key: "quotas.webhooksPerAccount", kind: .int(0...10_000), flag: nil) { $0.webhooks.settings.webhooksPerAccount = $1.int },
         Setting(key: "webhooks.allowedHosts", kind: .hostList, flag: nil) { $0.webhooks.allowedHosts = $1.strings },
@@ -269,7 +269,7 @@ public enum ConfigurationLoader {
         Setting(key: "mappingIndexSnapshots", kind: .string, flag: nil) { $0.mappingIndexSnapshots = $1.string ?? "auto" },
         Setting(key: "mappingIndexSnapshotSeconds", kind: .int(0...86_400), flag: nil) { $0.mappingIndexSnapshotSeconds = $1.int },
         Setting(key: "mappingIndexInlineLoadObjects", kind: .int(0...1_000_000_000), flag: nil) { $0.mappingIndexInlineLoadObjects = $1.int },
-        // The front door's hardening (issue 23).
+        // The front door's hardening.
         Setting(key: "server.limits.maxConnectionsPerAddress", kind: .int(0...maxInt), flag: "--max-connections-per-address") {
             $0.server.limits.maxConnectionsPerAddress = $1.int
         },

@@ -1,7 +1,7 @@
 import ConcordDomain
 
 /// `concord rotate-change-key`: adds a key for signing change tokens and makes it the one new
-/// tokens use (issue 12). Tokens signed with earlier keys stay valid; running servers accept
+/// tokens use. Tokens signed with earlier keys stay valid; running servers accept
 /// tokens of the new key at once (they look it up when a token names it) and sign with it from
 /// their next start.
 enum RotateChangeKeyCommand {

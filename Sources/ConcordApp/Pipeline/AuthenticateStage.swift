@@ -1,4 +1,4 @@
-/// Stage 2: the bearer token → the route's typed caller (API.md §1). A missing or unknown token is
+/// Stage 2: the bearer token → the route's typed caller. A missing or unknown token is
 /// `401`; a valid token of another kind `403`. Every refusal goes through `refused` (audited; an
 /// unknown token also costs its address more).
 struct AuthenticateStage<Kind: CallerKind>: Sendable {

@@ -1,6 +1,6 @@
 import ConcordDomain
 
-/// Who presented a request's token, once authenticated (API.md §1).
+/// Who presented a request's token, once authenticated.
 public enum AuthenticatedCaller: Sendable {
     case device(DeviceRef)
     case account(accountID: String)
@@ -62,7 +62,7 @@ enum AccountCaller: CallerKind {
     }
 }
 
-/// Routes for an account token or a device token (API.md §3's successor): the handler gets the
+/// Routes for an account token or a device token (the API's successor): the handler gets the
 /// account and, for a device token, the device (which the service holds to its own ID).
 enum AccountOrDeviceCaller: CallerKind {
     static let kind = RouteCaller.accountOrDevice

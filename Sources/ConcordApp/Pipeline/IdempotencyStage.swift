@@ -9,7 +9,7 @@ protocol IdempotencyKeys: Sendable {
     func complete(owner: [UInt8], key: String, answer: [UInt8]) throws(DomainError)
     func release(owner: [UInt8], key: String) throws(DomainError)
     /// Stores `answer`, or `fallback` when `answer` does not fit the room of `accountID`'s keys, and
-    /// ties the key to `accountID` (issue 23).
+    /// ties the key to `accountID`.
     func complete(owner: [UInt8], key: String, answer: [UInt8], fallback: [UInt8], accountID: String?) throws(DomainError)
 }
 
@@ -22,7 +22,7 @@ extension IdempotencyKeys {
 
 extension IdempotencyService: IdempotencyKeys {}
 
-/// Stage 4: `Idempotency-Key` on the routes declared `idempotent` (issue 13): the first answer to a
+/// Stage 4: `Idempotency-Key` on the routes declared `idempotent`: the first answer to a
 /// key is stored per token for 24 h (in the database, so any instance replays it) and sent again,
 /// with `Idempotent-Replayed: true`, for a resend of the same request; the same key on a different
 /// request is `422 idempotencyKeyReused`; while the first request still runs, `409
@@ -30,7 +30,7 @@ extension IdempotencyService: IdempotencyKeys {}
 /// its answer was kept, `409 idempotencyKeyAnswerLost` (those answers: `ErrorMapper`). An answer
 /// that did not settle anything — a 5xx or a 429 — is not kept: a resend runs again.
 ///
-/// Issue 23: an answer that issues a token (`accountToken`, `deviceToken`: account and device
+/// An answer that issues a token (`accountToken`, `deviceToken`: account and device
 /// creation, successors, rotations) is never stored — tokens exist at rest only as hashes — and
 /// neither is an answer over the room left for the account's keys. In their place the stage keeps
 /// a short `409 idempotencyKeyAnswerLost` naming why (`"reason"`) and the first answer's status and
@@ -83,7 +83,7 @@ struct IdempotencyStage: Sendable {
                 if response.status >= 500 || response.status == 429 {
                     try self.keys.release(owner: owner, key: key)
                 } else if let issued = StoredAnswer.issuedToken(response) {
-                    // Tokens are stored only as hashes (API.md §1): the resend is told so.
+                    // Tokens are stored only as hashes: the resend is told so.
                     let kept = StoredAnswer.encode(StoredAnswer.notKept(.tokenNotKept, response, members: issued.members).response)
                     try self.keys.complete(owner: owner, key: key, answer: kept, fallback: kept, accountID: accountID ?? issued.accountID)
                 } else if let members = StoredAnswer.issuedSecret(response, request) {
@@ -129,7 +129,7 @@ enum StoredAnswer {
         return HTTPResponse(status: status, headers: headers, body: Array(bytes[(blank + 2)...]))
     }
 
-    /// Members of an answer that are tokens: shown once, never stored (API.md §1).
+    /// Members of an answer that are tokens: shown once, never stored.
     static let tokenMembers: Set<String> = ["accountToken", "deviceToken"]
 
     /// When `response` issues a token: its other top-level members (IDs, in order, as JSON text) and
@@ -175,7 +175,7 @@ enum StoredAnswer {
 
     private static let tokenNeedle = Array("Token\"".utf8)
 
-    /// Why a first answer was not kept (issue 23).
+    /// Why a first answer was not kept.
     enum NotKeptReason: String { case tokenNotKept, secretNotKept, answerTooLarge }
 
     /// The answer kept in place of one that is not: `409 idempotencyKeyAnswerLost`, with the reason,

@@ -3,7 +3,7 @@ import ConcordHTTP
 import ConcordJSON
 import Foundation
 
-/// API.md §3: accounts (admin token) and devices (account token).
+/// Accounts (admin token) and devices (account token).
 func accountRoutes(_ app: AppContext) -> [Route] {
     [
         app.adminRoute("POST", "/v1/accounts", operation: "createAccount", idempotent: true) { request, _ in
@@ -21,7 +21,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             app.audit("token issued", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(created.deviceID)])
             return Codec.strings(status: 201, [("deviceID", created.deviceID), ("deviceToken", created.deviceToken)])
         },
-        // A new phone, a restored backup, a reinstalled app (API.md §3): the account's token, or the device's own.
+        // A new phone, a restored backup, a reinstalled app: the account's token, or the device's own.
         app.accountOrDeviceRoute("POST", "/v1/devices/{deviceID}/successor", operation: "createSuccessor", idempotent: true) { request, caller in
             let deviceID = try request.pathParameter("deviceID")
             let body = try request.jsonBody()
@@ -46,7 +46,7 @@ func accountRoutes(_ app: AppContext) -> [Route] {
             app.audit("token revoked", request, ["kind": "device", "accountID": .string(accountID), "deviceID": .string(deviceID), "reason": "device deleted"])
             return .noContent
         },
-        // Token lifecycle (issue 12; docs/api-notes.md): rotate, revoke, delete the account.
+        // Token lifecycle (docs/api-notes.md): rotate, revoke, delete the account.
         app.accountRoute("POST", "/v1/account/token", operation: "rotateAccountToken", idempotent: true) { request, accountID in
             let token = try app.service.accounts.rotateAccountToken(accountID: accountID, idempotency: request.idempotency)
             app.audit("token rotated", request, ["kind": "account", "accountID": .string(accountID)])

@@ -1,7 +1,7 @@
 import ConcordDomain
 import ConcordObservability
 
-/// Metrics the API routes add to `/metrics` (API.md §8): mapping outcomes and storage
+/// Metrics the API routes add to `/metrics`: mapping outcomes and storage
 /// latency. Every series is created up front, so the hot path is a dictionary read and an
 /// atomic add, and `/metrics` shows zeros before the first request.
 final class AppMetrics: Sendable {

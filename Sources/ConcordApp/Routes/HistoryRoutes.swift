@@ -2,18 +2,18 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
 
-/// API.md §7: a device's change history (device token).
+/// A device's change history (device token).
 func historyRoutes(_ app: AppContext) -> [Route] {
     [
         app.deviceRoute("GET", "/v1/library/token", operation: "currentChangeToken") { request, device in
             let token = try app.service.history.currentChangeToken(device: device)
-            // The token as a strong entity tag, for `If-Match` on the library writes (§4). Tokens are
+            // The token as a strong entity tag, for `If-Match` on the library writes. Tokens are
             // base64url (A–Z a–z 0–9 - _), all `etagc`: quoted as they are, nothing to escape.
             var response = Codec.changeTokenResponse(token)
             response.headers.add(name: "ETag", value: Codec.entityTag(token))
             return response
         },
-        // With `wait=S`, a poll with nothing new is held until the device's library changes (issue 13).
+        // With `wait=S`, a poll with nothing new is held until the device's library changes.
         app.deviceDeferredRoute("GET", "/v1/library/changes", operation: "changes") { request, device, answer in
             guard let since = request.query("since") else { throw APIError.missingField("since") }
             let limit = try Codec.intQuery(request, "limit")

@@ -3,8 +3,8 @@ import ConcordHTTP
 import ConcordJSON
 import Foundation
 
-/// API.md §6: the account's journals, their entries, the photo picker's selection and the
-/// account's journal change feed. Device tokens only (§1: journals are part of "everything a
+/// The account's journals, their entries, the photo picker's selection and the
+/// account's journal change feed. Device tokens only (journals are part of "everything a
 /// device does"); an account token is `403`.
 func journalRoutes(_ app: AppContext) -> [Route] {
     [
@@ -24,7 +24,7 @@ func journalRoutes(_ app: AppContext) -> [Route] {
             let token = try app.service.journals.currentJournalChangeToken(device: device)
             return Codec.changeTokenResponse(token)
         },
-        // With `wait=S`, a poll with nothing new is held until the account's journals change (issue 13).
+        // With `wait=S`, a poll with nothing new is held until the account's journals change.
         app.deviceDeferredRoute("GET", "/v1/journals/changes", operation: "journalChanges") { request, device, answer in
             guard let since = request.query("since") else { throw APIError.missingField("since") }
             let limit = try Codec.intQuery(request, "limit")

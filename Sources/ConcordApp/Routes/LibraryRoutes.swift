@@ -2,7 +2,7 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
 
-/// API.md §4: a device's library (device token). Both library writes take the write precondition
+/// A device's library (device token). Both library writes take the write precondition
 /// (`If-Match` with the library's change token), evaluated by the service inside the write
 /// transaction after the body's own checks (`Codec.underIfMatch`).
 func libraryRoutes(_ app: AppContext) -> [Route] {
@@ -21,7 +21,7 @@ func libraryRoutes(_ app: AppContext) -> [Route] {
             }
             return Codec.changeResult(result)
         },
-        // Uploads in parts (§4): a whole library as slices, applied by the commit as one PUT.
+        // Uploads in parts: a whole library as slices, applied by the commit as one PUT.
         app.deviceRoute("POST", "/v1/library/uploads", operation: "openUpload", idempotent: true) { request, device in
             try Codec.emptyObjectBody(request)
             let opened = try app.service.uploads.open(device: device, idempotency: request.idempotency)
@@ -90,7 +90,7 @@ extension Codec {
             + "send a larger library as an upload in parts: POST /v1/library/uploads, then its parts and commit.")
     }
 
-    /// A part number of the path: 1–10 000 (§4), else `400` naming `n`.
+    /// A part number of the path: 1–10 000, else `400` naming `n`.
     static func partNumber(_ text: String) throws(APIError) -> Int {
         guard !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let n = Int(text),
               (1...UploadService.maxPartNumber).contains(n) else {
@@ -99,14 +99,14 @@ extension Codec {
         return n
     }
 
-    /// A body of `{}` (§4: opening and committing an upload); an empty body means the same, and
+    /// A body of `{}` (opening and committing an upload); an empty body means the same, and
     /// members are ignored as everywhere. Anything but a JSON object is `400`.
     static func emptyObjectBody(_ request: RequestContext) throws(APIError) {
         guard !request.request.body.isEmpty else { return }
         _ = try request.jsonBody()
     }
 
-    /// Runs a library write under the request's `If-Match` (§4, "Write precondition"). A malformed
+    /// Runs a library write under the request's `If-Match` ("Write precondition"). A malformed
     /// one is `400` naming `If-Match`, but a body that is `400`/`422` stays so whatever `If-Match`
     /// says, checks against the stored library included: the write runs once with a precondition
     /// nothing matches, so the body's own error comes first, and only its `412` (nothing stored)

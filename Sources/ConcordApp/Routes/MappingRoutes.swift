@@ -3,7 +3,7 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
 
-/// API.md §5: mapping identifiers both ways, and links chosen by the person (device token).
+/// Mapping identifiers both ways, and links chosen by the person (device token).
 /// The two lookups are computation once the account's index is loaded: they queue for a core.
 func mappingRoutes(_ app: AppContext) -> [Route] {
     let metrics = app.appMetrics
@@ -18,7 +18,7 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
             let answers = try app.service.mapping.localIdentifierAnswers(forCloudIdentifiers: ids, device: device, contentMatch: contentMatch)
             return cloudToLocalAnswer(ids, answers, metrics)
         },
-        // §5 "Fingerprints on demand": which objects are worth hashing, and the library's counts.
+        // Which objects are worth hashing, and the library's counts.
         app.deviceRoute("GET", "/v1/library/wanted", operation: "wanted") { request, device in
             let after = request.query("after")
             if after?.isEmpty == true { throw APIError.badRequest("The query parameter \"after\" must not be empty.", field: "after") }
@@ -28,7 +28,7 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
         app.deviceRoute("GET", "/v1/library/status", operation: "libraryStatus") { _, device in
             Codec.libraryStatus(try app.service.mapping.status(device: device))
         },
-        // §5: the predecessor's links carried over (a new phone, issue 22).
+        // The predecessor's links carried over (a new phone).
         app.deviceRoute("POST", "/v1/library/adopt", operation: "adopt", idempotent: true) { request, device in
             _ = try request.jsonBody()
             return Codec.adoption(try app.service.mapping.adopt(device: device, idempotency: request.idempotency))

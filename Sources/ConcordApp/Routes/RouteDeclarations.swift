@@ -2,7 +2,7 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordObservability
 
-/// Caller-typed route declarations (API.md §1). An API route is declared as a device, account or
+/// Caller-typed route declarations. An API route is declared as a device, account or
 /// admin route with its whole policy — body class, idempotency, scheduling — and its handler; the
 /// declaration builds the route's `RoutePipeline` (authenticate → caller rate → idempotency →
 /// timing), so a handler only decodes, calls the service once and encodes.
@@ -34,7 +34,7 @@ extension AppContext {
         self.route(AdminCaller.self, method, pattern, operation, body, idempotent, .blockingPool, handler)
     }
 
-    /// A device route answered through `respond`, now or later (a long-poll, issue 13); the
+    /// A device route answered through `respond`, now or later (a long-poll); the
     /// handler's own work (not the wait) is timed.
     func deviceDeferredRoute(_ method: String, _ pattern: String, operation: String,
                              _ handler: @escaping @Sendable (RequestContext, DeviceRef, DeferredAnswer) throws -> Void) -> Route {

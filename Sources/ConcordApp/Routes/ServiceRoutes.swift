@@ -2,7 +2,7 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordObservability
 
-/// `GET /health`, `GET /ready`, `GET /metrics` (API.md §8).
+/// `GET /health`, `GET /ready`, `GET /metrics`.
 func serviceRoutes(_ app: AppContext) -> [Route] {
     // Built once: /health answers with a copy of this (reference-counted buffers, no work).
     let ok = HTTPResponse.text("ok")
@@ -17,8 +17,8 @@ func serviceRoutes(_ app: AppContext) -> [Route] {
             guard storage.store.ping() else { throw APIError.unavailable(retryAfterSeconds: 1) }
             return ready
         },
-        // With `metricsToken` set (issue 23), only its bearer reads them: 401 otherwise, compared
-        // in constant time. Unset, anyone may (API.md §8's default).
+        // With `metricsToken` set, only its bearer reads them: 401 otherwise, compared
+        // in constant time. Unset, anyone may (the API's default).
         Route("GET", "/metrics", caller: .anyone, scheduling: .eventLoop) { request throws(APIError) in
             if let expected = metricsToken {
                 guard let token = request.bearerToken, Secrets.constantTimeEquals(Array(token.utf8), expected) else {

@@ -27,7 +27,7 @@ public struct APIError: Error, Sendable {
         if let field { e.details.append(("field", jsonString(field))) }
         return e
     }
-    /// The body is over the route's limit, naming the setting it comes from (issue 24). The
+    /// The body is over the route's limit, naming the setting it comes from. The
     /// server's own limit (manifests) is the transport's to answer (`HTTPLimits.bodyLimitAdvice`).
     static func payloadTooLarge(limit: Int, body: Route.BodyClass) -> APIError {
         let setting = switch body {

@@ -86,7 +86,7 @@ public final class Dispatcher: HTTPResponder {
         let token = context.bearerToken
         if let refusal = self.addressRate.refusal(route, connection, token: token) { return refuse(refusal.response) }
         // A body over the route's limit, once the caller is known: refused here rather than by the
-        // transport's `limitBody`, so that the answer names the setting (issue 24).
+        // transport's `limitBody`, so that the answer names the setting.
         // The whole request goes to `handle` with the caller found here.
         let proceed: @Sendable (AuthenticatedCaller) -> Void = { [self] who in
             if let limit = route.maxBodyBytes, let length = head.contentLength, length > limit {
@@ -99,7 +99,7 @@ public final class Dispatcher: HTTPResponder {
         if token == nil, route.caller != .anyone {
             // No token on a route that needs one: its pipeline refuses it without storage
             // (`AuthenticateStage`), so here on the loop — a client without one holds no body and
-            // no worker's turn (issue 23).
+            // no worker's turn.
             do throws(APIError) {
                 proceed(try check(context))
             } catch {

@@ -2,7 +2,7 @@ import ConcordDomain
 import ConcordJSON
 
 /// Every error the app itself answers with — not the domain's, whose names are `DomainError.name` —
-/// with its status: the one table of names (API.md §1). Build answers with `APIError(_:_:)`.
+/// with its status: the one table of names. Build answers with `APIError(_:_:)`.
 enum AppErrorName: String, CaseIterable, Sendable {
     case badRequest, unauthorized, forbidden, notFound, methodNotAllowed, payloadTooLarge
     case idempotencyKeyInUse, idempotencyKeyAnswerLost, idempotencyKeyReused, tooManyRequests
@@ -38,7 +38,7 @@ extension APIError {
     }
 }
 
-/// The one place errors become the contract's answers (API.md §1; after Hummingbird's
+/// The one place errors become the contract's answers (the API; after Hummingbird's
 /// `HTTPResponseError`): `APIError` as it is, `DomainError` by its name and the status `status(_:)` gives it, the
 /// idempotency refusals, and anything else a logged `500 internalError` whose text never reaches
 /// the client.

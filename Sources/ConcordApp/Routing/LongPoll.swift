@@ -5,7 +5,7 @@ import ConcordTransport
 import Foundation
 import Synchronization
 
-/// Long-polls of the change feeds (issue 13): a request with nothing new after its token is held —
+/// Long-polls of the change feeds: a request with nothing new after its token is held —
 /// as a closure, no thread — until a change is committed to its feed, its wait passes, or the
 /// server shuts down.
 ///
@@ -40,7 +40,7 @@ final class LongPolls: Sendable {
 
     /// Held requests at most; a poll over it is answered at once.
     let maxWaiting: Int
-    /// Held requests of one account at most (its share of `maxWaiting`, issue 23: one device
+    /// Held requests of one account at most (its share of `maxWaiting`: one device
     /// cannot take every place); 0: no share of its own. A poll over it is answered at once too.
     let maxWaitingPerAccount: Int
     private let state = Mutex(State())
@@ -75,7 +75,7 @@ final class LongPolls: Sendable {
     /// Answers a long-poll. `query` reads the feed (on this worker) and says whether the page has
     /// changes; without any, and with time left, the poll waits for a signal on `topic` and queries
     /// again. A timeout, shutdown or the client going (`request.connection.clientGone`) answers the last empty page
-    /// (the same token, API.md §7) at once.
+    /// (the same token) at once.
     func serve(topic: FeedTopic, wait: Double, request: RequestContext, answer: DeferredAnswer,
                query: @escaping @Sendable () throws -> (response: HTTPResponse, hasChanges: Bool)) throws {
         let deadline = self.scheduler.clock.nanoseconds(after: wait)

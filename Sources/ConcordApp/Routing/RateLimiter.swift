@@ -4,7 +4,7 @@ import Synchronization
 /// The server's request rates (`rateLimits`): one bucket per client address, one per caller, and
 /// per address one bucket of failed authentications.
 ///
-/// Failures are charged to their own bucket (issue 23), not to the address's requests: behind a NAT
+/// Failures are charged to their own bucket, not to the address's requests: behind a NAT
 /// or a reverse proxy one address is many users, and one of them guessing tokens must not throttle
 /// the others. While an address cannot afford another failure, a token from it is looked up only
 /// when it is one this server has recently seen valid (`KnownTokens`); any other is `429` before
@@ -108,7 +108,7 @@ final class KnownTokens: Sendable {
     }
 }
 
-/// Token buckets keyed by a client address or a caller (issue 12): each key may spend `rate`
+/// Token buckets keyed by a client address or a caller: each key may spend `rate`
 /// requests per second on average and `burst` at once. Failed authentication spends more from
 /// its address's bucket, so guessing tokens is throttled long before ordinary traffic is.
 ///

@@ -15,7 +15,7 @@ public struct Route: Sendable {
     /// The handler type: synchronous, may block unless it runs on the event loop.
     public typealias Handler = @Sendable (RequestContext) throws(APIError) -> HTTPResponse
     /// A handler that answers through `DeferredAnswer`, now or later (a long-poll holds its request
-    /// without a thread, issue 13). Runs on the worker pool; answers exactly once unless it throws.
+    /// without a thread). Runs on the worker pool; answers exactly once unless it throws.
     public typealias DeferredHandler = @Sendable (RequestContext, DeferredAnswer) throws(APIError) -> Void
     /// The check of a head before its body is read (`RoutePipeline.admit`): the caller it finds
     /// comes back with the whole request (`RequestContext.admitted`), so the handler need not look again.
@@ -50,11 +50,11 @@ public struct Route: Sendable {
 
     public let method: String
     public let pattern: String
-    /// Who may call it (API.md §1).
+    /// Who may call it.
     public let caller: RouteCaller
     /// How large a body it takes.
     public let body: BodyClass
-    /// It honours `Idempotency-Key` (issue 13).
+    /// It honours `Idempotency-Key`.
     public let idempotent: Bool
     public let scheduling: Scheduling
     public let answering: Answering
@@ -111,7 +111,7 @@ public struct DeferredAnswer: Sendable {
     public let onWorker: @Sendable (@escaping @Sendable () -> Void) -> Bool
 }
 
-/// Who may call a route: the bearer token it needs (API.md §1). A missing or unknown token is
+/// Who may call a route: the bearer token it needs. A missing or unknown token is
 /// `401`; a valid token of another kind `403`.
 public enum RouteCaller: String, Sendable, CaseIterable {
     /// No token (health, readiness, metrics).
@@ -122,7 +122,7 @@ public enum RouteCaller: String, Sendable, CaseIterable {
     case account
     /// A device token.
     case device
-    /// An account token, or a device token for its own device (a device's successor, API.md §3).
+    /// An account token, or a device token for its own device (a device's successor).
     case accountOrDevice
 }
 

@@ -11,7 +11,7 @@ public enum RouteMatch: Sendable {
     /// The path is not decodable (bad percent-encoding, not UTF-8): `400 badRequest`.
     case badRequest(APIError)
     /// A method no route implements (unknown, or `get` in lower case: methods are
-    /// case-sensitive): `501 notImplemented` (RFC 9110 §9.1, §15.6.2).
+    /// case-sensitive): `501 notImplemented` (RFC 9110 §9.1).
     case notImplemented
     /// `OPTIONS` on a path some pattern matches, or `OPTIONS *` (server-wide): answered
     /// by the router with `Allow` (RFC 9110 §9.3.7).

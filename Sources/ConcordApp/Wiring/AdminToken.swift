@@ -10,7 +10,7 @@ import ConcordObservability
 /// directory generated on first start (256 bits from /dev/urandom, hex, mode 0600)
 /// and reused on later starts.
 enum AdminToken {
-    /// Configured admin tokens shorter than this refuse the start (API.md §9).
+    /// Configured admin tokens shorter than this refuse the start.
     static let recommendedLength = 32
 
     /// The file holding a generated token for a database at `databasePath`.
@@ -22,7 +22,7 @@ enum AdminToken {
     /// configured or read back), which a startup that fails later removes again.
     /// A generated token goes to its file only; the log names the file, never the token. A
     /// configured token shorter than `recommendedLength` refuses the start, naming the setting
-    /// (API.md §9): a guessable admin token is every account on the server.
+    ///: a guessable admin token is every account on the server.
     static func resolve(configured: String?, database: Configuration.Database, logger: Logger) throws(StartupError) -> (token: String, generatedFile: String?) {
         if let configured {
             guard configured.utf8.count >= Self.recommendedLength else {

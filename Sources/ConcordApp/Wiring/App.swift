@@ -37,7 +37,7 @@ public final class RunningApp: Sendable {
 
     /// Graceful shutdown: every component `startApp` registered, stopped in reverse order of
     /// start — held long-polls answered, the listener closed and requests in flight finished
-    /// within `shutdownGrace` (API.md §8), the workers stopped, storage closed (unless a request
+    /// within `shutdownGrace`, the workers stopped, storage closed (unless a request
     /// still runs after the grace: the time stays bounded), the logs flushed. Later calls return at once.
     public func shutdown() {
         self.lifecycle.stop(.shutdown)
@@ -122,7 +122,7 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             }
             lifecycle.register("mapping index snapshots") { _ in saver.stop() }
         }
-        // Long-polls hear other instances' commits through PostgreSQL (issue 13); stopped by `close()`.
+        // Long-polls hear other instances' commits through PostgreSQL; stopped by `close()`.
         storage.listenForOtherInstances()
         if let index = storage.service.mappingIndex { registerMappingIndexMetrics(metrics, index) }
 
@@ -204,7 +204,7 @@ extension ServerConfiguration {
         self.limits = HTTPLimits(
             maxRequestLineBytes: server.limits.requestLineBytes, maxHeaderBytes: server.limits.headerBytes,
             maxHeaderCount: server.limits.headerCount, maxBodyBytes: server.limits.bodyBytes)
-        // The server's own limit is the manifests' (issue 24: a 413 says what to do).
+        // The server's own limit is the manifests' (a 413 says what to do).
         self.limits.bodyLimitAdvice = "raise server.limits.bodyBytes, or send a whole library as an upload in parts: POST /v1/library/uploads."
         self.maxConnections = server.limits.maxConnections
         self.maxConnectionsPerAddress = server.limits.maxConnectionsPerAddress

@@ -62,7 +62,7 @@ public final class AppContext: Sendable {
 
     /// Whether the poll's token still belongs to `device`, asked each time a held poll wakes: a
     /// token rotated, or whose device or account was deleted or replaced, ends its polls with
-    /// `401` at the revocation (issue 23), never with data committed after it.
+    /// `401` at the revocation, never with data committed after it.
     func requireStillAuthorized(_ request: RequestContext, _ device: DeviceRef) throws {
         guard let token = request.bearerToken, case .device(device)? = try self.service.accounts.authenticate(token: token) else {
             throw DomainError.unauthorized

@@ -23,7 +23,7 @@ public struct StorageOptions: Sendable {
     public var mappingIndexSnapshots = "auto"
     public var mappingIndexInlineLoadObjects = DomainConfiguration().mappingIndexInlineLoadObjects
     public var quotas = Quotas()
-    /// Byte bounds (issue 23).
+    /// Byte bounds.
     public var dataBounds = DataBounds()
     /// Webhooks' destination checks, secrets and settings (nil: webhook routes answer 404).
     public var webhooks: WebhookEnvironment? = nil
@@ -101,7 +101,7 @@ public struct StorageHook: Sendable {
     /// Closes storage; called once at shutdown after the last request finished.
     public func close() { self.store.close() }
 
-    /// Long-polls hear other instances' commits (issue 13); `close()` stops it.
+    /// Long-polls hear other instances' commits; `close()` stops it.
     func listenForOtherInstances() { self.listen() }
 
     /// Opens `database` with every other option at its default.

@@ -36,7 +36,7 @@ public protocol DeviceReads {
 /// Writes of one account's own row, its devices and their tokens.
 public protocol DeviceWrites: DeviceReads {
     func insertDevice(_ device: DeviceRef, name: String, platform: String?, tokenHash: [UInt8], createdAt: Date) throws
-    /// `successor` takes over from `predecessor` (§3): each names the other, the predecessor's
+    /// `successor` takes over from `predecessor`: each names the other, the predecessor's
     /// tokens are deleted (401 from this commit on), and its library feed is announced, so that a
     /// poll held with the dead token is answered (on every instance).
     func setSuccessor(_ successor: DeviceRef, of predecessor: DeviceRef) throws

@@ -15,6 +15,6 @@ public protocol HistoryWrites: HistoryReads {
     /// Deletes history entries with seq ≤ `throughSeq` and remembers it as the pruning point.
     func pruneChanges(_ device: DeviceRef, throughSeq: Int64) throws
     /// The newest seq of the device's history such that it and the changes after it hold more
-    /// than `bytes` bytes of details; nil when the whole history holds no more (issue 23).
+    /// than `bytes` bytes of details; nil when the whole history holds no more.
     func changeSeqOverBytes(_ device: DeviceRef, keeping bytes: Int) throws -> Int64?
 }

@@ -13,7 +13,7 @@ public protocol JournalReads {
     /// The journal's entry IDs in creation order.
     func journalEntryIDs(journalID: String) throws -> [String]
     /// At most `limit` of the journal's entries created after `createdSeq` (0: from the first), in
-    /// creation order: a journal's answer reads only what it needs (issue 23).
+    /// creation order: a journal's answer reads only what it needs.
     func journalEntries(journalID: String, createdAfter createdSeq: Int64, limit: Int) throws -> [StoredJournalEntry]
     /// Journal changes with seq > `after`, ascending, at most `limit`.
     func journalChanges(after seq: Int64, limit: Int) throws -> [StoredJournalChange]

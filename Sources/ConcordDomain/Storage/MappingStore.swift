@@ -1,7 +1,7 @@
 import ConcordBytes
 import Foundation
 
-/// The reads §5's lookups are made of (local → cloud, cloud → local, journal photos, wanted). A
+/// The reads the mapping lookups are made of (local → cloud, cloud → local, journal photos, wanted). A
 /// storage transaction answers them (from its batch queries, below), and so does the in-memory
 /// mapping index (`MappingIndex`), with the same results in the same order; objects from the index
 /// carry identity, type, fingerprint, key and link only (all the rules read).
@@ -12,7 +12,7 @@ public protocol MappingReads {
     func recordLookups(_ device: DeviceRef, identifiers: [CloudIdentifier]) throws -> [RecordLookup]
     /// Objects of `device` whose (type, fingerprint) is one of `keys`, sorted by local identifier byte order.
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject]
-    /// The device's wanted objects (§5 "Fingerprints on demand") strictly after `after`, at most `limit`.
+    /// The device's wanted objects strictly after `after`, at most `limit`.
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage
     /// Counts over the device's library.
     func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus

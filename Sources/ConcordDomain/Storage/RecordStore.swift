@@ -12,10 +12,10 @@ public protocol RecordReads {
     func recordCount() throws -> Int
     /// Records of the account with these GUIDs (upper case), oldest first.
     func records(guids: [String]) throws -> [CloudRecord]
-    /// For each of these records: the objects of `device` carrying one of its keys (§5 step 3),
+    /// For each of these records: the objects of `device` carrying one of its keys,
     /// sorted by local identifier byte order, each once, with its link. Records without any: omitted.
     func keyMatches(_ device: DeviceRef, guids: [String]) throws -> [String: [StoredObject]]
-    /// The keys the record carries (§5), in no particular order.
+    /// The keys the record carries, in no particular order.
     func recordKeys(guids: [String]) throws -> [String: [ObjectKey]]
     /// For each GUID linked to an object of `device`: that object's local identifier.
     func linkedObjects(_ device: DeviceRef, guids: [String]) throws -> [(guid: String, localIdentifier: String)]
@@ -29,11 +29,11 @@ public protocol RecordWrites: RecordReads {
     /// Records of the account carrying one of `keys` that no object of `device` links to, oldest
     /// first, each with the key it was found by (a record carrying two of them: once per key).
     func unlinkedRecords(_ device: DeviceRef, carrying keys: [ObjectKey]) throws -> [(record: CloudRecord, key: ObjectKey)]
-    /// Those of `guids` whose record carries a key some object of `device` carries (§5 step 3b).
+    /// Those of `guids` whose record carries a key some object of `device` carries.
     func recordsCarryingKeys(of device: DeviceRef, guids: [String]) throws -> Set<String>
-    /// The records take these keys (kept for good, §5); a key a record carries already is ignored.
+    /// The records take these keys (kept for good); a key a record carries already is ignored.
     func addRecordKeys(_ keys: [(guid: String, key: ObjectKey)]) throws
-    /// Records without a fingerprint take these (§5: once; a record with one keeps it).
+    /// Records without a fingerprint take these (once; a record with one keeps it).
     func fillRecordFingerprints(_ fills: [(guid: String, fingerprint: String)]) throws
     /// Creates records; they are newer than every existing record, in array order.
     func insertRecords(_ records: [CloudRecord], createdAt: Date) throws

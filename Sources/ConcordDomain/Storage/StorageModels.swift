@@ -36,7 +36,7 @@ public struct CloudRecord: Sendable, Hashable {
 
 /// The link state of one object: what local → cloud needs, and no more (the hot path). The
 /// linked record's identifier is spelled with the record's fingerprint, which need not be the
-/// object's (a record found by key, or made without a fingerprint, §5).
+/// object's (a record found by key, or made without a fingerprint).
 public struct ObjectLinkState: Sendable, Equatable {
     public var localIdentifier: String
     public var type: ObjectType
@@ -77,7 +77,7 @@ public struct DeviceState: Sendable, Equatable {
     /// Changes with a sequence number up to this one were dropped from the history.
     public var prunedThroughSeq: Int64
     public var objectCount: Int
-    /// The device this one took over from (§3), while that one exists; and the one that took over
+    /// The device this one took over from, while that one exists; and the one that took over
     /// from this device, if any (its token is dead from then on: it is read-only until deleted).
     public var replaces: String?
     public var replacedBy: String?
@@ -135,7 +135,7 @@ public struct MappingObjectRow: Sendable {
     public var type: ObjectType
     public var fingerprint: String
     public var linkedGUID: String?
-    /// The key's A (§2), nil without a key.
+    /// The key's A, nil without a key.
     public var keyA: String?
     /// `creationDate` in whole seconds (the wanted rule), nil without one.
     public var creationSecond: Int64?
@@ -170,7 +170,7 @@ public enum LinkLookupMiss: Sendable, Equatable {
 /// else why not.
 public typealias LinkLookups = AnswerBuffer<LinkLookupMiss>
 
-/// What cloud → local needs of one cloud identifier's record (§5 steps 2 and 3).
+/// What cloud → local needs of one cloud identifier's record.
 public struct RecordLookup: Sendable, Equatable {
     /// The device's object linked to the record, when the record exists with the identifier's type.
     public var linkedLocalIdentifier: String?

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Uploads in parts (§4): a device's open uploads and their parts, inside the account's one write
+/// Uploads in parts: a device's open uploads and their parts, inside the account's one write
 /// transaction.
 public protocol UploadWrites {
     /// The open uploads of `device` (expired ones included until `deleteUploads(touchedBefore:)`).

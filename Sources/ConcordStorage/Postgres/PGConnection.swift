@@ -246,7 +246,7 @@ final class PGConnection {
 
     /// `query` for results too large to hold: libpq's single-row mode hands the rows over one at a
     /// time as they arrive, so a million-row result never sits whole in memory (the mapping index's
-    /// load, issue 24: 924 MiB for a 1M × 2 account). When `row` throws, the rest of the result is
+    /// load: 924 MiB for a 1M × 2 account). When `row` throws, the rest of the result is
     /// read and dropped, leaving the connection ready for the transaction's ROLLBACK.
     func stream(_ sql: String, _ parameters: [PGValue] = [], row: (PGRow) throws -> Void) throws {
         let name = try self.statementName(sql, parameters)

@@ -2,7 +2,7 @@ import ConcordDomain
 import Foundation
 import Synchronization
 
-/// Cross-instance feed signals (issue 13): a write transaction that appended to a change feed sends
+/// Cross-instance feed signals: a write transaction that appended to a change feed sends
 /// `NOTIFY concord_feeds` (PostgreSQL delivers it at commit, never for a rollback); every instance
 /// keeps one connection listening and republishes what other instances committed on its own
 /// `FeedSignals`. Its own notifications it skips: they were published locally after the commit.

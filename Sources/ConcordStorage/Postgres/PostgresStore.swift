@@ -86,7 +86,7 @@ public struct PostgresConfiguration: Sendable, Equatable {
 /// the domain's write bodies read, decide and write, so they need what SQLite's single writer gives —
 /// no other writer of the same account in between, on this instance or another. Accounts stay
 /// independent. The lock is held until commit, so a device's change sequence numbers commit in
-/// order and a token is only handed out after its change is visible (API.md §7).
+/// order and a token is only handed out after its change is visible.
 /// A write that still fails with a serialization failure, deadlock or unique violation is run again
 /// (up to 5 times): write bodies only compute their result from the transaction, so rerunning is safe.
 ///

@@ -1,7 +1,7 @@
 import ConcordDomain
 import Foundation
 
-/// Journals (API.md §6) on PostgreSQL, with the SQLite engine's semantics: every call is one statement.
+/// Journals on PostgreSQL, with the SQLite engine's semantics: every call is one statement.
 ///
 /// No call here takes a lock: `PostgresStore.write(account:)` takes the account's advisory lock as
 /// the transaction's first statement (`PostgresTransaction.lockAccount()`), for journals as for the

@@ -53,7 +53,7 @@ extension PostgresTransaction: ObjectWrites {
         guard !objects.isEmpty else { return }
         self.objectRowsWritten += objects.count
         // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
-        // Duplicates by bytes (API.md §2): Swift's String == would merge an NFC and an NFD spelling.
+        // Duplicates by bytes: Swift's String == would merge an NFC and an NFD spelling.
         var index: [[UInt8]: Int] = [:]
         var rows: [StoredObject] = []
         rows.reserveCapacity(objects.count)

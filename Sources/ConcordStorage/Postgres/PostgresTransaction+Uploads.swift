@@ -1,7 +1,7 @@
 import ConcordDomain
 import Foundation
 
-/// Uploads in parts (API.md §4) on PostgreSQL: as on SQLite (`SQLiteTransaction+Uploads`), a part's
+/// Uploads in parts on PostgreSQL: as on SQLite (`SQLiteTransaction+Uploads`), a part's
 /// objects are rows of `upload_objects` keyed by upload and local identifier (byte order, COLLATE
 /// "C"); a part is stored with one statement.
 extension PostgresTransaction: UploadWrites {

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Asks for `ANALYZE` of `objects` and `records` once this process has written a tenth of a table
-/// (at least 1 000 rows) since its last one (issue 24). PostgreSQL's autovacuum analyses a table
+/// (at least 1 000 rows) since its last one. PostgreSQL's autovacuum analyses a table
 /// only on its next round (up to a minute later) after such a change, and until then plans its
 /// queries with the old row counts: right after a library of 300 000 was uploaded, each of the
 /// first mapping requests took 4–6 s instead of 50 ms. Bookkeeping only: the store runs the

@@ -65,7 +65,7 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
             try writer.execute("PRAGMA synchronous=" + synchronous.rawValue)
             try writer.execute("PRAGMA foreign_keys=OFF")
             // Deleted content is overwritten with zeros, not left in free pages of the file (a
-            // deleted account's names and journal text; issue 23). The WAL holds it until the next
+            // deleted account's names and journal text). The WAL holds it until the next
             // checkpoint (docs/operations.md says what backups keep).
             try writer.execute("PRAGMA secure_delete=ON")
             // A large write (an upload's commit of a million objects) grows the WAL to its size; a

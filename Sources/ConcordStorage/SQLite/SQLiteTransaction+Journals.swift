@@ -1,7 +1,7 @@
 import ConcordDomain
 import Foundation
 
-/// Journals (API.md §6) on SQLite: every read is one statement; a journal's entries come in one
+/// Journals on SQLite: every read is one statement; a journal's entries come in one
 /// statement in creation order (`journal_entries_by_creation`).
 extension SQLiteTransaction: JournalWrites {
     /// The account's storage key for a journal write; the account must exist.

@@ -4,7 +4,7 @@ import Foundation
 /// The mapping lookups storage answers itself, and the mapping version, on SQLite (`MappingReads`,
 /// `MappingVersionWrites`).
 extension SQLiteTransaction: MappingReads, MappingVersionWrites {
-    /// §5's wanted candidates: records with a fingerprint, linked on another device, not on this
+    /// The wanted candidates: records with a fingerprint, linked on another device, not on this
     /// one, carrying no key this device's objects carry; each with its linked objects' seconds.
     static let wantedCandidatesSQL = """
         SELECT r.guid, r.type, coalesce(x.creation_second, x.creation_date) FROM records r

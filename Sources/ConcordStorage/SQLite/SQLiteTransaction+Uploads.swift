@@ -1,7 +1,7 @@
 import ConcordDomain
 import Foundation
 
-/// Uploads in parts (API.md §4) on SQLite: an upload's parts are rows of `upload_objects` (the
+/// Uploads in parts on SQLite: an upload's parts are rows of `upload_objects` (the
 /// columns of `objects`), keyed by upload and local identifier, so the commit reads them back a
 /// page at a time in byte order and finds an identifier two parts hold with one grouped scan.
 extension SQLiteTransaction: UploadWrites {

@@ -2,7 +2,7 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
 
-/// Answers of accounts and devices (API.md §3).
+/// Answers of accounts and devices.
 extension Codec {
     /// `{"devices": [...]}`, with `"hasMore"` when a page was asked for (`hasMore` not nil).
     static func devices(_ devices: [DeviceSummary], hasMore: Bool?) -> HTTPResponse {

@@ -2,7 +2,7 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
 
-/// Journals (API.md §6): `If-Match`, an entry's photos, and the answers.
+/// Journals: `If-Match`, an entry's photos, and the answers.
 extension Codec {
 
     /// `"<version>"`: the `ETag` of a journal or entry (a strong entity tag, RFC 9110 §8.8.3).

@@ -2,7 +2,7 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
 
-/// Bodies and answers of the key-first mapping (API.md §5, issue 21).
+/// Bodies and answers of the key-first mapping.
 extension Codec {
     /// A cloud → local batch and its optional `contentMatch` (default true). A body the in-place
     /// reader takes has the batch as its one member; any other is parsed once, and read from there.

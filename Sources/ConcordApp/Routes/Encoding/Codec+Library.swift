@@ -2,7 +2,7 @@ import ConcordDomain
 import ConcordHTTP
 import ConcordJSON
 
-/// Answers of a device's library (API.md §4); the objects and changes themselves are written
+/// Answers of a device's library; the objects and changes themselves are written
 /// by `Codec.write(_:into:)` (Codec.swift).
 extension Codec {
     /// A library write's result (`POST /v1/library/changes`, `PUT /v1/library`, an upload's commit).

@@ -103,13 +103,13 @@ enum Codec {
         return (IdentifierBatch(try self.batch(object, key.description, maxBatch: maxBatch)), object)
     }
 
-    // MARK: - Library objects (§4)
+    // MARK: - Library objects
 
     /// One object of type `type` from `value`; `path` is where it sits (`assets.upsert`, `assets`).
     static func libraryObject(_ value: JSONValue, type: ObjectType, path: String) throws(APIError) -> LibraryObject {
         guard case .object(let o) = value else { throw APIError.wrongType(path, "an array of objects") }
         let localIdentifier = try self.requiredString(o, "localIdentifier", path: path + ".localIdentifier")
-        // Optional (§2): absent or null keeps what is stored (the domain's empty fingerprint).
+        // Optional: absent or null keeps what is stored (the domain's empty fingerprint).
         let fingerprint = try self.string(o, "fingerprint", path: path + ".fingerprint") ?? ""
         if fingerprint.isEmpty, case .string? = o["fingerprint"] {
             throw APIError.badRequest("fingerprint of \(localIdentifier) must be base64url without padding of 16 to 64 bytes.", field: path + ".fingerprint")
@@ -238,7 +238,7 @@ enum Codec {
     }
 
     /// `limit` and `after` of a paged list (docs/api-notes.md); nil when neither is given (the
-    /// whole list, as API.md answers it).
+    /// whole list, as the API answers it).
     static func pageRequest(_ request: RequestContext) throws(APIError) -> PageRequest? {
         let limit = try Self.intQuery(request, "limit")
         let after = request.query("after")
@@ -259,7 +259,7 @@ enum Codec {
     // MARK: - Writing answers
 
     /// A `200` (or `status`) JSON answer built by `build`.
-    /// `{"changeToken"}`: the answer of both token endpoints (§6, §7).
+    /// `{"changeToken"}`: the answer of both token endpoints.
     static func changeTokenResponse(_ token: String) -> HTTPResponse {
         Codec.json { w in
             w.beginObject()
@@ -268,7 +268,7 @@ enum Codec {
         }
     }
 
-    /// `{"changes":[...],"changeToken","hasMore"}`: one page of either change feed (§6, §7).
+    /// `{"changes":[...],"changeToken","hasMore"}`: one page of either change feed.
     static func changePageResponse<Change>(
         _ changes: [Change], changeToken: String, hasMore: Bool, write: (Change, inout JSONWriter) -> Void
     ) -> HTTPResponse {
@@ -352,7 +352,7 @@ enum Codec {
         for (name, value) in members { w.key(name); w.int(value) }
     }
 
-    /// One change of §7: every part present, or the per-change error for a reset library.
+    /// One change of a history page: every part present, or the per-change error for a reset library.
     static func write(_ change: LibraryChange, into w: inout JSONWriter) {
         w.beginObject()
         w.key("changeToken"); w.string(change.changeToken)
