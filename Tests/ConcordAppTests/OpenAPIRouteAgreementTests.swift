@@ -71,6 +71,7 @@ import Testing
         var operation: Operation?
         for raw in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
             let line = String(raw)
+            if line.isEmpty { continue }   // a blank line inside a description's block
             if !line.hasPrefix(" ") { path = nil; operation = nil; continue }
             if line.hasPrefix("  /"), !line.hasPrefix("   ") { path = String(line.dropFirst(2).dropLast()); operation = nil; continue }
             if line.hasPrefix("    "), !line.hasPrefix("     "), let path, line.hasSuffix(":") {
