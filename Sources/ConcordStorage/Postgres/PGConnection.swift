@@ -26,12 +26,17 @@ enum PGValue {
     case bytes([UInt8])
     case textArray([String?])
     case intArray([Int64])
+    case optionalIntArray([Int64?])
     case boolArray([Bool])
+    /// `uuid[]`: 16 bytes each, NULL for an element that has no UUID form (it matches nothing).
+    case uuidArray([[UInt8]?])
+    case byteaArray([[UInt8]])
     case null(Oid)
 
     // Type OIDs of pg_type (stable across PostgreSQL versions).
     static let textOID: Oid = 25, int8OID: Oid = 20, float8OID: Oid = 701, byteaOID: Oid = 17, boolOID: Oid = 16
     static let textArrayOID: Oid = 1009, int8ArrayOID: Oid = 1016, boolArrayOID: Oid = 1000
+    static let uuidOID: Oid = 2950, uuidArrayOID: Oid = 2951, byteaArrayOID: Oid = 1001
 
     var oid: Oid {
         switch self {
@@ -40,8 +45,10 @@ enum PGValue {
         case .double: Self.float8OID
         case .bytes: Self.byteaOID
         case .textArray: Self.textArrayOID
-        case .intArray: Self.int8ArrayOID
+        case .intArray, .optionalIntArray: Self.int8ArrayOID
         case .boolArray: Self.boolArrayOID
+        case .uuidArray: Self.uuidArrayOID
+        case .byteaArray: Self.byteaArrayOID
         case .null(let oid): oid
         }
     }
@@ -61,6 +68,12 @@ enum PGValue {
             return Self.array(elementOID: Self.int8OID, items.map { Self.bigEndian(UInt64(bitPattern: $0)) })
         case .boolArray(let items):
             return Self.array(elementOID: Self.boolOID, items.map { [$0 ? 1 : 0] })
+        case .optionalIntArray(let items):
+            return Self.array(elementOID: Self.int8OID, items.map { $0.map { Self.bigEndian(UInt64(bitPattern: $0)) } })
+        case .uuidArray(let items):
+            return Self.array(elementOID: Self.uuidOID, items)
+        case .byteaArray(let items):
+            return Self.array(elementOID: Self.byteaOID, items)
         case .null: return nil
         }
     }
@@ -111,6 +124,8 @@ struct PGRow {
     func text(_ column: Int32) -> String { String(decoding: self.bytes(column), as: UTF8.self) }
     func optionalText(_ column: Int32) -> String? { self.isNull(column) ? nil : self.text(column) }
     func blob(_ column: Int32) -> [UInt8] { Array(self.bytes(column)) }
+    /// A column's raw binary value, valid until the next statement on the connection.
+    func withBytes<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T { try body(self.bytes(column)) }
 
     /// int2, int4 or int8 by their width; 0 for NULL.
     func int(_ column: Int32) -> Int64 {
@@ -271,6 +286,22 @@ final class PGConnection {
             }
         }
         if let failure { throw failure }
+    }
+
+    /// `query` for results too large to hold, fetched in batches: a cursor over `sql`, read `size`
+    /// rows per `FETCH` in binary (one result per batch, so memory stays bounded by a batch while
+    /// libpq's per-row overhead is paid per batch). Inside a transaction only (cursors live in one).
+    func batches(_ sql: String, _ parameters: [PGValue] = [], size: Int, row: (PGRow) throws -> Void) throws {
+        try self.query("DECLARE concord_batches NO SCROLL CURSOR FOR " + sql, parameters)
+        defer { try? self.execute("CLOSE concord_batches") }
+        while true {
+            var n = 0
+            try self.query("FETCH FORWARD \(size) FROM concord_batches") { r in
+                n += 1
+                try row(r)
+            }
+            if n < size { break }
+        }
     }
 
     /// Reads and drops whatever results are still coming.

@@ -2,9 +2,10 @@ import Foundation
 
 /// The PostgreSQL schema, as numbered migrations recorded in `schema_migrations`.
 ///
-/// Every table is keyed by `account_id` first (primary keys and indexes), so the data can be
-/// distributed by account (Citus: `create_distributed_table(table, 'account_id')`), and every
-/// query of one request names one account. Exceptions: `settings` (server-wide, tiny: a reference
+/// Every table is keyed by its account first (primary keys and indexes): `account_id`, or since
+/// migration 14 the account's integer `account_key` in the large tables (objects, links, records,
+/// record_keys, changes), so the data can be distributed by account (Citus:
+/// `create_distributed_table(table, 'account_key')`), and every query of one request names one account. Exceptions: `settings` (server-wide, tiny: a reference
 /// table) and `tokens`, looked up by token hash before the account is known (a reference table, or
 /// distributed by `token_hash`). Identifiers are `COLLATE "C"`: the contract's order is byte order,
 /// whatever the database's default collation.
@@ -136,6 +137,8 @@ enum PostgresMigrations {
         SharedMigrations.pickerSessions(.postgres, version: 12),
         // Migration 13: the webhook events of a feed that wait or are in flight, by index, and a feed's mark for a check (WebhookSchema).
         (13, WebhookSchema.waitingEvents),
+        // Migration 14: the compact layout of objects, links, records, record keys and changes (PostgresCompactSchema).
+        (14, PostgresCompactSchema.migration),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -46,15 +46,20 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
         try self.db.query("SELECT device_id FROM devices WHERE account_id = $1", [.text(self.accountID)]) { r in
             self.observers.tokenRevoked(DeviceRef(accountID: self.accountID, deviceID: r.text(0)))
         }
+        let account = try self.accountKey()
+        for table in Self.accountKeyTables {
+            try self.db.query("DELETE FROM \(table) WHERE account_key = $1", [.int(account)])
+        }
         for table in Self.accountTables {
             try self.db.query("DELETE FROM \(table) WHERE account_id = $1", [.text(self.accountID)])
         }
         return true
     }
 
-    /// Every table holding an account's rows, `accounts` last.
-    static let accountTables = ["upload_objects", "upload_parts", "uploads", "idempotency_keys", "picker_sessions", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
-                                "record_keys", "records",
+    /// Every table holding an account's rows by its `account_key` (migration 14).
+    static let accountKeyTables = ["changes", "links", "objects", "record_keys", "records"]
+    /// Every table holding an account's rows by its `account_id`, `accounts` last.
+    static let accountTables = ["upload_objects", "upload_parts", "uploads", "idempotency_keys", "picker_sessions", "journal_changes", "journal_feeds", "journal_entries", "journals",
                                 "tokens", "devices", "accounts"]
 
     func accountExists() throws -> Bool {
@@ -95,13 +100,15 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
 
     func deleteDevice(_ device: DeviceRef) throws -> Bool {
         let key: [PGValue] = [.text(device.accountID), .text(device.deviceID)]
+        let keys = try self.keys(device)
         let n = try self.db.query("DELETE FROM devices WHERE account_id = $1 AND device_id = $2", key)
         guard n > 0 else { return false }
         try self.db.query("""
-            WITH o AS (DELETE FROM objects WHERE account_id = $1 AND device_id = $2),
-                 c AS (DELETE FROM changes WHERE account_id = $1 AND device_id = $2)
+            WITH o AS (DELETE FROM objects WHERE account_key = $3 AND device_key = $4),
+                 l AS (DELETE FROM links WHERE account_key = $3 AND device_key = $4),
+                 c AS (DELETE FROM changes WHERE account_key = $3 AND device_key = $4)
             DELETE FROM tokens WHERE account_id = $1 AND device_id = $2
-            """, key)
+            """, key + [.int(keys.account), .int(keys.device)])
         try self.deleteUploads(of: device)
         try self.db.query("""
             WITH s AS (UPDATE devices SET replaces = NULL WHERE account_id = $1 AND replaces = $2)

@@ -27,53 +27,69 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
         return version
     }
 
+    /// Bulk reads: each table's rows in binary, fetched from a cursor in batches of `loadBatch`
+    /// (one round trip and one result per batch, not per row); objects come with their links by a
+    /// merge join of the two tables' keys.
     func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
                              recordKeys: (String, ObjectKey) throws -> Void,
                              objects: (MappingObjectRow) throws -> Void) throws {
-        try self.db.query("SELECT device_id FROM devices WHERE account_id = $1 ORDER BY device_id", [.text(self.accountID)]) { r in
+        let account = try self.accountKey()
+        var deviceIDs: [Int64: String] = [:]
+        try self.db.query("SELECT device_id, device_key FROM devices WHERE account_id = $1 ORDER BY device_id", [.text(self.accountID)]) { r in
+            deviceIDs[r.int(1)] = r.text(0)
             try devices(r.text(0))
         }
-        // Row by row (single-row mode): a million-row account is never held as one result.
-        try self.db.stream("SELECT guid, type, fingerprint, created_order FROM records WHERE account_id = $1 ORDER BY created_order", [.text(self.accountID)]) { r in
+        try self.db.batches("SELECT record, type, fingerprint, created_order FROM records WHERE account_key = $1 ORDER BY created_order",
+                            [.int(account)], size: Self.loadBatch) { r in
             guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
-            try records(CloudRecord(guid: r.text(0), type: type, fingerprint: r.text(2)), r.int(3))
+            try records(CloudRecord(guid: r.guid(0), type: type, fingerprint: r.fingerprint(2)), r.int(3))
         }
-
-        try self.db.stream("SELECT guid, type, key_a FROM record_keys WHERE account_id = $1", [.text(self.accountID)]) { r in
+        try self.db.batches("SELECT record, type, key_a FROM record_keys WHERE account_key = $1", [.int(account)], size: Self.loadBatch) { r in
             guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
-            try recordKeys(r.text(0), ObjectKey(type: type, a: r.text(2)))
+            try recordKeys(r.guid(0), ObjectKey(type: type, a: r.text(2)))
         }
-        try self.db.stream("SELECT device_id, local_id, type, fingerprint, record_guid, key_a, creation_second FROM objects WHERE account_id = $1",
-                          [.text(self.accountID)]) { r in
-            guard let type = ObjectType(rawValue: Int(r.int(2))) else { return }
-            try objects(MappingObjectRow(deviceID: r.text(0), localIdentifier: r.text(1), type: type, fingerprint: r.text(3), linkedGUID: r.optionalText(4),
-                                         keyA: r.optionalText(5), creationSecond: r.isNull(6) ? nil : r.int(6)))
+        var device: (key: Int64, id: String)?
+        try self.db.batches("""
+            SELECT o.device_key, o.local_id, o.type, o.fingerprint, l.record, o.key_a, o.creation_second FROM objects o
+            LEFT JOIN links l ON l.account_key = o.account_key AND l.device_key = o.device_key AND l.local_id = o.local_id
+            WHERE o.account_key = $1
+            ORDER BY o.device_key, o.local_id
+            """, [.int(account)], size: Self.loadBatch) { r in
+            let key = r.int(0)
+            if device?.key != key { device = deviceIDs[key].map { (key, $0) } }
+            guard let deviceID = device?.id, let type = ObjectType(rawValue: Int(r.int(2))) else { return }
+            try objects(MappingObjectRow(deviceID: deviceID, localIdentifier: r.text(1), type: type, fingerprint: r.fingerprint(3),
+                                         linkedGUID: r.optionalGUID(4), keyA: r.optionalText(5), creationSecond: r.optionalInt(6)))
         }
     }
 
+    /// Rows per fetch of the index load's cursors.
+    static let loadBatch = 20_000
+
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         guard !keys.isEmpty else { return [] }
+        let owner = try self.keys(device)
         var result: [StoredObject] = []
-        // objects_by_content holds objects with a fingerprint only (migration 9): the query says so.
+        // objects_by_content holds objects with a fingerprint only: the query says so.
         let withFingerprint = keys.filter { !$0.fingerprint.isEmpty }
         if !withFingerprint.isEmpty {
             try self.db.query("""
-                SELECT \(Self.objectColumns) FROM unnest($3::int8[], $4::text[]) AS k(type, fingerprint)
-                JOIN objects o ON o.account_id = $1 AND o.device_id = $2 AND o.type = k.type AND o.fingerprint = k.fingerprint
+                SELECT \(Self.objectColumns) FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
+                JOIN objects o ON o.account_key = $1 AND o.device_key = $2 AND o.type = k.type AND o.fingerprint = k.fingerprint
                     AND o.fingerprint <> ''
                 \(Self.linkJoin)
                 ORDER BY o.local_id
-                """, [.text(device.accountID), .text(device.deviceID), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
-                      .textArray(withFingerprint.map(\.fingerprint))]) { r in result.append(StorageRows.storedObject(r)) }
+                """, [.int(owner.account), .int(owner.device), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
+                      PostgresCompact.fingerprints(withFingerprint.map(\.fingerprint))]) { r in result.append(PostgresObjectRows.storedObject(r)) }
         }
         let emptyTypes = Set(keys.filter(\.fingerprint.isEmpty).map { Int64($0.type.rawValue) })
         if !emptyTypes.isEmpty {
             try self.db.query("""
                 SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
-                WHERE o.account_id = $1 AND o.device_id = $2 AND o.fingerprint = '' AND o.type = ANY($3)
+                WHERE o.account_key = $1 AND o.device_key = $2 AND o.fingerprint = '' AND o.type = ANY($3)
                 ORDER BY o.local_id
-                """, [.text(device.accountID), .text(device.deviceID), .intArray(emptyTypes.sorted())]) { r in
-                result.append(StorageRows.storedObject(r))
+                """, [.int(owner.account), .int(owner.device), .intArray(emptyTypes.sorted())]) { r in
+                result.append(PostgresObjectRows.storedObject(r))
             }
             if !withFingerprint.isEmpty { result.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) } }
         }
@@ -81,39 +97,47 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
     }
 
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
+        let keys = try self.keys(device)
+        let parameters: [PGValue] = [.int(keys.account), .int(keys.device)]
         var rows = WantedRows()
+        // The record's GUID as text groups the candidate rows (`WantedRows` reads a text column).
         try self.db.query("""
-            SELECT r.guid, r.type, x.creation_second FROM records r
-            JOIN objects x ON x.account_id = $1 AND x.record_guid = r.guid
-            WHERE r.account_id = $1 AND r.fingerprint <> ''
-              AND EXISTS (SELECT 1 FROM objects y WHERE y.account_id = $1 AND y.record_guid = r.guid AND y.device_id <> $2)
-              AND NOT EXISTS (SELECT 1 FROM objects y WHERE y.account_id = $1 AND y.device_id = $2 AND y.record_guid = r.guid)
-              AND NOT EXISTS (SELECT 1 FROM record_keys k JOIN objects y ON y.account_id = $1 AND y.device_id = $2 AND y.type = k.type AND y.key_a = k.key_a
-                              WHERE k.account_id = $1 AND k.guid = r.guid)
-            """, [.text(device.accountID), .text(device.deviceID)]) { rows.addCandidate($0) }
+            SELECT r.record::text, r.type, x.creation_second FROM records r
+            JOIN links lx ON lx.account_key = $1 AND lx.record = r.record
+            JOIN objects x ON x.account_key = $1 AND x.device_key = lx.device_key AND x.local_id = lx.local_id
+            WHERE r.account_key = $1 AND r.fingerprint <> ''
+              AND NOT EXISTS (SELECT 1 FROM links y WHERE y.account_key = $1 AND y.record = r.record AND y.device_key = $2)
+              AND NOT EXISTS (SELECT 1 FROM record_keys k JOIN objects y ON y.account_key = $1 AND y.device_key = $2 AND y.type = k.type AND y.key_a = k.key_a
+                              WHERE k.account_key = $1 AND k.record = r.record)
+            """, parameters) { rows.addCandidate($0) }
         if rows.candidatesFound() {
             try self.db.query("""
-                SELECT local_id, type, creation_second FROM objects
-                WHERE account_id = $1 AND device_id = $2 AND fingerprint = '' AND record_guid IS NULL
-                """, [.text(device.accountID), .text(device.deviceID)]) { rows.addObject($0) }
+                SELECT o.local_id, o.type, o.creation_second FROM objects o
+                WHERE o.account_key = $1 AND o.device_key = $2 AND o.fingerprint = ''
+                  AND NOT EXISTS (SELECT 1 FROM links l WHERE l.account_key = $1 AND l.device_key = $2 AND l.local_id = o.local_id)
+                """, parameters) { rows.addObject($0) }
         }
         // Keyless objects without a fingerprint linked to a record with neither: wanted for their
         // link (`WantedCandidates.wantedForItsLink`).
         try self.db.query("""
-            SELECT o.local_id, o.type FROM records r
-            JOIN objects o ON o.account_id = $1 AND o.record_guid = r.guid AND o.device_id = $2
-            WHERE r.account_id = $1 AND r.fingerprint = '' AND o.fingerprint = '' AND o.key_a IS NULL
-              AND NOT EXISTS (SELECT 1 FROM record_keys k WHERE k.account_id = $1 AND k.guid = r.guid)
-            """, [.text(device.accountID), .text(device.deviceID)]) { rows.addLinkedToBareRecord($0) }
+            SELECT o.local_id, o.type FROM links l
+            JOIN records r ON r.account_key = $1 AND r.record = l.record
+            JOIN objects o ON o.account_key = $1 AND o.device_key = $2 AND o.local_id = l.local_id
+            WHERE l.account_key = $1 AND l.device_key = $2 AND r.fingerprint = '' AND o.fingerprint = '' AND o.key_a IS NULL
+              AND NOT EXISTS (SELECT 1 FROM record_keys k WHERE k.account_key = $1 AND k.record = r.record)
+            """, parameters) { rows.addLinkedToBareRecord($0) }
         return rows.page(after: after, limit: limit)
     }
 
     func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus {
+        let keys = try self.keys(device)
         var status = LibraryStatus(objects: 0, withFingerprint: 0, withKey: 0, linked: 0, wanted: 0)
+        // Every link is an object's: links go with their objects.
         try self.db.query("""
-            SELECT count(*), count(*) FILTER (WHERE fingerprint <> ''), count(key_a), count(record_guid) FROM objects
-            WHERE account_id = $1 AND device_id = $2
-            """, [.text(device.accountID), .text(device.deviceID)]) { r in
+            SELECT count(*), count(*) FILTER (WHERE fingerprint <> ''), count(key_a),
+                   (SELECT count(*) FROM links WHERE account_key = $1 AND device_key = $2) FROM objects
+            WHERE account_key = $1 AND device_key = $2
+            """, [.int(keys.account), .int(keys.device)]) { r in
             status = LibraryStatus(objects: Int(r.int(0)), withFingerprint: Int(r.int(1)), withKey: Int(r.int(2)), linked: Int(r.int(3)), wanted: 0)
         }
         status.wanted = try self.wantedPage(device, after: nil, limit: 1).total

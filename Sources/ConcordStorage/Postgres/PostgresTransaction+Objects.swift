@@ -1,49 +1,54 @@
 import ConcordDomain
 import Foundation
 
-/// A device's library on PostgreSQL (`ObjectWrites`).
+/// A device's library on PostgreSQL (`ObjectWrites`). Rows are keyed by the account's and device's
+/// integer keys (`keys(_:)`); an object's link is a row of `links` (migration 14).
 extension PostgresTransaction: ObjectWrites {
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         guard !localIdentifiers.isEmpty else { return [] }
+        let keys = try self.keys(device)
         var result: [StoredObject] = []
         result.reserveCapacity(localIdentifiers.count)
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_id = $1 AND o.device_id = $2 AND o.local_id = ANY($3)
-            """, [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)]) { r in result.append(StorageRows.storedObject(r)) }
+            WHERE o.account_key = $1 AND o.device_key = $2 AND o.local_id = ANY($3)
+            """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)]) { r in result.append(PostgresObjectRows.storedObject(r)) }
         return result
     }
 
     func allObjects(_ device: DeviceRef) throws -> [StoredObject] {
+        let keys = try self.keys(device)
         var result: [StoredObject] = []
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_id = $1 AND o.device_id = $2
-            """, [.text(device.accountID), .text(device.deviceID)]) { r in result.append(StorageRows.storedObject(r)) }
+            WHERE o.account_key = $1 AND o.device_key = $2
+            """, [.int(keys.account), .int(keys.device)]) { r in result.append(PostgresObjectRows.storedObject(r)) }
         return result
     }
 
     func storedObjectPage(_ device: DeviceRef, after: String?, limit: Int) throws -> [StoredObject] {
+        let keys = try self.keys(device)
         var result: [StoredObject] = []
         result.reserveCapacity(min(limit, 4096))
         try self.db.query("""
-            SELECT \(StorageRows.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_id = $1 AND o.device_id = $2 AND o.local_id > $3
+            SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
+            WHERE o.account_key = $1 AND o.device_key = $2 AND o.local_id > $3
             ORDER BY o.local_id LIMIT $4
-            """, [.text(device.accountID), .text(device.deviceID), .text(after ?? ""), .int(Int64(limit))]) { r in
-            result.append(StorageRows.storedObject(r))
+            """, [.int(keys.account), .int(keys.device), .text(after ?? ""), .int(Int64(limit))]) { r in
+            result.append(PostgresObjectRows.storedObject(r))
         }
         return result
     }
 
     func objectPage(_ device: DeviceRef, type: ObjectType, after: String?, limit: Int) throws -> [LibraryObject] {
+        let keys = try self.keys(device)
         var result: [LibraryObject] = []
         try self.db.query("""
             SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_id = $1 AND o.device_id = $2 AND o.type = $3 AND o.local_id > $4 \(type == .asset ? "" : "AND o.type <> 1")
+            WHERE o.account_key = $1 AND o.device_key = $2 AND o.type = $3 AND o.local_id > $4 \(type == .asset ? "" : "AND o.type <> 1")
             ORDER BY o.local_id LIMIT $5
-            """, [.text(device.accountID), .text(device.deviceID), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { r in
-            result.append(StorageRows.libraryObject(r))
+            """, [.int(keys.account), .int(keys.device), .int(Int64(type.rawValue)), .text(after ?? ""), .int(Int64(limit))]) { r in
+            result.append(PostgresObjectRows.libraryObject(r))
         }
         return result
     }
@@ -51,6 +56,7 @@ extension PostgresTransaction: ObjectWrites {
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
         self.observers.didChange(.putting(objects, on: device))
         guard !objects.isEmpty else { return }
+        let keys = try self.writeKeys(device)
         self.objectRowsWritten += objects.count
         // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
         // Duplicates by bytes: Swift's String == would merge an NFC and an NFD spelling.
@@ -61,33 +67,66 @@ extension PostgresTransaction: ObjectWrites {
             let key = Array(s.object.localIdentifier.utf8)
             if let i = index[key] { rows[i] = s } else { index[key] = rows.count; rows.append(s) }
         }
+        let creation = rows.map { PostgresCompact.creation($0.object) }
+        let modification = rows.map { PostgresCompact.modification($0.object) }
+        // An upsert that changes no indexed column (dates, flags, title) is an update in place (HOT).
         try self.db.query("""
-            INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, modification_date,
-                                 has_adjustments, is_favorite, title, members, app_created, record_guid,
-                                 pk_identifier, key_a, creation_second)
-            SELECT $1, $2, u.l, u.t, u.f, u.m, u.cd, u.md, u.ha, u.fa, u.ti, u.me, u.ac, u.rg, u.pk, u.ka, u.cs::bigint
-            FROM unnest($3::text[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::text[],
-                        $9::bool[], $10::bool[], $11::text[], $12::text[], $13::bool[], $14::text[],
-                        $15::text[], $16::text[], $17::text[]) AS u(l, t, f, m, cd, md, ha, fa, ti, me, ac, rg, pk, ka, cs)
-            ON CONFLICT (account_id, device_id, local_id) DO UPDATE SET \(StorageRows.objectUpsertSet)
+            INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_second, creation_date,
+                                 modification_second, modification_date, has_adjustments, is_favorite, title, members, app_created,
+                                 pk_identifier, key_a)
+            SELECT $1, $2, u.l, u.t, u.f, u.m, u.cs, u.cd, u.ms, u.md, u.ha, u.fa, u.ti, u.me, u.ac, u.pk, u.ka
+            FROM unnest($3::text[], $4::int8[], $5::bytea[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[],
+                        $11::bool[], $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[])
+                 AS u(l, t, f, m, cs, cd, ms, md, ha, fa, ti, me, ac, pk, ka)
+            ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET
+                type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
+                creation_second = excluded.creation_second, creation_date = excluded.creation_date,
+                modification_second = excluded.modification_second, modification_date = excluded.modification_date,
+                has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
+                members = excluded.members, app_created = excluded.app_created, pk_identifier = excluded.pk_identifier,
+                key_a = excluded.key_a
             """, [
-                .text(device.accountID), .text(device.deviceID),
+                .int(keys.account), .int(keys.device),
                 .textArray(rows.map(\.object.localIdentifier)), .intArray(rows.map { Int64($0.object.type.rawValue) }),
-                .textArray(rows.map(\.object.fingerprint)), .textArray(rows.map(\.object.mediaType.rawValue)),
-                .textArray(rows.map(\.object.creationDate)), .textArray(rows.map(\.object.modificationDate)),
+                PostgresCompact.fingerprints(rows.map(\.object.fingerprint)),
+                .textArray(rows.map { PostgresObjectRows.mediaTypeCode($0.object.mediaType) }),
+                .optionalIntArray(creation.map(\.second)), .textArray(creation.map(\.text)),
+                .optionalIntArray(modification.map(\.second)), .textArray(modification.map(\.text)),
                 .boolArray(rows.map(\.object.hasAdjustments)), .boolArray(rows.map(\.object.isFavorite)),
                 .textArray(rows.map(\.object.title)), .textArray(rows.map { $0.object.members.joined(separator: "\n") }),
-                .boolArray(rows.map(\.object.appCreated)), .textArray(rows.map { $0.link?.guid }),
+                .boolArray(rows.map(\.object.appCreated)),
                 .textArray(rows.map(\.object.photoKitCloudIdentifier)), .textArray(rows.map { $0.object.key?.a }),
-                .textArray(rows.map { $0.object.creationSecond.map(String.init) }),
             ])
+        // The rows' links as given: kept, changed or dropped.
+        let unlinked = rows.filter { $0.link == nil }.map(\.object.localIdentifier)
+        let linked = rows.compactMap { s in s.link.map { (localIdentifier: s.object.localIdentifier, guid: $0.guid) } }
+        if !unlinked.isEmpty {
+            try self.db.query("DELETE FROM links WHERE account_key = $1 AND device_key = $2 AND local_id = ANY($3)",
+                              [.int(keys.account), .int(keys.device), .textArray(unlinked)])
+        }
+        if !linked.isEmpty { try self.upsertLinks(keys, linked) }
+    }
+
+    /// Sets each object's link (one per object: the last given wins) with one statement.
+    func upsertLinks(_ keys: (account: Int64, device: Int64), _ links: [(localIdentifier: String, guid: String)]) throws {
+        let links = RowByRow.lastLinkPerObject(links)
+        self.linkRowsWritten += links.count
+        try self.db.query("""
+            INSERT INTO links (account_key, device_key, record, local_id)
+            SELECT $1, $2, u.record, u.local_id FROM unnest($3::uuid[], $4::text[]) AS u(record, local_id) ORDER BY u.record
+            ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET record = excluded.record WHERE links.record <> excluded.record
+            """, [.int(keys.account), .int(keys.device), .uuidArray(try links.map { try PostgresCompact.storedGUID($0.guid) }),
+                  .textArray(links.map(\.localIdentifier))])
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
         self.observers.didChange(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
         guard !localIdentifiers.isEmpty else { return }
+        let keys = try self.keys(device)
         self.objectRowsWritten += localIdentifiers.count
-        try self.db.query("DELETE FROM objects WHERE account_id = $1 AND device_id = $2 AND local_id = ANY($3)",
-                          [.text(device.accountID), .text(device.deviceID), .textArray(localIdentifiers)])
+        try self.db.query("""
+            WITH l AS (DELETE FROM links WHERE account_key = $1 AND device_key = $2 AND local_id = ANY($3))
+            DELETE FROM objects WHERE account_key = $1 AND device_key = $2 AND local_id = ANY($3)
+            """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)])
     }
 }

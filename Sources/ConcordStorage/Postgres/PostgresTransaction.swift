@@ -14,9 +14,12 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     let accountID: String
     /// Told of each mapping change and feed append (`TransactionObservers`).
     let observers = TransactionObservers()
-    /// Rows of `objects` and `records` this transaction wrote (`TableStatistics`); counted by the
-    /// object and record concerns' writes.
-    var objectRowsWritten = 0, recordRowsWritten = 0
+    /// Rows of `objects`, `records` and `links` this transaction wrote (`TableStatistics`); counted
+    /// by the object and record concerns' writes.
+    var objectRowsWritten = 0, recordRowsWritten = 0, linkRowsWritten = 0
+    /// The account's and its devices' integer keys (migration 14), looked up once per transaction.
+    private var accountKeyFound: Int64?
+    private var deviceKeysFound: [String: Int64] = [:]
 
     init(_ db: PGConnection, accountID: String) {
         self.db = db
@@ -41,7 +44,43 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
 
     // MARK: - Shared by the concern files
 
-    /// Columns of an object row followed by its linked record's type and fingerprint (LEFT JOIN).
-    static let objectColumns = StorageRows.objectColumns
-    static let linkJoin = "LEFT JOIN records r ON r.account_id = o.account_id AND r.guid = o.record_guid"
+    /// The key no account or device has: a statement given it matches no row.
+    static let noKey: Int64 = -1
+
+    /// The transaction's account's `account_key` (`noKey` when there is no such account).
+    func accountKey() throws -> Int64 {
+        if let key = self.accountKeyFound { return key }
+        guard let key = try self.db.scalarInt("SELECT account_key FROM accounts WHERE account_id = $1", [.text(self.accountID)]) else { return Self.noKey }
+        self.accountKeyFound = key
+        return key
+    }
+
+    /// A device's `account_key` and `device_key` (`noKey` for what does not exist): one query the
+    /// first time in a transaction. Keys are never reused, so one remembered after its device was
+    /// deleted matches no row.
+    func keys(_ device: DeviceRef) throws -> (account: Int64, device: Int64) {
+        let own = device.accountID == self.accountID
+        if own, let account = self.accountKeyFound, let key = self.deviceKeysFound[device.deviceID] { return (account, key) }
+        var found: (account: Int64, device: Int64?)?
+        try self.db.query("""
+            SELECT a.account_key, d.device_key FROM accounts a LEFT JOIN devices d ON d.account_id = a.account_id AND d.device_id = $2
+            WHERE a.account_id = $1
+            """, [.text(device.accountID), .text(device.deviceID)]) { r in found = (r.int(0), r.isNull(1) ? nil : r.int(1)) }
+        guard let found else { return (Self.noKey, Self.noKey) }
+        if own { self.accountKeyFound = found.account }
+        guard let key = found.device else { return (found.account, Self.noKey) }
+        if own { self.deviceKeysFound[device.deviceID] = key }
+        return (found.account, key)
+    }
+
+    /// `keys(_:)` for a write: a device that does not exist is `notFound`.
+    func writeKeys(_ device: DeviceRef) throws -> (account: Int64, device: Int64) {
+        let keys = try self.keys(device)
+        guard keys.device != Self.noKey else { throw DomainError.notFound(message: "No such device.") }
+        return keys
+    }
+
+    /// Columns of an object row followed by its link and linked record (`PostgresObjectRows`).
+    static let objectColumns = PostgresObjectRows.columns
+    static let linkJoin = PostgresObjectRows.joins
 }
