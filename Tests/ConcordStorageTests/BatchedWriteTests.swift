@@ -8,6 +8,7 @@ import Testing
 /// up to 512 rows, and must store exactly what row-by-row statements stored — on every engine, for
 /// batches larger than a chunk and with a remainder that is not one.
 @Suite struct BatchedWriteTests {
+    static let g1 = "0C44A1D2-0000-4000-8000-000000000001", g2 = "0C44A1D2-0000-4000-8000-000000000002"
     static let device = DeviceRef(accountID: "acc", deviceID: "mac")
 
     static func open(_ engine: TestEngine) throws -> TestDatabase {
@@ -73,12 +74,12 @@ import Testing
         let db = try Self.open(engine)
         try db.store.write(account: "acc") { tx in
             try tx.putObjects(Self.device, [StoredObject(object: .asset("A", fingerprint: Self.fingerprint(1)), link: nil)])
-            try tx.insertRecords([CloudRecord(guid: "G1", type: .asset, fingerprint: Self.fingerprint(1)),
-                                  CloudRecord(guid: "G2", type: .asset, fingerprint: Self.fingerprint(1))], createdAt: Date())
-            try tx.setLinks(Self.device, [("A", "G1"), ("missing", "G2"), ("A", "G2")])
+            try tx.insertRecords([CloudRecord(guid: Self.g1, type: .asset, fingerprint: Self.fingerprint(1)),
+                                  CloudRecord(guid: Self.g2, type: .asset, fingerprint: Self.fingerprint(1))], createdAt: Date())
+            try tx.setLinks(Self.device, [("A", Self.g1), ("missing", Self.g2), ("A", Self.g2)])
         }
         let stored = try db.store.read(account: "acc") { tx in try tx.allObjects(Self.device) }
         #expect(stored.map(\.object.localIdentifier) == ["A"])
-        #expect(stored.first?.link?.guid == "G2")
+        #expect(stored.first?.link?.guid == Self.g2)
     }
 }

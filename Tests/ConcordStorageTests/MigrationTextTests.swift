@@ -42,6 +42,7 @@ import Testing
         11: "fb74e589eafb727ae31dce8b39898380562093555be26819f283edbde5184782",
         12: "e96cea942391c3230f391cc160aa15a6c0c3c24070ef10408c3a08b774e1596a",
         13: "283b9a816df4abde3dd183064cc59e15a840971e55656f49ebedaea8ab97dd8c",
+        14: "924720e3d299866a03336835ae8d0b7231c0801bd5698988cb24ea3758712588",
     ]
 
     static func digests(_ migrations: [(version: Int, sql: String)]) -> [Int: String] {

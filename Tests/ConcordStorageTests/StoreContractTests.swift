@@ -6,6 +6,9 @@ import Testing
 
 /// What every engine of `ConcordStore` must do, run on each available engine.
 @Suite struct StoreContractTests {
+    /// Record GUIDs as the domain makes them: upper-case UUIDs (PostgreSQL stores them as `uuid`).
+    static func guid(_ n: Int) -> String { String(format: "0C44A1D2-0000-4000-8000-%012X", n) }
+
     @Test(arguments: TestEngine.available) func writeRollsBackWhenTheBodyThrows(_ engine: TestEngine) throws {
         let db = try TestDatabase(engine)
         #expect(throws: Boom.self) {
@@ -117,22 +120,22 @@ import Testing
         try db.store.write(account: "acc") { tx in
             try tx.insertDevice(device, name: "d", platform: nil, tokenHash: [2], createdAt: Date())
             try tx.putObjects(device, (0..<n).map { StoredObject(object: .asset("id-\($0)", fingerprint: "fp-\($0 % 100)"), link: nil) })
-            let records = (0..<100).map { CloudRecord(guid: "G-\($0)", type: .asset, fingerprint: "fp-\($0)") }
+            let records = (0..<100).map { CloudRecord(guid: Self.guid($0), type: .asset, fingerprint: "fp-\($0)") }
             try tx.insertRecords(records, createdAt: Date())
-            try tx.setLinks(device, (0..<100).map { ("id-\($0)", "G-\($0)") })
+            try tx.setLinks(device, (0..<100).map { ("id-\($0)", Self.guid($0)) })
         }
         let wanted = (0..<n).filter { $0 % 3 == 0 }.map { "id-\($0)" }
         let found = try db.store.read(account: device.accountID) { tx in try tx.objects(device, localIdentifiers: wanted) }
         #expect(found.count == wanted.count)
-        #expect(found.first { $0.object.localIdentifier == "id-3" }?.link == CloudRecord(guid: "G-3", type: .asset, fingerprint: "fp-3"))
+        #expect(found.first { $0.object.localIdentifier == "id-3" }?.link == CloudRecord(guid: Self.guid(3), type: .asset, fingerprint: "fp-3"))
         let byContent = try db.store.read(account: device.accountID) { tx in try tx.objects(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }
         #expect(byContent.count == n / 100)
         #expect(byContent.map(\.object.localIdentifier) == byContent.map(\.object.localIdentifier).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
         // Records come back oldest first; those linked on this device are not "unlinked".
         let unlinked = try db.store.write(account: device.accountID) { tx in try tx.unlinkedRecords(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }
         #expect(unlinked.isEmpty)
-        try db.store.write(account: device.accountID) { tx in try tx.dropLinks(device, guids: ["G-7"]) }
-        #expect(try db.store.write(account: device.accountID) { tx in try tx.unlinkedRecords(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }.map(\.guid) == ["G-7"])
+        try db.store.write(account: device.accountID) { tx in try tx.dropLinks(device, guids: [Self.guid(7)]) }
+        #expect(try db.store.write(account: device.accountID) { tx in try tx.unlinkedRecords(device, matching: [ContentKey(type: .asset, fingerprint: "fp-7")]) }.map(\.guid) == [Self.guid(7)])
         try db.store.write(account: device.accountID) { tx in try tx.deleteObjects(device, localIdentifiers: wanted) }
         #expect(try db.store.read(account: device.accountID) { tx in try tx.allObjects(device) }.count == n - wanted.count)
     }
