@@ -28,12 +28,15 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
     }
 
     /// Bulk reads: each table's rows in binary, fetched from a cursor in batches of `loadBatch`
-    /// (one round trip and one result per batch, not per row); objects come with their links by a
-    /// merge join of the two tables' keys.
+    /// (one round trip and one result per batch, not per row). Objects come with their links by a
+    /// hash join of two sequential scans: a cursor's plan would otherwise favour its first rows (an
+    /// ordered walk of both keys, a random heap read per row: five times the CPU), so the
+    /// transaction plans for all rows and gives the join's hash table room for a large library.
     func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
                              recordKeys: (String, ObjectKey) throws -> Void,
                              objects: (MappingObjectRow) throws -> Void) throws {
         let account = try self.accountKey()
+        try self.db.execute("SET LOCAL cursor_tuple_fraction = 1; SET LOCAL work_mem = '128MB'")
         var deviceIDs: [Int64: String] = [:]
         try self.db.query("SELECT device_id, device_key FROM devices WHERE account_id = $1 ORDER BY device_id", [.text(self.accountID)]) { r in
             deviceIDs[r.int(1)] = r.text(0)
@@ -53,7 +56,6 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
             SELECT o.device_key, o.local_id, o.type, o.fingerprint, l.record, o.key_a, o.creation_second FROM objects o
             LEFT JOIN links l ON l.account_key = o.account_key AND l.device_key = o.device_key AND l.local_id = o.local_id
             WHERE o.account_key = $1
-            ORDER BY o.device_key, o.local_id
             """, [.int(account)], size: Self.loadBatch) { r in
             let key = r.int(0)
             if device?.key != key { device = deviceIDs[key].map { (key, $0) } }
