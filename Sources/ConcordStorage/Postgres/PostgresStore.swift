@@ -106,7 +106,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// Hears other instances' feed commits once `listenForOtherInstances()` started it.
     private let listener: PostgresFeedListener
     private let listening = Mutex(false)
-    /// Has `objects` and `records` analysed after large writes (`TableStatistics`).
+    /// Has `objects`, `records` and `links` analysed after large writes (`TableStatistics`).
     private let statistics = TableStatistics()
 
     /// Connects, migrates (under an advisory lock) and refuses a newer schema.
@@ -160,11 +160,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     public func write<T>(account accountID: String, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
         var touched: [FeedTopic] = []
         var webhookEventsQueued = false
-        var written = (objects: 0, records: 0)
+        var written = (objects: 0, records: 0, links: 0)
         let result = try self.writeHealth.tracking {
             try self.transaction(begin: "BEGIN", retries: 5) { c in
                 let tx = PostgresTransaction(c, accountID: accountID)
-                defer { written = (tx.objectRowsWritten, tx.recordRowsWritten) }
+                defer { written = (tx.objectRowsWritten, tx.recordRowsWritten, tx.linkRowsWritten) }
                 let feeds = FeedRecorder()
                 tx.add(observer: feeds)
                 try tx.lockAccount()
@@ -179,7 +179,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         }
         self.feedSignals.publish(.committed(touched))
         if webhookEventsQueued { self.feedSignals.publish(.webhookEventsQueued) }
-        for table in self.statistics.wrote(objects: written.objects, records: written.records) {
+        for table in self.statistics.wrote(objects: written.objects, records: written.records, links: written.links) {
             DispatchQueue.global(qos: .utility).async { self.analyse(table) }
         }
         return result

@@ -110,6 +110,7 @@ extension PostgresTransaction: ObjectWrites {
     /// Sets each object's link (one per object: the last given wins) with one statement.
     func upsertLinks(_ keys: (account: Int64, device: Int64), _ links: [(localIdentifier: String, guid: String)]) throws {
         let links = RowByRow.lastLinkPerObject(links)
+        self.linkRowsWritten += links.count
         try self.db.query("""
             INSERT INTO links (account_key, device_key, record, local_id)
             SELECT $1, $2, u.record, u.local_id FROM unnest($3::uuid[], $4::text[]) AS u(record, local_id) ORDER BY u.record

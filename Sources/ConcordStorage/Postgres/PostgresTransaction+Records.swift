@@ -183,6 +183,7 @@ extension PostgresTransaction: RecordWrites {
         self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
         let keys = try self.keys(device)
+        self.linkRowsWritten += links.count
         // Links of objects the device has; inserted in record order (new records' GUIDs increase).
         let links = RowByRow.lastLinkPerObject(links)
         try self.db.query("""

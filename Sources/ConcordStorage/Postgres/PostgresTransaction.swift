@@ -14,10 +14,9 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     let accountID: String
     /// Told of each mapping change and feed append (`TransactionObservers`).
     let observers = TransactionObservers()
-    /// Rows of `objects` and `records` this transaction wrote (`TableStatistics`); counted by the
-    /// object and record concerns' writes. `links` is left to autovacuum's analyse (2 % of its rows,
-    /// migration 14): its lookups are by unique keys, whose plans do not depend on its size.
-    var objectRowsWritten = 0, recordRowsWritten = 0
+    /// Rows of `objects`, `records` and `links` this transaction wrote (`TableStatistics`); counted
+    /// by the object and record concerns' writes.
+    var objectRowsWritten = 0, recordRowsWritten = 0, linkRowsWritten = 0
     /// The account's and its devices' integer keys (migration 14), looked up once per transaction.
     private var accountKeyFound: Int64?
     private var deviceKeysFound: [String: Int64] = [:]

@@ -1,13 +1,13 @@
 import Synchronization
 
-/// Asks for `ANALYZE` of `objects` and `records` once this process has written a tenth of a table
+/// Asks for `ANALYZE` of `objects`, `records` and `links` once this process has written a tenth of a table
 /// (at least 1 000 rows) since its last one. PostgreSQL's autovacuum analyses a table
 /// only on its next round (up to a minute later) after such a change, and until then plans its
 /// queries with the old row counts: right after a library of 300 000 was uploaded, each of the
 /// first mapping requests took 4–6 s instead of 50 ms. Bookkeeping only: the store runs the
 /// `ANALYZE` off the request path, one table at a time.
 final class TableStatistics: Sendable {
-    static let tables = ["objects", "records"]
+    static let tables = ["objects", "records", "links"]
 
     private struct Table {
         var written = 0
@@ -19,11 +19,11 @@ final class TableStatistics: Sendable {
     private let state = Mutex([String: Table]())
 
     /// After a commit: the tables now due an `ANALYZE` (each marked as being analysed).
-    func wrote(objects: Int, records: Int) -> [String] {
-        guard objects > 0 || records > 0 else { return [] }
+    func wrote(objects: Int, records: Int, links: Int = 0) -> [String] {
+        guard objects > 0 || records > 0 || links > 0 else { return [] }
         return self.state.withLock { state in
             var due: [String] = []
-            for (table, n) in zip(Self.tables, [objects, records]) where n > 0 {
+            for (table, n) in zip(Self.tables, [objects, records, links]) where n > 0 {
                 var t = state[table] ?? Table()
                 t.written += n
                 if !t.analysing, t.written >= max(1_000, t.rows / 10) {
