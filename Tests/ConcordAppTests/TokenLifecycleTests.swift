@@ -15,11 +15,11 @@ import Testing
 /// the token.
 @Suite struct TokenLifecycleTests {
     /// Rows of `accountID` in each of the account's tables, read straight from the database.
-    static func rows(_ server: APIServer, accountID: String, sqliteKey: Int64?) throws -> [String: Int64] {
+    static func rows(_ server: APIServer, accountID: String, accountKey: Int64?) throws -> [String: Int64] {
         var counts: [String: Int64] = [:]
         if let store = server.app.context.storage.store as? SQLiteStore {
             for table in SQLiteTransaction.accountTables {
-                counts[table] = try store.writer.scalarInt("SELECT count(*) FROM \(table) WHERE account_key = ?", [.int(sqliteKey ?? -1)]) ?? 0
+                counts[table] = try store.writer.scalarInt("SELECT count(*) FROM \(table) WHERE account_key = ?", [.int(accountKey ?? -1)]) ?? 0
             }
         } else {
             try server.app.context.storage.store.readServer { tx in
@@ -27,13 +27,21 @@ import Testing
                 for table in PostgresTransaction.accountTables {
                     counts[table] = try db.scalarInt("SELECT count(*)::int8 FROM \(table) WHERE account_id = $1", [.text(accountID)]) ?? 0
                 }
+                for table in PostgresTransaction.accountKeyTables {
+                    counts[table] = try db.scalarInt("SELECT count(*)::int8 FROM \(table) WHERE account_key = $1", [.int(accountKey ?? -1)]) ?? 0
+                }
             }
         }
         return counts
     }
 
-    static func sqliteKey(_ server: APIServer, _ accountID: String) throws -> Int64? {
-        guard let store = server.app.context.storage.store as? SQLiteStore else { return nil }
+    /// The account's integer key (both engines key their large tables by it), read before a deletion.
+    static func accountKey(_ server: APIServer, _ accountID: String) throws -> Int64? {
+        guard let store = server.app.context.storage.store as? SQLiteStore else {
+            return try server.app.context.storage.store.readServer { tx in
+                try (tx as! PostgresTransaction).db.scalarInt("SELECT account_key FROM accounts WHERE account_id = $1", [.text(accountID)])
+            }
+        }
         return try store.writer.scalarInt("SELECT account_key FROM accounts WHERE account_id = ?", [.text(accountID)])
     }
 
@@ -91,24 +99,24 @@ import Testing
         let server = try APIServer(engine: engine)
         let gone = try Self.populatedAccount(server, "Gone")
         let kept = try Self.populatedAccount(server, "Kept")
-        let goneKey = try Self.sqliteKey(server, gone.id)
-        let keptKey = try Self.sqliteKey(server, kept.id)
-        let keptBefore = try Self.rows(server, accountID: kept.id, sqliteKey: keptKey)
-        let goneBefore = try Self.rows(server, accountID: gone.id, sqliteKey: goneKey)
+        let goneKey = try Self.accountKey(server, gone.id)
+        let keptKey = try Self.accountKey(server, kept.id)
+        let keptBefore = try Self.rows(server, accountID: kept.id, accountKey: keptKey)
+        let goneBefore = try Self.rows(server, accountID: gone.id, accountKey: goneKey)
         for table in ["accounts", "tokens", "devices", "objects", "records", "changes", "journals", "journal_entries"] {
             #expect(goneBefore[table, default: 0] > 0, "\(table) had no row to delete")
         }
 
         #expect(try server.call("DELETE", "/v1/account", token: gone.token).status == 204)
-        #expect(try Self.rows(server, accountID: gone.id, sqliteKey: goneKey).values.allSatisfy { $0 == 0 })
-        #expect(try Self.rows(server, accountID: kept.id, sqliteKey: keptKey) == keptBefore)
+        #expect(try Self.rows(server, accountID: gone.id, accountKey: goneKey).values.allSatisfy { $0 == 0 })
+        #expect(try Self.rows(server, accountID: kept.id, accountKey: keptKey) == keptBefore)
         #expect(try server.call("GET", "/v1/devices", token: gone.token).status == 401)
         #expect(try server.call("GET", "/v1/library/token", token: gone.device).status == 401)
         #expect(try server.call("GET", "/v1/library/token", token: kept.device).status == 200)
 
         // The admin's way, and an unknown ID.
         #expect(try server.call("DELETE", "/v1/accounts/\(kept.id)", token: testAdminToken).status == 204)
-        #expect(try Self.rows(server, accountID: kept.id, sqliteKey: keptKey).values.allSatisfy { $0 == 0 })
+        #expect(try Self.rows(server, accountID: kept.id, accountKey: keptKey).values.allSatisfy { $0 == 0 })
         #expect(try server.call("DELETE", "/v1/accounts/\(kept.id)", token: testAdminToken).status == 404)
     }
 
