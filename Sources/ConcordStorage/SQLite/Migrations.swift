@@ -190,15 +190,6 @@ enum SQLiteMigrations {
         SharedMigrations.pickerSessions(.sqlite, version: 17),
         // Migration 18: the webhook events of a feed that wait or are in flight, by index, and a feed's mark for a check (WebhookSchema).
         (18, WebhookSchema.waitingEvents),
-        // Migration 19: the link index by device, then record: (account, device, record_guid).
-        // Record GUIDs increase (version 7 UUIDs), so a device's new links go to the end of its
-        // own range and leave full pages; keyed by record first, each link of a second device went
-        // between the first device's entries and split every page it landed on. Every lookup of a
-        // link names the device but the wanted rule's, which probes each of the account's devices.
-        (19, """
-        DROP INDEX objects_by_link;
-        CREATE UNIQUE INDEX objects_by_link ON objects (account_key, device_key, record_guid) WHERE record_guid IS NOT NULL;
-        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

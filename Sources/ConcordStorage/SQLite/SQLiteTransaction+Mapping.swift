@@ -6,16 +6,11 @@ import Foundation
 extension SQLiteTransaction: MappingReads, MappingVersionWrites {
     /// The wanted candidates: records with a fingerprint, linked on another device, not on this
     /// one, carrying no key this device's objects carry; each with its linked objects' seconds.
-    /// The link index is keyed by device first (migration 19): a record's links on every device
-    /// are one probe per device of the account, in device order as before.
     static let wantedCandidatesSQL = """
         SELECT r.guid, r.type, coalesce(x.creation_second, x.creation_date) FROM records r
-        CROSS JOIN devices dx ON dx.account_key = ?1
-        CROSS JOIN objects x INDEXED BY objects_by_link ON x.account_key = ?1 AND x.device_key = dx.device_key AND x.record_guid = r.guid
+        CROSS JOIN objects x INDEXED BY objects_by_link ON x.account_key = ?1 AND x.record_guid = r.guid
         WHERE r.account_key = ?1 AND r.fingerprint <> ''
-          AND EXISTS (SELECT 1 FROM devices dy CROSS JOIN objects y INDEXED BY objects_by_link
-                      ON y.account_key = ?1 AND y.device_key = dy.device_key AND y.record_guid = r.guid
-                      WHERE dy.account_key = ?1 AND dy.device_key <> ?2)
+          AND EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_link WHERE y.account_key = ?1 AND y.record_guid = r.guid AND y.device_key <> ?2)
           AND NOT EXISTS (SELECT 1 FROM objects y INDEXED BY objects_by_link WHERE y.account_key = ?1 AND y.device_key = ?2 AND y.record_guid = r.guid)
           AND NOT EXISTS (SELECT 1 FROM record_keys k CROSS JOIN objects y INDEXED BY objects_by_key
                           ON y.account_key = ?1 AND y.device_key = ?2 AND y.type = k.type AND y.key_a = k.key_a
