@@ -12,7 +12,7 @@ Phases (see docs/benchmarks.md, "Scale scenario"):
   2. changes batches of 10 000 at the start (a fresh device 3, 0 → 50 000, then deleted) and at the end
      (device 1 at N: 5 batches of new assets, then 5 batches deleting them), after the mapping;
   3. first-time mapping: local → cloud of all of device 1's ids (records created), cloud → local of
-     those on device 2 (linked by content), local → cloud on device 2 (linked already); 1000 per batch;
+     those on device 2 (linked by content), local → cloud on device 2 (linked already); --map-batch per request (1000);
   4. restart on the same database: the first mapping requests, the mapping index's metrics, after a
      clean stop, a crash with the snapshots deleted, and a crash once the background save had run;
   5. warm batches of 1000 both ways;
@@ -36,6 +36,7 @@ ap.add_argument("--put-assets", default="auto")
 ap.add_argument("--part", type=int, default=10_000)
 ap.add_argument("--warm-batches", type=int, default=200)
 ap.add_argument("--alt-requests", type=int, default=20)
+ap.add_argument("--map-batch", type=int, default=1000)  # ids per first-time mapping request
 ap.add_argument("--ids", default="sequential", choices=["sequential", "random"])
 ap.add_argument("--json", default="")
 ap.add_argument("--command", default="")
@@ -543,13 +544,13 @@ CONN.call("DELETE", f"/v1/devices/{D3_ID}", A, expect=(204,))
 # ---------------------------------------------------------------- 3. first-time mapping
 CLOUDS = [None] * N
 m0 = metrics()
-R["map_l2c_first"] = timed_batches("local → cloud, device 1, first time (records created)", batches(N),
+R["map_l2c_first"] = timed_batches("local → cloud, device 1, first time (records created)", batches(N, args.map_batch),
                                    lambda b: map_l2c(D1, TAG1, SPACE_A, b, clouds=CLOUDS))
 if any(c is None for c in CLOUDS) or len({c.split(":")[0] for c in CLOUDS}) != N:
     fail("local → cloud of device 1: not one distinct record per asset")
-R["map_c2l_first"] = timed_batches("cloud → local, device 2, first time (linked by content)", batches(N),
+R["map_c2l_first"] = timed_batches("cloud → local, device 2, first time (linked by content)", batches(N, args.map_batch),
                                    lambda b: map_c2l(D2, TAG2, CLOUDS, b))
-R["map_l2c_d2"] = timed_batches("local → cloud, device 2 (linked already)", batches(N),
+R["map_l2c_d2"] = timed_batches("local → cloud, device 2 (linked already)", batches(N, args.map_batch),
                                 lambda b: map_l2c(D2, TAG2, SPACE_A, b, expect_clouds=CLOUDS))
 R["metrics_first_mapping"] = mdelta(m0, metrics())
 st = device_status(D2)
@@ -800,7 +801,7 @@ if rest:
 brow(f"end: device 1 at {N:,}, mapped", [x for x in end if x["kind"] == "insert"])
 brow(f"end: device 1, deleting them", [x for x in end if x["kind"] == "delete"])
 out.append("")
-out.append("### 3. First-time mapping, 1000 ids per request")
+out.append(f"### 3. First-time mapping, {args.map_batch} ids per request")
 out.append("")
 hdr = "| direction | ids | wall | server CPU | server CPU per 1000" + (" | PostgreSQL CPU per 1000" if pgnote else "") + " | wall per request p50 / p99 / max | requests over 1 s | peak RSS |"
 out.append(hdr)

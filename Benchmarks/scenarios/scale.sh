@@ -23,6 +23,7 @@
 #        SCALE_PUT_ASSETS=auto  device 2's PUT /v1/library: as many as fit 64 MiB (multiples of 10 000)
 #        SCALE_WARM_BATCHES=200 warm 1000-id requests each way
 #        SCALE_ALT_REQUESTS=20  alternating requests each way
+#        SCALE_MAP_BATCH=1000   ids per first-time mapping request (up to server.limits.maxBatch, 10 000)
 #        SCALE_ENGINE=sqlite|postgres, SCALE_TAG= (a suffix for the result files)
 #        SCALE_IDS=sequential   local identifiers whose leading digits count up (storage appends);
 #                               random: scrambled, as PhotoKit's UUIDs are (B-tree inserts land anywhere)
@@ -87,14 +88,14 @@ server_commit="$(git -C "$ROOT" log -1 --format=%h -- Sources Package.swift 2>/d
 [[ "$server_commit" == "$commit" ]] || commit="$commit (server code: Sources/ and Package.swift as of $server_commit)"
 if git -C "$ROOT" status --porcelain -- Sources Package.swift 2>/dev/null | grep -q .; then commit="$commit (uncommitted changes in Sources)"; fi
 # (each test ends in `|| true`: under `set -e` a false one would end the script in the assignment)
-command="${SCALE_COMMAND:-$( [[ "$ENGINE" == postgres ]] && printf 'SCALE_ENGINE=postgres ' || true )$( [[ "$ASSETS" != 1000000 ]] && printf 'SCALE_ASSETS=%s ' "$ASSETS" || true )$( [[ "${SCALE_IDS:-sequential}" != sequential ]] && printf 'SCALE_IDS=%s ' "$SCALE_IDS" || true )Benchmarks/scenarios/scale.sh}"
+command="${SCALE_COMMAND:-$( [[ "$ENGINE" == postgres ]] && printf 'SCALE_ENGINE=postgres ' || true )$( [[ "$ASSETS" != 1000000 ]] && printf 'SCALE_ASSETS=%s ' "$ASSETS" || true )$( [[ "${SCALE_IDS:-sequential}" != sequential ]] && printf 'SCALE_IDS=%s ' "$SCALE_IDS" || true )$( [[ "${SCALE_MAP_BATCH:-1000}" != 1000 ]] && printf 'SCALE_MAP_BATCH=%s ' "$SCALE_MAP_BATCH" || true )Benchmarks/scenarios/scale.sh}"
 
 log "$ENGINE, $ASSETS assets × 2 devices, accounts B and C of $ALT × 2; work directory $WORK"
 mkdir -p "$RESULTS"
 python3 -u "$ROOT/Benchmarks/scenarios/scale-client.py" --bin "$BIN" --database "$DATABASE" --work "$WORK/run" \
     --engine "$ENGINE" ${PG_DIR:+--pg-dir "$PG_DIR"} --assets "$ASSETS" --alt-assets "$ALT" \
     --put-assets "${SCALE_PUT_ASSETS:-auto}" --warm-batches "${SCALE_WARM_BATCHES:-200}" \
-    --alt-requests "${SCALE_ALT_REQUESTS:-20}" --ids "${SCALE_IDS:-sequential}" --json "$RESULTS/$NAME.json" \
+    --alt-requests "${SCALE_ALT_REQUESTS:-20}" --map-batch "${SCALE_MAP_BATCH:-1000}" --ids "${SCALE_IDS:-sequential}" --json "$RESULTS/$NAME.json" \
     --command "$command" --commit "$commit" >"$WORK/report.md" &
 CLIENT=$!
 wait "$CLIENT" || { log "the scenario failed; the server's log:"; tail -n 20 "$WORK"/run/server-*.log >&2 2>/dev/null || true; exit 1; }
