@@ -119,10 +119,17 @@ enum CloudToLocalBody {
     static func answers(_ answers: LocalIdentifierAnswers) -> MappingsBody.Answers {
         var errors: [ItemError] = []
         var numbered: [ItemError: Int] = [:]
+        // A batch's errors are mostly one repeated (identifierNotFound): the last numbered one is
+        // compared before any hashing.
+        var last: (error: ItemError, number: Int)?
         let pieces = answers.mapOthers { error -> Int in
-            if let e = numbered[error] { return e }
+            if let last, last.error == error { return last.number }
+            if let e = numbered[error] { last = (error, e); return e }
             errors.append(error)
-            if case .multipleIdentifiersFound = error {} else { numbered[error] = errors.count - 1 }
+            if case .multipleIdentifiersFound = error {} else {
+                numbered[error] = errors.count - 1
+                last = (error, errors.count - 1)
+            }
             return errors.count - 1
         }
         return MappingsBody.Answers(pieces: pieces, errors: errors)
