@@ -70,8 +70,23 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
 
     private static let deviceColumns = StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization_status")
 
+    /// The account's mapping version too, in a read of the account (from `accounts`, with the device
+    /// row when there is one): a mapping read asks for it next, and this way the warm one is one statement.
+    private static let deviceWithMappingVersion = """
+        SELECT \(StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization_status")
+                    .split(separator: ", ").map { "d." + $0 }.joined(separator: ", ")), a.mapping_version
+        FROM accounts a LEFT JOIN devices d ON d.account_id = a.account_id AND d.device_id = $2 WHERE a.account_id = $1
+        """
+
     func device(_ device: DeviceRef) throws -> DeviceState? {
         var result: DeviceState?
+        if self.readOnly, device.accountID == self.accountID {
+            try self.db.query(Self.deviceWithMappingVersion, [.text(device.accountID), .text(device.deviceID)]) { r in
+                self.knownMappingVersion = r.int(10)
+                if !r.isNull(0) { result = StorageRows.deviceState(r, accountID: device.accountID) }
+            }
+            return result
+        }
         try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = $1 AND device_id = $2",
                           [.text(device.accountID), .text(device.deviceID)]) { r in result = StorageRows.deviceState(r, accountID: device.accountID) }
         return result

@@ -17,10 +17,16 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     /// Rows of `objects` and `records` this transaction wrote (`TableStatistics`); counted by the
     /// object and record concerns' writes.
     var objectRowsWritten = 0, recordRowsWritten = 0
+    /// A read transaction: one snapshot, nothing written.
+    let readOnly: Bool
+    /// The account's mapping version, read with a device in a read transaction (`device(_:)`): it
+    /// cannot change within the read's snapshot.
+    var knownMappingVersion: Int64?
 
-    init(_ db: PGConnection, accountID: String) {
+    init(_ db: PGConnection, accountID: String, readOnly: Bool = false) {
         self.db = db
         self.accountID = accountID
+        self.readOnly = readOnly
     }
 
     func add(observer: any TransactionObserver) { self.observers.add(observer) }
