@@ -4,13 +4,14 @@ import ConcordTestSupport
 import Foundation
 import Testing
 
-/// What a warm mapping request sends PostgreSQL, counted (`PostgresStore.statementsExecuted`): who
-/// holds the token, and the device with its account's mapping version — two statements, no BEGIN or
-/// COMMIT — each way, when the account's mapping index is current. A request the index cannot answer
-/// alone (the other instance wrote) begins its read with its second statement and answers the same.
+/// What a warm mapping request sends PostgreSQL, counted (`PostgresStore.statementsExecuted`): one
+/// statement — who holds the token, with the device and its account's mapping version — and no BEGIN
+/// or COMMIT, each way, when the account's mapping index is current at that version. A request the
+/// index cannot answer alone (another instance wrote) reads storage, its transaction begun on its
+/// second statement, and answers with the write.
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (WarmMappingStatementsTests)")))
 struct WarmMappingStatementsTests {
-    @Test func aWarmMappingRequestIsTwoStatementsEachWay() throws {
+    @Test func aWarmMappingRequestIsOneStatementEachWay() throws {
         let env = try TestEnv(.postgres)
         let store = try #require(env.store as? PostgresStore)
         let accountID = env.account.accountID
@@ -37,28 +38,43 @@ struct WarmMappingStatementsTests {
         }
         var principal: Principal?, answers: [MappingResult] = []
         for _ in 0..<3 {
+            // As the routes do: the token's statement brings the device and the mapping version along.
             let toCloud = try statements {
-                principal = try env.service.accounts.authenticate(token: phone.deviceToken)
-                answers = try env.cloud(d1, phoneIDs)
+                let found = try env.service.accounts.authenticateWithDeviceCheck(token: phone.deviceToken)
+                principal = found?.principal
+                let a = try env.service.mapping.cloudIdentifierAnswers(forLocalIdentifiers: IdentifierBatch(phoneIDs), device: d1, checked: found?.deviceCheck)
+                answers = a.answers.indices.map { a.result($0) }
             }
-            #expect(toCloud == 2)
+            #expect(toCloud == 1)
             #expect(principal == .device(d1) && answers == clouds)
             let toLocal = try statements {
+                let found = try env.service.accounts.authenticateWithDeviceCheck(token: tablet.deviceToken)
+                principal = found?.principal
+                answers = try env.service.mapping.localIdentifierAnswers(forCloudIdentifiers: IdentifierBatch(cloudIDs), device: d2, checked: found?.deviceCheck).results
+            }
+            #expect(toLocal == 1)
+            #expect(principal == .device(d2) && answers == tabletIDs.map { .found($0) })
+            // Without the check (a caller that authenticated elsewhere): the token, then the device with the mapping version.
+            let unchecked = try statements {
                 principal = try env.service.accounts.authenticate(token: tablet.deviceToken)
                 answers = try env.local(d2, cloudIDs)
             }
-            #expect(toLocal == 2)
-            #expect(principal == .device(d2) && answers == tabletIDs.map { .found($0) })
+            #expect(unchecked == 2)
+            #expect(answers == tabletIDs.map { .found($0) })
         }
 
         // Another instance writes: this one's next read catches its index up inside a read begun on
-        // its second statement (so more statements), with the write in its answer; then one again.
+        // its second statement (more statements), with the write in its answer; then one again.
         let other = try env.anotherInstance()
         try other.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(delete: [tabletIDs[0]])), device: d2)
-        let catchUp = try statements { answers = try env.local(d2, [cloudIDs[0], cloudIDs[1]]) }
-        #expect(catchUp > 1)
+        func checkedLocal(_ ids: [String]) throws -> [MappingResult] {
+            let found = try env.service.accounts.authenticateWithDeviceCheck(token: tablet.deviceToken)
+            return try env.service.mapping.localIdentifierAnswers(forCloudIdentifiers: IdentifierBatch(ids), device: d2, checked: found?.deviceCheck).results
+        }
+        let catchUp = try statements { answers = try checkedLocal([cloudIDs[0], cloudIDs[1]]) }
+        #expect(catchUp > 2)
         #expect(answers == [.error(.identifierNotFound(limitedLibrary: false)), .found(tabletIDs[1])])
-        let warmAgain = try statements { answers = try env.local(d2, [cloudIDs[1]]) }
+        let warmAgain = try statements { answers = try checkedLocal([cloudIDs[1]]) }
         #expect(warmAgain == 1)
         #expect(answers == [.found(tabletIDs[1])])
     }
