@@ -82,10 +82,11 @@ public struct PostgresConfiguration: Sendable, Equatable {
 /// lock — writers of an account commit one after the other (below), so any snapshot holds a prefix
 /// of the account's changes in sequence order, and readers never wait for each other or for writers.
 /// The transaction begins only when a read sends a second statement (`PGConnection.deferBegin`): a
-/// read of one statement — who holds a token; a warm mapping read's device and mapping version, one
-/// statement (`PostgresTransaction.device`) — runs on its own, which is one snapshot as well, taken
-/// when the statement starts, so it sees every write committed (acknowledged, through any
-/// instance) before. A warm mapping request is two statements and no BEGIN or COMMIT.
+/// read of one statement — who holds a token, with a device token's device and its account's
+/// mapping version (`DeviceCheck`), which is all a warm mapping request asks — runs on its own,
+/// which is one snapshot as well, taken when the statement starts, so it sees every write committed
+/// (acknowledged, through any instance) before. A warm mapping request is one statement, no BEGIN
+/// or COMMIT.
 /// Writes run in a `READ COMMITTED` transaction whose first statement takes `pg_advisory_xact_lock`
 /// on its account (or on the settings, for a server-wide write):
 /// the domain's write bodies read, decide and write, so they need what SQLite's single writer gives —

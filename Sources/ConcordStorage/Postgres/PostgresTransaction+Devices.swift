@@ -92,7 +92,7 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
     private static let deviceColumns = StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization_status")
 
     /// The account's mapping version too, in a read of the account (from `accounts`, with the device
-    /// row when there is one): a mapping read asks for it next, and this way the warm one is one statement.
+    /// row when there is one): a mapping read asks for it next (one statement, not two).
     private static let deviceWithMappingVersion = """
         SELECT \(prefixed(StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization_status"), "d")), a.mapping_version
         FROM accounts a LEFT JOIN devices d ON d.account_id = a.account_id AND d.device_id = $2 WHERE a.account_id = $1
