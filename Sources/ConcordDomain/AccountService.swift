@@ -7,6 +7,12 @@ public struct AccountService: ServiceArea {
     /// Who a presented bearer token belongs to (looked up by its SHA-256), nil if unknown. Its
     /// last use is written at most once a minute, so a read stays a read.
     public func authenticate(token: String) throws(DomainError) -> Principal? {
+        try self.authenticateWithDeviceCheck(token: token)?.principal
+    }
+
+    /// `authenticate`, with the device token's device and mapping version when storage read them
+    /// with the token (`DeviceCheck`): what the request's mapping read may start from.
+    public func authenticateWithDeviceCheck(token: String) throws(DomainError) -> (principal: Principal, deviceCheck: DeviceCheck?)? {
         guard !token.isEmpty, token.utf8.count <= 256 else { return nil }
         let hash = Secrets.tokenHash(token)
         guard let owner = try self.run({ try self.store.readServer { tx in try tx.tokenOwner(tokenHash: hash) } }) else { return nil }
@@ -14,7 +20,7 @@ public struct AccountService: ServiceArea {
         if now - (owner.lastUsedAt ?? 0) >= Self.lastUseResolution {
             self.core.lastUse.note(hash, at: now, store: self.store)
         }
-        return owner.principal
+        return (owner.principal, owner.deviceCheck)
     }
 
     /// Token last-use times are kept to this many seconds.

@@ -258,6 +258,23 @@ extension ServiceArea {
         }
     }
 
+    /// `mappingRead` for a body that needs no more of storage than the mapping reads, the device and
+    /// the mapping version it read at. With `checked` (the device and mapping version read with the
+    /// request's token, `DeviceCheck`) and the index current at that version, no storage read at all.
+    func mappingLookup<T>(_ device: DeviceRef, checked: DeviceCheck?,
+                          _ body: (any MappingReads, DeviceState, _ version: () throws -> Int64) throws -> T) throws(DomainError) -> T {
+        if let checked, checked.device.ref == device, let index = self.core.index {
+            let state = checked.device
+            guard state.replacedBy == nil else { throw DomainError.unauthorized }
+            guard state.authorization != .denied else { throw DomainError.accessUserDenied }
+            let answer = try self.run { try index.readIfCurrent(account: device.accountID, version: checked.mappingVersion) { reads in
+                try body(reads, state, { checked.mappingVersion })
+            } }
+            if let answer { return answer }
+        }
+        return try self.mappingRead(device) { tx, reads, state in try body(reads, state, { try tx.mappingVersion() }) }
+    }
+
     /// The device row, or `notFound` (a token whose device was deleted meanwhile). A device that has
     /// a successor answers nothing more to its own token (`401`): a request authenticated just
     /// before the successor's commit, or a poll held across it, ends there.

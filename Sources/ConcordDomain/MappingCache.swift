@@ -14,6 +14,9 @@ public protocol MappingCache: AnyObject, Sendable {
     /// loading (or catching up) from `tx` when needed. Nil: the cache does not answer for the
     /// account now (too large, being loaded off the request path): read storage (`tx`) instead.
     func read<T>(_ tx: any AccountReadTransaction, version: Int64, _ body: (any MappingReads) throws -> T) throws -> T?
+    /// Runs `body` on the account's mapping reads when the cache holds them at `version` or newer;
+    /// nil otherwise (nothing is loaded: the caller reads storage).
+    func readIfCurrent<T>(account accountID: String, version: Int64, _ body: (any MappingReads) throws -> T) throws -> T?
 
     /// Whether a write of the account should keep its changes for `finish` (the cache holds the
     /// account, or is loading it).

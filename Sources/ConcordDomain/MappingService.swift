@@ -29,14 +29,16 @@ public struct MappingService: ServiceArea {
     /// Common path (everything already linked) is one read transaction, no write lock. Objects not yet
     /// linked go through step 3 inside ONE write transaction, which re-reads them and reads the unlinked
     /// records before creating any: two devices racing for the same new content converge on one record.
-    public func cloudIdentifierAnswers(forLocalIdentifiers ids: IdentifierBatch, device: DeviceRef) throws(DomainError) -> CloudIdentifierAnswers {
+    /// `checked`: the device and mapping version read with the request's token, if any (`DeviceCheck`).
+    public func cloudIdentifierAnswers(forLocalIdentifiers ids: IdentifierBatch, device: DeviceRef,
+                                       checked: DeviceCheck? = nil) throws(DomainError) -> CloudIdentifierAnswers {
         guard ids.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         if ids.firstInvalidLocalIdentifier() != nil {
             throw DomainError.badRequest(message: "A local identifier must be 1 to 255 bytes of UTF-8 without control characters.", field: "localIdentifiers")
         }
         // Duplicates go to storage as they are: cheaper than deduplicating a batch that rarely has any.
         var lookups = LinkLookups()
-        let limited = try self.mappingRead(device) { _, reads, state in
+        let limited = try self.mappingLookup(device, checked: checked) { reads, state, _ in
             lookups = try reads.linkLookups(device, localIdentifiers: ids)
             return state.authorization == .limited
         }
@@ -182,13 +184,13 @@ public struct MappingService: ServiceArea {
     /// One read transaction: the answers the reader can decide straight from the batch's bytes
     /// (`quickLocalIdentifiers`, the mapping index), then steps 1–4 in full for the items it left.
     public func localIdentifierAnswers(forCloudIdentifiers batch: IdentifierBatch, device: DeviceRef,
-                                       contentMatch: Bool = true) throws(DomainError) -> LocalIdentifierAnswers {
+                                       contentMatch: Bool = true, checked: DeviceCheck? = nil) throws(DomainError) -> LocalIdentifierAnswers {
         guard batch.count <= self.configuration.maxBatch else { throw DomainError.batchTooLarge(maxBatch: self.configuration.maxBatch) }
         var quick = QuickLocalIdentifiers()
         var rest: [(item: Int, identifier: CloudIdentifier?)] = []   // nil: step 1, invalidIdentifier
         var resolved = Resolution()
         var resolvedAt: Int64?
-        let limited = try self.mappingRead(device) { tx, reads, state in
+        let limited = try self.mappingLookup(device, checked: checked) { reads, state, mappingVersion in
             let limited = state.authorization == .limited
             quick = try reads.quickLocalIdentifiers(device, cloudIdentifiers: batch, contentMatch: contentMatch)
                 ?? QuickLocalIdentifiers(repeating: .undecided, count: batch.count)
@@ -196,7 +198,7 @@ public struct MappingService: ServiceArea {
                 rest.append((i, batch.withIdentifier(i) { CloudIdentifier(parsing: $0) }))
             }
             resolved = try Self.resolve(reads, device: device, identifiers: rest.compactMap(\.identifier), limited: limited, contentMatch: contentMatch)
-            if !resolved.links.isEmpty { resolvedAt = try tx.mappingVersion() }
+            if !resolved.links.isEmpty { resolvedAt = try mappingVersion() }
             return limited
         }
         if !resolved.links.isEmpty {

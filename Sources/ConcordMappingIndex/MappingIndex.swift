@@ -225,6 +225,29 @@ public final class MappingIndex: MappingCache {
         }
     }
 
+    /// `MappingCache`: the account's reads when held at `version` or newer, else nil — nothing is
+    /// loaded, waited for or admitted (the caller reads storage, which catches the index up).
+    public func readIfCurrent<T>(account accountID: String, version: Int64, _ body: (any MappingReads) throws -> T) throws -> T? {
+        guard let entry = self.table.withLock({ $0.entries[accountID] }) else { return nil }
+        entry.condition.lock()
+        guard let index = entry.index, index.version >= version else {
+            entry.condition.unlock()
+            return nil
+        }
+        self.counters.hits.add(1, ordering: .relaxed)
+        let result: T
+        do {
+            result = try body(IndexedMappingReads(index: index))
+        } catch {
+            entry.condition.unlock()
+            throw error
+        }
+        let bytes = index.estimatedBytes
+        entry.condition.unlock()
+        _ = self.touch(entry, bytes: bytes)
+        return result
+    }
+
     /// Whether the account's index loads quickly enough to load in the request that needs it: from
     /// a current snapshot (its ID recorded, which means current, and its file there), or a small
     /// account from its tables.

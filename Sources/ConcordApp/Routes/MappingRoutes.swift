@@ -10,12 +10,13 @@ func mappingRoutes(_ app: AppContext) -> [Route] {
     return [
         app.deviceRoute("POST", "/v1/library/cloud-identifiers", operation: "cloudIdentifiers", body: .batch, scheduling: .perCoreLookup) { request, device in
             let ids = try Codec.identifierBatch(request, "localIdentifiers", maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
-            let answers = try app.service.mapping.cloudIdentifierAnswers(forLocalIdentifiers: ids, device: device)
+            let answers = try app.service.mapping.cloudIdentifierAnswers(forLocalIdentifiers: ids, device: device, checked: request.deviceCheck.check)
             return localToCloudAnswer(ids, answers, metrics)
         },
         app.deviceRoute("POST", "/v1/library/local-identifiers", operation: "localIdentifiers", body: .batch, scheduling: .perCoreLookup) { request, device in
             let (ids, contentMatch) = try Codec.cloudIdentifierBatch(request, maxBatch: app.service.configuration.maxBatch, maxElements: app.batchElements)
-            let answers = try app.service.mapping.localIdentifierAnswers(forCloudIdentifiers: ids, device: device, contentMatch: contentMatch)
+            let answers = try app.service.mapping.localIdentifierAnswers(forCloudIdentifiers: ids, device: device, contentMatch: contentMatch,
+                                                                          checked: request.deviceCheck.check)
             return cloudToLocalAnswer(ids, answers, metrics)
         },
         // Which objects are worth hashing, and the library's counts.

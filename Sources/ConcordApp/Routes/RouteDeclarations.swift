@@ -69,8 +69,9 @@ extension AppContext {
     private func identify(_ token: String, _ request: RequestContext) throws(APIError) -> AuthenticatedCaller? {
         if self.isAdminToken(token) { return .admin }
         let timing = TimingStage(histogram: self.appMetrics.authenticate, operation: "authenticate", clock: self.clock)
-        let principal = try timing.handle(request) { try self.service.accounts.authenticate(token: token) }
-        switch principal {
+        let found = try timing.handle(request) { try self.service.accounts.authenticateWithDeviceCheck(token: token) }
+        request.deviceCheck.check = found?.deviceCheck
+        switch found?.principal {
         case .device(let device): return .device(device)
         case .account(let accountID): return .account(accountID: accountID)
         case nil: return nil

@@ -93,7 +93,7 @@ public final class Dispatcher: HTTPResponder {
                 return refuse(APIError.payloadTooLarge(limit: limit, body: route.body).response)
             }
             decide(.proceed(maxBodyBytes: route.maxBodyBytes, handler: { [self] request, peer, respond in
-                self.handle(request, context: peer, admitted: who, respond: respond)
+                self.handle(request, context: peer, admitted: who, deviceCheck: context.deviceCheck, respond: respond)
             }))
         }
         if token == nil, route.caller != .anyone {
@@ -121,13 +121,14 @@ public final class Dispatcher: HTTPResponder {
         self.handle(request, context: peer, admitted: nil, respond: respond)
     }
 
-    /// `handle`, for a request whose head `admit` let through with its caller (`admitted`).
-    func handle(_ request: HTTPRequest, context peer: ConnectionContext, admitted: AuthenticatedCaller?,
+    /// `handle`, for a request whose head `admit` let through with its caller (`admitted`) and
+    /// what its authentication read of its device (`deviceCheck`).
+    func handle(_ request: HTTPRequest, context peer: ConnectionContext, admitted: AuthenticatedCaller?, deviceCheck: DeviceCheckNote? = nil,
                 respond: @escaping @Sendable (HTTPResponse) -> Void) {
         let connection = self.client(of: peer, request.headers)
         let start = self.clock.nanoseconds()
         let requestID = self.nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let (slot, next) = self.prepare(request, connection, admitted: admitted, requestID: requestID)
+        let (slot, next) = self.prepare(request, connection, admitted: admitted, deviceCheck: deviceCheck, requestID: requestID)
         let answer: @Sendable (HTTPResponse) -> Void = { [self] response in
             self.finish(request, route: slot, start: start, requestID: requestID, response: response, respond: respond)
         }
@@ -145,7 +146,7 @@ public final class Dispatcher: HTTPResponder {
 
     /// Routes `request` and runs what comes before its route: the address's rate, the route's
     /// body limit, the query's decoding. Also the metrics slot it is counted in.
-    private func prepare(_ request: HTTPRequest, _ connection: ConnectionContext, admitted: AuthenticatedCaller?,
+    private func prepare(_ request: HTTPRequest, _ connection: ConnectionContext, admitted: AuthenticatedCaller?, deviceCheck: DeviceCheckNote?,
                          requestID: Int) -> (HTTPMetrics.PerRoute, Next) {
         let unmatched = self.metrics.unmatchedSlot
         switch self.router.match(method: request.method, path: request.path) {
@@ -166,7 +167,7 @@ public final class Dispatcher: HTTPResponder {
                 }
                 queryItems = items
             }
-            let context = RequestContext(request: request, connection: connection, admitted: admitted, pathParameters: parameters,
+            let context = RequestContext(request: request, connection: connection, admitted: admitted, deviceCheck: deviceCheck, pathParameters: parameters,
                                          routePattern: route.pattern, queryItems: queryItems, logger: self.logger(requestID))
             return (slot, .run(route, context))
         case .notFound:

@@ -3,6 +3,7 @@ import ConcordHTTP
 import ConcordJSON
 import ConcordObservability
 import ConcordTransport
+import Synchronization
 
 /// Everything a handler gets for one request.
 public struct RequestContext: Sendable {
@@ -23,14 +24,19 @@ public struct RequestContext: Sendable {
     public let queryItems: [(name: String, value: String)]
     /// The request's logger (carries the request id).
     public let logger: Logger
+    /// The device and mapping version the request's authentication read with its token, for the
+    /// request's own mapping read (shared by this context's copies).
+    public let deviceCheck: DeviceCheckNote
 
     public init(
         request: HTTPRequest, connection: ConnectionContext = ConnectionContext(), admitted: AuthenticatedCaller? = nil,
+        deviceCheck: DeviceCheckNote? = nil,
         pathParameters: [String: String] = [:], routePattern: String = "", queryItems: [(name: String, value: String)] = [], logger: Logger
     ) {
         self.request = request
         self.connection = connection
         self.admitted = admitted
+        self.deviceCheck = deviceCheck ?? DeviceCheckNote()
         self.pathParameters = pathParameters
         self.routePattern = routePattern
         self.queryItems = queryItems
@@ -81,5 +87,16 @@ public struct RequestContext: Sendable {
             throw APIError.badRequest("The body must be a JSON object.")
         }
         return object
+    }
+}
+
+/// The `DeviceCheck` a request's authentication read (`AccountService.authenticateWithDeviceCheck`),
+/// kept for its handler: it belongs to this request only, whose arrival preceded its read.
+public final class DeviceCheckNote: Sendable {
+    private let value = Mutex<DeviceCheck?>(nil)
+    public init() {}
+    public var check: DeviceCheck? {
+        get { self.value.withLock { $0 } }
+        set { self.value.withLock { $0 = newValue } }
     }
 }

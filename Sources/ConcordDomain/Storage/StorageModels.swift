@@ -112,9 +112,26 @@ public struct StoredChange: Sendable, Equatable {
 public struct TokenOwner: Sendable, Equatable {
     public var principal: Principal
     public var lastUsedAt: Double?
-    public init(principal: Principal, lastUsedAt: Double?) {
+    /// A device token's device and its account's mapping version, when the engine read them in the
+    /// same statement as the token (PostgreSQL): one snapshot, taken while the request is served.
+    public var deviceCheck: DeviceCheck?
+    public init(principal: Principal, lastUsedAt: Double?, deviceCheck: DeviceCheck? = nil) {
         self.principal = principal
         self.lastUsedAt = lastUsedAt
+        self.deviceCheck = deviceCheck
+    }
+}
+
+/// A device row and its account's mapping version read in one snapshot with the token a request
+/// authenticated with. The request's mapping read starts from it instead of reading them again:
+/// the snapshot was taken after the request arrived, so it holds every write acknowledged before,
+/// through any instance, exactly as a read of its own would.
+public struct DeviceCheck: Sendable, Equatable {
+    public var device: DeviceState
+    public var mappingVersion: Int64
+    public init(device: DeviceState, mappingVersion: Int64) {
+        self.device = device
+        self.mappingVersion = mappingVersion
     }
 }
 

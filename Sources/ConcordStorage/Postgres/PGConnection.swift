@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import Synchronization
 
 /// A PostgreSQL failure: the server's SQLSTATE (when it sent one) and whether the connection is gone.
 public struct PostgresError: Error, CustomStringConvertible, Sendable {
@@ -15,6 +16,19 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
 
     /// serialization_failure, deadlock_detected, unique_violation: the transaction may simply be run again.
     var isRetryable: Bool { self.sqlState == "40001" || self.sqlState == "40P01" || self.sqlState == "23505" }
+
+    /// A deferred read's first statement answered differently inside the snapshot begun for its
+    /// second one (`PGConnection.deferBegin`): the read is run again, begun at once.
+    static let snapshotMoved = PostgresError(sqlState: "", message: "the first statement's rows changed before the read's snapshot", connectionLost: false)
+    var isSnapshotMoved: Bool { self.sqlState.isEmpty && !self.connectionLost && self.message == Self.snapshotMoved.message }
+}
+
+/// Statements a store's connections have executed (BEGIN and COMMIT included, prepares not): what
+/// a request costs PostgreSQL in round trips, for tests and the operator.
+final class StatementCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { self.count.wrappingAdd(1, ordering: .relaxed) }
+    var value: Int { self.count.load(ordering: .relaxed) }
 }
 
 /// A value bound to a statement parameter. Every parameter is sent in binary format with its
@@ -160,9 +174,14 @@ final class PGConnection {
     private(set) var isClosed = false
     /// Set when a failure showed the connection is gone; the pool then drops it.
     private(set) var isBroken = false
+    /// Counts each statement executed (the store's, shared by its connections).
+    private let counter: StatementCounter?
+    /// A read transaction not begun yet (`deferBegin`).
+    private var deferred: DeferredRead?
 
     /// Connects with libpq keyword/value parameters (no string escaping involved).
-    init(parameters: [(String, String)]) throws(PostgresError) {
+    init(parameters: [(String, String)], counter: StatementCounter? = nil) throws(PostgresError) {
+        self.counter = counter
         let keys = parameters.map { strdup($0.0) } + [nil]
         let values = parameters.map { strdup($0.1) } + [nil]
         defer {
@@ -237,6 +256,12 @@ final class PGConnection {
 
     /// Runs one or more statements without parameters (simple query protocol).
     func execute(_ sql: String) throws(PostgresError) {
+        try self.beginDeferred()
+        try self.executeNow(sql)
+    }
+
+    private func executeNow(_ sql: String) throws(PostgresError) {
+        self.counter?.add()
         let result = PQexec(self.handle, sql)
         defer { PQclear(result) }
         try self.check(result)
@@ -246,13 +271,15 @@ final class PGConnection {
     /// Returns the number of rows affected (INSERT/UPDATE/DELETE) or returned.
     @discardableResult
     func query(_ sql: String, _ parameters: [PGValue] = [], row: (PGRow) throws -> Void = { _ in }) throws -> Int {
-        let name = try self.statementName(sql, parameters)
-        let result: OpaquePointer? = Self.withEncoded(parameters) { values, lengths, formats in
-            PQexecPrepared(self.handle, name, Int32(parameters.count), values, lengths, formats, 1)
+        var first = false
+        switch self.deferred {
+        case .notBegun: first = true
+        case .firstStatementRan, .lostBeforeFirstAnswer: try self.beginDeferred()
+        case nil: break
         }
+        let result = try self.executePrepared(sql, parameters, firstOfDeferredRead: first)
         defer { PQclear(result) }
-        try self.check(result)
-        guard let result else { return 0 }
+        if first { self.deferred = .firstStatementRan(sql: sql, parameters: parameters, rows: Self.rowBytes(result)) }
         let rows = PQntuples(result)
         for i in 0..<rows { try row(PGRow(result: result, row: i)) }
         let affected = String(cString: PQcmdTuples(result))
@@ -264,7 +291,9 @@ final class PGConnection {
     /// load: 924 MiB for a 1M × 2 account). When `row` throws, the rest of the result is
     /// read and dropped, leaving the connection ready for the transaction's ROLLBACK.
     func stream(_ sql: String, _ parameters: [PGValue] = [], row: (PGRow) throws -> Void) throws {
+        try self.beginDeferred()
         let name = try self.statementName(sql, parameters)
+        self.counter?.add()
         let sent = Self.withEncoded(parameters) { values, lengths, formats in
             PQsendQueryPrepared(self.handle, name, Int32(parameters.count), values, lengths, formats, 1)
         }
@@ -292,6 +321,8 @@ final class PGConnection {
     /// rows per `FETCH` in binary (one result per batch, so memory stays bounded by a batch while
     /// libpq's per-row overhead is paid per batch). Inside a transaction only (cursors live in one).
     func batches(_ sql: String, _ parameters: [PGValue] = [], size: Int, row: (PGRow) throws -> Void) throws {
+        // A cursor lives in a transaction: a deferred read begins it now.
+        try self.beginDeferred()
         try self.query("DECLARE concord_batches NO SCROLL CURSOR FOR " + sql, parameters)
         defer { try? self.execute("CLOSE concord_batches") }
         while true {
@@ -302,6 +333,93 @@ final class PGConnection {
             }
             if n < size { break }
         }
+    }
+
+    /// A prepared statement's result (never nil), checked.
+    private func executePrepared(_ sql: String, _ parameters: [PGValue], firstOfDeferredRead: Bool = false) throws(PostgresError) -> OpaquePointer {
+        let name = try self.statementName(sql, parameters)
+        self.counter?.add()
+        let result: OpaquePointer? = Self.withEncoded(parameters) { values, lengths, formats in
+            PQexecPrepared(self.handle, name, Int32(parameters.count), values, lengths, formats, 1)
+        }
+        do {
+            try self.check(result)
+        } catch {
+            PQclear(result)
+            if firstOfDeferredRead, error.connectionLost { self.deferred = .lostBeforeFirstAnswer }
+            throw error
+        }
+        guard let result else { throw PostgresError(sqlState: "", message: "out of memory", connectionLost: false) }
+        return result
+    }
+
+    // MARK: - Reads begun on their second statement
+
+    /// Where a deferred read stands (`deferBegin`).
+    private enum DeferredRead {
+        /// Nothing sent yet.
+        case notBegun
+        /// The first statement ran on its own; its SQL, parameters and rows are kept to be checked.
+        case firstStatementRan(sql: String, parameters: [PGValue], rows: [UInt8])
+        /// The first statement found the connection gone: nothing was answered, the read may start over elsewhere.
+        case lostBeforeFirstAnswer
+    }
+
+    /// Makes the next statements one read transaction begun by `begin` (`BEGIN ISOLATION LEVEL
+    /// REPEATABLE READ READ ONLY`) only if there are two of them: a read of one statement
+    /// (authenticating a token; a warm mapping read's device and mapping version) runs on its own,
+    /// without BEGIN or COMMIT — one statement is one snapshot already. When a second statement
+    /// comes, the transaction begins, the first statement runs again in it and must answer the same
+    /// rows byte for byte, so everything the read saw is that one snapshot's; otherwise the read
+    /// throws `PostgresError.snapshotMoved` and is run again, begun at once. `endDeferred()` ends it.
+    func deferBegin(_ begin: String) {
+        self.deferredBegin = begin
+        self.deferred = .notBegun
+    }
+    private var deferredBegin = ""
+
+    /// Ends `deferBegin`'s mode; true when the read's transaction was begun (it needs a COMMIT).
+    @discardableResult
+    func endDeferred() -> Bool {
+        self.deferred = nil
+        return PQtransactionStatus(self.handle) != PQTRANS_IDLE
+    }
+
+    /// True when the deferred read's first statement found the connection gone before any answer.
+    var lostBeforeFirstAnswer: Bool {
+        if case .lostBeforeFirstAnswer = self.deferred { return true }
+        return false
+    }
+
+    /// Begins a deferred read's transaction before a statement that needs it: at once when nothing
+    /// ran yet (a stream or a simple statement first), else with the first statement checked again.
+    private func beginDeferred() throws(PostgresError) {
+        guard let state = self.deferred else { return }
+        if case .lostBeforeFirstAnswer = state { throw PostgresError(sqlState: "", message: "connection lost", connectionLost: true) }
+        self.deferred = nil
+        try self.executeNow(self.deferredBegin)
+        guard case .firstStatementRan(let sql, let parameters, let rows) = state else { return }
+        let again = try self.executePrepared(sql, parameters)
+        defer { PQclear(again) }
+        guard Self.rowBytes(again) == rows else { throw PostgresError.snapshotMoved }
+    }
+
+    /// Every row of a result as bytes (each value: null flag, length, bytes), to compare two answers.
+    private static func rowBytes(_ result: OpaquePointer) -> [UInt8] {
+        var out: [UInt8] = []
+        let rows = PQntuples(result), columns = PQnfields(result)
+        for r in 0..<rows {
+            for c in 0..<columns {
+                if PQgetisnull(result, r, c) != 0 { out.append(0); continue }
+                let n = Int(PQgetlength(result, r, c))
+                out.append(1)
+                withUnsafeBytes(of: UInt32(n).bigEndian) { out.append(contentsOf: $0) }
+                if n > 0, let p = PQgetvalue(result, r, c) {
+                    out.append(contentsOf: UnsafeRawBufferPointer(start: p, count: n))
+                }
+            }
+        }
+        return out
     }
 
     /// Reads and drops whatever results are still coming.

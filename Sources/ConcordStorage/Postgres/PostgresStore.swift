@@ -81,6 +81,12 @@ public struct PostgresConfiguration: Sendable, Equatable {
 /// Reads run in a `REPEATABLE READ READ ONLY` transaction: one snapshot, like SQLite's, and take no
 /// lock — writers of an account commit one after the other (below), so any snapshot holds a prefix
 /// of the account's changes in sequence order, and readers never wait for each other or for writers.
+/// The transaction begins only when a read sends a second statement (`PGConnection.deferBegin`): a
+/// read of one statement — who holds a token, with a device token's device and its account's
+/// mapping version (`DeviceCheck`), which is all a warm mapping request asks — runs on its own,
+/// which is one snapshot as well, taken when the statement starts, so it sees every write committed
+/// (acknowledged, through any instance) before. A warm mapping request is one statement, no BEGIN
+/// or COMMIT.
 /// Writes run in a `READ COMMITTED` transaction whose first statement takes `pg_advisory_xact_lock`
 /// on its account (or on the settings, for a server-wide write):
 /// the domain's write bodies read, decide and write, so they need what SQLite's single writer gives —
@@ -108,14 +114,17 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     private let listening = Mutex(false)
     /// Has `objects`, `records` and `links` analysed after large writes (`TableStatistics`).
     private let statistics = TableStatistics()
+    /// Every statement this store's connections executed.
+    private let statements = StatementCounter()
 
     /// Connects, migrates (under an advisory lock) and refuses a newer schema.
     public init(configuration: PostgresConfiguration) throws(PostgresStoreError) {
         self.configuration = configuration
         self.listener = PostgresFeedListener(parameters: configuration.connectionParameters, signals: self.feedSignals)
         let first: PGConnection
+        let statements = self.statements
         do {
-            first = try PGConnection(parameters: configuration.connectionParameters)
+            first = try PGConnection(parameters: configuration.connectionParameters, counter: statements)
         } catch {
             throw PostgresStoreError(message: "cannot connect to postgres \(configuration.displayName): \(error.message)")
         }
@@ -130,14 +139,14 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         self.pool = Pool(maximumCount: configuration.poolSize, waitLimit: 10, initial: [first],
                          messages: .init(closed: "The database is closed.", cannotOpen: "The database is unavailable; retry later.",
                                          busy: "Every database connection is busy; retry later."),
-                         make: { try PGConnection(parameters: parameters) }, isUsable: { $0.isUsable }, discard: { $0.close() })
+                         make: { try PGConnection(parameters: parameters, counter: statements) }, isUsable: { $0.isUsable }, discard: { $0.close() })
     }
 
     /// The schema version this build writes.
     public static var schemaVersion: Int { PostgresMigrations.latestVersion }
 
     public func readServer<T>(_ body: (any ServerReadTransaction) throws -> T) throws -> T {
-        try self.transaction(begin: Self.beginRead, retries: 0) { c in try body(PostgresTransaction(c, accountID: "")) }
+        try self.transaction(begin: Self.beginRead, deferred: true, retries: 0) { c in try body(PostgresTransaction(c, accountID: "", readOnly: true)) }
     }
 
     public func writeServer<T>(_ body: (any ServerWriteTransaction) throws -> T) throws -> T {
@@ -151,7 +160,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     }
 
     public func read<T>(account accountID: String, _ body: (any AccountReadTransaction) throws -> T) throws -> T {
-        try self.transaction(begin: Self.beginRead, retries: 0) { c in try body(PostgresTransaction(c, accountID: accountID)) }
+        try self.transaction(begin: Self.beginRead, deferred: true, retries: 0) { c in try body(PostgresTransaction(c, accountID: accountID, readOnly: true)) }
     }
 
     /// The account's advisory lock is the transaction's first statement: one place, so no write can forget it.
@@ -226,21 +235,45 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// Connections open right now (for tests and metrics).
     public var openConnections: Int { self.pool.openCount }
 
+    /// Statements executed since the store opened, BEGIN and COMMIT included (prepares are not):
+    /// what requests cost PostgreSQL in round trips (tests count a warm mapping request's).
+    public var statementsExecuted: Int { self.statements.value }
+
     // MARK: - Transactions
 
-    private func transaction<T>(begin: String, retries: Int, _ body: (PGConnection) throws -> T) throws -> T {
+    /// `deferred`: a read whose transaction begins with its second statement (`PGConnection.deferBegin`).
+    /// It runs again, begun at once, when its first statement's rows changed before the snapshot,
+    /// and on a fresh connection when that statement found an idle connection dead (as `begin` does).
+    private func transaction<T>(begin: String, deferred: Bool = false, retries: Int, _ body: (PGConnection) throws -> T) throws -> T {
         var attempt = 0
+        var deferred = deferred, freshTried = false
         while true {
-            let connection = try self.begin(begin)
+            let connection: PGConnection
+            if deferred {
+                connection = try self.pool.get()
+                connection.deferBegin(begin)
+            } else {
+                connection = try self.begin(begin)
+            }
             do {
                 let value = try body(connection)
-                try connection.execute("COMMIT")
+                if !deferred || connection.endDeferred() { try connection.execute("COMMIT") }
                 self.pool.release(connection)
                 return value
             } catch {
+                let lostBeforeFirstAnswer = deferred && connection.lostBeforeFirstAnswer
+                if deferred { connection.endDeferred() }
                 if connection.needsRollback { try? connection.execute("ROLLBACK") }
                 self.pool.release(connection)
                 guard let e = error as? PostgresError else { throw error }
+                if e.isSnapshotMoved {
+                    deferred = false
+                    continue
+                }
+                if lostBeforeFirstAnswer, !freshTried {
+                    freshTried = true
+                    continue
+                }
                 if e.isRetryable, attempt < retries {
                     attempt += 1
                     continue

@@ -3,13 +3,34 @@ import Foundation
 
 /// Server settings, tokens, accounts and devices on PostgreSQL (`TokenWrites`, `DeviceWrites`).
 extension PostgresTransaction: TokenWrites, DeviceWrites {
+    /// A device token's device row and its account's mapping version come in the same statement
+    /// (`DeviceCheck`): a warm mapping request then asks PostgreSQL nothing else.
     func tokenOwner(tokenHash: [UInt8]) throws -> TokenOwner? {
         var result: TokenOwner?
-        try self.db.query("SELECT kind, account_id, device_id, last_used_at FROM tokens WHERE token_hash = $1", [.bytes(tokenHash)]) { r in
-            guard let principal = StorageRows.principal(r, kind: 0, accountID: 1, deviceID: 2) else { return }
-            result = TokenOwner(principal: principal, lastUsedAt: r.isNull(3) ? nil : r.double(3))
+        try self.db.query(Self.tokenOwnerWithDevice, [.bytes(tokenHash)]) { r in
+            guard let principal = StorageRows.principal(r, kind: 10, accountID: 11, deviceID: 12) else { return }
+            var check: DeviceCheck?
+            if case .device(let ref) = principal, !r.isNull(0), !r.isNull(14) {
+                check = DeviceCheck(device: StorageRows.deviceState(r, accountID: ref.accountID), mappingVersion: r.int(14))
+            }
+            result = TokenOwner(principal: principal, lastUsedAt: r.isNull(13) ? nil : r.double(13), deviceCheck: check)
         }
         return result
+    }
+
+    /// The device's columns (as `device(_:)` reads them), then the token's, then the mapping version.
+    private static let tokenOwnerWithDevice = """
+        SELECT \(prefixed(StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization_status"), "d")),
+               t.kind, t.account_id, t.device_id, t.last_used_at, a.mapping_version
+        FROM tokens t
+        LEFT JOIN devices d ON d.account_id = t.account_id AND d.device_id = t.device_id
+        LEFT JOIN accounts a ON a.account_id = t.account_id AND t.device_id IS NOT NULL
+        WHERE t.token_hash = $1
+        """
+
+    /// `columns` ("a, b, c") each qualified by `table`.
+    private static func prefixed(_ columns: String, _ table: String) -> String {
+        columns.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
     }
 
     func deviceTokenTimes() throws -> [String: TokenTimes] {
@@ -75,8 +96,22 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
 
     private static let deviceColumns = StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization_status")
 
+    /// The account's mapping version too, in a read of the account (from `accounts`, with the device
+    /// row when there is one): a mapping read asks for it next (one statement, not two).
+    private static let deviceWithMappingVersion = """
+        SELECT \(prefixed(StorageRows.deviceColumns.replacingOccurrences(of: "%AUTH%", with: "authorization_status"), "d")), a.mapping_version
+        FROM accounts a LEFT JOIN devices d ON d.account_id = a.account_id AND d.device_id = $2 WHERE a.account_id = $1
+        """
+
     func device(_ device: DeviceRef) throws -> DeviceState? {
         var result: DeviceState?
+        if self.readOnly, device.accountID == self.accountID {
+            try self.db.query(Self.deviceWithMappingVersion, [.text(device.accountID), .text(device.deviceID)]) { r in
+                self.knownMappingVersion = r.int(10)
+                if !r.isNull(0) { result = StorageRows.deviceState(r, accountID: device.accountID) }
+            }
+            return result
+        }
         try self.db.query("SELECT \(Self.deviceColumns) FROM devices WHERE account_id = $1 AND device_id = $2",
                           [.text(device.accountID), .text(device.deviceID)]) { r in result = StorageRows.deviceState(r, accountID: device.accountID) }
         return result

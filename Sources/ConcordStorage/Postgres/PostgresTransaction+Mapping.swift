@@ -5,7 +5,8 @@ import Foundation
 /// `MappingVersionWrites`).
 extension PostgresTransaction: MappingReads, MappingVersionWrites {
     func mappingVersion() throws -> Int64 {
-        try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_id = $1", [.text(self.accountID)]) ?? 0
+        if let known = self.knownMappingVersion { return known }
+        return try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_id = $1", [.text(self.accountID)]) ?? 0
     }
 
     func indexSnapshotID() throws -> String? {

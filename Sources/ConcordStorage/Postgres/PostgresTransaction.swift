@@ -20,10 +20,16 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     /// The account's and its devices' integer keys (migration 14), looked up once per transaction.
     private var accountKeyFound: Int64?
     private var deviceKeysFound: [String: Int64] = [:]
+    /// A read transaction: one snapshot, nothing written.
+    let readOnly: Bool
+    /// The account's mapping version, read with a device in a read transaction (`device(_:)`): it
+    /// cannot change within the read's snapshot.
+    var knownMappingVersion: Int64?
 
-    init(_ db: PGConnection, accountID: String) {
+    init(_ db: PGConnection, accountID: String, readOnly: Bool = false) {
         self.db = db
         self.accountID = accountID
+        self.readOnly = readOnly
     }
 
     func add(observer: any TransactionObserver) { self.observers.add(observer) }
