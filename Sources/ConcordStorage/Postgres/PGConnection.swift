@@ -235,6 +235,25 @@ final class PGConnection {
         let result: OpaquePointer? = Self.withEncoded(parameters) { values, lengths, formats in
             PQexecPrepared(self.handle, name, Int32(parameters.count), values, lengths, formats, 1)
         }
+        return try self.rows(of: result, row)
+    }
+
+    /// `query` without a named prepared statement (libpq's unnamed one: parsed and planned at each
+    /// call), for a statement naming a table that lives briefly (an upload's staging table): a
+    /// named statement would stay on the connection, and in its server process, after the table went.
+    @discardableResult
+    func queryUnprepared(_ sql: String, _ parameters: [PGValue] = [], row: (PGRow) throws -> Void = { _ in }) throws -> Int {
+        let types = parameters.map(\.oid)
+        let result: OpaquePointer? = types.withUnsafeBufferPointer { t in
+            Self.withEncoded(parameters) { values, lengths, formats in
+                PQexecParams(self.handle, sql, Int32(parameters.count), t.baseAddress, values, lengths, formats, 1)
+            }
+        }
+        return try self.rows(of: result, row)
+    }
+
+    /// Calls `row` for each row of `result` (then cleared); the number of rows affected or returned.
+    private func rows(of result: OpaquePointer?, _ row: (PGRow) throws -> Void) throws -> Int {
         defer { PQclear(result) }
         try self.check(result)
         guard let result else { return 0 }

@@ -136,6 +136,8 @@ enum PostgresMigrations {
         SharedMigrations.pickerSessions(.postgres, version: 12),
         // Migration 13: the webhook events of a feed that wait or are in flight, by index, and a feed's mark for a check (WebhookSchema).
         (13, WebhookSchema.waitingEvents),
+        // Migration 15: a staging table per upload in parts, dropped when the upload goes (UploadStagingSchema).
+        (15, UploadStagingSchema.migration),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

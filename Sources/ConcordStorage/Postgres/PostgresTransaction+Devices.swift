@@ -46,14 +46,16 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
         try self.db.query("SELECT device_id FROM devices WHERE account_id = $1", [.text(self.accountID)]) { r in
             self.observers.tokenRevoked(DeviceRef(accountID: self.accountID, deviceID: r.text(0)))
         }
+        try self.dropAccountUploadStaging()
         for table in Self.accountTables {
             try self.db.query("DELETE FROM \(table) WHERE account_id = $1", [.text(self.accountID)])
         }
         return true
     }
 
-    /// Every table holding an account's rows, `accounts` last.
-    static let accountTables = ["upload_objects", "upload_parts", "uploads", "idempotency_keys", "picker_sessions", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
+    /// Every table holding an account's rows, `accounts` last (and the account's upload staging tables,
+    /// dropped first: `dropAccountUploadStaging`).
+    static let accountTables = ["upload_parts", "uploads", "idempotency_keys", "picker_sessions", "journal_changes", "journal_feeds", "journal_entries", "journals", "changes", "objects",
                                 "record_keys", "records",
                                 "tokens", "devices", "accounts"]
 
