@@ -110,6 +110,33 @@ struct UploadStagingTests {
         #expect(try Self.scalar(reader, Self.stagingTables) == 0)
     }
 
+    /// Two accounts uploading at once through two stores (two instances): each opening creates and
+    /// each commit drops a table while the other account's upload runs, and neither waits on nor
+    /// disturbs the other.
+    @Test func twoAccountsUploadAtOnceOnTwoInstances() throws {
+        let db = try TestDatabase(.postgres)
+        let clock = Clock(Self.start)
+        let services = [try Self.service(db.store, clock), try Self.service(try db.openAnotherStore(), clock)]
+        let devices = try services.enumerated().map { k, service in
+            let account = try service.accounts.createAccount(name: "A\(k)")
+            return DeviceRef(accountID: account.accountID, deviceID: try service.accounts.createDevice(accountID: account.accountID, name: "phone", platform: nil).deviceID)
+        }
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { k in
+            do {
+                for round in 0..<4 {
+                    let id = try Self.stage(services[k], devices[k], "r\(round)", parts: 3, perPart: 200)
+                    let result = try services[k].uploads.commit(id, reset: true, device: devices[k])
+                    if result.inserted != 600 { failures.withLock { $0.append("account \(k), round \(round): inserted \(result.inserted)") } }
+                }
+            } catch {
+                failures.withLock { $0.append("account \(k): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        #expect(try Self.scalar(db.store, Self.stagingTables) == 0)
+    }
+
     /// Migration 15 on a database at schema 13 with two uploads in flight: their objects move to
     /// their staging tables, `upload_objects` goes, and the uploads commit (or refuse a repeated
     /// identifier) as they would have.
