@@ -42,7 +42,7 @@ import Testing
         11: "fb74e589eafb727ae31dce8b39898380562093555be26819f283edbde5184782",
         12: "e96cea942391c3230f391cc160aa15a6c0c3c24070ef10408c3a08b774e1596a",
         13: "283b9a816df4abde3dd183064cc59e15a840971e55656f49ebedaea8ab97dd8c",
-        15: "04fc1ae0b4cc3125fbb59f85b16d0b01999a7f406810115458efae2d0dc722c7",
+        15: "596ee6b6d46342244a0fc565868ce84055e244626750e5a1e21d3c43b4bea440",
     ]
 
     static func digests(_ migrations: [(version: Int, sql: String)]) -> [Int: String] {

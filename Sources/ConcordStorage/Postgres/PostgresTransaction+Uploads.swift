@@ -138,11 +138,12 @@ extension PostgresTransaction: UploadWrites {
         guard let table = try self.staging(uploadID) else { return [] }
         var result: [LibraryObject] = []
         result.reserveCapacity(min(limit, 4096))
+        // Albums and folders through their partial index (its condition spelled as it is).
+        let containers = containersOnly ? " AND u.type <> \(ObjectType.asset.rawValue)" : ""
         try self.db.queryUnprepared("""
             SELECT \(StorageRows.uploadObjectColumns) FROM \(table) u
-            WHERE u.local_id > $1 AND ($2 = 0 OR u.type <> \(ObjectType.asset.rawValue))
-            ORDER BY u.local_id LIMIT $3
-            """, [.text(after ?? ""), .int(containersOnly ? 1 : 0), .int(Int64(limit))]) { r in
+            WHERE u.local_id > $1\(containers) ORDER BY u.local_id LIMIT $2
+            """, [.text(after ?? ""), .int(Int64(limit))]) { r in
             result.append(StorageRows.libraryObject(r))
         }
         return result

@@ -1,3 +1,5 @@
+import ConcordDomain
+
 /// The staging of uploads in parts on PostgreSQL (`PostgresTransaction+Uploads`): a table per upload,
 /// `upload_staging_<n>` (`n`: `uploads.staging`, from a sequence), created when the upload opens
 /// and dropped when it goes (commit, deletion, expiry, its device's or account's deletion).
@@ -17,7 +19,8 @@ enum UploadStagingSchema {
     /// The statements creating staging table `name` (`%1$s` in migration 15's text): the columns of
     /// `objects` after the local identifier and the part, keyed by local identifier (byte order,
     /// COLLATE "C") and part so that the commit reads them in order and finds an identifier two
-    /// parts hold; an index by part finds a part sent again. Autovacuum has nothing to do there:
+    /// parts hold; an index by part finds a part sent again, and one of albums and folders lets the
+    /// commit's check of their members skip the assets (a scan of the whole upload otherwise). Autovacuum has nothing to do there:
     /// rows are inserted, and go with the table (a part sent again deletes its old rows, which go
     /// with the table too).
     static func createStatements(_ name: String) -> [String] {
@@ -32,6 +35,7 @@ enum UploadStagingSchema {
             ) WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)
             """,
             "CREATE INDEX \(name)_by_part ON \(name) (part)",
+            "CREATE INDEX \(name)_containers ON \(name) (local_id) WHERE type <> \(ObjectType.asset.rawValue)",
         ]
     }
 
@@ -55,6 +59,7 @@ enum UploadStagingSchema {
             FOR u IN SELECT account_id, upload_id, staging FROM uploads ORDER BY staging LOOP
                 EXECUTE format('\(create[0])', 'upload_staging_' || u.staging);
                 EXECUTE format('\(create[1])', 'upload_staging_' || u.staging);
+                EXECUTE format('\(create[2])', 'upload_staging_' || u.staging);
                 EXECUTE format('INSERT INTO %1$s (\(self.columns)) SELECT \(self.columns) FROM upload_objects WHERE account_id = $1 AND upload_id = $2',
                                'upload_staging_' || u.staging) USING u.account_id, u.upload_id;
             END LOOP;
