@@ -729,6 +729,14 @@ if args.engine == "postgres":
     q = "SELECT relname, n_live_tup, n_dead_tup FROM pg_stat_user_tables ORDER BY n_dead_tup DESC LIMIT 4"
     out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c", q], capture_output=True, text=True).stdout
     R["dead_rows"] = [(r.split("|")[0], int(r.split("|")[1]), int(r.split("|")[2])) for r in out.strip().splitlines() if r.count("|") == 2]
+    # Dead rows summed over every table, those of the upload staging (tables named upload*), and the
+    # database's size before and after a VACUUM (what the dead rows cost until autovacuum gets there).
+    q = ("SELECT coalesce(sum(n_dead_tup), 0), coalesce(sum(n_dead_tup) FILTER (WHERE relname LIKE 'upload%'), 0), "
+         "coalesce(sum(pg_total_relation_size(relid)) FILTER (WHERE relname LIKE 'upload%'), 0) FROM pg_stat_user_tables")
+    out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c", q], capture_output=True, text=True, check=True).stdout.strip().split("|")
+    subprocess.run(["psql", args.database, "-qAtc", "VACUUM"], capture_output=True, text=True, check=True)
+    R["dead_total"] = {"dead_rows": int(out[0]), "upload_dead_rows": int(out[1]), "upload_bytes": int(out[2]),
+                       "size_before_vacuum": R["db_final"]["total"], "size_after_vacuum": db_size()["total"]}
 RAW["wall_s"] = round(time.time() - T_START, 1)
 
 # ================================================================== the report
@@ -920,6 +928,10 @@ else:
     out.append(f"- at the end, with accounts B and C as well: {mb(R['db_final']['total'])}")
 if R.get("dead_rows"):
     out.append("- rows live / dead (not vacuumed yet) at the end, `pg_stat_user_tables`: " + ", ".join(f"`{n}` {l:,} / {d:,}" for n, l, d in R["dead_rows"]))
+if R.get("dead_total"):
+    T_ = R["dead_total"]
+    out.append(f"- dead rows at the end, all tables: {T_['dead_rows']:,}; upload staging (tables `upload*`): {T_['upload_dead_rows']:,} dead rows, "
+               f"{mb(T_['upload_bytes'])}; `pg_database_size` {mb(T_['size_before_vacuum'])} before `VACUUM`, {mb(T_['size_after_vacuum'])} after")
 out.append(f"- largest at the end ({R['largest']['label']}): " + ", ".join(f"`{n}` {mb(b)}" for n, b in R["largest"]["rows"]))
 out.append("")
 report = "\n".join(out)

@@ -43,6 +43,7 @@ import Testing
         12: "e96cea942391c3230f391cc160aa15a6c0c3c24070ef10408c3a08b774e1596a",
         13: "283b9a816df4abde3dd183064cc59e15a840971e55656f49ebedaea8ab97dd8c",
         14: "924720e3d299866a03336835ae8d0b7231c0801bd5698988cb24ea3758712588",
+        15: "596ee6b6d46342244a0fc565868ce84055e244626750e5a1e21d3c43b4bea440",
     ]
 
     static func digests(_ migrations: [(version: Int, sql: String)]) -> [Int: String] {

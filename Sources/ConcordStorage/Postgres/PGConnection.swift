@@ -286,6 +286,28 @@ final class PGConnection {
         return Int(affected) ?? Int(rows)
     }
 
+    /// `query` without a named prepared statement (libpq's unnamed one: parsed and planned at each
+    /// call), for a statement naming a table that lives briefly (an upload's staging table): a
+    /// named statement would stay on the connection, and in its server process, after the table went.
+    @discardableResult
+    func queryUnprepared(_ sql: String, _ parameters: [PGValue] = [], row: (PGRow) throws -> Void = { _ in }) throws -> Int {
+        try self.beginDeferred()
+        self.counter?.add()
+        let types = parameters.map(\.oid)
+        let result: OpaquePointer? = types.withUnsafeBufferPointer { t in
+            Self.withEncoded(parameters) { values, lengths, formats in
+                PQexecParams(self.handle, sql, Int32(parameters.count), t.baseAddress, values, lengths, formats, 1)
+            }
+        }
+        defer { PQclear(result) }
+        try self.check(result)
+        guard let result else { return 0 }
+        let rows = PQntuples(result)
+        for i in 0..<rows { try row(PGRow(result: result, row: i)) }
+        let affected = String(cString: PQcmdTuples(result))
+        return Int(affected) ?? Int(rows)
+    }
+
     /// `query` for results too large to hold: libpq's single-row mode hands the rows over one at a
     /// time as they arrive, so a million-row result never sits whole in memory (the mapping index's
     /// load: 924 MiB for a 1M × 2 account). When `row` throws, the rest of the result is

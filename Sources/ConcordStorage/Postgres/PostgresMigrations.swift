@@ -139,6 +139,8 @@ enum PostgresMigrations {
         (13, WebhookSchema.waitingEvents),
         // Migration 14: the compact layout of objects, links, records, record keys and changes (PostgresCompactSchema).
         (14, PostgresCompactSchema.migration),
+        // Migration 15: a staging table per upload in parts, dropped when the upload goes (UploadStagingSchema).
+        (15, UploadStagingSchema.migration),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -67,6 +67,7 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
         try self.db.query("SELECT device_id FROM devices WHERE account_id = $1", [.text(self.accountID)]) { r in
             self.observers.tokenRevoked(DeviceRef(accountID: self.accountID, deviceID: r.text(0)))
         }
+        try self.dropAccountUploadStaging()
         let account = try self.accountKey()
         for table in Self.accountKeyTables {
             try self.db.query("DELETE FROM \(table) WHERE account_key = $1", [.int(account)])
@@ -79,8 +80,9 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
 
     /// Every table holding an account's rows by its `account_key` (migration 14).
     static let accountKeyTables = ["changes", "links", "objects", "record_keys", "records"]
-    /// Every table holding an account's rows by its `account_id`, `accounts` last.
-    static let accountTables = ["upload_objects", "upload_parts", "uploads", "idempotency_keys", "picker_sessions", "journal_changes", "journal_feeds", "journal_entries", "journals",
+    /// Every table holding an account's rows by its `account_id`, `accounts` last (the account's
+    /// upload staging tables are dropped first: `dropAccountUploadStaging`).
+    static let accountTables = ["upload_parts", "uploads", "idempotency_keys", "picker_sessions", "journal_changes", "journal_feeds", "journal_entries", "journals",
                                 "tokens", "devices", "accounts"]
 
     func accountExists() throws -> Bool {
