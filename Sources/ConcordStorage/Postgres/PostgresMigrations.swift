@@ -136,6 +136,8 @@ enum PostgresMigrations {
         SharedMigrations.pickerSessions(.postgres, version: 12),
         // Migration 13: the webhook events of a feed that wait or are in flight, by index, and a feed's mark for a check (WebhookSchema).
         (13, WebhookSchema.waitingEvents),
+        // Migration 16: the mapping log, other instances' mapping changes for an index to catch up with (MappingLogSchema).
+        (16, MappingLogSchema.postgres),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }
