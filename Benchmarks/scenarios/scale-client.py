@@ -834,6 +834,7 @@ def two_instances():
                 pass
     for row, c in zip(steps, caught):
         row["catch_up_ms"] = round(float(c.get("ms", 0)), 2)
+        row["catch_up_cpu_ms"] = round(float(c.get("cpu_ms", 0)), 2)
         row["catch_up_how"] = c.get("how")
         row["catch_up_versions"] = int(c.get("to", 0)) - int(c.get("from", 0))
     SECOND = None
@@ -1041,13 +1042,13 @@ if "two_instances" in R:
                f"{TI['loaded_after_s']} s after its first request), warmed; then each write through the first instance is "
                f"followed by the second's very next 1000-id request, which finds its index behind the database's mapping version.")
     out.append("")
-    out.append("| write through the first instance | its PostgreSQL CPU | the second's next request (1000 ids) | wall | server CPU | PostgreSQL CPU | of which the catch-up (server's log) | how the second caught up |")
+    out.append("| write through the first instance | its PostgreSQL CPU | the second's next request (1000 ids) | wall | server CPU | PostgreSQL CPU | of which the catch-up: wall / Concord CPU (server's log) | how the second caught up |")
     out.append("|---|---:|---|---:|---:|---:|---:|---|")
     for x in TI["steps"]:
         how = (f"mapping log: {x['logged_writes_applied']} write(s) applied" if x["log_catch_ups"] else
                (f"reload ({x['loads']} loads, {x['deferred_loads']} deferred)" if x["catch_ups"] or x["loads"] or x["deferred_loads"] else "none needed"))
         out.append(f"| {x['write']} | {x['write_pg_cpu_s']} s | {x['direction']} "
-                   f"| **{x['wall_ms']} ms** | {x['cpu_ms']} ms | {x['pg_cpu_ms']} ms | {x.get('catch_up_ms', '–')} ms | {how} |")
+                   f"| **{x['wall_ms']} ms** | {x['cpu_ms']} ms | {x['pg_cpu_ms']} ms | {x.get('catch_up_ms', '–')} / {x.get('catch_up_cpu_ms', '–')} ms | {how} |")
     out.append("")
     out.append("| the second instance's warm batches (1000 ids) | direction | wall p50 / max | server CPU per batch | PostgreSQL CPU per batch |")
     out.append("|---|---|---:|---:|---:|")
@@ -1057,7 +1058,7 @@ if "two_instances" in R:
     out.append("")
     out.append(f"The second instance's mapping index over the phase: {TI['delta']}. Each request came 0.5 s after the write; "
                "\"of which the catch-up\" is the time inside the second instance from finding its index behind to its index being "
-               "current (reading the log's rows in the request's snapshot, decoding and applying them), from its `info` log.")
+               "current (reading the log's rows in the request's snapshot, decoding and applying them), and the CPU time its thread spent on it, from its `info` log.")
     out.append("")
 out.append("### 7. Database size")
 out.append("")

@@ -163,6 +163,17 @@ public final class MappingIndex: MappingCache {
         Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
 
+    /// This thread's CPU time: a catch-up's own cost, whatever else the machine runs.
+    private static func threadCPUNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    private static func cpuSeconds(since start: Int64) -> Double {
+        Double(self.threadCPUNanoseconds() - start) / 1e9
+    }
+
     // MARK: - Metrics
 
     /// Read-only counters for `/metrics`.
@@ -328,7 +339,7 @@ public final class MappingIndex: MappingCache {
             self.counters.hits.add(1, ordering: .relaxed)
             return try body(index)
         }
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = DispatchTime.now().uptimeNanoseconds, startedCPU = Self.threadCPUNanoseconds()
         if let index = entry.index, let catchUp, let changes = try catchUp(index.version) {
             // Another instance's writes, from the log its transactions kept: applied as this
             // process applies its own, in version order, then this process's later ones.
@@ -344,7 +355,7 @@ public final class MappingIndex: MappingCache {
                 self.counters.catchUps.add(1, ordering: .relaxed)
                 self.counters.logCatchUps.add(1, ordering: .relaxed)
                 self.reportCatchUp(MappingIndexCatchUp(accountID: accountID, fromVersion: from, toVersion: version, fromLog: true,
-                                                       seconds: Self.seconds(since: started)))
+                                                       seconds: Self.seconds(since: started), cpuSeconds: Self.cpuSeconds(since: startedCPU)))
                 return try body(index)
             }
             // Grew past the budget, or met a GUID it cannot key: the reload below decides.
@@ -391,7 +402,7 @@ public final class MappingIndex: MappingCache {
         if wasLoaded {
             self.counters.catchUps.add(1, ordering: .relaxed)
             self.reportCatchUp(MappingIndexCatchUp(accountID: accountID, fromVersion: wasAt, toVersion: version, fromLog: false,
-                                                   seconds: Self.seconds(since: started)))
+                                                   seconds: Self.seconds(since: started), cpuSeconds: Self.cpuSeconds(since: startedCPU)))
         } else {
             self.counters.loads.add(1, ordering: .relaxed)
         }
@@ -695,5 +706,7 @@ public struct MappingIndexCatchUp: Sendable {
     public let fromVersion: Int64
     public let toVersion: Int64
     public let fromLog: Bool
+    /// Wall time, and this process's CPU time (the thread's): reading the log or the tables, applying.
     public let seconds: Double
+    public let cpuSeconds: Double
 }

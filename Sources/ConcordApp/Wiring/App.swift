@@ -129,7 +129,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
             index.onCatchUp { c in
                 logger.info("mapping index caught up with another instance", metadata: [
                     "account": .string(c.accountID), "from": .int(Int(c.fromVersion)), "to": .int(Int(c.toVersion)),
-                    "how": .string(c.fromLog ? "log" : "reload"), "ms": .double(c.seconds * 1000)])
+                    "how": .string(c.fromLog ? "log" : "reload"), "ms": .double(c.seconds * 1000),
+                    "cpu_ms": .double(c.cpuSeconds * 1000)])
             }
         }
 
