@@ -1,6 +1,6 @@
 import ConcordDomain
 import ConcordMappingIndex
-import ConcordStorage
+@testable import ConcordStorage
 import ConcordTestSupport
 import Foundation
 import Testing
@@ -141,6 +141,25 @@ struct MappingLogAcrossInstancesTests {
         #expect(aAfter.logCatchUps == aBefore.logCatchUps + 1 && aAfter.loads == aBefore.loads)
         #expect(fromA == (try self.fresh(env, all, seen)))
         #expect(fromA == (try self.sweep(b, all, seen)))
+    }
+
+    /// The account's rows in the log, read straight from the database.
+    func loggedVersions(_ env: TestEnv) throws -> Int64 {
+        try env.store.readServer { tx in
+            try (tx as! PostgresTransaction).db.scalarInt("SELECT count(*)::int8 FROM mapping_deltas WHERE account_id = $1",
+                                                          [.text(env.account.accountID)]) ?? -1
+        }
+    }
+
+    @Test func theLogKeepsTheLastVersionsAndGoesWithItsAccount() throws {
+        let env = try TestEnv(.postgres)
+        let d = try env.device()
+        for i in 0..<5 { try env.put(d, assets: [("\(i)/L0/001", fp(i))]) }
+        #expect(try self.loggedVersions(env) == 6, "the device's insertion and five changes")
+        for i in 5..<30 { try env.put(d, assets: [("\(i)/L0/001", fp(i))]) }
+        #expect(try self.loggedVersions(env) == PostgresTransaction.keptMappingLogVersions)
+        try env.service.accounts.deleteAccount(accountID: env.account.accountID)
+        #expect(try self.loggedVersions(env) == 0)
     }
 
     @Test func anIndexFurtherBehindThanTheLogReloads() throws {
