@@ -51,7 +51,9 @@ enum MappingLogSchema {
         ALTER TABLE mapping_deltas ALTER COLUMN changes SET STORAGE EXTERNAL;
         CREATE FUNCTION mapping_deltas_of_deleted_account() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            DELETE FROM mapping_deltas WHERE account_id = OLD.account_id;
+            -- As text, and upper-case as the service spells its IDs: right whether accounts keeps
+            -- its ID as text or as uuid.
+            DELETE FROM mapping_deltas WHERE account_id IN (OLD.account_id::text, upper(OLD.account_id::text));
             RETURN OLD;
         END $$;
         CREATE TRIGGER accounts_drop_mapping_deltas AFTER DELETE ON accounts
