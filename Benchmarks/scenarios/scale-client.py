@@ -838,7 +838,11 @@ def two_instances():
         row["catch_up_how"] = c.get("how")
         row["catch_up_versions"] = int(c.get("to", 0)) - int(c.get("from", 0))
     SECOND = None
-    return {"health_after_s": round(started, 2), "loaded_after_s": loaded_s, "warm_before": warm_before, "steps": steps,
+    # The mapping log's live rows now (each account's last versions), and their bytes.
+    out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c",
+                          "SELECT count(*), coalesce(sum(length(changes)), 0) FROM mapping_deltas"], capture_output=True, text=True).stdout.strip()
+    log_rows, log_bytes = (int(x) for x in out.split("|")) if out.count("|") == 1 else (-1, -1)
+    return {"log_rows": log_rows, "log_bytes": log_bytes, "health_after_s": round(started, 2), "loaded_after_s": loaded_s, "warm_before": warm_before, "steps": steps,
             "warm_after": warm_after, "delta": mdelta(m0, m1, keys=("hits_total", "loads_total", "catch_ups_total", "log_catch_ups_total",
                                                                      "logged_writes_applied_total", "background_loads_total"))}
 
@@ -1056,7 +1060,8 @@ if "two_instances" in R:
         for d, w in TI[key].items():
             out.append(f"| {when} ({w['batches']}) | {d} | {w['wall_p50_ms']} / {w['wall_max_ms']} ms | {w['cpu_ms_per_1000']} ms | {w['pg_cpu_ms_per_1000']} ms |")
     out.append("")
-    out.append(f"The second instance's mapping index over the phase: {TI['delta']}. Each request came 0.5 s after the write; "
+    out.append(f"The mapping log (`mapping_deltas`) then held {TI.get('log_rows', '?')} rows of {TI.get('log_bytes', 0) / 1e6:,.1f} MB. "
+               f"The second instance's mapping index over the phase: {TI['delta']}. Each request came 0.5 s after the write; "
                "\"of which the catch-up\" is the time inside the second instance from finding its index behind to its index being "
                "current (reading the log's rows in the request's snapshot, decoding and applying them), and the CPU time its thread spent on it, from its `info` log.")
     out.append("")
