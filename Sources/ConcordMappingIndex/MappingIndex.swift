@@ -327,7 +327,8 @@ public final class MappingIndex: MappingCache {
 
     /// `read`, holding the entry's lock.
     private func readLocked<T>(_ entry: Entry, accountID: String, version: Int64, loadsQuickly: (() throws -> Bool)?,
-                               catchUp: ((Int64) throws -> [[MappingMutation]]?)?, load: (AccountMappingIndex) throws -> Void, _ body: (AccountMappingIndex) throws -> T) throws -> T? {
+                               catchUp: ((Int64) throws -> [[MappingMutation]]?)?,
+                               load: (AccountMappingIndex) throws -> Void, _ body: (AccountMappingIndex) throws -> T) throws -> T? {
         // A write of this process that committed `version` (or earlier) is applied within moments:
         // wait for it rather than reload. Bounded: a stuck writer costs one reload, not a hang.
         // A wait on the condition runs on the wall clock, whatever the service's clock says.
