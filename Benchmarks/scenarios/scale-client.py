@@ -17,7 +17,10 @@ Phases (see docs/benchmarks.md, "Scale scenario"):
      clean stop, a crash with the snapshots deleted, and a crash once the background save had run;
   5. warm batches of 1000 both ways;
   6. accounts B and C, ALT × 2 devices each, mapped both ways, then requests alternating between them;
-  7. the database's size.
+  7. the database's size;
+  8. (PostgreSQL, run before 7) a second Concord on the same database, warmed on account A; writes
+     through the first, each followed by the second's next 1000-id request (it catches up from the
+     mapping log), then its warm batches.
 Server CPU is utime + stime of the server process (/proc/<pid>/stat), plus PostgreSQL's processes
 (its postmaster and children) on PostgreSQL. Every answer is checked; any surprise stops the run.
 Python stdlib only.
@@ -65,20 +68,23 @@ def fail(msg):
 # ------------------------------------------------------------------ the server process
 
 class Server:
-    def __init__(self):
+    def __init__(self, name="server", env=None, log_level="error"):
         self.proc = None
         self.port = None
         self.starts = 0
+        self.name = name      # its log and pid files: <name>-<start>.log, <name>.pid
+        self.env = env        # None: this process's environment
+        self.log_level = log_level
 
     def start(self):
         import socket
         s = socket.socket(); s.bind(("127.0.0.1", 0)); self.port = s.getsockname()[1]; s.close()
         self.starts += 1
-        logf = open(os.path.join(args.work, f"server-{self.starts}.log"), "wb")
+        logf = open(os.path.join(args.work, f"{self.name}-{self.starts}.log"), "wb")
         self.proc = subprocess.Popen([args.bin, "serve", "--host", "127.0.0.1", "--port", str(self.port),
-                                      "--database", args.database, "--admin-token", ADMIN, "--log-level", "error"],
-                                     stdout=logf, stderr=subprocess.STDOUT)
-        with open(os.path.join(args.work, "server.pid"), "w") as f:
+                                      "--database", args.database, "--admin-token", ADMIN, "--log-level", self.log_level],
+                                     stdout=logf, stderr=subprocess.STDOUT, env=self.env)
+        with open(os.path.join(args.work, f"{self.name}.pid"), "w") as f:
             f.write(str(self.proc.pid))
         t0 = time.time()
         while True:
@@ -125,12 +131,14 @@ class Server:
 
 
 SERVER = Server()
+SECOND = None     # phase 8's second instance on the same PostgreSQL database
 
 
 def _leave():
     # Never leave a server behind, whatever ends the run (a failed check, an exception, SIGTERM).
-    if SERVER.proc is not None and SERVER.proc.poll() is None:
-        SERVER.proc.kill(); SERVER.proc.wait()
+    for s in (SERVER, SECOND):
+        if s is not None and s.proc is not None and s.proc.poll() is None:
+            s.proc.kill(); s.proc.wait()
 
 
 atexit.register(_leave)
@@ -225,8 +233,9 @@ class Meter:
 # ------------------------------------------------------------------ HTTP
 
 class Conn:
-    def __init__(self):
+    def __init__(self, server=None):
         self.c = None
+        self.server = server      # None: SERVER
 
     def call(self, method, path, token, body=None, expect=(200,)):
         if isinstance(body, (dict, list)):
@@ -238,7 +247,7 @@ class Conn:
             headers["Content-Type"] = "application/json"
         for attempt in (1, 2):
             if self.c is None:
-                self.c = http.client.HTTPConnection("127.0.0.1", SERVER.port, timeout=1800)
+                self.c = http.client.HTTPConnection("127.0.0.1", (self.server or SERVER).port, timeout=1800)
             try:
                 self.c.request(method, path, body=body, headers=headers)
                 r = self.c.getresponse(); data = r.read()
@@ -263,8 +272,8 @@ class Conn:
 CONN = Conn()
 
 
-def metrics():
-    c = http.client.HTTPConnection("127.0.0.1", SERVER.port, timeout=60)
+def metrics(server=None):
+    c = http.client.HTTPConnection("127.0.0.1", (server or SERVER).port, timeout=60)
     c.request("GET", "/metrics"); r = c.getresponse(); text = r.read().decode(); c.close()
     if r.status != 200:
         fail(f"GET /metrics: {r.status}")
@@ -717,6 +726,132 @@ R["alternating"] = {"alt_assets": ALT, "setup_wall_s": round(m_setup.wall, 1), "
                     "rows": alt_rows, "delta": mdelta(m0, metrics())}
 log(f"alternating: {R['alternating']['delta']}")
 
+# ---------------------------------------------------------------- 8. two instances on one PostgreSQL
+def two_instances():
+    """A second Concord on the same database (its own snapshot directory: it loads from the tables),
+    warmed on account A; then writes through the first and, each time, the second's very next
+    1000-id request (it catches up with the first's writes from the mapping log), then its warm batches."""
+    global CONN, SECOND
+    # At `info`: its log says how long each catch-up took inside it (and how: log or reload).
+    SECOND = Server("second", env={**os.environ, "CONCORD_MAPPING_INDEX_SNAPSHOTS": os.path.join(args.work, "index-second")},
+                    log_level="info")
+    started = SECOND.start()
+    first_conn, second_conn = CONN, Conn(SECOND)
+
+    def on_second(fn):
+        global CONN
+        CONN = second_conn
+        try:
+            return fn()
+        finally:
+            CONN = first_conn
+
+    def timed_second(fn):
+        c0 = proc_cpu(SECOND.pid); p0 = pg_cpu(); w0 = time.perf_counter()
+        on_second(fn)
+        return {"wall_ms": round(1000 * (time.perf_counter() - w0), 1), "cpu_ms": round(1000 * (proc_cpu(SECOND.pid) - c0), 1),
+                "pg_cpu_ms": round(1000 * (pg_cpu() - p0), 1)}
+
+    rng = random.Random(8)
+
+    def some_ids():
+        lo = rng.randrange(0, max(1, N - BATCH))
+        return list(range(lo, min(N, lo + BATCH)))
+
+    def warm(label, count):
+        rows = {"local → cloud": [], "cloud → local": []}
+        for _ in range(count):
+            rows["local → cloud"].append(timed_second(lambda: map_l2c(D1, TAG1, SPACE_A, some_ids(), expect_clouds=CLOUDS)))
+            rows["cloud → local"].append(timed_second(lambda: map_c2l(D2, TAG2, CLOUDS, some_ids())))
+        out = {d: {"batches": len(r), "wall_p50_ms": round(statistics.median(x["wall_ms"] for x in r), 2),
+                   "wall_max_ms": max(x["wall_ms"] for x in r),
+                   "cpu_ms_per_1000": round(statistics.mean(x["cpu_ms"] for x in r), 2),
+                   "pg_cpu_ms_per_1000": round(statistics.mean(x["pg_cpu_ms"] for x in r), 2)} for d, r in rows.items()}
+        log(f"second instance, warm batches {label}: {out}")
+        return out
+
+    # Warm it: its first request starts the account's load (off the request path for a large account).
+    m0 = metrics(SECOND)
+    on_second(lambda: map_l2c(D1, TAG1, SPACE_A, some_ids(), expect_clouds=CLOUDS))
+    t0 = time.time()
+    while metrics(SECOND).get("accounts", 0) < 1:
+        if time.time() - t0 > 300:
+            fail("the second instance did not load account A within 300 s")
+        time.sleep(0.1)
+    loaded_s = round(time.time() - t0, 2)
+    warm_before = warm("before the first instance's writes", 20)
+    # Writes through the first, each followed by the second's first request.
+    NEW = N + 200_000          # new assets of device 1, not used by any other phase
+    new_ids = list(range(NEW, NEW + CHANGES))
+    NEW_CLOUDS = {}
+    steps = []
+
+    def step(label, write, direction, read):
+        with Meter() as mw:
+            write()
+        # Another client's request, a moment later: the first instance's own follow-up work done.
+        time.sleep(0.5)
+        before = metrics(SECOND)
+        row = timed_second(read)
+        after = metrics(SECOND)
+        row.update({"write": label, "direction": direction, "write_wall_s": round(mw.wall, 3), "write_pg_cpu_s": round(mw.pg, 3),
+                    **mdelta(before, after, keys=("loads_total", "catch_ups_total", "log_catch_ups_total", "logged_writes_applied_total",
+                                                  "deferred_loads_total", "reads_while_loading_total"))})
+        steps.append(row)
+        log(f"second instance after '{label}': {row}")
+
+    def upsert_new(k):
+        # Round 0 inserts them; the later rounds change every one's fingerprint (space "T" last).
+        space = "T" if k == 2 else f"T{k}"
+        _, answer = CONN.call("POST", "/v1/library/changes", D1, changes_body(TAG1, space, NEW, NEW + CHANGES))
+        check_counts(answer, "two instances: changes through the first", inserted=CHANGES if k == 0 else 0)
+
+    for k in range(3):
+        step(f"changes batch of {CHANGES:,} new assets on device 1" + (" (again: the same assets, new fingerprints)" if k else ""),
+             lambda: upsert_new(k), "local → cloud, device 1", lambda: map_l2c(D1, TAG1, SPACE_A, some_ids(), expect_clouds=CLOUDS))
+    step("first mapping of 1000 of them (records created, linked)", lambda: map_l2c(D1, TAG1, "T", new_ids[:BATCH], clouds=NEW_CLOUDS),
+         "local → cloud, device 1, those 1000", lambda: map_l2c(D1, TAG1, "T", new_ids[:BATCH], expect_clouds=NEW_CLOUDS))
+    step("changes batch of 1000 new assets on device 2 (linked by content when mapped)",
+         lambda: CONN.call("POST", "/v1/library/changes", D2, changes_body(TAG2, "T", NEW, NEW + BATCH)),
+         "cloud → local, device 2, their records", lambda: map_c2l(D2, TAG2, NEW_CLOUDS, new_ids[:BATCH]))
+    warm_after = warm("after them", 50)
+
+    def delete_new():
+        _, answer = CONN.call("POST", "/v1/library/changes", D1, delete_body(TAG1, NEW, NEW + CHANGES))
+        check_counts(answer, "two instances: deletes through the first", deleted=CHANGES)
+        CONN.call("POST", "/v1/library/changes", D2, delete_body(TAG2, NEW, NEW + BATCH))
+
+    step(f"deleting them (two batches, {CHANGES:,} and 1000)", delete_new, "cloud → local, device 2", lambda: map_c2l(D2, TAG2, CLOUDS, some_ids()))
+    m1 = metrics(SECOND)
+    second_conn.reset()
+    SECOND.stop()
+    # Each step's read made one catch-up (nothing else ran behind the first's writes): its log line.
+    caught = []
+    for line in open(os.path.join(args.work, "second-1.log"), errors="replace"):
+        if "mapping index caught up" in line:
+            try:
+                caught.append(json.loads(line))
+            except ValueError:
+                pass
+    for row, c in zip(steps, caught):
+        row["catch_up_ms"] = round(float(c.get("ms", 0)), 2)
+        row["catch_up_cpu_ms"] = round(float(c.get("cpu_ms", 0)), 2)
+        row["catch_up_how"] = c.get("how")
+        row["catch_up_versions"] = int(c.get("to", 0)) - int(c.get("from", 0))
+    SECOND = None
+    # The mapping log's live rows now (each account's last versions), and their bytes.
+    out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c",
+                          "SELECT count(*), coalesce(sum(length(changes)), 0) FROM mapping_deltas"], capture_output=True, text=True).stdout.strip()
+    log_rows, log_bytes = (int(x) for x in out.split("|")) if out.count("|") == 1 else (-1, -1)
+    return {"log_rows": log_rows, "log_bytes": log_bytes, "health_after_s": round(started, 2), "loaded_after_s": loaded_s, "warm_before": warm_before, "steps": steps,
+            "warm_after": warm_after, "delta": mdelta(m0, m1, keys=("hits_total", "loads_total", "catch_ups_total", "log_catch_ups_total",
+                                                                     "logged_writes_applied_total", "background_loads_total"))}
+
+
+if args.engine == "postgres":
+    R["two_instances"] = two_instances()
+    log(f"two instances: {R['two_instances']}")
+
 # ---------------------------------------------------------------- 7. the database's size
 R["peak_rss_second_process_mib"] = round(max(SAMPLER.peak_kib, rss_kib(SERVER.pid)) / 1024, 1)
 CONN.reset()
@@ -912,6 +1047,33 @@ for k, x in enumerate(AL["rows"]):
     out.append(f"| {k + 1} | {x['direction']} | {x['account']} | {x['wall_ms']} ms | {x['cpu_ms']} ms | {x['loads']} | {x['evictions']} | "
                f"{x['too_large']} | {x['hits']} | {x['resident_mib_after']} MiB / {x['accounts_after']} acct |")
 out.append("")
+if "two_instances" in R:
+    TI = R["two_instances"]
+    out.append("### 8. Two instances on one PostgreSQL")
+    out.append("")
+    out.append(f"A second Concord on the same database (its own snapshot directory: it loaded account A from the tables, "
+               f"{TI['loaded_after_s']} s after its first request), warmed; then each write through the first instance is "
+               f"followed by the second's very next 1000-id request, which finds its index behind the database's mapping version.")
+    out.append("")
+    out.append("| write through the first instance | its PostgreSQL CPU | the second's next request (1000 ids) | wall | server CPU | PostgreSQL CPU | of which the catch-up: wall / Concord CPU (server's log) | how the second caught up |")
+    out.append("|---|---:|---|---:|---:|---:|---:|---|")
+    for x in TI["steps"]:
+        how = (f"mapping log: {x['logged_writes_applied']} write(s) applied" if x["log_catch_ups"] else
+               (f"reload ({x['loads']} loads, {x['deferred_loads']} deferred)" if x["catch_ups"] or x["loads"] or x["deferred_loads"] else "none needed"))
+        out.append(f"| {x['write']} | {x['write_pg_cpu_s']} s | {x['direction']} "
+                   f"| **{x['wall_ms']} ms** | {x['cpu_ms']} ms | {x['pg_cpu_ms']} ms | {x.get('catch_up_ms', '–')} / {x.get('catch_up_cpu_ms', '–')} ms | {how} |")
+    out.append("")
+    out.append("| the second instance's warm batches (1000 ids) | direction | wall p50 / max | server CPU per batch | PostgreSQL CPU per batch |")
+    out.append("|---|---|---:|---:|---:|")
+    for when, key in (("before the first's writes", "warm_before"), ("after them", "warm_after")):
+        for d, w in TI[key].items():
+            out.append(f"| {when} ({w['batches']}) | {d} | {w['wall_p50_ms']} / {w['wall_max_ms']} ms | {w['cpu_ms_per_1000']} ms | {w['pg_cpu_ms_per_1000']} ms |")
+    out.append("")
+    out.append(f"The mapping log (`mapping_deltas`) then held {TI.get('log_rows', '?')} rows of {TI.get('log_bytes', 0) / 1e6:,.1f} MB. "
+               f"The second instance's mapping index over the phase: {TI['delta']}. Each request came 0.5 s after the write; "
+               "\"of which the catch-up\" is the time inside the second instance from finding its index behind to its index being "
+               "current (reading the log's rows in the request's snapshot, decoding and applying them), and the CPU time its thread spent on it, from its `info` log.")
+    out.append("")
 out.append("### 7. Database size")
 out.append("")
 if args.engine == "sqlite":

@@ -10,7 +10,9 @@
 #      after a clean stop (snapshot), a crash without one (tables) and a crash once settled (background snapshot);
 #   5. warm 1000-id batches both ways;
 #   6. two accounts of SCALE_ALT_ASSETS × 2 used alternately (index loads/evictions per request);
-#   7. the database's size.
+#   7. the database's size;
+#   8. (PostgreSQL) two instances: a second Concord on the same database, warmed; writes through the
+#      first, each followed by the second's next 1000-id request (a catch-up from the mapping log).
 # Every answer is checked (scale-client.py); a wrong one stops the run with a non-zero status.
 # Prints a Markdown report and writes it to Benchmarks/results/scale-<engine>[-<tag>].md (and the raw
 # figures to the .json next to it).
@@ -54,8 +56,11 @@ cleanup() {
         kill -TERM "$CLIENT" 2>/dev/null || true
         for _ in $(seq 1 50); do kill -0 "$CLIENT" 2>/dev/null || break; sleep 0.1; done
     fi
-    pid="$(cat "$WORK/run/server.pid" 2>/dev/null || true)"
-    if [[ -n "$pid" ]] && [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$BIN" ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
+    # (second.pid: the second instance of phase 8, on PostgreSQL)
+    for pidfile in "$WORK/run/server.pid" "$WORK/run/second.pid"; do
+        pid="$(cat "$pidfile" 2>/dev/null || true)"
+        if [[ -n "$pid" ]] && [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$BIN" ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
+    done
     # The cluster is ours to remove.
     if [[ -n "$PG_DIR" ]]; then CONCORD_PG_DIR="$PG_DIR" "$ROOT/.ci/pg-cluster" destroy >/dev/null 2>&1 || true; fi
     # SCALE_KEEP_DATABASE=path keeps the SQLite database for a look at its layout (sqlite3's dbstat).

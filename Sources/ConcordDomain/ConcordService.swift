@@ -130,18 +130,21 @@ public final class ServiceCore: Sendable {
     /// each as it makes it); one that made any bumps the account's mapping version — with the
     /// index off too, for the instances sharing the database that have one — and, with the index
     /// on, after it commits the index applies exactly those changes (never before: storage is the
-    /// source of truth). A write for a request with an idempotency key (`idempotency`) marks
+    /// source of truth). Where the store keeps a mapping log (`MappingLogWrites`: PostgreSQL), the
+    /// same transaction stores those changes under the new version, for the other instances'
+    /// indexes to catch up with. A write for a request with an idempotency key (`idempotency`) marks
     /// the key applied in the same transaction.
     func write<T>(account accountID: String, idempotency: IdempotencyScope?, _ body: (any AccountWriteTransaction) throws -> T) throws -> T {
         guard let index = self.index else {
             // No index here, but the version still moves on: another instance sharing the database
             // may hold one (or a snapshot), and must see that this write changed the mapping.
             return try self.store.write(account: accountID) { tx in
-                let recorder = MappingChangeRecorder(keepsChanges: false)
+                let log = tx as? any MappingLogWrites
+                let recorder = MappingChangeRecorder(keepsChanges: false, logs: log != nil)
                 tx.add(observer: recorder)
                 let result = try body(tx)
                 try Self.markApplied(tx, idempotency)
-                if recorder.changed { _ = try tx.bumpMappingVersion() }
+                if recorder.changed { try recorder.appendLog(version: try tx.bumpMappingVersion(), to: log) }
                 return result
             }
         }
@@ -156,12 +159,15 @@ public final class ServiceCore: Sendable {
         }
         let result = try self.store.write(account: accountID) { tx in
             last = nil
-            let recorder = MappingChangeRecorder(keepsChanges: index.isLoaded(account: accountID))
+            let log = tx as? any MappingLogWrites
+            let recorder = MappingChangeRecorder(keepsChanges: index.isLoaded(account: accountID), logs: log != nil)
             tx.add(observer: recorder)
             let result = try body(tx)
             try Self.markApplied(tx, idempotency)
             if recorder.changed {
                 let version = try tx.bumpMappingVersion()
+                // The other instances' indexes catch up from the log instead of reloading.
+                try recorder.appendLog(version: version, to: log)
                 index.expect(account: accountID, version: version)
                 expected.append(version)
                 // Without the changes (the account was not loaded here), applying is a no-op and the

@@ -58,6 +58,38 @@ public struct PackedObjectRows: Sendable {
         }
     }
 
+    /// The rows' bytes (the layout above), for the mapping log (`MappingLogCodec`).
+    public var packedBytes: [UInt8] { self.packed.bytes }
+
+    /// Rows from `packedBytes`, each checked to lie whole within them; nil when they do not hold
+    /// exactly `count` rows of the layout above.
+    public init?(packedBytes: UnsafeRawBufferPointer, count: Int) {
+        var at = 0
+        func take(_ n: Int) -> Bool {
+            guard n >= 0, n <= packedBytes.count - at else { return false }
+            at += n
+            return true
+        }
+        func string() -> Bool {
+            guard at + 4 <= packedBytes.count else { return false }
+            let n = Int(packedBytes[at]) | Int(packedBytes[at + 1]) << 8 | Int(packedBytes[at + 2]) << 16 | Int(packedBytes[at + 3]) << 24
+            return take(4) && take(n)
+        }
+        guard count >= 0 else { return nil }
+        for _ in 0..<count {
+            guard at + 2 <= packedBytes.count, ObjectType(rawValue: Int(packedBytes[at])) != nil else { return nil }
+            let flags = packedBytes[at + 1]
+            at += 2
+            if flags & Flag.creationSecond != 0, !take(8) { return nil }
+            guard string(), string() else { return nil }
+            if flags & Flag.link != 0, !string() { return nil }
+            if flags & Flag.key != 0, !string() { return nil }
+        }
+        guard at == packedBytes.count else { return nil }
+        self.packed.bytes = Array(packedBytes)
+        self.count = count
+    }
+
     /// Each row in order, unpacked, as a row of `deviceID`.
     public func forEach(device deviceID: String, _ body: (MappingObjectRow) throws -> Void) rethrows {
         try self.packed.bytes.withUnsafeBufferPointer { b in
@@ -84,19 +116,45 @@ public struct PackedObjectRows: Sendable {
 /// index is forgotten after the commit (`AccountService.deleteAccount`), since no version of it
 /// remains to catch up to.
 final class MappingChangeRecorder: TransactionObserver {
-    /// Whether the changes themselves are kept.
+    /// Whether the changes themselves are kept for the index.
     let keepsChanges: Bool
+    /// Whether they are kept for the mapping log too (the store keeps one), up to what it takes.
+    let logs: Bool
     /// The mapping changes made so far, in order (empty when not kept).
     private(set) var mutations: [MappingMutation] = []
     /// True once any mapping change was made, kept or not.
     private(set) var changed = false
+    /// The changes grew past `MappingLogCodec.maxBytes`: not logged (readers behind reload).
+    private(set) var tooLargeToLog = false
+    private var estimatedBytes = 0
 
-    init(keepsChanges: Bool) {
+    init(keepsChanges: Bool, logs: Bool = false) {
         self.keepsChanges = keepsChanges
+        self.logs = logs
     }
 
     func transactionDidChange(_ mutation: @autoclosure () -> MappingMutation) {
         self.changed = true
-        if self.keepsChanges { self.mutations.append(mutation()) }
+        let logging = self.logs && !self.tooLargeToLog
+        guard self.keepsChanges || logging else { return }
+        let m = mutation()
+        if logging {
+            self.estimatedBytes += MappingLogCodec.estimatedBytes(m)
+            if self.estimatedBytes > MappingLogCodec.maxBytes {
+                self.tooLargeToLog = true
+                if !self.keepsChanges {
+                    self.mutations = []
+                    return
+                }
+            }
+        }
+        self.mutations.append(m)
+    }
+
+    /// Stores the changes in the mapping log as what `version` changed (in the transaction that
+    /// bumped it); nothing when the store keeps no log or they are too large for it.
+    func appendLog(version: Int64, to log: (any MappingLogWrites)?) throws {
+        guard let log, self.logs, !self.tooLargeToLog, let changes = MappingLogCodec.encode(self.mutations) else { return }
+        try log.appendMappingLog(version: version, changes: changes)
     }
 }

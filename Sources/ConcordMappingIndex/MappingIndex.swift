@@ -76,6 +76,7 @@ public final class MappingIndex: MappingCache {
     /// Loads an account's index off the request path (`loadsInBackground(from:)` sets it: a read transaction of
     /// its own, then `loadInBackground`). Nil: too-large accounts are not retried.
     private let retryLoad = Mutex<(@Sendable (String) -> Void)?>(nil)
+    private let catchUpObserver = Mutex<(@Sendable (MappingIndexCatchUp) -> Void)?>(nil)
 
     /// The time the retry of a too-large account counts from (the service's clock: tests set it).
     private let now: @Sendable () -> Date
@@ -147,6 +148,32 @@ public final class MappingIndex: MappingCache {
         self.retryLoad.withLock { $0 = load }
     }
 
+    // MARK: - Catch-ups
+
+    /// Tells the app of each catch-up (for its log). Called holding the account's lock: quick.
+    public func onCatchUp(_ observer: @escaping @Sendable (MappingIndexCatchUp) -> Void) {
+        self.catchUpObserver.withLock { $0 = observer }
+    }
+
+    private func reportCatchUp(_ catchUp: MappingIndexCatchUp) {
+        self.catchUpObserver.withLock { $0 }?(catchUp)
+    }
+
+    private static func seconds(since start: UInt64) -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    /// This thread's CPU time: a catch-up's own cost, whatever else the machine runs.
+    private static func threadCPUNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    private static func cpuSeconds(since start: Int64) -> Double {
+        Double(self.threadCPUNanoseconds() - start) / 1e9
+    }
+
     // MARK: - Metrics
 
     /// Read-only counters for `/metrics`.
@@ -155,8 +182,13 @@ public final class MappingIndex: MappingCache {
         public var hits: Int
         /// Accounts loaded from storage (first use, after eviction or after a failed fit).
         public var loads: Int
-        /// Indexes reloaded because storage had moved on without this process (another instance).
+        /// Indexes found behind storage that had moved on without this process (another instance's
+        /// writes): caught up from the mapping log (`logCatchUps`) or else reloaded.
         public var catchUps: Int
+        /// Of `catchUps`, those that applied the other instances' changes from the mapping log
+        /// (`MappingLogReads`) instead of reloading, and the write transactions so applied.
+        public var logCatchUps: Int
+        public var loggedWritesApplied: Int
         /// Write transactions applied to an index after their commit.
         public var appliedWrites: Int
         /// Accounts evicted to stay within the budget.
@@ -190,6 +222,7 @@ public final class MappingIndex: MappingCache {
 
     final class Counters: Sendable {
         let hits = Atomic<Int>(0), loads = Atomic<Int>(0), catchUps = Atomic<Int>(0), appliedWrites = Atomic<Int>(0)
+        let logCatchUps = Atomic<Int>(0), loggedWritesApplied = Atomic<Int>(0)
         let evictions = Atomic<Int>(0), tooLarge = Atomic<Int>(0), refusedAdmissions = Atomic<Int>(0)
         let backgroundLoads = Atomic<Int>(0), backgroundLoadsFitted = Atomic<Int>(0), overBudgetLoads = Atomic<Int>(0)
         let snapshotLoads = Atomic<Int>(0), rejectedSnapshots = Atomic<Int>(0), savedSnapshots = Atomic<Int>(0)
@@ -200,7 +233,8 @@ public final class MappingIndex: MappingCache {
         let (bytes, accounts) = self.table.withLock { t in (t.bytes, t.entries.values.count { $0.bytes > 0 }) }
         let c = self.counters
         return Statistics(hits: c.hits.load(ordering: .relaxed), loads: c.loads.load(ordering: .relaxed),
-                          catchUps: c.catchUps.load(ordering: .relaxed), appliedWrites: c.appliedWrites.load(ordering: .relaxed),
+                          catchUps: c.catchUps.load(ordering: .relaxed), logCatchUps: c.logCatchUps.load(ordering: .relaxed),
+                          loggedWritesApplied: c.loggedWritesApplied.load(ordering: .relaxed), appliedWrites: c.appliedWrites.load(ordering: .relaxed),
                           evictions: c.evictions.load(ordering: .relaxed), tooLarge: c.tooLarge.load(ordering: .relaxed),
                           overBudgetLoads: c.overBudgetLoads.load(ordering: .relaxed), refusedAdmissions: c.refusedAdmissions.load(ordering: .relaxed),
                           backgroundLoads: c.backgroundLoads.load(ordering: .relaxed), backgroundLoadsFitted: c.backgroundLoadsFitted.load(ordering: .relaxed),
@@ -218,6 +252,8 @@ public final class MappingIndex: MappingCache {
         let accountID = tx.accountID
         return try self.read(account: accountID, version: version, loadsQuickly: {
             try self.loadsQuickly(tx)
+        }, catchUp: { from in
+            try Self.loggedChanges(tx, after: from, through: version)
         }, load: { fresh in
             try fresh.load(from: tx, account: accountID, checkingBudget: self)
         }) { loaded in
@@ -248,6 +284,22 @@ public final class MappingIndex: MappingCache {
         return result
     }
 
+    /// The mapping log's changes of versions `after + 1 ... through`, one array per version in
+    /// order, read in the reader's own snapshot; nil when the store keeps no log or any version is
+    /// missing (pruned, too large to log) or unreadable: the account is reloaded instead.
+    static func loggedChanges(_ tx: any AccountReadTransaction, after: Int64, through: Int64) throws -> [[MappingMutation]]? {
+        guard through > after, let log = tx as? any MappingLogReads else { return nil }
+        let entries = try log.mappingLog(after: after, through: through)
+        guard entries.count == Int(through - after) else { return nil }
+        var result: [[MappingMutation]] = []
+        result.reserveCapacity(entries.count)
+        for (i, entry) in entries.enumerated() {
+            guard entry.version == after + 1 + Int64(i), let mutations = MappingLogCodec.decode(entry.changes) else { return nil }
+            result.append(mutations)
+        }
+        return result
+    }
+
     /// Whether the account's index loads quickly enough to load in the request that needs it: from
     /// a current snapshot (its ID recorded, which means current, and its file there), or a small
     /// account from its tables.
@@ -264,8 +316,11 @@ public final class MappingIndex: MappingCache {
     /// mapping tables from the reader's own snapshot (which is at exactly `version`), used when the
     /// index is missing or behind. Nil when the account does not fit the budget, or is being loaded
     /// off the request path: serve from storage. `loadsQuickly`, asked only when a load is due:
-    /// false moves the load off the request path (nil: every load runs here).
+    /// false moves the load off the request path (nil: every load runs here). `catchUp`, asked when
+    /// a loaded index is behind another instance's writes, gives those writes' changes from the
+    /// index's version to `version` (nil: missing, reload).
     func read<T>(account accountID: String, version: Int64, loadsQuickly: (() throws -> Bool)? = nil,
+                 catchUp: ((Int64) throws -> [[MappingMutation]]?)? = nil,
                  load: (AccountMappingIndex) throws -> Void, _ body: (AccountMappingIndex) throws -> T) throws -> T? {
         let entry = self.entry(accountID)
         entry.condition.lock()
@@ -274,7 +329,8 @@ public final class MappingIndex: MappingCache {
         let loaded: AccountMappingIndex?
         do {
             let wasResident = entry.index != nil
-            result = try self.readLocked(entry, accountID: accountID, version: version, loadsQuickly: loadsQuickly, load: load, body)
+            result = try self.readLocked(entry, accountID: accountID, version: version, loadsQuickly: loadsQuickly, catchUp: catchUp,
+                                         load: load, body)
             bytes = entry.index?.estimatedBytes ?? 0
             loaded = wasResident ? nil : entry.index
             entry.condition.unlock()
@@ -294,6 +350,7 @@ public final class MappingIndex: MappingCache {
 
     /// `read`, holding the entry's lock.
     private func readLocked<T>(_ entry: Entry, accountID: String, version: Int64, loadsQuickly: (() throws -> Bool)?,
+                               catchUp: ((Int64) throws -> [[MappingMutation]]?)?,
                                load: (AccountMappingIndex) throws -> Void, _ body: (AccountMappingIndex) throws -> T) throws -> T? {
         // A write of this process that committed `version` (or earlier) is applied within moments:
         // wait for it rather than reload. Bounded: a stuck writer costs one reload, not a hang.
@@ -305,6 +362,27 @@ public final class MappingIndex: MappingCache {
         if let index = entry.index, index.version >= version {
             self.counters.hits.add(1, ordering: .relaxed)
             return try body(index)
+        }
+        let started = DispatchTime.now().uptimeNanoseconds, startedCPU = Self.threadCPUNanoseconds()
+        if let index = entry.index, let catchUp, let changes = try catchUp(index.version) {
+            // Another instance's writes, from the log its transactions kept: applied as this
+            // process applies its own, in version order, then this process's later ones.
+            let from = index.version
+            for mutations in changes {
+                for m in mutations { index.apply(m) }
+            }
+            index.version = version
+            entry.pending = entry.pending.filter { $0.key > version }
+            self.drainPending(entry)
+            self.counters.loggedWritesApplied.add(changes.count, ordering: .relaxed)
+            if index.isExact, index.estimatedBytes <= self.budgetBytes {
+                self.counters.catchUps.add(1, ordering: .relaxed)
+                self.counters.logCatchUps.add(1, ordering: .relaxed)
+                self.reportCatchUp(MappingIndexCatchUp(accountID: accountID, fromVersion: from, toVersion: version, fromLog: true,
+                                                       seconds: Self.seconds(since: started), cpuSeconds: Self.cpuSeconds(since: startedCPU)))
+                return try body(index)
+            }
+            // Grew past the budget, or met a GUID it cannot key: the reload below decides.
         }
         guard !entry.tooLarge else {
             self.counters.tooLarge.add(1, ordering: .relaxed)
@@ -327,7 +405,7 @@ public final class MappingIndex: MappingCache {
             self.runLater(0) { background(accountID) }
             return nil
         }
-        let wasLoaded = entry.index != nil
+        let wasLoaded = entry.index != nil, wasAt = entry.index?.version ?? 0
         entry.index = nil
         let fresh = AccountMappingIndex()
         do {
@@ -345,7 +423,13 @@ public final class MappingIndex: MappingCache {
         entry.snapshotVersion = fresh.loadedFromSnapshot ? version : nil
         entry.pending = entry.pending.filter { $0.key > version }
         self.drainPending(entry)
-        if wasLoaded { self.counters.catchUps.add(1, ordering: .relaxed) } else { self.counters.loads.add(1, ordering: .relaxed) }
+        if wasLoaded {
+            self.counters.catchUps.add(1, ordering: .relaxed)
+            self.reportCatchUp(MappingIndexCatchUp(accountID: accountID, fromVersion: wasAt, toVersion: version, fromLog: false,
+                                                   seconds: Self.seconds(since: started), cpuSeconds: Self.cpuSeconds(since: startedCPU)))
+        } else {
+            self.counters.loads.add(1, ordering: .relaxed)
+        }
         return try body(fresh)
     }
 
@@ -637,4 +721,16 @@ public final class MappingIndex: MappingCache {
         }
         return admitted
     }
+}
+
+/// An account's index found behind another instance's writes and brought to the reader's version:
+/// from the mapping log, or by a reload.
+public struct MappingIndexCatchUp: Sendable {
+    public let accountID: String
+    public let fromVersion: Int64
+    public let toVersion: Int64
+    public let fromLog: Bool
+    /// Wall time, and this process's CPU time (the thread's): reading the log or the tables, applying.
+    public let seconds: Double
+    public let cpuSeconds: Double
 }

@@ -124,7 +124,15 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         }
         // Long-polls hear other instances' commits through PostgreSQL; stopped by `close()`.
         storage.listenForOtherInstances()
-        if let index = storage.service.mappingIndex { registerMappingIndexMetrics(metrics, index) }
+        if let index = storage.service.mappingIndex {
+            registerMappingIndexMetrics(metrics, index)
+            index.onCatchUp { c in
+                logger.info("mapping index caught up with another instance", metadata: [
+                    "account": .string(c.accountID), "from": .int(Int(c.fromVersion)), "to": .int(Int(c.toVersion)),
+                    "how": .string(c.fromLog ? "log" : "reload"), "ms": .double(c.seconds * 1000),
+                    "cpu_ms": .double(c.cpuSeconds * 1000)])
+            }
+        }
 
         let (adminToken, generatedTokenFile) = try AdminToken.resolve(configured: configuration.adminToken, database: configuration.database, logger: logger)
         // A token nobody could use (the server never listened) must not be the one the next
@@ -303,7 +311,9 @@ private func registerMappingIndexMetrics(_ metrics: MetricsRegistry, _ index: Ma
     let counters: [(String, String, @Sendable (MappingIndex.Statistics) -> Int)] = [
         ("concord_mapping_index_hits_total", "Mapping reads answered by an account index already current.", { $0.hits }),
         ("concord_mapping_index_loads_total", "Account indexes loaded from storage (first use, after eviction).", { $0.loads }),
-        ("concord_mapping_index_catch_ups_total", "Account indexes reloaded because another instance had written.", { $0.catchUps }),
+        ("concord_mapping_index_catch_ups_total", "Account indexes found behind another instance's writes: caught up from the mapping log, or reloaded.", { $0.catchUps }),
+        ("concord_mapping_index_log_catch_ups_total", "Of those, caught up by applying the other instances' changes from the mapping log (PostgreSQL), without a reload.", { $0.logCatchUps }),
+        ("concord_mapping_index_logged_writes_applied_total", "Other instances' write transactions applied to an account index from the mapping log.", { $0.loggedWritesApplied }),
         ("concord_mapping_index_applied_writes_total", "Write transactions applied to an account index after their commit.", { $0.appliedWrites }),
         ("concord_mapping_index_evictions_total", "Account indexes evicted to stay within mappingIndexMegabytes.", { $0.evictions }),
         ("concord_mapping_index_too_large_total", "Mapping reads served from storage because the account does not fit the budget.", { $0.tooLarge }),

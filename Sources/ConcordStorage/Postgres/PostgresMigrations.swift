@@ -141,6 +141,8 @@ enum PostgresMigrations {
         (14, PostgresCompactSchema.migration),
         // Migration 15: a staging table per upload in parts, dropped when the upload goes (UploadStagingSchema).
         (15, UploadStagingSchema.migration),
+        // Migration 16: the mapping log, other instances' mapping changes for an index to catch up with (MappingLogSchema).
+        (16, MappingLogSchema.postgres),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }
