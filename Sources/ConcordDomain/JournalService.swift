@@ -441,7 +441,7 @@ public struct JournalService: ServiceArea {
         let scope = ChangeTokenScope.journals(accountID: device.accountID)
         guard let sinceSeq = self.tokens.decode(since, scope: scope) else { throw DomainError.invalidChangeToken }
         let now = self.now
-        var stored = try self.read(device) { tx, _ in
+        let stored = try self.read(device) { tx, _ in
             let feed = try tx.journalFeed()
             // A valid MAC on a seq never reached: a token from a restored or older database.
             guard sinceSeq <= feed.lastChangeSeq else { throw DomainError.invalidChangeToken }
@@ -450,9 +450,6 @@ public struct JournalService: ServiceArea {
             guard sinceSeq >= boundary else { throw DomainError.persistentChangeTokenExpired }
             return try tx.journalChanges(after: sinceSeq, limit: limit + 1)
         }
-        let hasMore = stored.count > limit
-        if hasMore { stored.removeLast(stored.count - limit) }
-        let changes = stored.map { JournalChange(changeToken: self.tokens.encode(seq: $0.seq, scope: scope), details: $0.details) }
-        return JournalChangePage(changes: changes, changeToken: changes.last?.changeToken ?? since, hasMore: hasMore)
+        return JournalChangePage(stored: stored, limit: limit, since: since, tokens: self.tokens, scope: scope)
     }
 }

@@ -96,18 +96,6 @@ public struct DeviceState: Sendable, Equatable {
     }
 }
 
-/// One stored history entry; `details` nil means unavailable (a reset).
-public struct StoredChange: Sendable, Equatable {
-    public var seq: Int64
-    public var createdAt: Double
-    public var details: ChangeDetails?
-    public init(seq: Int64, createdAt: Double, details: ChangeDetails?) {
-        self.seq = seq
-        self.createdAt = createdAt
-        self.details = details
-    }
-}
-
 /// The holder of a token and when it was last used.
 public struct TokenOwner: Sendable, Equatable {
     public var principal: Principal
