@@ -203,7 +203,7 @@ public struct JournalService: ServiceArea {
             let assigned = locals.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: locals, core: self.core)
             for (i, p) in photos.enumerated() {
                 if case .localIdentifier(let id) = p {
-                    if let r = assigned[ByteKey(id)] { parsed[i] = CloudIdentifier(guid: r.guid, type: r.type, fingerprint: r.fingerprint) } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }
+                    if let r = assigned[ByteKey(id)] { parsed[i] = r } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }
                 }
             }
             if !failures.isEmpty {
