@@ -41,12 +41,6 @@ public struct JournalDetail: Sendable, Equatable {
     /// The answer is a page (it carries `hasMore`): one was asked for, or the journal's answer would
     /// pass `DataBounds.journalAnswerBytes`. Otherwise it is the whole journal, as the API shows it.
     public var paged = false
-    public init(journal: JournalSummary, entries: [JournalEntryView], hasMore: Bool = false, paged: Bool = false) {
-        self.journal = journal
-        self.entries = entries
-        self.hasMore = hasMore
-        self.paged = paged
-    }
 }
 
 /// One photo of an entry `PUT`: a cloud identifier as stored elsewhere, or one of the calling
