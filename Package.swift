@@ -2,8 +2,8 @@
 // Concord: one SwiftPM package, no package dependencies (see README.md).
 // Modules are layers; dependencies point one way:
 //   ConcordJSON  <-  ConcordHTTP  <-  ConcordTransport (CConcordSystem);  ConcordObservability
-//   ConcordBytes  <-  ConcordDomain  <-  ConcordMappingIndex (CConcordSystem)
-//                     ConcordDomain  <-  ConcordStorage (CSQLite, CLibPQ)
+//   ConcordBytes, ConcordSHA256  <-  ConcordDomain  <-  ConcordMappingIndex (CConcordSystem)
+//                                    ConcordDomain  <-  ConcordStorage (CSQLite, CLibPQ)
 //   ConcordOutbound (CCurl): webhook destinations and delivery, nothing else of ours
 //   everything but the C libraries  <-  ConcordApp  <-  concord
 import PackageDescription
@@ -47,7 +47,9 @@ let package = Package(
         .target(name: "ConcordHTTP", dependencies: ["ConcordJSON"]),
         // Byte formats: packed values, varints, the UUID codec, strings and answers in one buffer.
         .target(name: "ConcordBytes"),
-        .target(name: "ConcordDomain", dependencies: ["ConcordBytes"]),
+        // SHA-256, shared by the server and the client.
+        .target(name: "ConcordSHA256"),
+        .target(name: "ConcordDomain", dependencies: ["ConcordBytes", "ConcordSHA256"]),
         // The in-memory mapping index behind the domain's MappingCache/MappingReads; it prefetches
         // (CConcordSystem's one-line wrapper of the compiler builtin).
         .target(name: "ConcordMappingIndex", dependencies: ["ConcordDomain", "ConcordBytes", "CConcordSystem"]),
@@ -67,8 +69,8 @@ let package = Package(
         ),
         .executableTarget(name: "concord", dependencies: ["ConcordApp"]),
 
-        // Client: depends on nothing of ours, so it builds wherever Foundation does.
-        .target(name: "ConcordClient"),
+        // Client: nothing of ours but SHA-256 (pure Swift), so it builds wherever Foundation does.
+        .target(name: "ConcordClient", dependencies: ["ConcordSHA256"]),
         // docs/client.md's recipe as one program (two devices of one account), run by docs/check-example.
         .executableTarget(name: "concord-example", dependencies: ["ConcordClient"], path: "Sources/ConcordExample"),
 

@@ -12,14 +12,6 @@ public struct ChangeToken: Sendable, Hashable, Codable, RawRepresentable, Custom
 
     public var description: String { self.rawValue }
 
-    /// Decodes the bare string the API carries.
-    public init(from decoder: any Decoder) throws {
-        self.rawValue = try decoder.singleValueContainer().decode(String.self)
-    }
-
-    /// Encodes as the bare string the API carries.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(self.rawValue)
-    }
+    // Codable as the bare string the API carries: the standard library's coding of a
+    // `RawRepresentable` whose raw value is a `String`.
 }

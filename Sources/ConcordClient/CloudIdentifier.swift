@@ -1,3 +1,4 @@
+import ConcordSHA256
 import Foundation
 
 /// The type of object a cloud identifier names, as the code in its middle part.
@@ -98,5 +99,12 @@ public enum Fingerprint {
             .replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The recommended fingerprint of content held in memory: its SHA-256, base64url. (For a
+    /// resource read in pieces, hash as it arrives, with CryptoKit's `SHA256` say, and pass the
+    /// digest to `base64URL`.)
+    public static func sha256(_ bytes: some Sequence<UInt8>) -> String {
+        self.base64URL(SHA256.hash(bytes))
     }
 }

@@ -26,17 +26,14 @@ public struct HistoryService: ServiceArea {
             throw DomainError.invalidChangeToken
         }
         let now = self.now
-        var stored = try self.read(device) { tx, state in
+        let stored = try self.read(device) { tx, state in
             // A valid MAC on a seq we never reached: a token from a restored or older database.
             guard sinceSeq <= state.lastChangeSeq else { throw DomainError.invalidChangeToken }
             let boundary = try Self.retentionBoundary(self.core, tx, state, lastSeq: state.lastChangeSeq, now: now)
             guard sinceSeq >= boundary else { throw DomainError.persistentChangeTokenExpired }
             return try tx.changes(device, after: sinceSeq, limit: limit + 1)
         }
-        let hasMore = stored.count > limit
-        if hasMore { stored.removeLast(stored.count - limit) }
-        let changes = stored.map { LibraryChange(changeToken: self.tokens.encode(seq: $0.seq, scope: scope), details: $0.details) }
-        return ChangePage(changes: changes, changeToken: changes.last?.changeToken ?? since, hasMore: hasMore)
+        return ChangePage(stored: stored, limit: limit, since: since, tokens: self.tokens, scope: scope)
     }
 
     /// The oldest token of the device's history still valid (`ServiceCore.retentionBoundary`).

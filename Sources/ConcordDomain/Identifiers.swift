@@ -203,7 +203,7 @@ public enum Identifiers {
     }
 }
 
-/// A parsed cloud identifier `<GUID>:<type>:<fingerprint>`.
+/// A cloud identifier `<GUID>:<type>:<fingerprint>`, parsed, or a record's own (`CloudRecord`).
 public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// The record's GUID, upper case.
     public var guid: String
@@ -252,6 +252,11 @@ public struct CloudIdentifier: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The canonical string form (GUID upper case).
-    public var stringValue: String { self.guid + ":" + self.type.code + ":" + self.fingerprint }
+    public var stringValue: String {
+        var s = String()
+        s.reserveCapacity(41 + self.fingerprint.utf8.count)
+        s += self.guid; s += ":"; s += self.type.code; s += ":"; s += self.fingerprint
+        return s
+    }
     public var description: String { self.stringValue }
 }

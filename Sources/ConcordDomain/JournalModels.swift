@@ -12,14 +12,6 @@ public struct JournalSummary: Sendable, Equatable {
     public var createdAt: Date
     /// The time of the last change to the journal or one of its entries.
     public var updatedAt: Date
-    public init(journalID: String, title: String, version: String, entryCount: Int, createdAt: Date, updatedAt: Date) {
-        self.journalID = journalID
-        self.title = title
-        self.version = version
-        self.entryCount = entryCount
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-    }
 }
 
 /// One photo of an entry, resolved for the calling device as cloud → local:
@@ -28,10 +20,6 @@ public struct JournalPhoto: Sendable, Equatable {
     /// The stored cloud identifier (canonical: GUID upper case).
     public var cloudIdentifier: String
     public var result: MappingResult
-    public init(cloudIdentifier: String, result: MappingResult) {
-        self.cloudIdentifier = cloudIdentifier
-        self.result = result
-    }
 }
 
 /// An entry with its photos resolved for the calling device: `{"entryID","text","version","photos"}`.
@@ -41,12 +29,6 @@ public struct JournalEntryView: Sendable, Equatable {
     /// Opaque; changes whenever the entry changes (`ETag`, `If-Match`).
     public var version: String
     public var photos: [JournalPhoto]
-    public init(entryID: String, text: String, version: String, photos: [JournalPhoto]) {
-        self.entryID = entryID
-        self.text = text
-        self.version = version
-        self.photos = photos
-    }
 }
 
 /// `GET /v1/journals/{journalID}`: the journal and its entries in creation order.
@@ -59,12 +41,6 @@ public struct JournalDetail: Sendable, Equatable {
     /// The answer is a page (it carries `hasMore`): one was asked for, or the journal's answer would
     /// pass `DataBounds.journalAnswerBytes`. Otherwise it is the whole journal, as the API shows it.
     public var paged = false
-    public init(journal: JournalSummary, entries: [JournalEntryView], hasMore: Bool = false, paged: Bool = false) {
-        self.journal = journal
-        self.entries = entries
-        self.hasMore = hasMore
-        self.paged = paged
-    }
 }
 
 /// One photo of an entry `PUT`: a cloud identifier as stored elsewhere, or one of the calling
@@ -94,29 +70,6 @@ public struct JournalChangeDetails: Sendable, Equatable {
     public init(journals: JournalChangeLists = JournalChangeLists(), entries: JournalChangeLists = JournalChangeLists()) {
         self.journals = journals
         self.entries = entries
-    }
-}
-
-/// One change of `GET /v1/journals/changes`.
-public struct JournalChange: Sendable, Equatable {
-    public var changeToken: String
-    public var details: JournalChangeDetails
-    public init(changeToken: String, details: JournalChangeDetails) {
-        self.changeToken = changeToken
-        self.details = details
-    }
-}
-
-/// The answer of `GET /v1/journals/changes`.
-public struct JournalChangePage: Sendable, Equatable {
-    public var changes: [JournalChange]
-    /// The token to send as the next `since`.
-    public var changeToken: String
-    public var hasMore: Bool
-    public init(changes: [JournalChange], changeToken: String, hasMore: Bool) {
-        self.changes = changes
-        self.changeToken = changeToken
-        self.hasMore = hasMore
     }
 }
 
@@ -169,18 +122,6 @@ public struct JournalFeedState: Sendable, Equatable {
     public init(lastChangeSeq: Int64, prunedThroughSeq: Int64) {
         self.lastChangeSeq = lastChangeSeq
         self.prunedThroughSeq = prunedThroughSeq
-    }
-}
-
-/// One stored journal change.
-public struct StoredJournalChange: Sendable, Equatable {
-    public var seq: Int64
-    public var createdAt: Double
-    public var details: JournalChangeDetails
-    public init(seq: Int64, createdAt: Double, details: JournalChangeDetails) {
-        self.seq = seq
-        self.createdAt = createdAt
-        self.details = details
     }
 }
 

@@ -203,7 +203,7 @@ public struct JournalService: ServiceArea {
             let assigned = locals.isEmpty ? [:] : try MappingService.assignRecords(tx, device: device, localIdentifiers: locals, core: self.core)
             for (i, p) in photos.enumerated() {
                 if case .localIdentifier(let id) = p {
-                    if let r = assigned[ByteKey(id)] { parsed[i] = CloudIdentifier(guid: r.guid, type: r.type, fingerprint: r.fingerprint) } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }
+                    if let r = assigned[ByteKey(id)] { parsed[i] = r } else { failures.append((i, .identifierNotFound(limitedLibrary: limited))) }
                 }
             }
             if !failures.isEmpty {
@@ -441,7 +441,7 @@ public struct JournalService: ServiceArea {
         let scope = ChangeTokenScope.journals(accountID: device.accountID)
         guard let sinceSeq = self.tokens.decode(since, scope: scope) else { throw DomainError.invalidChangeToken }
         let now = self.now
-        var stored = try self.read(device) { tx, _ in
+        let stored = try self.read(device) { tx, _ in
             let feed = try tx.journalFeed()
             // A valid MAC on a seq never reached: a token from a restored or older database.
             guard sinceSeq <= feed.lastChangeSeq else { throw DomainError.invalidChangeToken }
@@ -450,9 +450,6 @@ public struct JournalService: ServiceArea {
             guard sinceSeq >= boundary else { throw DomainError.persistentChangeTokenExpired }
             return try tx.journalChanges(after: sinceSeq, limit: limit + 1)
         }
-        let hasMore = stored.count > limit
-        if hasMore { stored.removeLast(stored.count - limit) }
-        let changes = stored.map { JournalChange(changeToken: self.tokens.encode(seq: $0.seq, scope: scope), details: $0.details) }
-        return JournalChangePage(changes: changes, changeToken: changes.last?.changeToken ?? since, hasMore: hasMore)
+        return JournalChangePage(stored: stored, limit: limit, since: since, tokens: self.tokens, scope: scope)
     }
 }

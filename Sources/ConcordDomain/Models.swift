@@ -96,20 +96,12 @@ public enum Principal: Sendable, Equatable {
 public struct CreatedAccount: Sendable, Equatable {
     public var accountID: String
     public var accountToken: String
-    public init(accountID: String, accountToken: String) {
-        self.accountID = accountID
-        self.accountToken = accountToken
-    }
 }
 
 /// The answer of `createDevice`: the token is shown once and stored only as a hash.
 public struct CreatedDevice: Sendable, Equatable {
     public var deviceID: String
     public var deviceToken: String
-    public init(deviceID: String, deviceToken: String) {
-        self.deviceID = deviceID
-        self.deviceToken = deviceToken
-    }
 }
 
 /// One row of `GET /v1/devices`.
@@ -126,19 +118,6 @@ public struct DeviceSummary: Sendable, Equatable {
     /// The device it took over from (while that one exists), and the one that took over from it.
     public var replaces: String?
     public var replacedBy: String?
-    public init(deviceID: String, name: String, platform: String?, createdAt: Date, objectCount: Int, changeToken: String,
-                tokenCreatedAt: Date? = nil, tokenLastUsedAt: Date? = nil, replaces: String? = nil, replacedBy: String? = nil) {
-        self.replaces = replaces
-        self.replacedBy = replacedBy
-        self.deviceID = deviceID
-        self.name = name
-        self.platform = platform
-        self.createdAt = createdAt
-        self.objectCount = objectCount
-        self.changeToken = changeToken
-        self.tokenCreatedAt = tokenCreatedAt
-        self.tokenLastUsedAt = tokenLastUsedAt
-    }
 }
 
 /// One part of a change request (`"assets": {"upsert": [...], "delete": [...]}`).
@@ -177,13 +156,6 @@ public struct LibraryChangeResult: Sendable, Equatable {
     public var updated: Int
     public var deleted: Int
     public var unchanged: Int
-    public init(changeToken: String, inserted: Int, updated: Int, deleted: Int, unchanged: Int) {
-        self.changeToken = changeToken
-        self.inserted = inserted
-        self.updated = updated
-        self.deleted = deleted
-        self.unchanged = unchanged
-    }
 }
 
 /// A page of `GET /v1/library/objects`.
@@ -191,10 +163,6 @@ public struct ObjectPage: Sendable, Equatable {
     public var objects: [LibraryObject]
     /// The localIdentifier to pass as `after` for the next page, nil at the end.
     public var next: String?
-    public init(objects: [LibraryObject], next: String?) {
-        self.objects = objects
-        self.next = next
-    }
 }
 
 /// Local identifiers of one type inserted, updated, deleted by one change (packed: a first
@@ -249,30 +217,6 @@ public struct ChangeDetails: Sendable, Equatable {
     /// One list's length, all types together (`count(\.inserted)`).
     func count(_ list: KeyPath<ChangeLists, IdentifierList>) -> Int {
         self.assets[keyPath: list].count + self.assetCollections[keyPath: list].count + self.collectionLists[keyPath: list].count
-    }
-}
-
-/// One entry of `GET /v1/library/changes`: details, or nil when unavailable (a reset library:
-/// render `{"changeToken", "error": ItemError.persistentChangeDetailsUnavailable}`).
-public struct LibraryChange: Sendable, Equatable {
-    public var changeToken: String
-    public var details: ChangeDetails?
-    public init(changeToken: String, details: ChangeDetails?) {
-        self.changeToken = changeToken
-        self.details = details
-    }
-}
-
-/// The answer of `GET /v1/library/changes`.
-public struct ChangePage: Sendable, Equatable {
-    public var changes: [LibraryChange]
-    /// The token to send as the next `since`.
-    public var changeToken: String
-    public var hasMore: Bool
-    public init(changes: [LibraryChange], changeToken: String, hasMore: Bool) {
-        self.changes = changes
-        self.changeToken = changeToken
-        self.hasMore = hasMore
     }
 }
 
@@ -375,12 +319,6 @@ public struct AdoptionResult: Sendable, Equatable {
     public var unmatched: Int
     /// Records with several candidates: `{"cloudIdentifier","localIdentifiers"}`, sorted by cloud identifier.
     public var ambiguous: [(cloudIdentifier: String, localIdentifiers: [String])]
-    public init(adopted: Int, alreadyLinked: Int, unmatched: Int, ambiguous: [(cloudIdentifier: String, localIdentifiers: [String])]) {
-        self.adopted = adopted
-        self.alreadyLinked = alreadyLinked
-        self.unmatched = unmatched
-        self.ambiguous = ambiguous
-    }
     public static func == (a: AdoptionResult, b: AdoptionResult) -> Bool {
         a.adopted == b.adopted && a.alreadyLinked == b.alreadyLinked && a.unmatched == b.unmatched
             && a.ambiguous.map(\.cloudIdentifier) == b.ambiguous.map(\.cloudIdentifier)

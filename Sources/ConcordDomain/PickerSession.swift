@@ -62,8 +62,4 @@ public struct SelectionOutcome: Sendable, Equatable {
     public var entry: JournalEntryView
     /// nil for a selection without a session (its answer has no `"applied"`).
     public var applied: Bool?
-    public init(entry: JournalEntryView, applied: Bool?) {
-        self.entry = entry
-        self.applied = applied
-    }
 }

@@ -25,7 +25,7 @@ struct FakePhoto {
 
     /// What the app uploads first: no fingerprint (hashing may mean downloading the original).
     var asset: Asset { Asset(localIdentifier: self.localIdentifier, mediaType: .image, creationDate: self.creationDate) }
-    var fingerprint: String { Fingerprint.base64URL(SHA256.hash(self.original)) }
+    var fingerprint: String { Fingerprint.sha256(self.original) }
 }
 
 /// One device's photo library, keyed by local identifier.

@@ -1,4 +1,4 @@
-import ConcordDomain
+@testable import ConcordDomain
 import ConcordTestSupport
 import ConcordStorage
 import Foundation

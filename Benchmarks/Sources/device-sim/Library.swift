@@ -2,7 +2,7 @@
 // a random ~90% of it under its own PhotoKit-style local identifiers, a few percent duplicated
 // (the same content twice on one device), and a few albums. Deterministic: runs compare.
 import ConcordJSON
-import struct ConcordDomain.SHA256
+import typealias ConcordDomain.SHA256
 
 /// splitmix64: cheap, well-mixed, reproducible.
 struct SplitMix {

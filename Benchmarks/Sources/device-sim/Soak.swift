@@ -33,7 +33,7 @@ import Glibc
 import ConcordJSON
 import Foundation
 import Synchronization
-import struct ConcordDomain.SHA256
+import typealias ConcordDomain.SHA256
 
 // MARK: - Settings
 

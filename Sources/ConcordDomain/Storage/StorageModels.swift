@@ -14,24 +14,13 @@ public struct StoredObject: Sendable, Equatable {
     }
 }
 
-/// A cloud record of the account's shared mapping table.
-public struct CloudRecord: Sendable, Hashable {
-    /// Upper-case UUID.
-    public var guid: String
-    public var type: ObjectType
-    public var fingerprint: String
-    public init(guid: String, type: ObjectType, fingerprint: String) {
-        self.guid = guid
-        self.type = type
-        self.fingerprint = fingerprint
-    }
-    /// `<GUID>:<type>:<fingerprint>`.
-    public var cloudIdentifier: String {
-        var s = String()
-        s.reserveCapacity(41 + self.fingerprint.utf8.count)
-        s += self.guid; s += ":"; s += self.type.code; s += ":"; s += self.fingerprint
-        return s
-    }
+/// A cloud record of the account's shared mapping table: its GUID, type and own fingerprint
+/// (possibly empty), the parts of its canonical cloud identifier.
+public typealias CloudRecord = CloudIdentifier
+
+extension CloudIdentifier {
+    /// `<GUID>:<type>:<fingerprint>` (`stringValue`), as a record's identifier is written.
+    public var cloudIdentifier: String { self.stringValue }
 }
 
 /// The link state of one object: what local → cloud needs, and no more (the hot path). The
@@ -93,18 +82,6 @@ public struct DeviceState: Sendable, Equatable {
         self.objectCount = objectCount
         self.replaces = replaces
         self.replacedBy = replacedBy
-    }
-}
-
-/// One stored history entry; `details` nil means unavailable (a reset).
-public struct StoredChange: Sendable, Equatable {
-    public var seq: Int64
-    public var createdAt: Double
-    public var details: ChangeDetails?
-    public init(seq: Int64, createdAt: Double, details: ChangeDetails?) {
-        self.seq = seq
-        self.createdAt = createdAt
-        self.details = details
     }
 }
 
