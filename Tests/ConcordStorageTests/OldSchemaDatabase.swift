@@ -39,6 +39,16 @@ enum OldSchemaDatabase {
     }
 
     private static func postgres(_ version: Int, _ seed: String, _ body: (any ConcordStore) throws -> Void) throws {
+        try self.postgresSchema(atVersion: version, seed: seed) { url in
+            let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 2))
+            defer { store.close() }
+            try body(store)
+        }
+    }
+
+    /// Runs `body` with the URL of a throwaway PostgreSQL schema at `version` holding `seed`, not
+    /// opened by a store yet (so a test can watch the migration itself); dropped afterwards.
+    static func postgresSchema(atVersion version: Int, seed: String, _ body: (String) throws -> Void) throws {
         let admin = try #require(TestEngine.postgresURL)
         let schema = "concord_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         try PostgresAdmin.execute(url: admin, "CREATE SCHEMA \(schema)")
@@ -47,8 +57,6 @@ enum OldSchemaDatabase {
         var sql = "CREATE TABLE schema_migrations (version bigint PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());"
         for m in PostgresMigrations.all where m.version <= version { sql += m.sql + "\nINSERT INTO schema_migrations (version) VALUES (\(m.version));\n" }
         try PostgresAdmin.execute(url: url, sql + seed)
-        let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 2))
-        defer { store.close() }
-        try body(store)
+        try body(url)
     }
 }

@@ -132,32 +132,27 @@ struct PostgresCompactSchemaTests {
     }
 
     @Test func dataTheLayoutCannotHoldStopsTheMigrationAndChangesNothing() throws {
-        let admin = try #require(TestEngine.postgresURL)
-        let schema = "concord_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        try PostgresAdmin.execute(url: admin, "CREATE SCHEMA \(schema)")
-        defer { try? PostgresAdmin.execute(url: admin, "DROP SCHEMA IF EXISTS \(schema) CASCADE") }
-        let url = admin + (admin.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
-        var sql = "CREATE TABLE schema_migrations (version bigint PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());"
-        for m in PostgresMigrations.all where m.version <= 13 { sql += m.sql + "\nINSERT INTO schema_migrations (version) VALUES (\(m.version));\n" }
-        try PostgresAdmin.execute(url: url, sql + Self.seed + """
+        let unconvertible = """
             INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', 'not-a-uuid', 1, 'x', 9, 3000);
-            """)
-        do {
-            _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-            Issue.record("the migration ran over a GUID it cannot store")
-        } catch {
-            #expect(error.message.contains("table records, row (account_id acc, guid not-a-uuid)"), "\(error)")
+            """
+        try OldSchemaDatabase.postgresSchema(atVersion: 13, seed: Self.seed + unconvertible) { url in
+            do {
+                _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
+                Issue.record("the migration ran over a GUID it cannot store")
+            } catch {
+                #expect("\(error)".contains("table records, row (account_id acc, guid not-a-uuid)"), "\(error)")
+            }
+            // Still schema 13, with every row where it was.
+            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
+            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 13)
+            #expect(try probe.scalarInt("SELECT count(*) FROM objects WHERE record_guid IS NOT NULL") == 5)
+            #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'account_key'") == 0)
+            // Once the row is put right, the next start migrates.
+            try probe.execute("DELETE FROM records WHERE guid = 'not-a-uuid'")
+            probe.close()
+            let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
+            defer { store.close() }
+            #expect(try store.read(account: "acc") { tx in try tx.recordCount() } == 4)
         }
-        // Still schema 13, with every row where it was.
-        let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
-        #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 13)
-        #expect(try probe.scalarInt("SELECT count(*) FROM objects WHERE record_guid IS NOT NULL") == 5)
-        #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'account_key'") == 0)
-        // Once the row is put right, the next start migrates.
-        try probe.execute("DELETE FROM records WHERE guid = 'not-a-uuid'")
-        probe.close()
-        let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-        defer { store.close() }
-        #expect(try store.read(account: "acc") { tx in try tx.recordCount() } == 4)
     }
 }
