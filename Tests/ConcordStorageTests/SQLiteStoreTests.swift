@@ -161,14 +161,15 @@ struct Boom: Error {}
         }
     }
 
-    /// Assets page through the primary key from `after` on (migration 9 dropped their index by
-    /// type): a range search, never a scan of the library from its start.
-    @Test func assetPagesSearchThePrimaryKeyFromAfter() throws {
+    /// Assets page through the local identifier's unique index from `after` on (migration 9 dropped
+    /// their index by type, migration 19 moved the local identifier from the primary key to that
+    /// index): a range search, never a scan of the library from its start, and in the index's order.
+    @Test func assetPagesSearchTheLocalIdentifierIndexFromAfter() throws {
         let dir = try TempDir()
         let store = try SQLiteStore(path: dir.db)
         var plan: [String] = []
         try store.writer.query("EXPLAIN QUERY PLAN " + SQLiteTransaction.assetPageSQL) { s in plan.append(s.text(3)) }
-        #expect(plan.contains { $0.hasPrefix("SEARCH o USING PRIMARY KEY (account_key=? AND device_key=? AND local_id>?)") }, "\(plan)")
+        #expect(plan.contains { $0.hasPrefix("SEARCH o USING INDEX objects_by_local_id (account_key=? AND device_key=? AND local_id>?)") }, "\(plan)")
         #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
     }
 }

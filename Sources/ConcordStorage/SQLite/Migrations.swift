@@ -190,6 +190,45 @@ enum SQLiteMigrations {
         SharedMigrations.pickerSessions(.sqlite, version: 17),
         // Migration 18: the webhook events of a feed that wait or are in flight, by index, and a feed's mark for a check (WebhookSchema).
         (18, WebhookSchema.waitingEvents),
+        // Migration 19: `objects` keyed by its row number (docs/scaling.md, "SQLite with
+        // PhotoKit-shaped identifiers"). A new row takes the next number, so rows append where a
+        // random local identifier put them anywhere in a key of 43 bytes; the local identifier is
+        // in one narrow unique index, and the content, key and link indexes carry the row number.
+        // The rows are copied once, in (account, device, local identifier) order, so a device's
+        // rows follow its identifiers' order; the indexes are built after the copy (one sort each).
+        (19, """
+        CREATE TABLE objects_by_row (
+            account_key INTEGER NOT NULL,
+            device_key INTEGER NOT NULL,
+            local_id TEXT NOT NULL,
+            type INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            creation_date TEXT,
+            modification_date TEXT,
+            has_adjustments INTEGER NOT NULL,
+            is_favorite INTEGER NOT NULL,
+            title TEXT,
+            members TEXT NOT NULL,
+            app_created INTEGER NOT NULL,
+            record_guid TEXT,
+            pk_identifier TEXT,
+            key_a TEXT,
+            creation_second INTEGER
+        );
+        INSERT INTO objects_by_row (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
+                                    has_adjustments, is_favorite, title, members, app_created, record_guid, pk_identifier, key_a, creation_second)
+            SELECT account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
+                   has_adjustments, is_favorite, title, members, app_created, record_guid, pk_identifier, key_a, creation_second
+            FROM objects ORDER BY account_key, device_key, local_id;
+        DROP TABLE objects;
+        ALTER TABLE objects_by_row RENAME TO objects;
+        CREATE UNIQUE INDEX objects_by_local_id ON objects (account_key, device_key, local_id);
+        CREATE INDEX objects_by_content ON objects (account_key, device_key, type, substr(fingerprint, 1, 4)) WHERE fingerprint <> '';
+        CREATE INDEX objects_by_type ON objects (account_key, device_key, type, local_id) WHERE type <> 1;
+        CREATE INDEX objects_by_key ON objects (account_key, device_key, type, key_a) WHERE key_a IS NOT NULL;
+        CREATE UNIQUE INDEX objects_by_link ON objects (account_key, record_guid, device_key) WHERE record_guid IS NOT NULL;
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -41,8 +41,9 @@ extension SQLiteTransaction: ObjectWrites {
         return result
     }
 
-    /// Assets (most of a library) page through the primary key, in local identifier order already,
-    /// skipping the few albums and folders; those have an index of their own (migration 9).
+    /// Assets (most of a library) page through the local identifier's unique index (migration 19),
+    /// in local identifier order already, skipping the few albums and folders; those have an index
+    /// of their own (migration 9).
     static let assetPageSQL = """
         SELECT \(SQLiteTransaction.objectColumns) FROM objects o \(SQLiteTransaction.linkJoin)
         WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.local_id > ?4 AND o.type = ?3
@@ -68,8 +69,8 @@ extension SQLiteTransaction: ObjectWrites {
         guard !objects.isEmpty else { return }
         let k = try self.requireKeys(device)
         // Multi-row statements (`runRows`): a later duplicate of an identifier updates the row the
-        // earlier one inserted, as row by row. In byte order of the identifiers, so the primary key's
-        // leaf pages are visited once each, in order, however large the library.
+        // earlier one inserted, as row by row. In byte order of the identifiers, so the unique index's
+        // leaf pages are visited once each, in order, however large the library; new rows append.
         var rows: [SQLValue] = []
         rows.reserveCapacity(objects.count * 15)
         for s in Self.inByteOrder(objects) {

@@ -202,7 +202,7 @@ extension SQLiteTransaction: RecordWrites {
         self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
         let k = try self.requireKeys(device)
-        // One UPDATE … FROM per chunk, the VALUES list driving primary-key lookups.
+        // One UPDATE … FROM per chunk, the VALUES list driving lookups by local identifier.
         var rows: [SQLValue] = []
         rows.reserveCapacity(links.count * 2)
         for l in RowByRow.lastLinkPerObject(links).sorted(by: { $0.localIdentifier < $1.localIdentifier }) {

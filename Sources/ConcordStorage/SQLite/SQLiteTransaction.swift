@@ -52,8 +52,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
 
     // MARK: - Batch queries, in every concern file (json_each drives the join: CROSS JOIN fixes it as the outer loop, so
     // each identifier is one index lookup instead of a scan of the library). Without ANALYZE
-    // statistics the planner prefers the primary key's (account, device) prefix over the content
-    // index when all columns are read, hence INDEXED BY (checked by QueryPlanTests).
+    // statistics the planner may prefer another index's (account, device) prefix over the content
+    // index, hence INDEXED BY (checked by QueryPlanTests).
 
     /// Columns of an object row followed by its linked record's type and fingerprint (LEFT JOIN).
     static let objectColumns = StorageRows.objectColumns
