@@ -29,15 +29,20 @@ extension SQLiteTransaction: ObjectWrites {
         return result
     }
 
+    /// A page of the library in local identifier byte order, through `objects_by_local_id`.
+    static let objectPageSQL = """
+        SELECT \(SQLiteTransaction.objectColumns) FROM objects o \(SQLiteTransaction.linkJoin)
+        WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.local_id > ?3
+        ORDER BY o.local_id LIMIT ?4
+        """
+
     func storedObjectPage(_ device: DeviceRef, after: String?, limit: Int) throws -> [StoredObject] {
         guard let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
         result.reserveCapacity(min(limit, 4096))
-        try self.db.query("""
-            SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
-            WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.local_id > ?3
-            ORDER BY o.local_id LIMIT ?4
-            """, [.int(k.account), .int(k.device), .text(after ?? ""), .int(Int64(limit))]) { s in result.append(StorageRows.storedObject(s)) }
+        try self.db.query(Self.objectPageSQL, [.int(k.account), .int(k.device), .text(after ?? ""), .int(Int64(limit))]) { s in
+            result.append(StorageRows.storedObject(s))
+        }
         return result
     }
 
