@@ -56,7 +56,7 @@ import Testing
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1)), ("a2", fp(2))])
         let m = try env.service.mapping.cloudIdentifiers(forLocalIdentifiers: ["a2", "x", "a1", "a2"], device: d)
-        #expect(m.map(\.localIdentifier) == ["a2", "x", "a1", "a2"])
+        #expect(m.map(\.identifier) == ["a2", "x", "a1", "a2"])
         #expect(m[0].result == m[3].result)
         #expect(m[1].result == .error(.identifierNotFound(limitedLibrary: false)))
         if case .found = m[2].result {} else { Issue.record("a1 not found") }
