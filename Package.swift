@@ -76,7 +76,7 @@ let package = Package(
 
         // Tests mirror the modules. ConcordTestSupport: the engines the store/domain/app suites run on.
         .target(name: "ConcordTestSupport", dependencies: ["ConcordStorage", "ConcordDomain", "ConcordMappingIndex"], path: "Tests/ConcordTestSupport"),
-        .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON"]),
+        .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON", "ConcordTestSupport"]),
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
         .testTarget(name: "ConcordObservabilityTests", dependencies: ["ConcordObservability"]),
         .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem"]),

@@ -73,58 +73,6 @@ public struct JournalChangeDetails: Sendable, Equatable {
     }
 }
 
-// MARK: - Storage (a part of the store protocols; transactions conform to both sets)
-
-/// A journal row. `version` is the sequence number of the last change to the journal or its entries;
-/// `createdSeq` (the change that created it) orders the listing.
-public struct StoredJournal: Sendable, Equatable {
-    public var journalID: String
-    public var title: String
-    public var version: Int64
-    public var entryCount: Int
-    public var createdSeq: Int64
-    public var createdAt: Double
-    public var updatedAt: Double
-    public init(journalID: String, title: String, version: Int64, entryCount: Int, createdSeq: Int64, createdAt: Double, updatedAt: Double) {
-        self.journalID = journalID
-        self.title = title
-        self.version = version
-        self.entryCount = entryCount
-        self.createdSeq = createdSeq
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-    }
-}
-
-/// An entry row: photos are canonical cloud identifiers in entry order. `version` is the sequence
-/// number of the change that last wrote it; `createdSeq` orders the journal's entries.
-public struct StoredJournalEntry: Sendable, Equatable {
-    public var journalID: String
-    public var entryID: String
-    public var text: String
-    public var photos: [String]
-    public var version: Int64
-    public var createdSeq: Int64
-    public init(journalID: String, entryID: String, text: String, photos: [String], version: Int64, createdSeq: Int64) {
-        self.journalID = journalID
-        self.entryID = entryID
-        self.text = text
-        self.photos = photos
-        self.version = version
-        self.createdSeq = createdSeq
-    }
-}
-
-/// The account's journal change feed counters (zeros before the first change).
-public struct JournalFeedState: Sendable, Equatable {
-    public var lastChangeSeq: Int64
-    public var prunedThroughSeq: Int64
-    public init(lastChangeSeq: Int64, prunedThroughSeq: Int64) {
-        self.lastChangeSeq = lastChangeSeq
-        self.prunedThroughSeq = prunedThroughSeq
-    }
-}
-
 extension ItemError {
     /// The error as a detail object (for `422` answers listing per-photo errors): the same fields
     /// as when it is rendered in an item's `"error"`.

@@ -1,19 +1,6 @@
 import ConcordBytes
 import Foundation
 
-/// An upload in parts as storage keeps it.
-public struct StoredUpload: Sendable, Equatable {
-    public var uploadID: String
-    public var deviceID: String
-    /// When it was opened, then when its last part arrived: it expires `UploadService.lifetime` later.
-    public var touchedAt: Double
-    public init(uploadID: String, deviceID: String, touchedAt: Double) {
-        self.uploadID = uploadID
-        self.deviceID = deviceID
-        self.touchedAt = touchedAt
-    }
-}
-
 /// `POST /v1/library/uploads`'s answer.
 public struct UploadOpened: Sendable, Equatable {
     public var uploadID: String

@@ -182,12 +182,7 @@ public struct HTTPRequestParser: Sendable {
                 self.record(field)
 
             case .fixedBody(let remaining):
-                let left = self.takeBodyBytes(remaining)
-                guard left == 0 else {
-                    self.state = .fixedBody(remaining: left)
-                    return nil
-                }
-                self.state = .complete
+                guard self.takeBodyBytes(remaining, waiting: { .fixedBody(remaining: $0) }, then: .complete) else { return nil }
 
             case .chunkSizeLine:
                 guard let line = try self.nextChunkedLine() else { return nil }
@@ -205,12 +200,7 @@ public struct HTTPRequestParser: Sendable {
                 }
 
             case .chunkData(let remaining):
-                let left = self.takeBodyBytes(remaining)
-                guard left == 0 else {
-                    self.state = .chunkData(remaining: left)
-                    return nil
-                }
-                self.state = .chunkDataEnd
+                guard self.takeBodyBytes(remaining, waiting: { .chunkData(remaining: $0) }, then: .chunkDataEnd) else { return nil }
 
             case .chunkDataEnd:
                 // RFC 9112 §7.1: chunk = chunk-size [ chunk-ext ] CRLF chunk-data CRLF.
@@ -263,16 +253,18 @@ public struct HTTPRequestParser: Sendable {
         }
     }
 
-    /// Moves up to `remaining` buffered body bytes (of a fixed body or a chunk) into `body`;
-    /// returns how many are still to come.
-    private mutating func takeBodyBytes(_ remaining: Int) -> Int {
+    /// Moves up to `remaining` buffered body bytes (of a fixed body or a chunk) into `body`. All
+    /// taken: the state becomes `done` (true); else `waiting(stillToCome)` (false: wait for bytes).
+    private mutating func takeBodyBytes(_ remaining: Int, waiting: (Int) -> State, then done: State) -> Bool {
         let take = min(self.buffer.count - self.cursor, remaining)
         if take > 0 {
             self.body.append(contentsOf: self.buffer[self.cursor..<(self.cursor + take)])
             self.cursor += take
             self.scan = self.cursor
         }
-        return remaining - take
+        let left = remaining - take
+        self.state = left == 0 ? done : waiting(left)
+        return left == 0
     }
 
     private mutating func resetRequest() {
@@ -755,21 +747,6 @@ public struct HTTPRequestHead: Sendable {
     public var contentLength: Int?
     /// The body is chunked; its length is known only at the end.
     public var isChunked: Bool
-
-    /// Creates a head (the parser builds these; public for tests of the layers above).
-    public init(
-        method: String, target: String, version: HTTPVersion, headers: HTTPHeaders,
-        keepAlive: Bool, expectsContinue: Bool, contentLength: Int?, isChunked: Bool
-    ) {
-        self.method = method
-        self.target = target
-        self.version = version
-        self.headers = headers
-        self.keepAlive = keepAlive
-        self.expectsContinue = expectsContinue
-        self.contentLength = contentLength
-        self.isChunked = isChunked
-    }
 }
 
 /// What the parser produces, in order: for each request a `.head`, then a `.request`.

@@ -109,13 +109,13 @@ import Testing
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason)))
 struct IdempotencyAcrossInstancesTests {
     @Test func aResendThroughAnotherInstanceReplays() throws {
-        let instances = try TwoInstances()
-        defer { withExtendedLifetime(instances) {} }
-        let (_, phone, _) = try instances.accountWithPhoneAndTablet()
-        let first = try IdempotencyTests.post(instances.port1, "/v1/journals", token: phone, key: "across", body: #"{"title":"Across"}"#)
-        let again = try IdempotencyTests.post(instances.port2, "/v1/journals", token: phone, key: "across", body: #"{"title":"Across"}"#)
-        #expect(first.status == 201 && again.status == 201 && again.raw.body == first.raw.body)
-        #expect(again.raw.header("Idempotent-Replayed") == "true")
-        #expect(try send(instances.port2, "GET", "/v1/journals", token: phone)["journals"]?.arrayValue?.count == 1)
+        try TwoInstances.run { instances in
+            let (_, phone, _) = try instances.accountWithPhoneAndTablet()
+            let first = try IdempotencyTests.post(instances.port1, "/v1/journals", token: phone, key: "across", body: #"{"title":"Across"}"#)
+            let again = try IdempotencyTests.post(instances.port2, "/v1/journals", token: phone, key: "across", body: #"{"title":"Across"}"#)
+            #expect(first.status == 201 && again.status == 201 && again.raw.body == first.raw.body)
+            #expect(again.raw.header("Idempotent-Replayed") == "true")
+            #expect(try send(instances.port2, "GET", "/v1/journals", token: phone)["journals"]?.arrayValue?.count == 1)
+        }
     }
 }

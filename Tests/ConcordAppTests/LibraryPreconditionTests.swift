@@ -236,24 +236,24 @@ private func raceOneToken(ports: [Int], deviceToken: String, token: String, writ
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (LibraryPreconditionInstancesTests)")))
 struct LibraryPreconditionInstancesTests {
     @Test func writersWithOneTokenOnTwoInstancesOneApplies() throws {
-        let instances = try TwoInstances()
-        defer { withExtendedLifetime(instances) {} }   // the servers live until the test ends
-        let (_, phone, _) = try instances.accountWithPhoneAndTablet()
-        for round in 0..<5 {
-            let token = try #require(try send(instances.port2, "GET", "/v1/library/token", token: phone)["changeToken"]?.stringValue)
-            let writers = round == 0 ? 8 : 2
-            let (winners, refused, failures) = try raceOneToken(ports: [instances.port1, instances.port2], deviceToken: phone, token: token, writers: writers, round: round)
-            #expect(failures == [])
-            #expect(winners.count == 1 && refused.count == writers - 1, "round \(round): \(winners.count) applied, \(refused.count) refused")
-            #expect(refused.allSatisfy { $0 == winners.first }, "the 412s name the winner's token")
-            let feed = try send(instances.port1, "GET", "/v1/library/changes?since=\(percentEncoded(token))", token: phone)
-            #expect(feed["changes"]?.arrayValue?.count == 1, "\(feed.raw.body)")
-            // A stale token through the other instance: 412 with the current token.
-            let current = try #require(winners.first)
-            let r = try rawRequest(port: instances.port1, "POST", "/v1/library/changes",
-                                   headers: ["Authorization: Bearer \(phone)", "Content-Type: application/json", "If-Match: \"\(token)\""], body: oneAsset(999))
-            let stale = APIResponse(raw: r)
-            #expect(stale.status == 412 && stale.json?["error"]?["changeToken"]?.stringValue == current, "\(stale.raw.body)")
+        try TwoInstances.run { instances in
+            let (_, phone, _) = try instances.accountWithPhoneAndTablet()
+            for round in 0..<5 {
+                let token = try #require(try send(instances.port2, "GET", "/v1/library/token", token: phone)["changeToken"]?.stringValue)
+                let writers = round == 0 ? 8 : 2
+                let (winners, refused, failures) = try raceOneToken(ports: [instances.port1, instances.port2], deviceToken: phone, token: token, writers: writers, round: round)
+                #expect(failures == [])
+                #expect(winners.count == 1 && refused.count == writers - 1, "round \(round): \(winners.count) applied, \(refused.count) refused")
+                #expect(refused.allSatisfy { $0 == winners.first }, "the 412s name the winner's token")
+                let feed = try send(instances.port1, "GET", "/v1/library/changes?since=\(percentEncoded(token))", token: phone)
+                #expect(feed["changes"]?.arrayValue?.count == 1, "\(feed.raw.body)")
+                // A stale token through the other instance: 412 with the current token.
+                let current = try #require(winners.first)
+                let r = try rawRequest(port: instances.port1, "POST", "/v1/library/changes",
+                                       headers: ["Authorization: Bearer \(phone)", "Content-Type: application/json", "If-Match: \"\(token)\""], body: oneAsset(999))
+                let stale = APIResponse(raw: r)
+                #expect(stale.status == 412 && stale.json?["error"]?["changeToken"]?.stringValue == current, "\(stale.raw.body)")
+            }
         }
     }
 }

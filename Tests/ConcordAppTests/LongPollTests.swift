@@ -252,18 +252,18 @@ import Testing
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason)))
 struct LongPollAcrossInstancesTests {
     @Test func aPollHeldByOneInstanceWakesOnACommitThroughTheOther() throws {
-        let instances = try TwoInstances()
-        defer { withExtendedLifetime(instances) {} }
-        let (_, phone, tablet) = try instances.accountWithPhoneAndTablet()
-        for round in 0..<5 {
-            let since = try #require(try send(instances.port1, "GET", "/v1/journals/token", token: phone)["changeToken"]?.stringValue)
-            let poll = LongPollTests.Poll(port: instances.port1, token: phone, "/v1/journals/changes?since=\(percentEncoded(since))&wait=60")
-            usleep(300_000)   // held by instance one by now (another process: no gauge to read)
-            let created = try send(instances.port2, "POST", "/v1/journals", token: tablet, body: #"{"title":"Across \#(round)"}"#)
-            try #require(created.status == 201, "\(created.raw.body)")
-            let (answer, at) = try poll.result()
-            #expect(answer["changes"]?.arrayValue?.count == 1, "\(answer.raw.body)")
-            #expect(at - poll.sentAt < 30, "held \(at - poll.sentAt) s: timed out instead of waking")
+        try TwoInstances.run { instances in
+            let (_, phone, tablet) = try instances.accountWithPhoneAndTablet()
+            for round in 0..<5 {
+                let since = try #require(try send(instances.port1, "GET", "/v1/journals/token", token: phone)["changeToken"]?.stringValue)
+                let poll = LongPollTests.Poll(port: instances.port1, token: phone, "/v1/journals/changes?since=\(percentEncoded(since))&wait=60")
+                usleep(300_000)   // held by instance one by now (another process: no gauge to read)
+                let created = try send(instances.port2, "POST", "/v1/journals", token: tablet, body: #"{"title":"Across \#(round)"}"#)
+                try #require(created.status == 201, "\(created.raw.body)")
+                let (answer, at) = try poll.result()
+                #expect(answer["changes"]?.arrayValue?.count == 1, "\(answer.raw.body)")
+                #expect(at - poll.sentAt < 30, "held \(at - poll.sentAt) s: timed out instead of waking")
+            }
         }
     }
 

@@ -27,87 +27,87 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason + " (PostgresInstancesTests: two concord serve processes on one database; the postgres cases of racingDevicesGetOneCloudIdentifierPerContent and of the journal route tests in JournalRoutesTests.swift)")))
 struct PostgresInstancesTests {
     @Test func twoInstancesConvergeOnOneCloudIdentifierAndHandOutTokensInCommitOrder() throws {
-        let instances = try TwoInstances()
-        defer { withExtendedLifetime(instances) {} }   // the servers live until the test ends
-        let (port1, port2) = (instances.port1, instances.port2)
+        try TwoInstances.run { instances in
+            let (port1, port2) = (instances.port1, instances.port2)
 
-        // One account; the phone talks to instance one, the tablet to instance two.
-        let (_, phone, tablet) = try instances.accountWithPhoneAndTablet()
-        let contents = 30
-        @Sendable func upsert(_ port: Int, _ token: String, _ items: [(String, String)]) throws {
-            let body = #"{"assets":{"upsert":["# + items.map { #"{"localIdentifier":\#(json($0.0)),"fingerprint":"\#($0.1)"}"# }.joined(separator: ",") + "]}}"
-            let r = try send(port, "POST", "/v1/library/changes", token: token, body: body)
-            try #require(r.status == 200, "\(r.raw.body)")
-        }
-        try upsert(port1, phone, (0..<contents).map { ("phone-\($0)", fingerprint($0)) })
-        try upsert(port2, tablet, (0..<contents).map { ("tablet-\($0)", fingerprint($0)) })
+            // One account; the phone talks to instance one, the tablet to instance two.
+            let (_, phone, tablet) = try instances.accountWithPhoneAndTablet()
+            let contents = 30
+            @Sendable func upsert(_ port: Int, _ token: String, _ items: [(String, String)]) throws {
+                let body = #"{"assets":{"upsert":["# + items.map { #"{"localIdentifier":\#(json($0.0)),"fingerprint":"\#($0.1)"}"# }.joined(separator: ",") + "]}}"
+                let r = try send(port, "POST", "/v1/library/changes", token: token, body: body)
+                try #require(r.status == 200, "\(r.raw.body)")
+            }
+            try upsert(port1, phone, (0..<contents).map { ("phone-\($0)", fingerprint($0)) })
+            try upsert(port2, tablet, (0..<contents).map { ("tablet-\($0)", fingerprint($0)) })
 
-        // The same new content through both instances at once: one cloud identifier per content.
-        let answers = Mutex<[Int: Set<String>]>([:])
-        let failures = Mutex<[String]>([])
-        onThreads(8) { t in
-            let (port, token, prefix) = t % 2 == 0 ? (port1, phone, "phone") : (port2, tablet, "tablet")
-            var generator = SystemRandomNumberGenerator()
-            for _ in 0..<4 {
-                let slice = Array((0..<contents).shuffled(using: &generator).prefix(10))
-                do {
-                    let r = try send(port, "POST", "/v1/library/cloud-identifiers", token: token,
-                                     body: #"{"localIdentifiers":\#(jsonArray(slice.map { "\(prefix)-\($0)" }))}"#)
-                    for (n, m) in zip(slice, r["mappings"]?.arrayValue ?? []) {
-                        if let c = m["cloudIdentifier"]?.stringValue { answers.withLock { _ = $0[n, default: []].insert(c) } } else { failures.withLock { $0.append("\(m)") } }
+            // The same new content through both instances at once: one cloud identifier per content.
+            let answers = Mutex<[Int: Set<String>]>([:])
+            let failures = Mutex<[String]>([])
+            onThreads(8) { t in
+                let (port, token, prefix) = t % 2 == 0 ? (port1, phone, "phone") : (port2, tablet, "tablet")
+                var generator = SystemRandomNumberGenerator()
+                for _ in 0..<4 {
+                    let slice = Array((0..<contents).shuffled(using: &generator).prefix(10))
+                    do {
+                        let r = try send(port, "POST", "/v1/library/cloud-identifiers", token: token,
+                                         body: #"{"localIdentifiers":\#(jsonArray(slice.map { "\(prefix)-\($0)" }))}"#)
+                        for (n, m) in zip(slice, r["mappings"]?.arrayValue ?? []) {
+                            if let c = m["cloudIdentifier"]?.stringValue { answers.withLock { _ = $0[n, default: []].insert(c) } } else { failures.withLock { $0.append("\(m)") } }
+                        }
+                        if r.status != 200 { failures.withLock { $0.append("status \(r.status): \(r.raw.body)") } }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
                     }
-                    if r.status != 200 { failures.withLock { $0.append("status \(r.status): \(r.raw.body)") } }
-                } catch {
-                    failures.withLock { $0.append("\(error)") }
                 }
             }
-        }
-        #expect(failures.withLock { $0 } == [])
-        let seen = answers.withLock { $0 }
-        for n in 0..<contents { #expect(seen[n, default: []].count <= 1, "content \(n): \(seen[n] ?? [])") }
-        let phoneMap = try send(port2, "POST", "/v1/library/cloud-identifiers", token: phone,
-                                body: #"{"localIdentifiers":\#(jsonArray((0..<contents).map { "phone-\($0)" }))}"#)["mappings"]?.arrayValue?.map { $0["cloudIdentifier"]?.stringValue }
-        let tabletMap = try send(port1, "POST", "/v1/library/cloud-identifiers", token: tablet,
-                                 body: #"{"localIdentifiers":\#(jsonArray((0..<contents).map { "tablet-\($0)" }))}"#)["mappings"]?.arrayValue?.map { $0["cloudIdentifier"]?.stringValue }
-        #expect(phoneMap != nil && phoneMap == tabletMap)
-        #expect(Set((phoneMap ?? []).compactMap { $0 }).count == contents)
+            #expect(failures.withLock { $0 } == [])
+            let seen = answers.withLock { $0 }
+            for n in 0..<contents { #expect(seen[n, default: []].count <= 1, "content \(n): \(seen[n] ?? [])") }
+            let phoneMap = try send(port2, "POST", "/v1/library/cloud-identifiers", token: phone,
+                                    body: #"{"localIdentifiers":\#(jsonArray((0..<contents).map { "phone-\($0)" }))}"#)["mappings"]?.arrayValue?.map { $0["cloudIdentifier"]?.stringValue }
+            let tabletMap = try send(port1, "POST", "/v1/library/cloud-identifiers", token: tablet,
+                                     body: #"{"localIdentifiers":\#(jsonArray((0..<contents).map { "tablet-\($0)" }))}"#)["mappings"]?.arrayValue?.map { $0["cloudIdentifier"]?.stringValue }
+            #expect(phoneMap != nil && phoneMap == tabletMap)
+            #expect(Set((phoneMap ?? []).compactMap { $0 }).count == contents)
 
-        // Writers of one device through both instances, a reader following its feed through
-        // instance two: every acknowledged change shows up exactly once (a change committing below
-        // a token the reader already passed would be missed for good).
-        let start = try #require(try send(port2, "GET", "/v1/library/token", token: phone)["changeToken"]?.stringValue)
-        let writers = 4, writesEach = 12
-        let done = Mutex(0)
-        let feed = Mutex<[String]>([])
-        onThreads(writers + 1) { t in
-            if t == writers {
-                var since = start
-                while true {
-                    let finished = done.withLock { $0 == writers }
-                    guard let page = try? send(port2, "GET", "/v1/library/changes?since=\(percentEncoded(since))&limit=1000", token: phone),
-                          page.status == 200, let next = page["changeToken"]?.stringValue else {
-                        failures.withLock { $0.append("reader failed") }
-                        return
+            // Writers of one device through both instances, a reader following its feed through
+            // instance two: every acknowledged change shows up exactly once (a change committing below
+            // a token the reader already passed would be missed for good).
+            let start = try #require(try send(port2, "GET", "/v1/library/token", token: phone)["changeToken"]?.stringValue)
+            let writers = 4, writesEach = 12
+            let done = Mutex(0)
+            let feed = Mutex<[String]>([])
+            onThreads(writers + 1) { t in
+                if t == writers {
+                    var since = start
+                    while true {
+                        let finished = done.withLock { $0 == writers }
+                        guard let page = try? send(port2, "GET", "/v1/library/changes?since=\(percentEncoded(since))&limit=1000", token: phone),
+                              page.status == 200, let next = page["changeToken"]?.stringValue else {
+                            failures.withLock { $0.append("reader failed") }
+                            return
+                        }
+                        let changes = page["changes"]?.arrayValue ?? []
+                        for c in changes { feed.withLock { $0 += c["assets"]?["inserted"]?.arrayValue?.compactMap(\.stringValue) ?? [] } }
+                        since = next
+                        if finished && changes.isEmpty { return }
                     }
-                    let changes = page["changes"]?.arrayValue ?? []
-                    for c in changes { feed.withLock { $0 += c["assets"]?["inserted"]?.arrayValue?.compactMap(\.stringValue) ?? [] } }
-                    since = next
-                    if finished && changes.isEmpty { return }
                 }
-            }
-            for i in 0..<writesEach {
-                do {
-                    try upsert(t % 2 == 0 ? port1 : port2, phone, [("w\(t)-\(i)", fingerprint(1000 + t * 100 + i))])
-                } catch {
-                    failures.withLock { $0.append("writer \(t): \(error)") }
+                for i in 0..<writesEach {
+                    do {
+                        try upsert(t % 2 == 0 ? port1 : port2, phone, [("w\(t)-\(i)", fingerprint(1000 + t * 100 + i))])
+                    } catch {
+                        failures.withLock { $0.append("writer \(t): \(error)") }
+                    }
                 }
+                done.withLock { $0 += 1 }
             }
-            done.withLock { $0 += 1 }
+            #expect(failures.withLock { $0 } == [])
+            let got = feed.withLock { $0 }
+            let expected = Set((0..<writers).flatMap { t in (0..<writesEach).map { "w\(t)-\($0)" } })
+            #expect(got.count == expected.count && Set(got) == expected, "the reader saw \(got.count) of \(expected.count) changes")
         }
-        #expect(failures.withLock { $0 } == [])
-        let got = feed.withLock { $0 }
-        let expected = Set((0..<writers).flatMap { t in (0..<writesEach).map { "w\(t)-\($0)" } })
-        #expect(got.count == expected.count && Set(got) == expected, "the reader saw \(got.count) of \(expected.count) changes")
     }
 }
 
@@ -115,32 +115,32 @@ extension PostgresInstancesTests {
     /// If-Match across two `concord serve` processes: a version read on instance two and overtaken
     /// on instance one is 412 versionMismatch naming the current version.
     @Test func staleIfMatchOnTheOtherInstanceIs412() throws {
-        let instances = try TwoInstances()
-        defer { withExtendedLifetime(instances) {} }   // the servers live until the test ends
-        let (port1, port2) = (instances.port1, instances.port2)
-        func call(_ port: Int, _ method: String, _ target: String, token: String, body: String, ifMatch: String? = nil) throws -> APIResponse {
-            var headers = ["Authorization: Bearer \(token)", "Content-Type: application/json"]
-            if let ifMatch { headers.append("If-Match: \"\(ifMatch)\"") }
-            return APIResponse(raw: try rawRequest(port: port, method, target, headers: headers, body: body))
+        try TwoInstances.run { instances in
+            let (port1, port2) = (instances.port1, instances.port2)
+            func call(_ port: Int, _ method: String, _ target: String, token: String, body: String, ifMatch: String? = nil) throws -> APIResponse {
+                var headers = ["Authorization: Bearer \(token)", "Content-Type: application/json"]
+                if let ifMatch { headers.append("If-Match: \"\(ifMatch)\"") }
+                return APIResponse(raw: try rawRequest(port: port, method, target, headers: headers, body: body))
+            }
+
+            let accountToken = try #require(try send(port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Two"}"#)["accountToken"]?.stringValue)
+            let phone = try #require(try send(port1, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
+            let tablet = try #require(try send(port2, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
+            let journal = try #require(try call(port1, "POST", "/v1/journals", token: phone, body: #"{"title":"Trip"}"#)["journalID"]?.stringValue)
+            let entry = "/v1/journals/\(journal)/entries/e"
+            let first = try call(port1, "PUT", entry, token: phone, body: #"{"text":"one","photos":[]}"#)
+            try #require(first.status == 200, "\(first.raw.body)")
+
+            let seen = try #require(try send(port2, "GET", "/v1/journals/\(journal)", token: tablet)["entries"]?[0]?["version"]?.stringValue)
+            let moved = try call(port1, "PUT", entry, token: phone, body: #"{"text":"two","photos":[]}"#, ifMatch: seen)
+            try #require(moved.status == 200, "\(moved.raw.body)")
+            let current = try #require(moved["version"]?.stringValue)
+            let stale = try call(port2, "PUT", entry, token: tablet, body: #"{"text":"stale","photos":[]}"#, ifMatch: seen)
+            #expect(stale.status == 412 && stale.errorName == "versionMismatch" && stale.json?["error"]?["version"]?.stringValue == current,
+                    "\(stale.raw.body)")
+            let now = try send(port2, "GET", "/v1/journals/\(journal)", token: tablet)["entries"]?[0]
+            #expect(now?["text"]?.stringValue == "two" && now?["version"]?.stringValue == current)
         }
-
-        let accountToken = try #require(try send(port1, "POST", "/v1/accounts", token: testAdminToken, body: #"{"name":"Two"}"#)["accountToken"]?.stringValue)
-        let phone = try #require(try send(port1, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Phone"}"#)["deviceToken"]?.stringValue)
-        let tablet = try #require(try send(port2, "POST", "/v1/devices", token: accountToken, body: #"{"name":"Tablet"}"#)["deviceToken"]?.stringValue)
-        let journal = try #require(try call(port1, "POST", "/v1/journals", token: phone, body: #"{"title":"Trip"}"#)["journalID"]?.stringValue)
-        let entry = "/v1/journals/\(journal)/entries/e"
-        let first = try call(port1, "PUT", entry, token: phone, body: #"{"text":"one","photos":[]}"#)
-        try #require(first.status == 200, "\(first.raw.body)")
-
-        let seen = try #require(try send(port2, "GET", "/v1/journals/\(journal)", token: tablet)["entries"]?[0]?["version"]?.stringValue)
-        let moved = try call(port1, "PUT", entry, token: phone, body: #"{"text":"two","photos":[]}"#, ifMatch: seen)
-        try #require(moved.status == 200, "\(moved.raw.body)")
-        let current = try #require(moved["version"]?.stringValue)
-        let stale = try call(port2, "PUT", entry, token: tablet, body: #"{"text":"stale","photos":[]}"#, ifMatch: seen)
-        #expect(stale.status == 412 && stale.errorName == "versionMismatch" && stale.json?["error"]?["version"]?.stringValue == current,
-                "\(stale.raw.body)")
-        let now = try send(port2, "GET", "/v1/journals/\(journal)", token: tablet)["entries"]?[0]
-        #expect(now?["text"]?.stringValue == "two" && now?["version"]?.stringValue == current)
     }
 }
 
@@ -403,6 +403,13 @@ final class TwoInstances {
             one.waitUntilExit()
             throw error
         }
+    }
+
+    /// Runs `body` with two fresh instances, kept running until it returns (they stop in `deinit`,
+    /// which could otherwise come right after the last use of `instances`, say of its ports).
+    static func run(_ body: (TwoInstances) throws -> Void) throws {
+        let instances = try TwoInstances()
+        try withExtendedLifetime(instances) { try body(instances) }
     }
 
     /// One account; its phone is made through instance one, its tablet through instance two.

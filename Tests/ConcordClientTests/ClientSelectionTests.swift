@@ -60,9 +60,7 @@ private func body(_ request: HTTPRequest) throws -> [String: Any] {
     let server = try TestServer()
     let requests = SelectionRequests()
     let phone = try await server.account(devices: ["Phone"]) { $0.onRequest = { requests.observe($0) } }.devices[0]
-    try await phone.applyChanges(LibraryChanges(assets: ObjectChanges(upsert: assets("P", 0..<20))))
-    let p = (0..<20).map { assetID($0, device: "P") }
-    let journal = try await phone.createJournal(title: "Picks")
+    let (p, journal) = try await assetsAndJournal(phone, 20, title: "Picks")
     try await phone.putEntry(journalID: journal.journalID, entryID: "day-1", text: "", photos: [])
 
     // The picker's whole selection at change i: up to 7 photos, in a changing order.
@@ -88,9 +86,7 @@ private func body(_ request: HTTPRequest) throws -> [String: Any] {
 @Test func theLatestSelectionIsKeptAndSentOnceTheServerIsBack() async throws {
     let server = try RestartableServer()
     let (phone, _) = try await server.phoneAndTablet()
-    try await phone.applyChanges(LibraryChanges(assets: ObjectChanges(upsert: assets("P", 0..<3))))
-    let p = (0..<3).map { assetID($0, device: "P") }
-    let journal = try await phone.createJournal(title: "Offline")
+    let (p, journal) = try await assetsAndJournal(phone, 3, title: "Offline")
     try await phone.putEntry(journalID: journal.journalID, entryID: "e", text: "", photos: [])
 
     let session = phone.selectionSession(journalID: journal.journalID, entryID: "e", retry: quick)
@@ -108,9 +104,7 @@ private func body(_ request: HTTPRequest) throws -> [String: Any] {
 @Test func refusedSelectionsAreReportedAndANewerOneStillLands() async throws {
     let server = try TestServer()
     let phone = try await server.account(devices: ["Phone"]).devices[0]
-    try await phone.applyChanges(LibraryChanges(assets: ObjectChanges(upsert: assets("P", 0..<2))))
-    let p = (0..<2).map { assetID($0, device: "P") }
-    let journal = try await phone.createJournal(title: "T")
+    let (p, journal) = try await assetsAndJournal(phone, 2, title: "T")
     try await phone.putEntry(journalID: journal.journalID, entryID: "e", text: "", photos: [])
 
     let session = phone.selectionSession(journalID: journal.journalID, entryID: "e", retry: quick)
@@ -127,13 +121,18 @@ private func body(_ request: HTTPRequest) throws -> [String: Any] {
 @Test func addToEntryAppendsWhatIsNotThereYet() async throws {
     let server = try TestServer()
     let phone = try await server.account(devices: ["Phone"]).devices[0]
-    try await phone.applyChanges(LibraryChanges(assets: ObjectChanges(upsert: assets("P", 0..<4))))
-    let p = (0..<4).map { assetID($0, device: "P") }
-    let journal = try await phone.createJournal(title: "Limited")
+    let (p, journal) = try await assetsAndJournal(phone, 4, title: "Limited")
     try await phone.putEntry(journalID: journal.journalID, entryID: "e", text: "", photos: [.local(p[1]), .local(p[0])])
 
     let added = try await phone.addToEntry(journalID: journal.journalID, entryID: "e", localIdentifiers: [p[3], p[0], p[3], p[2]])
     #expect(added.photos.map(\.localIdentifier) == [p[1], p[0], p[3], p[2]])
     let unchanged = try await phone.addToEntry(journalID: journal.journalID, entryID: "e", localIdentifiers: [])
     #expect(unchanged.photos == added.photos)
+}
+
+/// Gives `phone` the assets `P-0 ..< P-count` and a new journal titled `title`: the assets' local
+/// identifiers, and the journal.
+private func assetsAndJournal(_ phone: ConcordClient, _ count: Int, title: String) async throws -> (p: [String], journal: Journal) {
+    try await phone.applyChanges(LibraryChanges(assets: ObjectChanges(upsert: assets("P", 0..<count))))
+    return ((0..<count).map { assetID($0, device: "P") }, try await phone.createJournal(title: title))
 }

@@ -51,9 +51,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func foreignForgedOrGarbledTokenIsInvalidChangeToken(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1))])
         let ta = try env.service.history.currentChangeToken(device: a)
         let other = try env.service.accounts.createAccount(name: "Other")
@@ -135,9 +133,7 @@ import Testing
     /// Two devices × many threads map the same new content at once: exactly one record results,
     /// and every answer names it.
     @Test(arguments: TestEngine.available) func racingDevicesConvergeOnOneRecord(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         let contents = 40
         try env.put(a, assets: (0..<contents).map { ("a\($0)", fp($0)) })
         try env.put(b, assets: (0..<contents).map { ("b\($0)", fp($0)) })

@@ -60,9 +60,7 @@ struct SelectionCase: Sendable, CustomTestStringConvertible {
 @Suite struct JournalSelectionModesTests {
     /// The entry of `SelectionCase`: written on A, selected on B.
     static func fixture(_ engine: TestEngine) throws -> (env: TestEnv, a: DeviceRef, b: DeviceRef, journalID: String, entry: JournalEntryView) {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2)), ("a3", fp(3))])
         try env.put(b, assets: [("dup1", fp(1)), ("dup2", fp(1)), ("b2", fp(2)), ("b4", fp(4)), ("b5", fp(5))])
         let j = try env.journal(a)

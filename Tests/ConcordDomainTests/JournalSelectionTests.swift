@@ -13,9 +13,7 @@ extension TestEnv {
 @Suite struct JournalSelectionTests {
     /// A's entry of a1 and a2; on B, a1's content is held twice (dup1, dup2) and a2's once (b2).
     static func ambiguousOnB(_ engine: TestEngine) throws -> (TestEnv, DeviceRef, JournalSummary, [String]) {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2))])
         try env.put(b, assets: [("dup1", fp(1)), ("dup2", fp(1)), ("b2", fp(2)), ("b3", fp(3))])
         let j = try env.journal(a)
@@ -49,9 +47,7 @@ extension TestEnv {
     }
 
     @Test(arguments: TestEngine.available) func aPickedObjectKeepsTheEntrysCloudIdentifierEvenWhenAFreshMappingWouldGiveAnother(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         // B maps its copy first (record R1); A holds two copies, so its second copy gets record R2.
         try env.put(b, assets: [("b1", fp(1))])
         let r1 = try env.cloudID(b, "b1")
@@ -69,9 +65,7 @@ extension TestEnv {
     }
 
     @Test(arguments: TestEngine.available) func photosThatDoNotResolveHereAreKeptAfterThePickedOnes(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2)), ("a3", fp(3)), ("a4", fp(4))])
         try env.put(b, assets: [("b2", fp(2)), ("b4", fp(4)), ("b5", fp(5))])
         let j = try env.journal(a)
@@ -101,9 +95,7 @@ extension TestEnv {
     }
 
     @Test(arguments: TestEngine.available) func noSecondCloudIdentifierForAPickedObjectEntersTheEntry(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         // B maps b1 first (record R1). A holds two copies: a1 links to R1, a1copy gets R2.
         try env.put(b, assets: [("b1", fp(1)), ("b1copy", fp(1))])
         let r1 = try env.cloudID(b, "b1")
@@ -230,9 +222,7 @@ extension TestEnv {
     }
 
     @Test(arguments: TestEngine.available) func journalTokensAreTheAccountsAndNoOtherScopes(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         _ = try env.journal(a)
         let ta = try env.service.journals.currentJournalChangeToken(device: a)
         // Every device of the account shares the account's feed.

@@ -65,9 +65,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
     }
 
     @Test(arguments: TestEngine.available) func journalsBelongToTheAccountAndAreInvisibleToOthers(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         let j = try env.journal(a)
         try env.put(a, assets: [("a1", fp(1))])
         try env.entry(a, j.journalID, "e1", locals: ["a1"])
@@ -83,9 +81,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
     }
 
     @Test(arguments: TestEngine.available) func entryWrittenOnOneDeviceResolvesOnAnotherFoundAmbiguousAndMissing(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(2)), ("a3", fp(3))])
         try env.put(b, assets: [("b1", fp(1)), ("b2", fp(2)), ("b2copy", fp(2))])
         let j = try env.journal(a)
@@ -236,9 +232,7 @@ func clouds(_ e: JournalEntryView) -> [String] { e.photos.map(\.cloudIdentifier)
     }
 
     @Test(arguments: TestEngine.available) func twoDevicesEditingOneEntryWithIfMatchNeverOverwriteEachOther(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         let j = try env.journal(a)
         let base = try env.entry(a, j.journalID, "e", text: "base", locals: [])
         // Both read version `base`, then race; exactly one wins, the other learns the winner's version.

@@ -173,9 +173,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func anotherDevicesObjectsAreInvisible(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1))])
         expectErrorNamed("notFound") { try env.service.library.object(localIdentifier: "a1", device: b) }
         #expect(try env.cloud(b, ["a1"]) == [.error(.identifierNotFound(limitedLibrary: false))])

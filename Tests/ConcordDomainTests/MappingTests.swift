@@ -27,9 +27,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func step3ReusesTheOldestUnlinkedRecordOfTheSameContent(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(1))])   // duplicates on A: two records
         let r1 = try env.cloudID(a, "a1")
         let r2 = try env.cloudID(a, "a2")
@@ -58,7 +56,7 @@ import Testing
         let d = try env.device()
         try env.put(d, assets: [("a1", fp(1)), ("a2", fp(2))])
         let m = try env.service.mapping.cloudIdentifiers(forLocalIdentifiers: ["a2", "x", "a1", "a2"], device: d)
-        #expect(m.map(\.localIdentifier) == ["a2", "x", "a1", "a2"])
+        #expect(m.map(\.identifier) == ["a2", "x", "a1", "a2"])
         #expect(m[0].result == m[3].result)
         #expect(m[1].result == .error(.identifierNotFound(limitedLibrary: false)))
         if case .found = m[2].result {} else { Issue.record("a1 not found") }
@@ -66,9 +64,7 @@ import Testing
 
     @Test(arguments: TestEngine.available) func sameContentOnTwoDevicesGetsOneIdentifierWhicheverAsksFirst(_ engine: TestEngine) throws {
         for aFirst in [true, false] {
-            let env = try TestEnv(engine)
-            let a = try env.device("A")
-            let b = try env.device("B")
+            let (env, a, b) = try TestEnv.twoDevices(engine)
             try env.put(a, assets: [("a1", fp(1))])
             try env.put(b, assets: [("b1", fp(1))])
             let (x, y) = aFirst ? (try env.cloudID(a, "a1"), try env.cloudID(b, "b1")) : (try env.cloudID(b, "b1"), try env.cloudID(a, "a1"))
@@ -120,9 +116,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func step3ResolvesByContentAndStoresTheLink(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1))])
         try env.put(b, assets: [("b1", fp(1))])
         let c = try env.cloudID(a, "a1")
@@ -134,9 +128,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func step4EmptyFingerprintPartStandsForTheRecordsOwn(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.service.library.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("ca", fingerprint: fp(7))])), device: a)
         try env.service.library.applyChanges(LibraryChangeRequest(assetCollections: .init(upsert: [.assetCollection("cb", fingerprint: fp(7))])), device: b)
         let full = try #require(CloudIdentifier(parsing: try env.cloudID(a, "ca")))
@@ -162,9 +154,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func step3DuplicatesAreMultipleIdentifiersFoundSortedAndNotLinked(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1))])
         try env.put(b, assets: [("é", fp(1)), ("b", fp(1)), ("Z", fp(1))])
         let c = try env.cloudID(a, "a1")
@@ -176,9 +166,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func step3AnswersAnObjectLinkedElsewhereWithoutRelinking(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1)), ("a2", fp(1))])
         let c1 = try env.cloudID(a, "a1")
         let c2 = try env.cloudID(a, "a2")
@@ -189,9 +177,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func step3DoesNotLinkWhenTheFingerprintPartIsNotTheRecords(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1))])
         try env.put(b, assets: [("b1", fp(2))])
         let c = try #require(CloudIdentifier(parsing: try env.cloudID(a, "a1")))
@@ -220,9 +206,7 @@ import Testing
 
 @Suite struct LinkTests {
     @Test(arguments: TestEngine.available) func linkByPersonReplacesEarlierLinks(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let a = try env.device("A")
-        let b = try env.device("B")
+        let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("a1", fp(1))])
         try env.put(b, assets: [("b1", fp(1)), ("b2", fp(1))])
         let c = try env.cloudID(a, "a1")

@@ -36,6 +36,12 @@ final class TestEnv {
         try self.init(engine, configuration: configuration)
     }
 
+    /// A fresh `TestEnv` and two devices of its account, "A" then "B": how most two-device tests begin.
+    static func twoDevices(_ engine: TestEngine) throws -> (env: TestEnv, a: DeviceRef, b: DeviceRef) {
+        let env = try TestEnv(engine)
+        return (env, try env.device("A"), try env.device("B"))
+    }
+
     /// A service on a second store of the same database (another instance), on the same clock.
     func anotherInstance() throws -> ConcordService {
         let clock = self.clock

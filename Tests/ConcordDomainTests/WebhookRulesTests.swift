@@ -56,6 +56,15 @@ private final class WebhookEnv {
                                               device: device).changeToken
     }
 
+    /// A `library.changed` webhook, then a device that writes once (`write(phone, 1)`): how most
+    /// delivery tests begin.
+    func libraryHookAfterOneWrite(minInterval: Int = 1) throws -> (hook: String, phone: DeviceRef) {
+        let hook = try self.webhook(["library.changed"], minInterval: minInterval)
+        let phone = try self.device()
+        _ = try self.write(phone, 1)
+        return (hook, phone)
+    }
+
     func log(_ webhookID: String, status: String? = nil) throws -> [DeliveryView] {
         try self.service.webhooks.deliveries(.account(self.accountID), id: webhookID, status: status, after: nil, limit: 1000).deliveries
     }
@@ -125,9 +134,7 @@ private func token(_ view: DeliveryView) -> String? {
 
     @Test(arguments: TestEngine.available) func aCommitDuringAnAttemptWaitsAndTakesOverIfTheAttemptFails(_ engine: TestEngine) throws {
         let w = try WebhookEnv(engine)
-        let hook = try w.webhook(["library.changed"])
-        let phone = try w.device()
-        _ = try w.write(phone, 1)
+        let (hook, phone) = try w.libraryHookAfterOneWrite()
         let first = try w.claim()
         try #require(first.count == 1)
         // In flight: a new commit makes a second, waiting event; the claim picks nothing more of the feed.
@@ -152,9 +159,7 @@ private func token(_ view: DeliveryView) -> String? {
 
     @Test(arguments: TestEngine.available) func aCommitWhileAnEventWaitsForItsRetrySupersedesIt(_ engine: TestEngine) throws {
         let w = try WebhookEnv(engine)
-        let hook = try w.webhook(["library.changed"])
-        let phone = try w.device()
-        _ = try w.write(phone, 1)
+        let (hook, phone) = try w.libraryHookAfterOneWrite()
         let plan = try #require(try w.claim().first)
         try w.answer(plan, status: 503)
         let retrying = try #require(try w.log(hook, status: "pending").first)
@@ -181,9 +186,7 @@ private func token(_ view: DeliveryView) -> String? {
 
     @Test(arguments: TestEngine.available) func aFeedsNextAttemptWaitsMinIntervalAfterThePreviousStarted(_ engine: TestEngine) throws {
         let w = try WebhookEnv(engine)
-        let hook = try w.webhook(["library.changed"], minInterval: 60)
-        let phone = try w.device()
-        _ = try w.write(phone, 1)
+        let (hook, phone) = try w.libraryHookAfterOneWrite(minInterval: 60)
         let started = w.clock.now.timeIntervalSince1970
         let plan = try #require(try w.claim().first)   // a quiet feed's first event goes at once
         try w.answer(plan, status: 200)
@@ -198,9 +201,7 @@ private func token(_ view: DeliveryView) -> String? {
 
     @Test(arguments: TestEngine.available) func theLastAttemptFailsTheEventAndANewerOneStartsAFreshSchedule(_ engine: TestEngine) throws {
         let w = try WebhookEnv(engine) { $0.retrySchedule = [5] }
-        let hook = try w.webhook(["library.changed"])
-        let phone = try w.device()
-        _ = try w.write(phone, 1)
+        let (hook, phone) = try w.libraryHookAfterOneWrite()
         try w.answer(try #require(try w.claim().first), status: 500)
         w.clock.advance(7)
         let second = try #require(try w.claim().first)   // the schedule's last attempt
@@ -213,9 +214,7 @@ private func token(_ view: DeliveryView) -> String? {
 
     @Test(arguments: TestEngine.available) func failuresDisableAWebhookAndEnablingMakesHeldEventsDue(_ engine: TestEngine) throws {
         let w = try WebhookEnv(engine) { $0.disableAfterFailures = 2; $0.disableAfterSeconds = 0 }
-        let hook = try w.webhook(["library.changed"])
-        let phone = try w.device()
-        _ = try w.write(phone, 1)
+        let (hook, phone) = try w.libraryHookAfterOneWrite()
         try w.answer(try #require(try w.claim().first), status: 500)
         w.clock.advance(7)
         try w.answer(try #require(try w.claim().first), status: 500)
@@ -262,9 +261,7 @@ private func token(_ view: DeliveryView) -> String? {
 
     @Test(arguments: TestEngine.available) func aStaleLibraryEventIsNotRedelivered(_ engine: TestEngine) throws {
         let w = try WebhookEnv(engine)
-        let hook = try w.webhook(["library.changed"])
-        let phone = try w.device()
-        _ = try w.write(phone, 1)
+        let (hook, phone) = try w.libraryHookAfterOneWrite()
         let first = try #require(try w.claim().first)
         try w.answer(first, status: 200)
         _ = try w.write(phone, 2)
@@ -276,9 +273,7 @@ private func token(_ view: DeliveryView) -> String? {
 
     @Test(arguments: TestEngine.available) func aClaimOfADeadInstanceIsReleasedAsInterrupted(_ engine: TestEngine) throws {
         let w = try WebhookEnv(engine)
-        let hook = try w.webhook(["library.changed"])
-        let phone = try w.device()
-        _ = try w.write(phone, 1)
+        let (hook, _) = try w.libraryHookAfterOneWrite()
         let plan = try #require(try w.claim().first)
         w.clock.advance(61)
         #expect(try w.delivery.releaseExpiredClaims(all: false) == 1)

@@ -1,4 +1,5 @@
 import ConcordJSON
+import ConcordTestSupport
 import Foundation
 import Testing
 
@@ -71,7 +72,7 @@ import Testing
 @Suite(.needsJSONTestSuite) struct JSONMutationTests {
     @Test func truncatedAndMutatedSuiteDocumentsNeverCrash() throws {
         let directory = try JSONTestSuiteData.requireDirectory()
-        var generator = SplitMix64(seed: 7)
+        var generator = SeededGenerator(state: 7)
         let interesting: [UInt8] = [0x00, 0x22, 0x5C, 0x5B, 0x5D, 0x7B, 0x7D, 0x2C, 0x3A, 0x2D, 0x30, 0x65, 0x75, 0x80, 0xBF, 0xC0, 0xED, 0xF0, 0xF4, 0xFF]
         var attempts = 0
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".json") {

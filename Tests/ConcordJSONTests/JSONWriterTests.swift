@@ -1,4 +1,5 @@
 import ConcordJSON
+import ConcordTestSupport
 import Foundation
 import Testing
 
@@ -134,7 +135,7 @@ import Testing
     }
 
     @Test func randomDoublesRoundTripBitForBit() throws {
-        var generator = SplitMix64(seed: 0x5EED)
+        var generator = SeededGenerator(state: 0x5EED)
         for _ in 0..<20_000 {
             let value = Double(bitPattern: generator.next())
             guard value.isFinite else { continue }
@@ -156,7 +157,7 @@ import Testing
     }
 
     @Test func randomStringsRoundTrip() throws {
-        var generator = SplitMix64(seed: 42)
+        var generator = SeededGenerator(state: 42)
         let pool: [Unicode.Scalar] = (0..<0x80).compactMap(Unicode.Scalar.init)
             + ["é", "ß", "€", "\u{FFFF}", "\u{10000}", "😀", "\u{10FFFF}", "\u{2028}"]
         for _ in 0..<2_000 {
@@ -216,18 +217,5 @@ import Testing
         // An independent reader (Foundation) accepts the output too.
         let foundation = try JSONSerialization.jsonObject(with: Data(writer.bytes)) as? [String: Any]
         #expect((foundation?["mappings"] as? [Any])?.count == 1000)
-    }
-}
-
-/// A tiny deterministic generator so the random round-trips are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { self.state = seed }
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -4,33 +4,26 @@ import ConcordDomain
 // byte-buffer batches the routes use (`cloudIdentifierAnswers`, `localIdentifierAnswers`), which
 // they call, so a test exercises exactly the routes' path. Nothing here is in the server.
 
-/// One answer item of local → cloud.
-public struct CloudIdentifierMapping: Sendable, Equatable {
-    public var localIdentifier: String
-    /// `.found(cloudIdentifier)` or an item error.
-    public var result: MappingResult
-}
-
-/// One answer item of cloud → local.
-public struct LocalIdentifierMapping: Sendable, Equatable {
-    public var cloudIdentifier: String
-    /// `.found(localIdentifier)` or an item error.
+/// One answer item of either direction: the identifier asked about (local for local → cloud,
+/// cloud for cloud → local), and `.found(the other)` or an item error.
+public struct IdentifierMapping: Sendable, Equatable {
+    public var identifier: String
     public var result: MappingResult
 }
 
 extension MappingService {
     /// Local → cloud for identifiers as strings, one mapping per item in order.
-    public func cloudIdentifiers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> [CloudIdentifierMapping] {
+    public func cloudIdentifiers(forLocalIdentifiers ids: [String], device: DeviceRef) throws(DomainError) -> [IdentifierMapping] {
         let answers = try self.cloudIdentifierAnswers(forLocalIdentifiers: IdentifierBatch(ids), device: device)
         return answers.answers.indices.map { i in
-            CloudIdentifierMapping(localIdentifier: ids[i], result: answers.result(i))
+            IdentifierMapping(identifier: ids[i], result: answers.result(i))
         }
     }
 
     /// Cloud → local for identifiers as strings, one mapping per item in order.
-    public func localIdentifiers(forCloudIdentifiers strings: [String], device: DeviceRef) throws(DomainError) -> [LocalIdentifierMapping] {
+    public func localIdentifiers(forCloudIdentifiers strings: [String], device: DeviceRef) throws(DomainError) -> [IdentifierMapping] {
         let results = try self.localIdentifierResults(forCloudIdentifiers: IdentifierBatch(strings), device: device)
-        return zip(strings, results).map { LocalIdentifierMapping(cloudIdentifier: $0, result: $1) }
+        return zip(strings, results).map { IdentifierMapping(identifier: $0, result: $1) }
     }
 
     /// `localIdentifierAnswers` as one `MappingResult` per identifier (a string each).

@@ -12,8 +12,7 @@ import Testing
         try withServer { port, server in
             let client = try TestClient(port: port)
             for index in 0..<5 {
-                try client.send("GET /n/\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
-                let response = try #require(try client.readResponse())
+                let response = try #require(try client.exchange("GET /n/\(index) HTTP/1.1\r\nHost: x\r\n\r\n"))
                 #expect(response.status == 200)
                 #expect(response.text == "GET /n/\(index)")
                 #expect(response.header("Connection") == nil)
@@ -42,19 +41,16 @@ import Testing
         try withClient { client in
             try client.send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
             usleep(50_000)
-            try client.send("6\r\n world\r\n0\r\n\r\n")
-            let response = try #require(try client.readResponse())
+            let response = try #require(try client.exchange("6\r\n world\r\n0\r\n\r\n"))
             #expect(response.text == "POST /c:hello world")
         }
     }
 
     @Test func expectContinueGetsInterimResponseBeforeTheBody() throws {
         try withClient { client in
-            try client.send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
-            let interim = try #require(try client.readResponse())
+            let interim = try #require(try client.exchange("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"))
             #expect(interim.status == 100)
-            try client.send("abcde")
-            let response = try #require(try client.readResponse())
+            let response = try #require(try client.exchange("abcde"))
             #expect(response.status == 200)
             #expect(response.text == "POST /e:abcde")
         }
@@ -62,8 +58,7 @@ import Testing
 
     @Test func expectContinueOverTheBodyLimitGetsTheErrorNotContinue() throws {
         try withClient({ $0.limits.maxBodyBytes = 10 }) { client in
-            try client.send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n")
-            let response = try #require(try client.readResponse())
+            let response = try #require(try client.exchange("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n"))
             #expect(response.status == 413)
             #expect(errorName(response) == "payloadTooLarge")
         }
@@ -76,16 +71,14 @@ import Testing
             #expect(head.status == 200)
             #expect(head.header("Content-Length") == "7")
             // No body bytes leaked: the next response parses cleanly on the same connection.
-            try client.send("GET /h HTTP/1.1\r\nHost: x\r\n\r\n")
-            let get = try #require(try client.readResponse())
+            let get = try #require(try client.exchange("GET /h HTTP/1.1\r\nHost: x\r\n\r\n"))
             #expect(get.text == "GET /h")
         }
     }
 
     @Test func connectionCloseIsHonoured() throws {
         try withClient { client in
-            try client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            let response = try #require(try client.readResponse())
+            let response = try #require(try client.exchange("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
             #expect(response.header("Connection") == "close")
             #expect(client.closedByPeer())
         }
@@ -93,8 +86,7 @@ import Testing
 
     @Test func requestPipelinedAfterConnectionCloseDoesNotTurnTheAnswerIntoAReset() throws {
         try withClient { client in
-            try client.send("GET /1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
-            let response = try #require(try client.readResponse())
+            let response = try #require(try client.exchange("GET /1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n"))
             #expect(response.text == "GET /1")
             #expect(client.closedByPeer())
         }
@@ -150,8 +142,7 @@ import Testing
     func limitAnswersItsStatusAndCloses(_ testCase: LimitCase) throws {
         let events = EventLog()
         try withClient(events: events) { client in
-            try client.send(testCase.request)
-            let response = try #require(try client.readResponse())
+            let response = try #require(try client.exchange(testCase.request))
             #expect(response.status == testCase.status)
             #expect(errorName(response) == testCase.errorName)
             #expect(response.header("Content-Type") == "application/json")
@@ -166,8 +157,7 @@ import Testing
     @Test func headerReadTimeoutAnswers408ThenCloses() throws {
         try withServer({ $0.headerReadTimeout = 0.3 }) { port, _ in
             let client = try TestClient(port: port, timeout: 9)
-            try client.send("GET / HTTP/1.1\r\nHost: x\r\n")
-            let response = try #require(try client.readResponse())
+            let response = try #require(try client.exchange("GET / HTTP/1.1\r\nHost: x\r\n"))
             #expect(response.status == 408)
             #expect(errorName(response) == "requestTimeout")
             #expect(client.closedByPeer())
@@ -197,8 +187,7 @@ import Testing
 
     @Test func bodyReadTimeoutAnswers408() throws {
         try withClient({ $0.bodyReadTimeout = 0.3 }) { client in
-            try client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab")
-            let response = try #require(try client.readResponse())
+            let response = try #require(try client.exchange("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab"))
             #expect(response.status == 408)
             #expect(client.closedByPeer())
         }
@@ -276,8 +265,7 @@ import Testing
         }
         try withClient(responder: responder) { client in
             for index in 0..<20 {
-                try client.send("GET /\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
-                let response = try #require(try client.readResponse())
+                let response = try #require(try client.exchange("GET /\(index) HTTP/1.1\r\nHost: x\r\n\r\n"))
                 #expect(response.status == 200)
                 #expect(response.text == "first /\(index)")
             }
@@ -336,8 +324,7 @@ import Testing
         box.withLock { $0 = server }
         let port = try server.start()
         let client = try TestClient(port: port)
-        try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        let response = try #require(try client.readResponse())
+        let response = try #require(try client.exchange("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
         #expect(response.text == "bye")
         // Answered before the shutdown began, so kept alive; then closed as idle.
         #expect(client.closedByPeer())

@@ -136,6 +136,12 @@ final class TestClient {
         }
     }
 
+    /// Sends `request` and reads its response (nil if the server closed before any byte of it).
+    func exchange(_ request: String) throws -> TestResponse? {
+        try self.send(request)
+        return try self.readResponse()
+    }
+
     /// Reads more bytes into the buffer; false on EOF, throws on timeout/error.
     private func fill() throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
