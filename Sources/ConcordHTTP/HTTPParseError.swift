@@ -17,7 +17,7 @@ public struct HTTPParseError: Error, Sendable, Equatable {
     }
 
     /// The answer to send before closing: `{"error":{"name":..,"message":..}}` as
-    /// `application/json` (API.md §1's error shape).
+    /// `application/json` (the service's error shape, docs/api-notes.md).
     public var response: HTTPResponse {
         // Written by hand so this layer does not depend on the JSON writer's API.
         var body: [UInt8] = []
