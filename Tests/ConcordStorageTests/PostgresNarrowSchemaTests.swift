@@ -95,6 +95,32 @@ struct PostgresNarrowSchemaTests {
         }
     }
 
+    /// The content lookups can use the hash indexes under a generic plan (what a prepared statement
+    /// gets): the statements spell the indexes' partial condition.
+    @Test func contentLookupsUseTheHashIndexes() throws {
+        try OldSchemaDatabase.postgresSchema(atVersion: 16, seed: Self.seed) { url in
+            try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1)).close()   // migrates
+            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
+            defer { probe.close() }
+            // A library of some size, so that the tables' statistics do not favour reading the whole device.
+            try probe.execute("""
+                INSERT INTO objects (account_key, device_key, object_no, type, has_adjustments, is_favorite, app_created, local_id, fingerprint, members)
+                    SELECT 1, 2, 100 + g, 1, false, false, false, 'BULK-' || g, sha256(('bulk-' || g)::bytea), '' FROM generate_series(1, 5000) g;
+                INSERT INTO records (account_key, created_order, record, type, fingerprint)
+                    SELECT 1, 100 + g, gen_random_uuid(), 1, sha256(('bulk-' || g)::bytea) FROM generate_series(1, 5000) g;
+                ANALYZE objects; ANALYZE records; ANALYZE links;
+                SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan
+                """)
+            let parameters: [PGValue] = [.int(1), .int(2), .intArray([1, 1]), PostgresCompact.fingerprints([Self.fingerprint(1), Self.fingerprint(2)])]
+            for (sql, index) in [(PostgresTransaction.unlinkedRecordsByContent, "records_by_content"),
+                                 (PostgresTransaction.objectsByContent, "objects_by_content")] {
+                var plan = ""
+                try probe.query("EXPLAIN " + sql, parameters) { r in plan += r.text(0) + "\n" }
+                #expect(plan.contains(index), "\(plan)")
+            }
+        }
+    }
+
     @Test func aLinkWithoutItsRecordStopsTheMigrationAndChangesNothing() throws {
         let dangling = "INSERT INTO links (account_key, device_key, record, local_id) VALUES (1, 2, '\(Self.missing)', 'PC-2');"
         try OldSchemaDatabase.postgresSchema(atVersion: 16, seed: Self.seed + dangling) { url in

@@ -97,13 +97,7 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
         // objects_by_content (a hash index) holds objects with a fingerprint only: the query says so.
         let withFingerprint = keys.filter { !$0.fingerprint.isEmpty }
         if !withFingerprint.isEmpty {
-            try self.db.query("""
-                SELECT \(Self.objectColumns) FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
-                JOIN objects o ON o.fingerprint = k.fingerprint AND o.fingerprint <> '' AND o.device_key = $2 AND o.type = k.type
-                    AND o.account_key = $1
-                \(Self.linkJoin)
-                ORDER BY o.local_id
-                """, [.int(owner.account), .int(owner.device), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
+            try self.db.query(Self.objectsByContent, [.int(owner.account), .int(owner.device), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
                       PostgresCompact.fingerprints(withFingerprint.map(\.fingerprint))]) { r in result.append(PostgresObjectRows.storedObject(r)) }
         }
         let emptyTypes = Set(keys.filter(\.fingerprint.isEmpty).map { Int64($0.type.rawValue) })
@@ -119,6 +113,16 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
         }
         return result
     }
+
+    /// Objects of device `$2` with these fingerprints (`$3` types, `$4` fingerprints, none empty), with
+    /// their links: through `objects_by_content` (`PostgresNarrowSchemaTests` checks the plan).
+    static let objectsByContent = """
+        SELECT \(objectColumns) FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
+        JOIN objects o ON o.fingerprint = k.fingerprint AND o.fingerprint <> '' AND o.device_key = $2 AND o.type = k.type
+            AND o.account_key = $1
+        \(linkJoin)
+        ORDER BY o.local_id
+        """
 
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
         let keys = try self.keys(device)

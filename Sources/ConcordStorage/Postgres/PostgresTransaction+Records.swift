@@ -81,12 +81,7 @@ extension PostgresTransaction: RecordWrites {
         // records_by_content (a hash index) holds records with a fingerprint only: the query says so.
         let withFingerprint = keys.filter { !$0.fingerprint.isEmpty }
         if !withFingerprint.isEmpty {
-            try self.db.query("""
-                SELECT r.record, r.type, r.fingerprint, r.created_order FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
-                JOIN records r ON r.fingerprint = k.fingerprint AND r.fingerprint <> '' AND r.account_key = $1 AND r.type = k.type
-                WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.account_key = $1 AND l.record_order = r.created_order AND l.device_key = $2)
-                ORDER BY r.created_order
-                """, [.int(owner.account), .int(owner.device), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
+            try self.db.query(Self.unlinkedRecordsByContent, [.int(owner.account), .int(owner.device), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
                       PostgresCompact.fingerprints(withFingerprint.map(\.fingerprint))], row: add)
         }
         let emptyTypes = Set(keys.filter(\.fingerprint.isEmpty).map { Int64($0.type.rawValue) })
@@ -101,6 +96,15 @@ extension PostgresTransaction: RecordWrites {
         }
         return result.map(\.record)
     }
+
+    /// Records with these fingerprints (`$3` types, `$4` fingerprints, none empty) that no object
+    /// of device `$2` links to: through `records_by_content` (`PostgresNarrowSchemaTests` checks the plan).
+    static let unlinkedRecordsByContent = """
+        SELECT r.record, r.type, r.fingerprint, r.created_order FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
+        JOIN records r ON r.fingerprint = k.fingerprint AND r.fingerprint <> '' AND r.account_key = $1 AND r.type = k.type
+        WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.account_key = $1 AND l.record_order = r.created_order AND l.device_key = $2)
+        ORDER BY r.created_order
+        """
 
     func keyMatches(_ device: DeviceRef, guids: [String]) throws -> [String: [StoredObject]] {
         guard !guids.isEmpty else { return [:] }
