@@ -46,6 +46,7 @@ import Testing
         14: "924720e3d299866a03336835ae8d0b7231c0801bd5698988cb24ea3758712588",
         15: "596ee6b6d46342244a0fc565868ce84055e244626750e5a1e21d3c43b4bea440",
         16: "3bcaefc383898d42069dc6dbb272e6b33b4a72fef354bac4dea931ab1209117f",
+        17: "1d93e8bed2a50a0cebdb79c4cf908d9ad511308b4bf9581f36ce1da902285c9a",
     ]
 
     static func digests(_ migrations: [(version: Int, sql: String)]) -> [Int: String] {

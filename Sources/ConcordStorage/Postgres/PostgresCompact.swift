@@ -81,18 +81,19 @@ extension PGRow {
     func optionalInt(_ column: Int32) -> Int64? { self.isNull(column) ? nil : self.int(column) }
 }
 
-/// The object rows PostgreSQL selects since migration 14 (`columns`, from `objects o`, its link
-/// `links l` and the linked record `records r`), read in one place.
+/// The object rows PostgreSQL selects (`columns`, from `objects o`, its link `links l` and the
+/// linked record `records r`: migration 17 joins them by object number and record order), read in
+/// one place.
 enum PostgresObjectRows {
     static let columns = """
         o.local_id, o.type, o.fingerprint, o.media_type, o.creation_second, o.creation_date, o.modification_second, \
         o.modification_date, o.has_adjustments, o.is_favorite, o.title, o.members, o.app_created, o.pk_identifier, \
-        l.record, r.type, r.fingerprint
+        r.record, r.type, r.fingerprint
         """
     /// `columns`' joins after `FROM objects o`.
     static let joins = """
-        LEFT JOIN links l ON l.account_key = o.account_key AND l.device_key = o.device_key AND l.local_id = o.local_id
-        LEFT JOIN records r ON r.account_key = o.account_key AND r.record = l.record
+        LEFT JOIN links l ON l.device_key = o.device_key AND l.object_no = o.object_no
+        LEFT JOIN records r ON r.account_key = l.account_key AND r.created_order = l.record_order
         """
     static let count: Int32 = 17
 

@@ -143,6 +143,8 @@ enum PostgresMigrations {
         (15, UploadStagingSchema.migration),
         // Migration 16: the mapping log, other instances' mapping changes for an index to catch up with (MappingLogSchema).
         (16, MappingLogSchema.postgres),
+        // Migration 17: objects numbered per device, links by record order and object number, hash indexes of fingerprints (PostgresNarrowSchema).
+        (17, PostgresNarrowSchema.migration),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

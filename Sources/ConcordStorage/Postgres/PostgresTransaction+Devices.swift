@@ -69,7 +69,9 @@ extension PostgresTransaction: TokenWrites, DeviceWrites {
         }
         try self.dropAccountUploadStaging()
         let account = try self.accountKey()
-        for table in Self.accountKeyTables {
+        // objects' indexes begin with the device (migration 17): its rows go by the account's devices.
+        try self.db.query("DELETE FROM objects WHERE device_key IN (SELECT device_key FROM devices WHERE account_id = $1)", [.text(self.accountID)])
+        for table in Self.accountKeyTables where table != "objects" {
             try self.db.query("DELETE FROM \(table) WHERE account_key = $1", [.int(account)])
         }
         for table in Self.accountTables {

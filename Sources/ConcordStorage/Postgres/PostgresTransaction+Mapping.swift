@@ -29,40 +29,61 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
     }
 
     /// Bulk reads: each table's rows in binary, fetched from a cursor in batches of `loadBatch`
-    /// (one round trip and one result per batch, not per row). Objects come with their links by a
-    /// hash join of two sequential scans: a cursor's plan would otherwise favour its first rows (an
-    /// ordered walk of both keys, a random heap read per row: five times the CPU), so the
-    /// transaction plans for all rows and gives the join's hash table room for a large library.
+    /// (one round trip and one result per batch, not per row). No join in SQL: records come in
+    /// creation order and their GUIDs are kept by it, links give each object number its record's
+    /// order (an array per device, by object number), and each device's objects come in number
+    /// order (its primary key, the order they were written in) and find their link there.
     func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
                              recordKeys: (String, ObjectKey) throws -> Void,
                              objects: (MappingObjectRow) throws -> Void) throws {
         let account = try self.accountKey()
-        try self.db.execute("SET LOCAL cursor_tuple_fraction = 1; SET LOCAL work_mem = '128MB'")
-        var deviceIDs: [Int64: String] = [:]
-        try self.db.query("SELECT device_id, device_key FROM devices WHERE account_id = $1 ORDER BY device_id", [.text(self.accountID)]) { r in
-            deviceIDs[r.int(1)] = r.text(0)
+        try self.db.execute("SET LOCAL cursor_tuple_fraction = 1")
+        var deviceRows: [(key: Int64, id: String, objectNumbers: Int)] = []
+        try self.db.query("SELECT device_id, device_key, next_object_no FROM devices WHERE account_id = $1 ORDER BY device_id",
+                          [.text(self.accountID)]) { r in
+            deviceRows.append((r.int(1), r.text(0), Int(max(r.int(2), 1))))
             try devices(r.text(0))
         }
+        // GUIDs by creation order (from 1; a gap is nil).
+        var guidByOrder: [String?] = [nil]
+        guidByOrder.reserveCapacity(Int(try self.recordCount()) + 1)
         try self.db.batches("SELECT record, type, fingerprint, created_order FROM records WHERE account_key = $1 ORDER BY created_order",
                             [.int(account)], size: Self.loadBatch) { r in
+            let order = r.int(3)
             guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
-            try records(CloudRecord(guid: r.guid(0), type: type, fingerprint: r.fingerprint(2)), r.int(3))
+            let record = CloudRecord(guid: r.guid(0), type: type, fingerprint: r.fingerprint(2))
+            if order >= 0, order < Int64(Int32.max) {
+                while guidByOrder.count < Int(order) { guidByOrder.append(nil) }
+                if guidByOrder.count == Int(order) { guidByOrder.append(record.guid) } else { guidByOrder[Int(order)] = record.guid }
+            }
+            try records(record, order)
         }
         try self.db.batches("SELECT record, type, key_a FROM record_keys WHERE account_key = $1", [.int(account)], size: Self.loadBatch) { r in
             guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
             try recordKeys(r.guid(0), ObjectKey(type: type, a: r.text(2)))
         }
-        var device: (key: Int64, id: String)?
-        try self.db.batches("""
-            SELECT o.device_key, o.local_id, o.type, o.fingerprint, l.record, o.key_a, o.creation_second FROM objects o
-            LEFT JOIN links l ON l.account_key = o.account_key AND l.device_key = o.device_key AND l.local_id = o.local_id
-            WHERE o.account_key = $1
-            """, [.int(account)], size: Self.loadBatch) { r in
-            let key = r.int(0)
-            if device?.key != key { device = deviceIDs[key].map { (key, $0) } }
-            guard let deviceID = device?.id, let type = ObjectType(rawValue: Int(r.int(2))) else { return }
-            try objects(MappingObjectRow(deviceID: deviceID, localIdentifier: r.text(1), type: type, fingerprint: r.fingerprint(3),
-                                         linkedGUID: r.optionalGUID(4), keyA: r.optionalText(5), creationSecond: r.optionalInt(6)))
+        // Each device's links: record order by object number (0: none).
+        var linkOrders: [Int64: [Int64]] = [:]
+        for d in deviceRows { linkOrders[d.key] = [Int64](repeating: 0, count: d.objectNumbers) }
+        try self.db.batches("SELECT device_key, object_no, record_order FROM links WHERE account_key = $1", [.int(account)], size: Self.loadBatch) { r in
+            let device = r.int(0), number = r.int(1)
+            guard number >= 0, number < Int64(linkOrders[device]?.count ?? 0) else { return }
+            linkOrders[device]![Int(number)] = r.int(2)
+        }
+        for d in deviceRows {
+            let orders = linkOrders.removeValue(forKey: d.key) ?? []
+            try self.db.batches("""
+                SELECT object_no, local_id, type, fingerprint, key_a, creation_second FROM objects WHERE device_key = $1 ORDER BY object_no
+                """, [.int(d.key)], size: Self.loadBatch) { r in
+                guard let type = ObjectType(rawValue: Int(r.int(2))) else { return }
+                let number = r.int(0)
+                var linked: String?
+                if number >= 0, number < Int64(orders.count), case let order = orders[Int(number)], order > 0, order < Int64(guidByOrder.count) {
+                    linked = guidByOrder[Int(order)]
+                }
+                try objects(MappingObjectRow(deviceID: d.id, localIdentifier: r.text(1), type: type, fingerprint: r.fingerprint(3),
+                                             linkedGUID: linked, keyA: r.optionalText(4), creationSecond: r.optionalInt(5)))
+            }
         }
     }
 
@@ -73,16 +94,10 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
         guard !keys.isEmpty else { return [] }
         let owner = try self.keys(device)
         var result: [StoredObject] = []
-        // objects_by_content holds objects with a fingerprint only: the query says so.
+        // objects_by_content (a hash index) holds objects with a fingerprint only: the query says so.
         let withFingerprint = keys.filter { !$0.fingerprint.isEmpty }
         if !withFingerprint.isEmpty {
-            try self.db.query("""
-                SELECT \(Self.objectColumns) FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
-                JOIN objects o ON o.account_key = $1 AND o.device_key = $2 AND o.type = k.type AND o.fingerprint = k.fingerprint
-                    AND o.fingerprint <> ''
-                \(Self.linkJoin)
-                ORDER BY o.local_id
-                """, [.int(owner.account), .int(owner.device), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
+            try self.db.query(Self.objectsByContent, [.int(owner.account), .int(owner.device), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
                       PostgresCompact.fingerprints(withFingerprint.map(\.fingerprint))]) { r in result.append(PostgresObjectRows.storedObject(r)) }
         }
         let emptyTypes = Set(keys.filter(\.fingerprint.isEmpty).map { Int64($0.type.rawValue) })
@@ -99,6 +114,16 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
         return result
     }
 
+    /// Objects of device `$2` with these fingerprints (`$3` types, `$4` fingerprints, none empty), with
+    /// their links: through `objects_by_content` (`PostgresNarrowSchemaTests` checks the plan).
+    static let objectsByContent = """
+        SELECT \(objectColumns) FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
+        JOIN objects o ON o.fingerprint = k.fingerprint AND o.fingerprint <> '' AND o.device_key = $2 AND o.type = k.type
+            AND o.account_key = $1
+        \(linkJoin)
+        ORDER BY o.local_id
+        """
+
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
         let keys = try self.keys(device)
         let parameters: [PGValue] = [.int(keys.account), .int(keys.device)]
@@ -106,26 +131,26 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
         // The record's GUID as text groups the candidate rows (`WantedRows` reads a text column).
         try self.db.query("""
             SELECT r.record::text, r.type, x.creation_second FROM records r
-            JOIN links lx ON lx.account_key = $1 AND lx.record = r.record
-            JOIN objects x ON x.account_key = $1 AND x.device_key = lx.device_key AND x.local_id = lx.local_id
+            JOIN links lx ON lx.account_key = $1 AND lx.record_order = r.created_order
+            JOIN objects x ON x.device_key = lx.device_key AND x.object_no = lx.object_no
             WHERE r.account_key = $1 AND r.fingerprint <> ''
-              AND NOT EXISTS (SELECT 1 FROM links y WHERE y.account_key = $1 AND y.record = r.record AND y.device_key = $2)
-              AND NOT EXISTS (SELECT 1 FROM record_keys k JOIN objects y ON y.account_key = $1 AND y.device_key = $2 AND y.type = k.type AND y.key_a = k.key_a
+              AND NOT EXISTS (SELECT 1 FROM links y WHERE y.account_key = $1 AND y.record_order = r.created_order AND y.device_key = $2)
+              AND NOT EXISTS (SELECT 1 FROM record_keys k JOIN objects y ON y.device_key = $2 AND y.type = k.type AND y.key_a = k.key_a
                               WHERE k.account_key = $1 AND k.record = r.record)
             """, parameters) { rows.addCandidate($0) }
         if rows.candidatesFound() {
             try self.db.query("""
                 SELECT o.local_id, o.type, o.creation_second FROM objects o
                 WHERE o.account_key = $1 AND o.device_key = $2 AND o.fingerprint = ''
-                  AND NOT EXISTS (SELECT 1 FROM links l WHERE l.account_key = $1 AND l.device_key = $2 AND l.local_id = o.local_id)
+                  AND NOT EXISTS (SELECT 1 FROM links l WHERE l.device_key = $2 AND l.object_no = o.object_no)
                 """, parameters) { rows.addObject($0) }
         }
         // Keyless objects without a fingerprint linked to a record with neither: wanted for their
         // link (`WantedCandidates.wantedForItsLink`).
         try self.db.query("""
             SELECT o.local_id, o.type FROM links l
-            JOIN records r ON r.account_key = $1 AND r.record = l.record
-            JOIN objects o ON o.account_key = $1 AND o.device_key = $2 AND o.local_id = l.local_id
+            JOIN records r ON r.account_key = $1 AND r.created_order = l.record_order
+            JOIN objects o ON o.device_key = $2 AND o.object_no = l.object_no
             WHERE l.account_key = $1 AND l.device_key = $2 AND r.fingerprint = '' AND o.fingerprint = '' AND o.key_a IS NULL
               AND NOT EXISTS (SELECT 1 FROM record_keys k WHERE k.account_key = $1 AND k.record = r.record)
             """, parameters) { rows.addLinkedToBareRecord($0) }
@@ -138,7 +163,7 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
         // Every link is an object's: links go with their objects.
         try self.db.query("""
             SELECT count(*), count(*) FILTER (WHERE fingerprint <> ''), count(key_a),
-                   (SELECT count(*) FROM links WHERE account_key = $1 AND device_key = $2) FROM objects
+                   (SELECT count(*) FROM links WHERE device_key = $2) FROM objects
             WHERE account_key = $1 AND device_key = $2
             """, [.int(keys.account), .int(keys.device)]) { r in
             status = LibraryStatus(objects: Int(r.int(0)), withFingerprint: Int(r.int(1)), withKey: Int(r.int(2)), linked: Int(r.int(3)), wanted: 0)

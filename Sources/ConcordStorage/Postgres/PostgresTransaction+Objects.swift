@@ -2,7 +2,8 @@ import ConcordDomain
 import Foundation
 
 /// A device's library on PostgreSQL (`ObjectWrites`). Rows are keyed by the account's and device's
-/// integer keys (`keys(_:)`); an object's link is a row of `links` (migration 14).
+/// integer keys (`keys(_:)`) and numbered per device (`object_no`, migration 17); an object's link
+/// is a row of `links`.
 extension PostgresTransaction: ObjectWrites {
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         guard !localIdentifiers.isEmpty else { return [] }
@@ -70,15 +71,27 @@ extension PostgresTransaction: ObjectWrites {
         let creation = rows.map { PostgresCompact.creation($0.object) }
         let modification = rows.map { PostgresCompact.modification($0.object) }
         // An upsert that changes no indexed column (dates, flags, title) is an update in place (HOT).
+        // New rows take the device's next object numbers, reserved on its row in the same statement
+        // (writers of an account are serialised: the rows the statement finds new are new).
         try self.db.query("""
-            INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_second, creation_date,
+            WITH u AS (
+                SELECT * FROM unnest($3::text[], $4::int8[], $5::bytea[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[],
+                                     $11::bool[], $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[])
+                    WITH ORDINALITY AS u(l, t, f, m, cs, cd, ms, md, ha, fa, ti, me, ac, pk, ka, ord)
+            ), n AS (
+                SELECT u.ord, row_number() OVER (ORDER BY u.ord) AS i FROM u
+                WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.device_key = $2 AND o.local_id = u.l)
+            ), d AS (
+                UPDATE devices SET next_object_no = next_object_no + (SELECT count(*) FROM n) WHERE device_key = $2
+                RETURNING next_object_no - (SELECT count(*) FROM n) AS first
+            )
+            INSERT INTO objects (account_key, device_key, object_no, local_id, type, fingerprint, media_type, creation_second, creation_date,
                                  modification_second, modification_date, has_adjustments, is_favorite, title, members, app_created,
                                  pk_identifier, key_a)
-            SELECT $1, $2, u.l, u.t, u.f, u.m, u.cs, u.cd, u.ms, u.md, u.ha, u.fa, u.ti, u.me, u.ac, u.pk, u.ka
-            FROM unnest($3::text[], $4::int8[], $5::bytea[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[],
-                        $11::bool[], $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[])
-                 AS u(l, t, f, m, cs, cd, ms, md, ha, fa, ti, me, ac, pk, ka)
-            ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET
+            SELECT $1, $2, coalesce(d.first + n.i - 1, 0), u.l, u.t, u.f, u.m, u.cs, u.cd, u.ms, u.md, u.ha, u.fa, u.ti, u.me, u.ac, u.pk, u.ka
+            FROM u CROSS JOIN d LEFT JOIN n ON n.ord = u.ord
+            ORDER BY u.ord
+            ON CONFLICT (device_key, local_id) DO UPDATE SET
                 type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
                 creation_second = excluded.creation_second, creation_date = excluded.creation_date,
                 modification_second = excluded.modification_second, modification_date = excluded.modification_date,
@@ -101,8 +114,10 @@ extension PostgresTransaction: ObjectWrites {
         let unlinked = rows.filter { $0.link == nil }.map(\.object.localIdentifier)
         let linked = rows.compactMap { s in s.link.map { (localIdentifier: s.object.localIdentifier, guid: $0.guid) } }
         if !unlinked.isEmpty {
-            try self.db.query("DELETE FROM links WHERE account_key = $1 AND device_key = $2 AND local_id = ANY($3)",
-                              [.int(keys.account), .int(keys.device), .textArray(unlinked)])
+            try self.db.query("""
+                DELETE FROM links l USING objects o
+                WHERE o.device_key = $1 AND o.local_id = ANY($2) AND l.device_key = $1 AND l.object_no = o.object_no
+                """, [.int(keys.device), .textArray(unlinked)])
         }
         if !linked.isEmpty { try self.upsertLinks(keys, linked) }
     }
@@ -111,12 +126,7 @@ extension PostgresTransaction: ObjectWrites {
     func upsertLinks(_ keys: (account: Int64, device: Int64), _ links: [(localIdentifier: String, guid: String)]) throws {
         let links = RowByRow.lastLinkPerObject(links)
         self.linkRowsWritten += links.count
-        try self.db.query("""
-            INSERT INTO links (account_key, device_key, record, local_id)
-            SELECT $1, $2, u.record, u.local_id FROM unnest($3::uuid[], $4::text[]) AS u(record, local_id) ORDER BY u.record
-            ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET record = excluded.record WHERE links.record <> excluded.record
-            """, [.int(keys.account), .int(keys.device), .uuidArray(try links.map { try PostgresCompact.storedGUID($0.guid) }),
-                  .textArray(links.map(\.localIdentifier))])
+        try self.insertLinks(keys, links)
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
@@ -125,8 +135,8 @@ extension PostgresTransaction: ObjectWrites {
         let keys = try self.keys(device)
         self.objectRowsWritten += localIdentifiers.count
         try self.db.query("""
-            WITH l AS (DELETE FROM links WHERE account_key = $1 AND device_key = $2 AND local_id = ANY($3))
-            DELETE FROM objects WHERE account_key = $1 AND device_key = $2 AND local_id = ANY($3)
+            WITH o AS (DELETE FROM objects WHERE account_key = $1 AND device_key = $2 AND local_id = ANY($3) RETURNING object_no)
+            DELETE FROM links WHERE device_key = $2 AND object_no IN (SELECT object_no FROM o)
             """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)])
     }
 }

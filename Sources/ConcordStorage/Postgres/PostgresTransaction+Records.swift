@@ -3,7 +3,8 @@ import Foundation
 
 /// Cloud records, their keys and links on PostgreSQL (`RecordWrites`). GUIDs travel as `uuid[]`
 /// and fingerprints as `bytea[]` (`PostgresCompact`); a GUID that is not a canonical UUID matches
-/// nothing. Links are rows of `links` (migration 14).
+/// nothing. A link is a row of `links`: the record by its creation order, the object by its number
+/// (migration 17).
 extension PostgresTransaction: RecordWrites {
     func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?] {
         var result = [ObjectLinkState?](repeating: nil, count: localIdentifiers.count)
@@ -11,10 +12,10 @@ extension PostgresTransaction: RecordWrites {
         let keys = try self.keys(device)
         // WITH ORDINALITY numbers the inputs: each row lands at its input position (duplicates included).
         try self.db.query("""
-            SELECT u.ord - 1, o.type, o.fingerprint, l.record, r.fingerprint FROM unnest($3::text[]) WITH ORDINALITY AS u(id, ord)
+            SELECT u.ord - 1, o.type, o.fingerprint, r.record, r.fingerprint FROM unnest($3::text[]) WITH ORDINALITY AS u(id, ord)
             JOIN objects o ON o.account_key = $1 AND o.device_key = $2 AND o.local_id = u.id
-            LEFT JOIN links l ON l.account_key = $1 AND l.device_key = $2 AND l.local_id = u.id
-            LEFT JOIN records r ON r.account_key = $1 AND r.record = l.record
+            LEFT JOIN links l ON l.device_key = $2 AND l.object_no = o.object_no
+            LEFT JOIN records r ON r.account_key = $1 AND r.created_order = l.record_order
             """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)]) { r in
             let i = Int(r.int(0))
             guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(r.int(1))) else { return }
@@ -29,9 +30,10 @@ extension PostgresTransaction: RecordWrites {
         guard !guids.isEmpty else { return result }
         let keys = try self.keys(device)
         try self.db.query("""
-            SELECT u.ord - 1, r.type, r.fingerprint, l.local_id FROM unnest($3::uuid[]) WITH ORDINALITY AS u(record, ord)
+            SELECT u.ord - 1, r.type, r.fingerprint, o.local_id FROM unnest($3::uuid[]) WITH ORDINALITY AS u(record, ord)
             JOIN records r ON r.account_key = $1 AND r.record = u.record
-            LEFT JOIN links l ON l.account_key = $1 AND l.record = r.record AND l.device_key = $2
+            LEFT JOIN links l ON l.account_key = $1 AND l.record_order = r.created_order AND l.device_key = $2
+            LEFT JOIN objects o ON o.device_key = $2 AND o.object_no = l.object_no
             """, [.int(keys.account), .int(keys.device), PostgresCompact.guids(guids)]) { r in
             let i = Int(r.int(0))
             guard i >= 0, i < result.count, let type = ObjectType(rawValue: Int(r.int(1))) else { return }
@@ -60,26 +62,49 @@ extension PostgresTransaction: RecordWrites {
         guard !guids.isEmpty else { return [] }
         let keys = try self.keys(device)
         var result: [(guid: String, localIdentifier: String)] = []
-        try self.db.query("SELECT record, local_id FROM links WHERE account_key = $1 AND record = ANY($3) AND device_key = $2",
-                          [.int(keys.account), .int(keys.device), PostgresCompact.guids(guids)]) { r in result.append((r.guid(0), r.text(1))) }
+        try self.db.query("""
+            SELECT r.record, o.local_id FROM records r
+            JOIN links l ON l.account_key = $1 AND l.record_order = r.created_order AND l.device_key = $2
+            JOIN objects o ON o.device_key = $2 AND o.object_no = l.object_no
+            WHERE r.account_key = $1 AND r.record = ANY($3)
+            """, [.int(keys.account), .int(keys.device), PostgresCompact.guids(guids)]) { r in result.append((r.guid(0), r.text(1))) }
         return result
     }
 
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord] {
         guard !keys.isEmpty else { return [] }
         let owner = try self.keys(device)
-        var result: [CloudRecord] = []
-        try self.db.query("""
-            SELECT r.record, r.type, r.fingerprint FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
-            JOIN records r ON r.account_key = $1 AND r.type = k.type AND r.fingerprint = k.fingerprint
-            WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.account_key = $1 AND l.record = r.record AND l.device_key = $2)
-            ORDER BY r.created_order
-            """, [.int(owner.account), .int(owner.device), .intArray(keys.map { Int64($0.type.rawValue) }),
-                  PostgresCompact.fingerprints(keys.map(\.fingerprint))]) { r in
-            if let type = ObjectType(rawValue: Int(r.int(1))) { result.append(CloudRecord(guid: r.guid(0), type: type, fingerprint: r.fingerprint(2))) }
+        var result: [(order: Int64, record: CloudRecord)] = []
+        let add = { (r: PGRow) in
+            if let type = ObjectType(rawValue: Int(r.int(1))) { result.append((r.int(3), CloudRecord(guid: r.guid(0), type: type, fingerprint: r.fingerprint(2)))) }
         }
-        return result
+        // records_by_content (a hash index) holds records with a fingerprint only: the query says so.
+        let withFingerprint = keys.filter { !$0.fingerprint.isEmpty }
+        if !withFingerprint.isEmpty {
+            try self.db.query(Self.unlinkedRecordsByContent, [.int(owner.account), .int(owner.device), .intArray(withFingerprint.map { Int64($0.type.rawValue) }),
+                      PostgresCompact.fingerprints(withFingerprint.map(\.fingerprint))], row: add)
+        }
+        let emptyTypes = Set(keys.filter(\.fingerprint.isEmpty).map { Int64($0.type.rawValue) })
+        if !emptyTypes.isEmpty {
+            try self.db.query("""
+                SELECT r.record, r.type, r.fingerprint, r.created_order FROM records r
+                WHERE r.account_key = $1 AND r.fingerprint = '' AND r.type = ANY($3)
+                  AND NOT EXISTS (SELECT 1 FROM links l WHERE l.account_key = $1 AND l.record_order = r.created_order AND l.device_key = $2)
+                ORDER BY r.created_order
+                """, [.int(owner.account), .int(owner.device), .intArray(emptyTypes.sorted())], row: add)
+            if !withFingerprint.isEmpty { result.sort { $0.order < $1.order } }
+        }
+        return result.map(\.record)
     }
+
+    /// Records with these fingerprints (`$3` types, `$4` fingerprints, none empty) that no object
+    /// of device `$2` links to: through `records_by_content` (`PostgresNarrowSchemaTests` checks the plan).
+    static let unlinkedRecordsByContent = """
+        SELECT r.record, r.type, r.fingerprint, r.created_order FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
+        JOIN records r ON r.fingerprint = k.fingerprint AND r.fingerprint <> '' AND r.account_key = $1 AND r.type = k.type
+        WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.account_key = $1 AND l.record_order = r.created_order AND l.device_key = $2)
+        ORDER BY r.created_order
+        """
 
     func keyMatches(_ device: DeviceRef, guids: [String]) throws -> [String: [StoredObject]] {
         guard !guids.isEmpty else { return [:] }
@@ -116,7 +141,7 @@ extension PostgresTransaction: RecordWrites {
             SELECT r.record, r.type, r.fingerprint, k.key_a FROM unnest($3::int8[], $4::text[]) AS q(type, key_a)
             JOIN record_keys k ON k.account_key = $1 AND k.type = q.type AND k.key_a = q.key_a
             JOIN records r ON r.account_key = $1 AND r.record = k.record
-            WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.account_key = $1 AND l.record = r.record AND l.device_key = $2)
+            WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.account_key = $1 AND l.record_order = r.created_order AND l.device_key = $2)
             ORDER BY r.created_order
             """, [.int(owner.account), .int(owner.device), .intArray(columns.types), .textArray(columns.a)]) { r in
             guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
@@ -186,12 +211,21 @@ extension PostgresTransaction: RecordWrites {
         self.linkRowsWritten += links.count
         // Links of objects the device has; inserted in record order (new records' GUIDs increase).
         let links = RowByRow.lastLinkPerObject(links)
+        try self.insertLinks(keys, links)
+    }
+
+    /// Inserts or changes links (one per object) of objects the device has to records the account
+    /// has: the statement turns GUIDs into creation orders and local identifiers into object
+    /// numbers, and inserts in record order (new records append to the primary key).
+    func insertLinks(_ keys: (account: Int64, device: Int64), _ links: [(localIdentifier: String, guid: String)]) throws {
         try self.db.query("""
-            INSERT INTO links (account_key, device_key, record, local_id)
-            SELECT $1, $2, u.record, u.local_id FROM unnest($3::uuid[], $4::text[]) AS u(record, local_id)
-            WHERE EXISTS (SELECT 1 FROM objects o WHERE o.account_key = $1 AND o.device_key = $2 AND o.local_id = u.local_id)
-            ORDER BY u.record
-            ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET record = excluded.record WHERE links.record <> excluded.record
+            INSERT INTO links (account_key, record_order, device_key, object_no)
+            SELECT $1, r.created_order, $2, o.object_no FROM unnest($3::uuid[], $4::text[]) AS u(record, local_id)
+            JOIN records r ON r.account_key = $1 AND r.record = u.record
+            JOIN objects o ON o.device_key = $2 AND o.local_id = u.local_id
+            ORDER BY r.created_order
+            ON CONFLICT (device_key, object_no) DO UPDATE SET record_order = excluded.record_order
+                WHERE links.record_order <> excluded.record_order
             """, [.int(keys.account), .int(keys.device), .uuidArray(try links.map { try PostgresCompact.storedGUID($0.guid) }),
                   .textArray(links.map(\.localIdentifier))])
     }
@@ -200,13 +234,15 @@ extension PostgresTransaction: RecordWrites {
         self.observers.didChange(.dropLinks(device: device.deviceID, guids: guids))
         guard !guids.isEmpty else { return }
         let keys = try self.keys(device)
-        try self.db.query("DELETE FROM links WHERE account_key = $1 AND record = ANY($3) AND device_key = $2",
-                          [.int(keys.account), .int(keys.device), PostgresCompact.guids(guids)])
+        try self.db.query("""
+            DELETE FROM links l USING records r
+            WHERE r.account_key = $1 AND r.record = ANY($3) AND l.account_key = $1 AND l.record_order = r.created_order AND l.device_key = $2
+            """, [.int(keys.account), .int(keys.device), PostgresCompact.guids(guids)])
     }
 
     func dropAllLinks(_ device: DeviceRef) throws {
         self.observers.didChange(.dropAllLinks(device: device.deviceID))
         let keys = try self.keys(device)
-        try self.db.query("DELETE FROM links WHERE account_key = $1 AND device_key = $2", [.int(keys.account), .int(keys.device)])
+        try self.db.query("DELETE FROM links WHERE device_key = $1", [.int(keys.device)])
     }
 }
