@@ -48,6 +48,13 @@ public struct AnswerBuffer<Other>: RandomAccessCollection {
         return try self.buffer.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 
+    /// The answers as a plain buffer, valid inside `body` (a pass over a batch without an array
+    /// access per item).
+    @inlinable
+    public func withAnswers<T>(_ body: (UnsafeBufferPointer<Answer>) throws -> T) rethrows -> T {
+        try self.answers.withUnsafeBufferPointer(body)
+    }
+
     /// Reserves room for `count` answers of `bytes` bytes in all.
     @inlinable
     public mutating func reserveCapacity(_ count: Int, bytes: Int = 0) {

@@ -194,8 +194,11 @@ public struct MappingService: ServiceArea {
             let limited = state.authorization == .limited
             quick = try reads.quickLocalIdentifiers(device, cloudIdentifiers: batch, contentMatch: contentMatch)
                 ?? QuickLocalIdentifiers(repeating: .undecided, count: batch.count)
-            for (i, lookup) in quick.enumerated() where lookup == .other(.undecided) {
-                rest.append((i, batch.withIdentifier(i) { CloudIdentifier(parsing: $0) }))
+            quick.withAnswers { answers in   // a plain buffer: no copy of each item's answer
+                for i in answers.indices {
+                    guard case .other(.undecided) = answers[i] else { continue }
+                    rest.append((i, batch.withIdentifier(i) { CloudIdentifier(parsing: $0) }))
+                }
             }
             resolved = try Self.resolve(reads, device: device, identifiers: rest.compactMap(\.identifier), limited: limited, contentMatch: contentMatch)
             if !resolved.links.isEmpty { resolvedAt = try mappingVersion() }

@@ -87,10 +87,8 @@ extension AccountMappingIndex {
                 types[i] = type
             }
         }
-        var numbers = self.records.withUnsafeBufferPointer { self.recordTable.numbers(of: keys, records: $0) }
-        self.records.withUnsafeBufferPointer { records in
-            for i in 0..<n where numbers[i] >= 0 && records[Int(numbers[i])].type != types[i] { numbers[i] = -1 }
-        }
+        // Only a record of the identifier's type is its record.
+        let numbers = self.records.withUnsafeBufferPointer { self.recordTable.numbers(of: keys, types: types, records: $0) }
         // The object each answer spells: the linked one (step 2), else the only one with the content (step 4).
         var answers = device.linkedSlots(records: numbers)
         // Not linked, and no object carrying one of the record's keys (step 3 stays undecided):

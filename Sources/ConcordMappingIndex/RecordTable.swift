@@ -69,8 +69,9 @@ struct RecordTable {
 
     /// The record number of each key (nil where the key is nil or unknown), in passes over the
     /// batch that prefetch what the next pass reads (bucket, then the record's GUID), so the
-    /// batch's cache misses overlap.
-    func numbers(of keys: [UUIDBits?], records: UnsafeBufferPointer<AccountMappingIndex.Record>) -> [Int32] {
+    /// batch's cache misses overlap. With `types`, a record of another type than the key's counts
+    /// as unknown (-1): checked while its GUID is compared, its cache line at hand.
+    func numbers(of keys: [UUIDBits?], types: [ObjectType]? = nil, records: UnsafeBufferPointer<AccountMappingIndex.Record>) -> [Int32] {
         let mask = self.buckets.count - 1
         var found = [Int32](repeating: -1, count: keys.count)
         self.buckets.withUnsafeBufferPointer { buckets in
@@ -84,14 +85,17 @@ struct RecordTable {
                 if n >= 0 { concord_prefetch(records.baseAddress! + Int(n)) }
             }
             for (i, key) in keys.enumerated() where found[i] >= 0 {
-                guard let key, records[Int(found[i])].guid != key else { continue }
-                // Not in its first bucket: probe on.
-                var b = (Self.hash(key) + 1) & mask
-                found[i] = -1
-                while buckets[b] >= 0 {
-                    if records[Int(buckets[b])].guid == key { found[i] = buckets[b]; break }
-                    b = (b + 1) & mask
+                guard let key else { continue }
+                if records[Int(found[i])].guid != key {
+                    // Not in its first bucket: probe on.
+                    var b = (Self.hash(key) + 1) & mask
+                    found[i] = -1
+                    while buckets[b] >= 0 {
+                        if records[Int(buckets[b])].guid == key { found[i] = buckets[b]; break }
+                        b = (b + 1) & mask
+                    }
                 }
+                if let types, found[i] >= 0, records[Int(found[i])].type != types[i] { found[i] = -1 }
             }
         }
         return found

@@ -105,7 +105,11 @@ final class EventLoop: @unchecked Sendable {
     private let refusal: HTTPResponse
     private let bodyBudgetRefusal: HTTPResponse
 
-    static let readBufferSize = 64 * 1024
+    /// One read takes up to this much: a request whose whole body has arrived with its head (a
+    /// 1000-identifier mapping batch is 45–130 KB) is parsed whole and dispatched once, rather than
+    /// admitted from its head first (a worker's turn and a hand-back to the loop) only because the
+    /// read stopped short of its end.
+    static let readBufferSize = 256 * 1024
     /// Larger idle output buffers are released rather than kept for the next response.
     static let keptOutputCapacity = 64 * 1024
     static let maxRefusing = 1024

@@ -6,19 +6,53 @@ import Foundation
 
 func f(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 
-/// The warm rounds of one direction: Concord, then the peer's echo of the very same request bytes,
-/// `s.rounds` times in turn, so that a burst of load from elsewhere on the machine hits both.
-func warmRounds(_ direction: String, _ requests: [RawRequest], _ s: Settings) throws -> (concord: LoadResult, echo: LoadResult) {
-    var concord = LoadResult(), echo = LoadResult()
-    for round in 1...s.rounds {
-        log("warm \(direction) round \(round)/\(s.rounds): Concord \(f(s.seconds, 0))s")
-        concord.merge(try runLoad(port: s.port, clients: s.clients, requests: requests, duration: s.seconds, server: s.server))
-        if let peerPort = s.peerPort {
-            log("warm \(direction) round \(round)/\(s.rounds): peer echo \(f(s.seconds, 0))s")
-            echo.merge(try runLoad(port: peerPort, clients: s.clients, requests: requests, duration: s.seconds, server: s.peer))
+/// Warm load of one direction: Concord's and the peer's echo of the very same request bytes.
+struct WarmDirection {
+    var name: String
+    var requests: [RawRequest]
+    var concord = LoadResult()
+    var echo = LoadResult()
+}
+
+/// Waits (at most `limit` seconds) until the server has been idle for half a second: background
+/// work left by an earlier phase (the cold passes' writes) is not billed to a measured round.
+func settle(_ server: ServerProcess?, limit: Double = 15) {
+    guard let server else { return }
+    let t0 = now()
+    var last = server.cpuSeconds()
+    while now() - t0 < limit {
+        usleep(500_000)
+        let cpu = server.cpuSeconds()
+        if cpu - last < 0.02 { return }
+        last = cpu
+    }
+}
+
+/// The warm rounds of both directions, measured alike: after an unmeasured warm-up of each
+/// (server, direction) pair, `s.rounds` rounds each run Concord and the peer's echo of the same
+/// batches for both directions, the order reversed every other round (Concord local → cloud,
+/// peer, Concord cloud → local, peer; then the other way round), so that neither server nor
+/// direction always runs first, and a burst of load from elsewhere on the machine hits all four.
+func warmRounds(_ directions: inout [WarmDirection], _ s: Settings) throws {
+    let servers: [(name: String, port: Int, process: ServerProcess?)] =
+        [("Concord", s.port, s.server)] + (s.peerPort.map { [("peer echo", $0, s.peer)] } ?? [])
+    // Warm-up: one second each, not measured (the peer's first request of a route included).
+    for d in directions {
+        for server in servers {
+            _ = try runLoad(port: server.port, clients: s.clients, requests: d.requests, duration: min(1, s.seconds), server: nil)
         }
     }
-    return (concord, echo)
+    settle(s.server)
+    var order: [(direction: Int, server: Int)] = []
+    for d in directions.indices { for k in servers.indices { order.append((d, k)) } }
+    for round in 1...s.rounds {
+        for (d, k) in round % 2 == 1 ? order : order.reversed() {
+            let server = servers[k]
+            log("warm \(directions[d].name) round \(round)/\(s.rounds): \(server.name) \(f(s.seconds, 0))s")
+            let result = try runLoad(port: server.port, clients: s.clients, requests: directions[d].requests, duration: s.seconds, server: server.process)
+            if k == 0 { directions[d].concord.merge(result) } else { directions[d].echo.merge(result) }
+        }
+    }
 }
 
 func parseObject(_ bytes: [UInt8]) throws -> JSONObject {
@@ -162,8 +196,6 @@ func mappingScenario(_ s: Settings) throws {
         }
     }
 
-    let (warm, echo) = try warmRounds("local→cloud", l2c, s)
-
     // Cloud → local on device 2 with device 1's identifiers: the first pass resolves by content and stores links.
     let c2l = stride(from: 0, to: cloudIDs.count, by: s.batch).map { start in
         RawRequest("POST", "/v1/library/local-identifiers", token: d2,
@@ -177,7 +209,11 @@ func mappingScenario(_ s: Settings) throws {
             backOutcomes[m.found != nil ? "found" : (m.error ?? "?"), default: 0] += 1
         }
     }
-    let (warmBack, echoBack) = try warmRounds("cloud→local", c2l, s)
+    // Both directions' warm rounds, interleaved, once both cold passes are done.
+    var directions = [WarmDirection(name: "local→cloud", requests: l2c), WarmDirection(name: "cloud→local", requests: c2l)]
+    try warmRounds(&directions, s)
+    let (warm, echo) = (directions[0].concord, directions[0].echo)
+    let (warmBack, echoBack) = (directions[1].concord, directions[1].echo)
 
     // Change feed on device 3: small changes (10 favourites toggled each), then the feed read in pages.
     let feedDevice = min(2, s.devices - 1)

@@ -60,15 +60,23 @@ private func localToCloudAnswer(_ ids: IdentifierBatch, _ answers: CloudIdentifi
 /// the batch, escaped only when it needs to be), then its `localIdentifier` or `error`; counts
 /// each outcome for `/metrics`.
 private func cloudToLocalAnswer(_ ids: IdentifierBatch, _ answers: LocalIdentifierAnswers, _ metrics: AppMetrics) -> HTTPResponse {
-    var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
-    for answer in answers {
-        switch answer {
-        case .bytes: tally[AppMetrics.Outcome.found.rawValue] += 1
-        case .other(let error): tally[AppMetrics.Outcome(.error(error)).rawValue] += 1
+    // Each distinct error numbered once, then counted by its number: one pass over the items'
+    // plain numbers rather than another over their errors.
+    let numbered = CloudToLocalBody.answers(answers)
+    var perError = [Int](repeating: 0, count: numbered.errors.count)
+    var found = 0
+    for piece in numbered.pieces {
+        switch piece {
+        case .bytes: found += 1
+        case .other(let e): perError[e] += 1
         }
     }
+    var tally = [Int](repeating: 0, count: AppMetrics.Outcome.allCases.count)
+    tally[AppMetrics.Outcome.found.rawValue] = found
+    for (e, error) in numbered.errors.enumerated() { tally[AppMetrics.Outcome(.error(error)).rawValue] += perError[e] }
     metrics.recordMappings(.cloudToLocal, tally)
     let plain = ids.isPlainASCII && answers.bytes.withUnsafeBufferPointer { IdentifierBatch.isPlainASCII($0) }
-    let body = plain ? CloudToLocalBody.plain(ids, answers) : CloudToLocalBody.written(ids, answers)
+    let body = plain ? MappingsBody.plain(ids, asked: "cloudIdentifier", answered: "localIdentifier", numbered)
+        : MappingsBody.written(ids, asked: "cloudIdentifier", answered: "localIdentifier", numbered)
     return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json")]), body: body)
 }

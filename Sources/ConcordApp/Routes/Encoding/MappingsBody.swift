@@ -57,57 +57,70 @@ enum MappingsBody {
     /// size, in one pass, each error rendered once.
     static func plain(_ ids: IdentifierBatch, asked: StaticString, answered: StaticString, _ answers: Answers) -> [UInt8] {
         precondition(ids.isPlainASCII, "a batch with identifiers to escape goes through written(_:asked:answered:_:)")
-        let errors = answers.errors.map { error in
+        // Each error's bytes (`"error":{…}`) once, all in one buffer.
+        var errorBytes: [UInt8] = []
+        let errorRanges = answers.errors.map { error -> Range<Int> in
             var w = JSONWriter()
             w.key(plain: "error")
             Codec.write(error, into: &w)
-            return w.bytes
+            let start = errorBytes.count
+            errorBytes += w.bytes
+            return start..<errorBytes.count
         }
         let head: StaticString = #"{"mappings":["#, tail: StaticString = "]}"
         // {"<asked>":"  <id>  ","<answered>":"  <answer>  "}      or      {"<asked>":"  <id>  ",  error  }
         let open = 5 + asked.utf8CodeUnitCount, between = 6 + answered.utf8CodeUnitCount, errorOpen = 2
-        var total = head.utf8CodeUnitCount + tail.utf8CodeUnitCount + max(0, ids.count - 1)
-        for (i, piece) in answers.pieces.enumerated() {
-            total += open + Int(ids.spans[i].length)
-            switch piece {
-            case .bytes(let range): total += between + range.count + 2
-            case .other(let e): total += errorOpen + errors[e].count + 1
-            }
-        }
-        return [UInt8](unsafeUninitializedCapacity: total) { out, written in
-            var at = out.baseAddress!
-            @inline(__always) func put(_ s: StaticString) {
-                at.update(from: s.utf8Start, count: s.utf8CodeUnitCount)
-                at += s.utf8CodeUnitCount
-            }
-            @inline(__always) func put(_ p: UnsafePointer<UInt8>, _ count: Int) {
-                if count > 0 { at.update(from: p, count: count) }
-                at += count
-            }
-            put(head)
-            ids.bytes.withUnsafeBufferPointer { idBytes in
-                answers.pieces.bytes.withUnsafeBufferPointer { answerBytes in
-                    for (i, piece) in answers.pieces.enumerated() {
-                        if i > 0 { put(",") }
-                        put("{\""); put(asked); put("\":\"")
-                        let span = ids.spans[i]
-                        put(idBytes.baseAddress! + Int(span.start), Int(span.length))
-                        switch piece {
-                        case .bytes(let range):
-                            put("\",\""); put(answered); put("\":\"")
-                            put(answerBytes.baseAddress! + range.lowerBound, range.count)
-                            put("\"}")
-                        case .other(let e):
-                            put("\",")
-                            errors[e].withUnsafeBufferPointer { put($0.baseAddress!, $0.count) }
-                            put("}")
-                        }
-                    }
+        let count = ids.count
+        // Plain pointers to the spans and the pieces for the two passes: no array access (nor its
+        // reference counting) per item.
+        return ids.spans.withUnsafeBufferPointer { spans in
+          answers.pieces.withAnswers { pieces in
+            var total = head.utf8CodeUnitCount + tail.utf8CodeUnitCount + max(0, count - 1)
+            for i in 0..<count {
+                total += open + Int(spans[i].length)
+                switch pieces[i] {
+                case .bytes(let range): total += between + range.count + 2
+                case .other(let e): total += errorOpen + errorRanges[e].count + 1
                 }
             }
-            put(tail)
-            written = at - out.baseAddress!
-            precondition(written == total, "the answer's size was counted before writing it")
+            return [UInt8](unsafeUninitializedCapacity: total) { out, written in
+                var at = out.baseAddress!
+                @inline(__always) func put(_ s: StaticString) {
+                    at.update(from: s.utf8Start, count: s.utf8CodeUnitCount)
+                    at += s.utf8CodeUnitCount
+                }
+                @inline(__always) func put(_ p: UnsafePointer<UInt8>, _ count: Int) {
+                    if count > 0 { at.update(from: p, count: count) }
+                    at += count
+                }
+                put(head)
+                ids.bytes.withUnsafeBufferPointer { idBytes in
+                  answers.pieces.bytes.withUnsafeBufferPointer { answerBytes in
+                    errorBytes.withUnsafeBufferPointer { errorBytes in
+                        for i in 0..<count {
+                            if i > 0 { put(",") }
+                            put("{\""); put(asked); put("\":\"")
+                            let span = spans[i]
+                            put(idBytes.baseAddress! + Int(span.start), Int(span.length))
+                            switch pieces[i] {
+                            case .bytes(let range):
+                                put("\",\""); put(answered); put("\":\"")
+                                put(answerBytes.baseAddress! + range.lowerBound, range.count)
+                                put("\"}")
+                            case .other(let e):
+                                put("\",")
+                                put(errorBytes.baseAddress! + errorRanges[e].lowerBound, errorRanges[e].count)
+                                put("}")
+                            }
+                        }
+                    }
+                  }
+                }
+                put(tail)
+                written = at - out.baseAddress!
+                precondition(written == total, "the answer's size was counted before writing it")
+            }
+          }
         }
     }
 }
