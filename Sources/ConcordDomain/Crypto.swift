@@ -68,52 +68,85 @@ public enum Secrets {
     }
 }
 
-/// base64url without padding (RFC 4648 §5).
+/// base64url without padding (RFC 4648 §5). Both ways work on the UTF-8 bytes directly, four
+/// characters for three bytes at a time: PostgreSQL stores each fingerprint as the bytes it encodes
+/// and every mapping write and read converts a batch of them.
 public enum Base64URL {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    /// Each byte's 6-bit value, 0xFF for a byte outside the alphabet.
+    private static let values: [UInt8] = (0..<256).map { Identifiers.base64urlValue(UInt8($0)) ?? 0xFF }
 
     public static func encode(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out.append(self.alphabet[Int(v >> 18 & 63)]); out.append(self.alphabet[Int(v >> 12 & 63)])
-            out.append(self.alphabet[Int(v >> 6 & 63)]); out.append(self.alphabet[Int(v & 63)])
-            i += 3
+        bytes.withUnsafeBufferPointer { self.encode(UnsafeRawBufferPointer($0)) }
+    }
+
+    public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
+        let n = bytes.count
+        let length = n / 3 * 4 + (n % 3 == 0 ? 0 : n % 3 + 1)
+        guard length > 0 else { return "" }
+        return self.alphabet.withUnsafeBufferPointer { a in
+            String(unsafeUninitializedCapacity: length) { out in
+                var i = 0, o = 0
+                while i + 3 <= n {
+                    let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                    out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]
+                    out[o + 2] = a[Int(v >> 6 & 63)]; out[o + 3] = a[Int(v & 63)]
+                    i += 3; o += 4
+                }
+                if n - i == 1 {
+                    let v = UInt32(bytes[i]) << 16
+                    out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]
+                } else if n - i == 2 {
+                    let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+                    out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]; out[o + 2] = a[Int(v >> 6 & 63)]
+                }
+                return length
+            }
         }
-        let rest = bytes.count - i
-        if rest == 1 {
-            let v = UInt32(bytes[i]) << 16
-            out.append(self.alphabet[Int(v >> 18 & 63)]); out.append(self.alphabet[Int(v >> 12 & 63)])
-        } else if rest == 2 {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out.append(self.alphabet[Int(v >> 18 & 63)]); out.append(self.alphabet[Int(v >> 12 & 63)])
-            out.append(self.alphabet[Int(v >> 6 & 63)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Decodes canonical base64url without padding; nil on any other input.
     public static func decode(_ s: String) -> [UInt8]? {
-        let chars = Array(s.utf8)
-        guard chars.count % 4 != 1 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count * 3 / 4)
-        var acc: UInt32 = 0
-        var bits = 0
-        for c in chars {
-            guard let v = Identifiers.base64urlValue(c) else { return nil }
-            acc = acc << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
-                acc &= (1 << UInt32(bits)) - 1
+        var s = s
+        return s.withUTF8 { self.decode(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `decode` of text given as its UTF-8 bytes. Canonical: no padding, no length of 4k + 1, and
+    /// the unused low bits of the last character zero — exactly the texts `encode` writes.
+    public static func decode(_ chars: UnsafeRawBufferPointer) -> [UInt8]? {
+        let m = chars.count
+        guard m % 4 != 1 else { return nil }
+        let count = m / 4 * 3 + (m % 4 == 0 ? 0 : m % 4 - 1)
+        return self.values.withUnsafeBufferPointer { t -> [UInt8]? in
+            var bad: UInt8 = 0
+            let out = [UInt8](unsafeUninitializedCapacity: count) { out, written in
+                var i = 0, o = 0
+                while i + 4 <= m {
+                    let a = t[Int(chars[i])], b = t[Int(chars[i + 1])], c = t[Int(chars[i + 2])], d = t[Int(chars[i + 3])]
+                    bad |= a | b | c | d   // 0xFF sets bits 6 and 7, which no value has
+                    let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    out[o] = UInt8(truncatingIfNeeded: v >> 16); out[o + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                    out[o + 2] = UInt8(truncatingIfNeeded: v)
+                    i += 4; o += 3
+                }
+                switch m - i {
+                case 2:
+                    let a = t[Int(chars[i])], b = t[Int(chars[i + 1])]
+                    bad |= a | b
+                    if b & 0x0F != 0 { bad |= 0xC0 }   // leftover bits: not canonical
+                    out[o] = UInt8(truncatingIfNeeded: UInt32(a) << 2 | UInt32(b) >> 4)
+                case 3:
+                    let a = t[Int(chars[i])], b = t[Int(chars[i + 1])], c = t[Int(chars[i + 2])]
+                    bad |= a | b | c
+                    if c & 0x03 != 0 { bad |= 0xC0 }
+                    let v = UInt32(a) << 12 | UInt32(b) << 6 | UInt32(c)
+                    out[o] = UInt8(truncatingIfNeeded: v >> 10); out[o + 1] = UInt8(truncatingIfNeeded: v >> 2)
+                default: break
+                }
+                written = count
             }
+            return bad & 0xC0 == 0 ? out : nil
         }
-        guard acc == 0 else { return nil }   // non-zero leftover bits: not canonical
-        return out
     }
 }
 

@@ -52,6 +52,7 @@ public enum MappingLogCodec {
     /// The entry holding `mutations`; nil when it would exceed `limit` bytes.
     public static func encode(_ mutations: [MappingMutation], limit: Int = maxBytes) -> [UInt8]? {
         var w = Writer()
+        w.out.reserveCapacity(min(limit, mutations.reduce(1) { $0 + Self.estimatedBytes($1) }) + 64)
         w.out.append(self.version)
         for m in mutations {
             switch m {

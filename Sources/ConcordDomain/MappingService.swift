@@ -44,7 +44,7 @@ public struct MappingService: ServiceArea {
         }
         var result = CloudIdentifierAnswers(answers: lookups, notFound: .identifierNotFound(limitedLibrary: limited))
         var pending: [String] = []
-        var pendingSeen = Set<ByteKey>()   // identifiers are byte strings
+        var pendingSeen = Set<ByteKey>(minimumCapacity: ids.count)   // identifiers are byte strings
         for (i, s) in result.answers.enumerated() where s == .other(.unlinked) {
             let id = ids[i]
             if pendingSeen.insert(ByteKey(id)).inserted { pending.append(id) }   // in request order: "oldest record first" follows it
@@ -70,11 +70,13 @@ public struct MappingService: ServiceArea {
     /// and only the objects are read again (for the keys their records take).
     static func storeFoundLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)],
                                 resolvedAt: Int64? = nil) throws {
-        var byID: [ByteKey: StoredObject] = [:]
+        // Sized for the batch up front: growing rehashes every key.
+        var byID = [ByteKey: StoredObject](minimumCapacity: toLink.count)
         for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[ByteKey(o.object.localIdentifier)] = o }
         if let resolvedAt, try tx.mappingVersion() == resolvedAt {
-            var linkedObjects = Set<ByteKey>(), linkedRecords = Set<String>()
+            var linkedObjects = Set<ByteKey>(minimumCapacity: toLink.count), linkedRecords = Set<String>(minimumCapacity: toLink.count)
             var links: [(object: LibraryObject, record: CloudRecord)] = []
+            links.reserveCapacity(toLink.count)
             for (id, record) in toLink {
                 guard let o = byID[ByteKey(id)], o.link == nil, o.object.type == record.type,
                       !linkedObjects.contains(ByteKey(id)), !linkedRecords.contains(record.guid) else { continue }
@@ -125,11 +127,13 @@ public struct MappingService: ServiceArea {
     /// record of its type and fingerprint with no link on this device that carries no key an object
     /// of this device carries, else (c) a new record. Keyed by the identifiers' bytes.
     static func assignRecords(_ tx: any AccountWriteTransaction, device: DeviceRef, localIdentifiers: [String], core: ServiceCore) throws -> [ByteKey: CloudRecord] {
-        var result: [ByteKey: CloudRecord] = [:]
-        var byID: [ByteKey: StoredObject] = [:]
+        // Sized for the batch up front: growing rehashes every key.
+        var result = [ByteKey: CloudRecord](minimumCapacity: localIdentifiers.count)
+        var byID = [ByteKey: StoredObject](minimumCapacity: localIdentifiers.count)
         for s in try tx.objects(device, localIdentifiers: localIdentifiers) { byID[ByteKey(s.object.localIdentifier)] = s }
         var unlinked: [LibraryObject] = []
-        var pending = Set<ByteKey>()
+        unlinked.reserveCapacity(localIdentifiers.count)
+        var pending = Set<ByteKey>(minimumCapacity: localIdentifiers.count)
         for id in localIdentifiers {
             guard let s = byID[ByteKey(id)] else { continue }   // deleted meanwhile: step 1
             if let r = s.link { result[ByteKey(id)] = r; continue }   // linked meanwhile: step 2
@@ -152,7 +156,9 @@ public struct MappingService: ServiceArea {
         }
         var taken = Set<String>()   // a record found both by key and by content is taken once
         var created: [CloudRecord] = []
+        created.reserveCapacity(unlinked.count)
         var links: [(object: LibraryObject, record: CloudRecord)] = []
+        links.reserveCapacity(unlinked.count)
         for o in unlinked {
             var record = o.key.flatMap { keyQueues.next($0, skipping: &taken) }
             if record == nil, o.hasFingerprint { record = contentQueues.next(ContentKey(type: o.type, fingerprint: o.fingerprint), skipping: &taken) }

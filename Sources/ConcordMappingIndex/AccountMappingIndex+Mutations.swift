@@ -24,12 +24,15 @@ extension AccountMappingIndex {
         for r in records { self.appendRecord(r) }
     }
 
-    /// Links each object (when it exists) to the GUID, replacing the object's link.
+    /// Links each object (when it exists) to the GUID, replacing the object's link. The objects are
+    /// found for the whole batch first (`findAll`, its cache misses in flight together), then
+    /// linked in order.
     func setLinks(_ deviceID: String, _ links: [(localIdentifier: String, guid: String)]) {
-        guard let device = self.devices[deviceID] else { return }
-        for (local, guid) in links {
-            guard let key = UUIDBits(guid) else { self.isExact = false; continue }
-            device.setLink(local, guid: key, record: self.number(of: key).map(Int32.init) ?? -1)
+        guard let device = self.devices[deviceID], !links.isEmpty else { return }
+        let slots = device.findAll(IdentifierBatch(links.map(\.localIdentifier)))
+        for (i, link) in links.enumerated() {
+            guard let key = UUIDBits(link.guid) else { self.isExact = false; continue }
+            device.setLink(slot: slots[i], guid: key, record: self.number(of: key).map(Int32.init) ?? -1)
         }
     }
 

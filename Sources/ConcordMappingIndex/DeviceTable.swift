@@ -486,6 +486,12 @@ final class DeviceTable {
     /// Links the object (when the device has it) to `guid`, replacing its link.
     func setLink(_ id: String, guid: UUIDBits, record: Int32) {
         guard let (_, n) = self.bucket(of: id) else { return }
+        self.setLink(slot: n, guid: guid, record: record)
+    }
+
+    /// `setLink` of the object in slot `n` (found by `findAll`: linking moves no slot); -1, none.
+    func setLink(slot n: Int32, guid: UUIDBits, record: Int32) {
+        guard n >= 0 else { return }
         self.detachLink(slot: n)
         self.objectSlots[Int(n)].hasLink = true
         self.attachLink(slot: n, guid: guid, record: record)

@@ -1,3 +1,5 @@
+import ConcordBytes
+
 /// What a batch write keeps of a list that names one row more than once, so that one statement does
 /// what one statement per item did. Both engines write with it; only their SQL differs.
 enum RowByRow {
@@ -10,9 +12,12 @@ enum RowByRow {
 
     /// The last link of each object, objects told apart by their identifier's bytes: a later link
     /// replaces an earlier one (`setLinks`). In input order.
+    /// A batch naming each object once (nearly every one) comes back as it is.
     static func lastLinkPerObject(_ links: [(localIdentifier: String, guid: String)]) -> [(localIdentifier: String, guid: String)] {
-        var last: [[UInt8]: Int] = [:]
-        for (i, l) in links.enumerated() { last[Array(l.localIdentifier.utf8)] = i }
-        return links.enumerated().filter { last[Array($0.element.localIdentifier.utf8)] == $0.offset }.map(\.element)
+        var last = [ByteKey: Int](minimumCapacity: links.count)
+        var repeated = false
+        for (i, l) in links.enumerated() where last.updateValue(i, forKey: ByteKey(l.localIdentifier)) != nil { repeated = true }
+        guard repeated else { return links }
+        return links.enumerated().filter { last[ByteKey($0.element.localIdentifier)] == $0.offset }.map(\.element)
     }
 }

@@ -170,6 +170,44 @@ import Foundation
         #expect(Base64URL.decode("Zm9v=") == nil)
     }
 
+    @Test(arguments: [
+        // A SHA-256's 32 bytes, 43 characters; each length's tail (4k + 2, 4k + 3 characters).
+        ([UInt8](0..<32), "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"),
+        ([0xff, 0xff, 0xff, 0xff], "_____w"), ([0x00, 0x10, 0x83], "ABCD"), ([0x3e, 0xff, 0xbf, 0xfb], "Pv-_-w"),
+    ])
+    func base64urlLongerTexts(_ bytes: [UInt8], _ text: String) {
+        #expect(Base64URL.encode(bytes) == text)
+        #expect(Base64URL.decode(text) == bytes)
+    }
+
+    @Test(arguments: ["Zm9v+", "Zm9v/A", "Zm 9", "Zm9vZ", "_____x", "AAEC\u{e9}", "Zm\u{0}v", "=Zm9"])
+    func base64urlRejects(_ text: String) {
+        #expect(Base64URL.decode(text) == nil)
+    }
+
+    /// Every text of up to three characters over the alphabet and a few bytes outside it: decoded as
+    /// the bit-by-bit definition decodes it, and a decoded text encodes back to itself.
+    @Test func base64urlAgreesWithTheBitwiseDefinition() {
+        let chars = Array("AZaz09-_BQgw+/= ".utf8) + [0x80, 0x00]
+        func reference(_ text: [UInt8]) -> [UInt8]? {
+            guard text.count % 4 != 1 else { return nil }
+            var out: [UInt8] = [], acc: UInt32 = 0, bits = 0
+            for c in text {
+                guard let v = Identifiers.base64urlValue(c) else { return nil }
+                acc = acc << 6 | UInt32(v); bits += 6
+                if bits >= 8 { bits -= 8; out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits))); acc &= (1 << UInt32(bits)) - 1 }
+            }
+            return acc == 0 ? out : nil
+        }
+        var texts: [[UInt8]] = [[]]
+        for a in chars { texts.append([a]); for b in chars { texts.append([a, b]); for c in chars { texts.append([a, b, c]) } } }
+        for t in texts {
+            let decoded = t.withUnsafeBytes { Base64URL.decode($0) }
+            #expect(decoded == reference(t), "\(t)")
+            if let decoded { #expect(Array(Base64URL.encode(decoded).utf8) == t) }
+        }
+    }
+
     @Test func randomTokensAreLongAndDistinct() {
         let a = Secrets.newToken(prefix: "x_"), b = Secrets.newToken(prefix: "x_")
         #expect(a != b)

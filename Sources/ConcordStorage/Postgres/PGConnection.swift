@@ -69,7 +69,8 @@ enum PGValue {
 
     static func optionalText(_ s: String?) -> PGValue { s.map { .text($0) } ?? .null(Self.textOID) }
 
-    /// The binary wire form; nil for SQL NULL.
+    /// The binary wire form; nil for SQL NULL. Arrays are written straight into their buffer, not
+    /// an array of bytes per element first: a mapping write binds a few arrays of a thousand each.
     func encode() -> [UInt8]? {
         switch self {
         case .text(let s): return Array(s.utf8)
@@ -77,48 +78,80 @@ enum PGValue {
         case .double(let d): return Self.bigEndian(d.bitPattern)
         case .bytes(let b): return b
         case .textArray(let items):
-            return Self.array(elementOID: Self.textOID, items.map { $0.map { Array($0.utf8) } })
+            let size = items.reduce(0) { $0 + 4 + ($1?.utf8.count ?? 0) }
+            return Self.array(elementOID: Self.textOID, count: items.count, hasNulls: items.contains { $0 == nil }, size: size) { out in
+                for item in items {
+                    guard var s = item else { Self.int32(-1, into: &out); continue }
+                    s.withUTF8 { utf8 in
+                        Self.int32(Int32(utf8.count), into: &out)
+                        out.append(contentsOf: utf8)
+                    }
+                }
+            }
         case .intArray(let items):
-            return Self.array(elementOID: Self.int8OID, items.map { Self.bigEndian(UInt64(bitPattern: $0)) })
+            return Self.array(elementOID: Self.int8OID, count: items.count, hasNulls: false, size: 12 * items.count) { out in
+                for v in items { Self.int64Element(v, into: &out) }
+            }
         case .boolArray(let items):
-            return Self.array(elementOID: Self.boolOID, items.map { [$0 ? 1 : 0] })
+            return Self.array(elementOID: Self.boolOID, count: items.count, hasNulls: false, size: 5 * items.count) { out in
+                for b in items {
+                    Self.int32(1, into: &out)
+                    out.append(b ? 1 : 0)
+                }
+            }
         case .optionalIntArray(let items):
-            return Self.array(elementOID: Self.int8OID, items.map { $0.map { Self.bigEndian(UInt64(bitPattern: $0)) } })
+            return Self.array(elementOID: Self.int8OID, count: items.count, hasNulls: items.contains { $0 == nil }, size: 12 * items.count) { out in
+                for v in items {
+                    if let v { Self.int64Element(v, into: &out) } else { Self.int32(-1, into: &out) }
+                }
+            }
         case .uuidArray(let items):
-            return Self.array(elementOID: Self.uuidOID, items)
+            return Self.bytesArray(elementOID: Self.uuidOID, items)
         case .byteaArray(let items):
-            return Self.array(elementOID: Self.byteaOID, items)
+            return Self.bytesArray(elementOID: Self.byteaOID, items)
         case .null: return nil
         }
     }
 
-    private static func bigEndian(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (56 - 8 * UInt64($0))) } }
+    private static func bigEndian(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.bigEndian) { Array($0) } }
     private static func int32(_ v: Int32, into out: inout [UInt8]) {
-        let u = UInt32(bitPattern: v)
-        out.append(UInt8(u >> 24)); out.append(UInt8((u >> 16) & 0xFF)); out.append(UInt8((u >> 8) & 0xFF)); out.append(UInt8(u & 0xFF))
+        withUnsafeBytes(of: UInt32(bitPattern: v).bigEndian) { out.append(contentsOf: $0) }
+    }
+    /// An `int8` element: its length (8), then its bytes.
+    private static func int64Element(_ v: Int64, into out: inout [UInt8]) {
+        self.int32(8, into: &out)
+        withUnsafeBytes(of: UInt64(bitPattern: v).bigEndian) { out.append(contentsOf: $0) }
     }
 
     /// One-dimensional array in PostgreSQL's binary array format (array_recv): ndim, has-nulls,
-    /// element type, then (length, lower bound) and each element as (byte length or -1, bytes).
-    private static func array(elementOID: Oid, _ elements: [[UInt8]?]) -> [UInt8] {
+    /// element type, then (length, lower bound) and each element as (byte length or -1, bytes),
+    /// which `elements` writes (`count` of them, about `size` bytes).
+    private static func array(elementOID: Oid, count: Int, hasNulls: Bool, size: Int, _ elements: (inout [UInt8]) -> Void) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + ($1?.count ?? 0) })
-        let empty = elements.isEmpty
+        out.reserveCapacity(20 + size)
+        let empty = count == 0
         self.int32(empty ? 0 : 1, into: &out)
-        self.int32(elements.contains { $0 == nil } ? 1 : 0, into: &out)
+        self.int32(hasNulls ? 1 : 0, into: &out)
         self.int32(Int32(bitPattern: elementOID), into: &out)
         guard !empty else { return out }
-        self.int32(Int32(elements.count), into: &out)
+        self.int32(Int32(count), into: &out)
         self.int32(1, into: &out)
-        for e in elements {
-            if let e {
-                self.int32(Int32(e.count), into: &out)
-                out.append(contentsOf: e)
-            } else {
-                self.int32(-1, into: &out)
+        elements(&out)
+        return out
+    }
+
+    private static func bytesArray(elementOID: Oid, _ items: [[UInt8]?]) -> [UInt8] {
+        let size = items.reduce(0) { $0 + 4 + ($1?.count ?? 0) }
+        return self.array(elementOID: elementOID, count: items.count, hasNulls: items.contains { $0 == nil }, size: size) { out in
+            for item in items {
+                if let item {
+                    self.int32(Int32(item.count), into: &out)
+                    out.append(contentsOf: item)
+                } else {
+                    self.int32(-1, into: &out)
+                }
             }
         }
-        return out
     }
 }
 
