@@ -3,7 +3,7 @@ import ConcordDomain
 /// PostgreSQL's stored form of a fingerprint (`bytea`), both ways, without the round trip through
 /// an encoding to check a text is canonical: `Base64URL.decode` accepts exactly the canonical
 /// unpadded texts (the alphabet only, no length of 4k + 1, zero unused bits), and those encode back
-/// to themselves. The same rule as `PostgresCompact.fingerprint` and `fingerprintText`: a canonical
+/// to themselves. `PostgresCompact.fingerprint` and `fingerprintText` are these. The rule: a canonical
 /// base64url text whose bytes do not begin with 0x00 is stored as those bytes; every other
 /// non-empty text as 0x00 and its UTF-8; the empty fingerprint as no bytes.
 enum FingerprintBytes {

@@ -32,19 +32,11 @@ enum PostgresCompact {
     /// text is stored as a 0x00 byte followed by its UTF-8, and so is a base64url text whose bytes
     /// begin with 0x00 (the tag keeps the two forms apart). The empty fingerprint (none) is empty.
     /// Migration 14's `concord_fingerprint` applies the same rule in SQL.
-    static func fingerprint(_ text: String) -> [UInt8] {
-        guard !text.isEmpty else { return [] }
-        if let bytes = Base64URL.decode(text), let first = bytes.first, first != 0, Base64URL.encode(bytes) == text { return bytes }
-        return [0] + Array(text.utf8)
-    }
+    static func fingerprint(_ text: String) -> [UInt8] { FingerprintBytes.stored(text) }
 
     static func fingerprints(_ texts: [String]) -> PGValue { .byteaArray(texts.map(Self.fingerprint)) }
 
-    static func fingerprintText(_ bytes: UnsafeRawBufferPointer) -> String {
-        guard let first = bytes.first else { return "" }
-        if first == 0 { return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[1...]), as: UTF8.self) }
-        return Base64URL.encode(Array(bytes))
-    }
+    static func fingerprintText(_ bytes: UnsafeRawBufferPointer) -> String { FingerprintBytes.text(bytes) }
 
     // MARK: - Dates: seconds, or the text as sent
 
