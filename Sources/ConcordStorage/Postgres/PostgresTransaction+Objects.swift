@@ -72,25 +72,28 @@ extension PostgresTransaction: ObjectWrites {
         let modification = rows.map { PostgresCompact.modification($0.object) }
         // An upsert that changes no indexed column (dates, flags, title) is an update in place (HOT).
         // New rows take the device's next object numbers, reserved on its row in the same statement
-        // (writers of an account are serialised: the rows the statement finds new are new).
+        // (writers of an account are serialised: the rows the statement finds new are new). A new
+        // row's number is the running count of new rows up to it: a window over the batch, never a
+        // join of the batch with itself (which the planner, expecting a short array, may loop).
         try self.db.query("""
             WITH u AS (
-                SELECT * FROM unnest($3::text[], $4::int8[], $5::bytea[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[],
-                                     $11::bool[], $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[])
+                SELECT u.*, NOT EXISTS (SELECT 1 FROM objects o WHERE o.device_key = $2 AND o.local_id = u.l) AS is_new
+                FROM unnest($3::text[], $4::int8[], $5::bytea[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[],
+                            $11::bool[], $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[])
                     WITH ORDINALITY AS u(l, t, f, m, cs, cd, ms, md, ha, fa, ti, me, ac, pk, ka, ord)
             ), n AS (
-                SELECT u.ord, row_number() OVER (ORDER BY u.ord) AS i FROM u
-                WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.device_key = $2 AND o.local_id = u.l)
+                SELECT u.*, sum(CASE WHEN u.is_new THEN 1 ELSE 0 END) OVER (ORDER BY u.ord ROWS UNBOUNDED PRECEDING) AS i FROM u
             ), d AS (
-                UPDATE devices SET next_object_no = next_object_no + (SELECT count(*) FROM n) WHERE device_key = $2
-                RETURNING next_object_no - (SELECT count(*) FROM n) AS first
+                UPDATE devices SET next_object_no = next_object_no + (SELECT count(*) FROM u WHERE u.is_new) WHERE device_key = $2
+                RETURNING next_object_no - (SELECT count(*) FROM u WHERE u.is_new) AS first
             )
             INSERT INTO objects (account_key, device_key, object_no, local_id, type, fingerprint, media_type, creation_second, creation_date,
                                  modification_second, modification_date, has_adjustments, is_favorite, title, members, app_created,
                                  pk_identifier, key_a)
-            SELECT $1, $2, coalesce(d.first + n.i - 1, 0), u.l, u.t, u.f, u.m, u.cs, u.cd, u.ms, u.md, u.ha, u.fa, u.ti, u.me, u.ac, u.pk, u.ka
-            FROM u CROSS JOIN d LEFT JOIN n ON n.ord = u.ord
-            ORDER BY u.ord
+            SELECT $1, $2, CASE WHEN n.is_new THEN d.first + n.i - 1 ELSE 0 END, n.l, n.t, n.f, n.m, n.cs, n.cd, n.ms, n.md, n.ha, n.fa, n.ti,
+                   n.me, n.ac, n.pk, n.ka
+            FROM n CROSS JOIN d
+            ORDER BY n.ord
             ON CONFLICT (device_key, local_id) DO UPDATE SET
                 type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
                 creation_second = excluded.creation_second, creation_date = excluded.creation_date,
