@@ -109,23 +109,7 @@ enum PostgresCompactSchema {
         CREATE TABLE objects_14 (
             account_key bigint NOT NULL,
             device_key bigint NOT NULL,
-            creation_second bigint,
-            modification_second bigint,
-            type smallint NOT NULL,
-            has_adjustments boolean NOT NULL,
-            is_favorite boolean NOT NULL,
-            app_created boolean NOT NULL,
-            local_id text COLLATE "C" NOT NULL,
-            fingerprint bytea NOT NULL,
-            media_type text,
-            creation_date text,
-            modification_date text,
-            title text,
-            members text NOT NULL,
-            pk_identifier text,
-            key_a text COLLATE "C"
-        ) WITH (fillfactor = 90, autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.02,
-                autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_limit = 2000);
+        \#(Self.objectsTableTail)
         INSERT INTO objects_14 (account_key, device_key, creation_second, modification_second, type, has_adjustments, is_favorite,
                                 app_created, local_id, fingerprint, media_type, creation_date, modification_date, title, members,
                                 pk_identifier, key_a)
@@ -189,5 +173,26 @@ enum PostgresCompactSchema {
         CREATE UNIQUE INDEX links_by_object ON links (account_key, device_key, local_id);
         ALTER TABLE changes ADD CONSTRAINT changes_pkey PRIMARY KEY (account_key, device_key, seq);
         CREATE INDEX changes_by_time ON changes (account_key, device_key, created_at, seq);
+        """#
+
+    /// `objects`' columns after its keys, and its storage settings: the same in migrations 14 and 17.
+    static let objectsTableTail = #"""
+            creation_second bigint,
+            modification_second bigint,
+            type smallint NOT NULL,
+            has_adjustments boolean NOT NULL,
+            is_favorite boolean NOT NULL,
+            app_created boolean NOT NULL,
+            local_id text COLLATE "C" NOT NULL,
+            fingerprint bytea NOT NULL,
+            media_type text,
+            creation_date text,
+            modification_date text,
+            title text,
+            members text NOT NULL,
+            pk_identifier text,
+            key_a text COLLATE "C"
+        ) WITH (fillfactor = 90, autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.02,
+                autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_limit = 2000);
         """#
 }
