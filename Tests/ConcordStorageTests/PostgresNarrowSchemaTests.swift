@@ -17,7 +17,6 @@ struct PostgresNarrowSchemaTests {
     static let g1 = "0C44A1D2-0000-4000-8000-000000000011"
     static let g2 = "0C44A1D2-0000-4000-8000-000000000012"
     static let missing = "0C44A1D2-0000-4000-8000-0000000000FF"
-    static func fingerprint(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
     /// A fingerprint's stored bytes as a bytea literal.
     static func stored(_ text: String) -> String {
         "'\\x" + PostgresCompact.fingerprint(text).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "'"
@@ -29,16 +28,16 @@ struct PostgresNarrowSchemaTests {
         INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'mac', 'Mac', 2000, 4);
         INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'pc', 'PC', 2001, 3);
         INSERT INTO records (account_key, created_order, record, type, fingerprint) VALUES
-            (1, 1, '\(g1)', 1, \(stored(fingerprint(1)))), (1, 2, '\(g2)', 1, \(stored(fingerprint(2))));
+            (1, 1, '\(g1)', 1, \(stored(contentFingerprint(1)))), (1, 2, '\(g2)', 1, \(stored(contentFingerprint(2))));
         INSERT INTO record_keys (account_key, record, type, key_a) VALUES (1, '\(g1)', 1, 'KEY-1');
         INSERT INTO objects (account_key, device_key, creation_second, modification_second, type, has_adjustments, is_favorite, app_created,
                              local_id, fingerprint, media_type, creation_date, modification_date, title, members, pk_identifier, key_a) VALUES
-            (1, 1, 1714557600, NULL, 1, false, true, false, 'MAC-1', \(stored(fingerprint(1))), NULL, NULL, NULL, NULL, '', 'KEY-1:001:x', 'KEY-1'),
-            (1, 1, NULL, NULL, 1, false, false, false, 'MAC-2', \(stored(fingerprint(2))), 'video', NULL, NULL, NULL, '', NULL, NULL),
+            (1, 1, 1714557600, NULL, 1, false, true, false, 'MAC-1', \(stored(contentFingerprint(1))), NULL, NULL, NULL, NULL, '', 'KEY-1:001:x', 'KEY-1'),
+            (1, 1, NULL, NULL, 1, false, false, false, 'MAC-2', \(stored(contentFingerprint(2))), 'video', NULL, NULL, NULL, '', NULL, NULL),
             (1, 1, NULL, NULL, 1, false, false, false, 'MAC-3', '', NULL, NULL, NULL, NULL, '', NULL, NULL),
             (1, 1, NULL, NULL, 40, false, false, true, 'MAC-ALBUM', '', NULL, NULL, NULL, 'Trip', 'MAC-1' || chr(10) || 'MAC-2', NULL, NULL),
-            (1, 2, 1714557600, NULL, 1, false, false, false, 'PC-1', \(stored(fingerprint(1))), NULL, NULL, NULL, NULL, '', NULL, NULL),
-            (1, 2, NULL, NULL, 1, false, false, false, 'PC-2', \(stored(fingerprint(2))), NULL, NULL, NULL, NULL, '', NULL, NULL),
+            (1, 2, 1714557600, NULL, 1, false, false, false, 'PC-1', \(stored(contentFingerprint(1))), NULL, NULL, NULL, NULL, '', NULL, NULL),
+            (1, 2, NULL, NULL, 1, false, false, false, 'PC-2', \(stored(contentFingerprint(2))), NULL, NULL, NULL, NULL, '', NULL, NULL),
             (1, 2, 1714550400, NULL, 1, false, false, false, 'PC-NOHASH', '', NULL, NULL, NULL, NULL, '', NULL, NULL);
         INSERT INTO links (account_key, device_key, record, local_id) VALUES
             (1, 1, '\(g1)', 'MAC-1'), (1, 1, '\(g2)', 'MAC-2'), (1, 2, '\(g1)', 'PC-1');
@@ -49,7 +48,7 @@ struct PostgresNarrowSchemaTests {
             let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 2))
             defer { store.close() }
             let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
-            let r1 = "\(Self.g1):001:\(Self.fingerprint(1))", r2 = "\(Self.g2):001:\(Self.fingerprint(2))"
+            let r1 = "\(Self.g1):001:\(contentFingerprint(1))", r2 = "\(Self.g2):001:\(contentFingerprint(2))"
             #expect(try store.read(account: "acc") { tx in try tx.mappingVersion() } == 4)
             for indexBytes in [0, 64 << 20] {   // from storage, and from the in-memory index loaded from the new tables
                 var configuration = DomainConfiguration()
@@ -59,7 +58,7 @@ struct PostgresNarrowSchemaTests {
                 #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1, r2], device: mac).map(\.result) == [.found("MAC-1"), .found("MAC-2")])
                 #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1], device: pc).map(\.result) == [.found("PC-1")])
                 let o1 = try service.library.object(localIdentifier: "MAC-1", device: mac)
-                #expect(o1.isFavorite && o1.fingerprint == Self.fingerprint(1) && o1.photoKitCloudIdentifier == "KEY-1:001:x")
+                #expect(o1.isFavorite && o1.fingerprint == contentFingerprint(1) && o1.photoKitCloudIdentifier == "KEY-1:001:x")
                 #expect(try service.library.object(localIdentifier: "MAC-ALBUM", device: mac).members == ["MAC-1", "MAC-2"])
                 #expect(try service.library.listObjects(type: .asset, after: "MAC-1", limit: 10, device: mac).objects.map(\.localIdentifier) == ["MAC-2", "MAC-3"])
                 #expect(try service.mapping.status(device: mac) == LibraryStatus(objects: 4, withFingerprint: 2, withKey: 1, linked: 2, wanted: 0))
@@ -76,7 +75,7 @@ struct PostgresNarrowSchemaTests {
             // New objects take the next numbers; an update keeps its number; a first mapping links by content.
             let service = try ConcordService(store: store, configuration: DomainConfiguration())
             try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: [
-                .asset("PC-3", fingerprint: Self.fingerprint(3)), .asset("PC-2", fingerprint: Self.fingerprint(2)),
+                .asset("PC-3", fingerprint: contentFingerprint(3)), .asset("PC-2", fingerprint: contentFingerprint(2)),
             ])), device: pc)
             #expect(try probe.scalarInt("SELECT object_no FROM objects WHERE device_key = 2 AND local_id = 'PC-3'") == 4)
             #expect(try probe.scalarInt("SELECT object_no FROM objects WHERE device_key = 2 AND local_id = 'PC-2'") == 2)
@@ -111,7 +110,7 @@ struct PostgresNarrowSchemaTests {
                 ANALYZE objects; ANALYZE records; ANALYZE links;
                 SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan
                 """)
-            let parameters: [PGValue] = [.int(1), .int(2), .intArray([1, 1]), PostgresCompact.fingerprints([Self.fingerprint(1), Self.fingerprint(2)])]
+            let parameters: [PGValue] = [.int(1), .int(2), .intArray([1, 1]), PostgresCompact.fingerprints([contentFingerprint(1), contentFingerprint(2)])]
             for (sql, index) in [(PostgresTransaction.unlinkedRecordsByContent, "records_by_content"),
                                  (PostgresTransaction.objectsByContent, "objects_by_content")] {
                 var plan = ""

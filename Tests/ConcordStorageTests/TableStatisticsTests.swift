@@ -38,7 +38,7 @@ import Testing
     @Test(.enabled(if: TestEngine.available.contains(.postgres), "PostgreSQL not configured"))
     func aLargeWriteIsAnalysedRightAway() throws {
         let db = try BatchedWriteTests.open(.postgres)
-        let objects = (0..<12_000).map { StoredObject(object: .asset(BatchedWriteTests.id($0), fingerprint: BatchedWriteTests.fingerprint($0)), link: nil) }
+        let objects = (0..<12_000).map { StoredObject(object: .asset(BatchedWriteTests.id($0), fingerprint: contentFingerprint($0)), link: nil) }
         try db.store.write(account: "acc") { tx in try tx.putObjects(BatchedWriteTests.device, objects) }
         let c = try PGConnection(parameters: try PostgresConfiguration(url: db.url).connectionParameters)
         defer { c.close() }
