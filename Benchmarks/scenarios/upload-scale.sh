@@ -18,12 +18,11 @@ ENGINE="${SCALE_ENGINE:-sqlite}"
 WORK="$(new_work_dir concord-scale)"
 ADMIN="scale-admin-token-0123456789abcdef0123456789"
 PID=""
-PG_DIR=""
 
 log() { printf '[scale] %s\n' "$*" >&2; }
 cleanup() {
     if [[ -n "$PID" ]]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
-    if [[ -n "$PG_DIR" ]]; then CONCORD_PG_DIR="$PG_DIR" "$ROOT/.ci/pg-cluster" destroy >/dev/null 2>&1 || true; fi
+    remove_pg_cluster
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -31,15 +30,15 @@ trap cleanup EXIT
 build_concord
 
 if [[ "$ENGINE" == postgres ]]; then
-    PG_DIR="$WORK/pg"; mkdir -p "$PG_DIR"
-    DATABASE="$("$ROOT/.ci/pg-cluster" init "$PG_DIR" | tail -1)"
+    start_pg_cluster
+    DATABASE="$PG_URL"
 else
     DATABASE="sqlite:$WORK/scale.sqlite"
 fi
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 "$BIN" serve --host 127.0.0.1 --port "$PORT" --database "$DATABASE" --admin-token "$ADMIN" --log-level error >"$WORK/server.log" 2>&1 &
 PID=$!
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.1; done
+wait_healthy "$PORT" || { log "concord did not start"; cat "$WORK/server.log" >&2; exit 1; }
 
 db_size() {
     if [[ "$ENGINE" == postgres ]]; then
