@@ -59,4 +59,30 @@ enum OldSchemaDatabase {
         try PostgresAdmin.execute(url: url, sql + seed)
         try body(url)
     }
+
+    /// A PostgreSQL migration that meets a row it cannot convert: on a schema at `version` holding
+    /// `seed`, opening a store fails with an error containing `failure`, and the schema is still
+    /// `version` with its rows as they were (`unchanged` probes them); once `fix` (SQL) puts the
+    /// row right, the next start migrates (`migrated` checks the store it opened).
+    static func postgresMigrationStops(atVersion version: Int, seed: String, failure: String,
+                                       unchanged: (PGConnection) throws -> Void, fix: String,
+                                       migrated: (PostgresStore) throws -> Void,
+                                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try self.postgresSchema(atVersion: version, seed: seed) { url in
+            do {
+                _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
+                Issue.record("the migration ran over a row it cannot convert (\(failure))", sourceLocation: sourceLocation)
+            } catch {
+                #expect("\(error)".contains(failure), "\(error)", sourceLocation: sourceLocation)
+            }
+            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
+            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == Int64(version), sourceLocation: sourceLocation)
+            try unchanged(probe)
+            try probe.execute(fix)
+            probe.close()
+            let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
+            defer { store.close() }
+            try migrated(store)
+        }
+    }
 }

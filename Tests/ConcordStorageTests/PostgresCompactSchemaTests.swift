@@ -134,24 +134,15 @@ struct PostgresCompactSchemaTests {
         let unconvertible = """
             INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', 'not-a-uuid', 1, 'x', 9, 3000);
             """
-        try OldSchemaDatabase.postgresSchema(atVersion: 13, seed: Self.seed + unconvertible) { url in
-            do {
-                _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-                Issue.record("the migration ran over a GUID it cannot store")
-            } catch {
-                #expect("\(error)".contains("table records, row (account_id acc, guid not-a-uuid)"), "\(error)")
-            }
-            // Still schema 13, with every row where it was.
-            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
-            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 13)
-            #expect(try probe.scalarInt("SELECT count(*) FROM objects WHERE record_guid IS NOT NULL") == 5)
-            #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'account_key'") == 0)
-            // Once the row is put right, the next start migrates.
-            try probe.execute("DELETE FROM records WHERE guid = 'not-a-uuid'")
-            probe.close()
-            let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-            defer { store.close() }
-            #expect(try store.read(account: "acc") { tx in try tx.recordCount() } == 4)
-        }
+        try OldSchemaDatabase.postgresMigrationStops(
+            atVersion: 13, seed: Self.seed + unconvertible, failure: "table records, row (account_id acc, guid not-a-uuid)",
+            unchanged: { probe throws in
+                // Every row where it was.
+                #expect(try probe.scalarInt("SELECT count(*) FROM objects WHERE record_guid IS NOT NULL") == 5)
+                #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'account_key'") == 0)
+            },
+            fix: "DELETE FROM records WHERE guid = 'not-a-uuid'",
+            migrated: { store throws in #expect(try store.read(account: "acc") { tx in try tx.recordCount() } == 4) }
+        )
     }
 }

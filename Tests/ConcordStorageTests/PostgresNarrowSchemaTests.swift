@@ -122,25 +122,18 @@ struct PostgresNarrowSchemaTests {
 
     @Test func aLinkWithoutItsRecordStopsTheMigrationAndChangesNothing() throws {
         let dangling = "INSERT INTO links (account_key, device_key, record, local_id) VALUES (1, 2, '\(Self.missing)', 'PC-2');"
-        try OldSchemaDatabase.postgresSchema(atVersion: 16, seed: Self.seed + dangling) { url in
-            do {
-                _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-                Issue.record("the migration ran over a link to no record")
-            } catch {
-                #expect("\(error)".contains("table links, row (account_key 1, device_key 2, record \(Self.missing.lowercased()), local_id PC-2): no such record"),
-                        "\(error)")
+        try OldSchemaDatabase.postgresMigrationStops(
+            atVersion: 16, seed: Self.seed + dangling,
+            failure: "table links, row (account_key 1, device_key 2, record \(Self.missing.lowercased()), local_id PC-2): no such record",
+            unchanged: { probe throws in
+                #expect(try probe.scalarInt("SELECT count(*) FROM links") == 4)
+                #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'object_no'") == 0)
+            },
+            fix: "DELETE FROM links WHERE record = '\(Self.missing)'",
+            migrated: { store throws in
+                #expect(try store.read(account: "acc") { tx in try tx.linkedObjects(DeviceRef(accountID: "acc", deviceID: "pc"), guids: [Self.g1]) }
+                    .map(\.localIdentifier) == ["PC-1"])
             }
-            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
-            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 16)
-            #expect(try probe.scalarInt("SELECT count(*) FROM links") == 4)
-            #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'object_no'") == 0)
-            // Once the row is put right, the next start migrates.
-            try probe.execute("DELETE FROM links WHERE record = '\(Self.missing)'")
-            probe.close()
-            let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-            defer { store.close() }
-            #expect(try store.read(account: "acc") { tx in try tx.linkedObjects(DeviceRef(accountID: "acc", deviceID: "pc"), guids: [Self.g1]) }
-                .map(\.localIdentifier) == ["PC-1"])
-        }
+        )
     }
 }
