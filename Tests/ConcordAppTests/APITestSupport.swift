@@ -154,7 +154,7 @@ func json(_ s: String) -> String {
 func jsonArray(_ values: [String]) -> String { "[" + values.map(json).joined(separator: ",") + "]" }
 
 /// A canonical fingerprint (base64url, no padding, of 32 bytes) for content number `n`.
-func fingerprint(_ n: Int) -> String { Base64URL.encode(contentBytes(n)) }
+func fingerprint(_ n: Int) -> String { Base64URL.encode(fingerprintBytes(n)) }
 
 /// A PhotoKit-like asset local identifier.
 func assetID(_ n: Int, device: String = "9F983DBA-EC35-42B8-8773-B597CF782EDD") -> String { "\(device)-\(n)/L0/001" }

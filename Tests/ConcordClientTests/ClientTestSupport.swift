@@ -65,7 +65,7 @@ final class TestServer: Sendable {
 }
 
 /// A canonical fingerprint (base64url of 32 bytes) for content number `n`.
-func fingerprint(_ n: Int) -> String { Fingerprint.base64URL(contentBytes(n)) }
+func fingerprint(_ n: Int) -> String { Fingerprint.base64URL(fingerprintBytes(n)) }
 
 /// A PhotoKit-like asset local identifier (with slashes, as PhotoKit's have).
 func assetID(_ n: Int, device: String = "9F983DBA-EC35-42B8-8773-B597CF782EDD") -> String { "\(device)-\(n)/L0/001" }
