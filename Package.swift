@@ -74,7 +74,8 @@ let package = Package(
         // docs/client.md's recipe as one program (two devices of one account), run by docs/check-example.
         .executableTarget(name: "concord-example", dependencies: ["ConcordClient"], path: "Sources/ConcordExample"),
 
-        // Tests mirror the modules. ConcordTestSupport: the engines the store/domain/app suites run on.
+        // Tests mirror the modules. ConcordTestSupport: the engines the store/domain/app suites run on,
+        // and the synthetic content (fingerprints) the suites share.
         .target(name: "ConcordTestSupport", dependencies: ["ConcordStorage", "ConcordDomain", "ConcordMappingIndex"], path: "Tests/ConcordTestSupport"),
         // One send-everything loop for the suites' raw-socket clients and servers.
         .target(name: "ConcordSocketTestSupport", path: "Tests/ConcordSocketTestSupport"),
