@@ -655,6 +655,9 @@ stop_s = SERVER.stop()
 R["db_after_restart"] = db_size()     # SQLite: the clean shutdown checkpoints and truncates the WAL
 if args.engine == "postgres":
     R["relations_after_restart"] = relation_sizes()
+    q = "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE n_tup_ins > 0 ORDER BY n_tup_ins DESC LIMIT 6"
+    out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c", q], capture_output=True, text=True).stdout
+    R["row_writes_after_restart"] = [r.split("|") for r in out.strip().splitlines() if r.count("|") == 4]
     # SCALE_VACUUM_A=1: a VACUUM here as well, for account A's size without dead rows (off by default:
     # it sets the visibility map, which the restarts below would then read).
     if os.environ.get("SCALE_VACUUM_A") == "1":
@@ -1106,6 +1109,9 @@ else:
     out.append(f"- after the first-time mapping: {mb(R['db_after_mapping']['total'])}")
     out.append(f"- **account A ({N:,} × 2, mapped both ways)**, server stopped: {mb(R['db_after_restart']['total'])} (dead rows included until vacuum)")
     out.append("  - its relations (heap, TOAST, each index): " + ", ".join(f"`{n}` {b / 1e6:,.1f} MB" for n, b in R["relations_after_restart"]))
+    if R.get("row_writes_after_restart"):
+        out.append("  - rows inserted / updated (HOT) / deleted: " + ", ".join(f"`{n}` {int(i):,} / {int(u):,} ({int(h):,}) / {int(d):,}"
+                                                                           for n, i, u, h, d in R["row_writes_after_restart"]))
     if "db_after_restart_vacuum" in R:
         out.append(f"  - after `VACUUM` (SCALE_VACUUM_A=1): **{mb(R['db_after_restart_vacuum']['total'])}**; " +
                    ", ".join(f"`{n}` {b / 1e6:,.1f} MB" for n, b in R["relations_after_restart_vacuum"]))
