@@ -6,12 +6,13 @@ import Testing
 
 @testable import ConcordStorage
 
-/// PostgreSQL migration 18 (full heap pages, tables repacked): a database written at schema 17 — a
+/// PostgreSQL migration 18 (integer keys, full heap pages): a database written at schema 17 — a
 /// mapped library on two devices, an album, an object without a fingerprint — migrates in place:
-/// `objects` fills its pages, and every answer (mapping both ways, from storage and from the index
-/// loaded from the tables, pages in byte order, status, wanted) is as before; new objects take the
-/// next numbers. A table whose primary key is not as schema 17 left it stops the migration naming
-/// it, and leaves schema 17 as it was.
+/// the keys of `objects` and `links` are `integer`, `objects` fills its pages, and every answer
+/// (mapping both ways, from storage and from the index loaded from the tables, pages in byte order,
+/// status, wanted) is as before; new objects take the next numbers. A key past `integer`, or a
+/// table whose primary key is not as schema 17 left it, stops the migration naming it, and leaves
+/// schema 17 as it was.
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason)))
 struct PostgresFullPagesSchemaTests {
     static let g1 = "0C44A1D2-0000-4000-8000-000000000021"
@@ -51,7 +52,10 @@ struct PostgresFullPagesSchemaTests {
                 SELECT count(*) FROM pg_class WHERE relname = 'objects' AND relnamespace = current_schema()::regnamespace
                 AND 'fillfactor=100' = ANY(reloptions)
                 """) == 1)
-            #expect(try probe.scalarInt("SELECT count(*) FROM pg_index WHERE indisclustered AND indrelid IN ('objects'::regclass, 'links'::regclass)") == 0)
+            #expect(try probe.scalarInt("""
+                SELECT count(*) FROM pg_attribute WHERE attrelid IN ('objects'::regclass, 'links'::regclass) AND atttypid = 'integer'::regtype
+                AND attname IN ('account_key', 'device_key', 'object_no', 'record_order')
+                """) == 7)
             #expect(try store.read(account: "acc") { tx in try tx.mappingVersion() } == 4)
             for indexBytes in [0, 64 << 20] {   // from storage, and from the in-memory index loaded from the rewritten tables
                 var configuration = DomainConfiguration()
@@ -80,6 +84,29 @@ struct PostgresFullPagesSchemaTests {
             try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(delete: ["MAC-2"])), device: mac)
             #expect(try probe.scalarInt("SELECT count(*) FROM links WHERE device_key = 1") == 1)
             #expect(throws: (any Error).self) { try store.write(account: "acc") { tx in try tx.setLinks(pc, [("PC-NOHASH", Self.g1)]) } }
+        }
+    }
+
+    @Test func aKeyPastIntegerStopsTheMigrationAndChangesNothing() throws {
+        try OldSchemaDatabase.postgresSchema(atVersion: 17, seed: Self.seed + "UPDATE objects SET object_no = 3000000000 WHERE local_id = 'PC-NOHASH';") { url in
+            do {
+                _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
+                Issue.record("the migration ran over an object number past integer")
+            } catch {
+                #expect("\(error)".contains("migration 18: table objects, row (account_key 1, device_key 2, object_no 3000000000, local_id PC-NOHASH): a key past integer"),
+                        "\(error)")
+            }
+            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
+            defer { probe.close() }
+            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 17)
+            #expect(try probe.scalarInt("SELECT count(*) FROM pg_attribute WHERE attrelid = 'links'::regclass AND atttypid = 'bigint'::regtype") == 4)
+            // Once the row is put right, the next start migrates.
+            try probe.execute("UPDATE objects SET object_no = 3 WHERE local_id = 'PC-NOHASH'")
+            let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
+            defer { store.close() }
+            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 18)
+            #expect(try store.read(account: "acc") { tx in try tx.linkedObjects(DeviceRef(accountID: "acc", deviceID: "pc"), guids: [Self.g1]) }
+                .map(\.localIdentifier) == ["PC-1"])
         }
     }
 
