@@ -17,6 +17,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     /// Rows of `objects`, `records` and `links` this transaction wrote (`TableStatistics`); counted
     /// by the object and record concerns' writes.
     var objectRowsWritten = 0, recordRowsWritten = 0, linkRowsWritten = 0
+    /// Bytes this transaction appended to the mapping log (`PostgresStore.logWritten`).
+    var mappingLogBytesWritten = 0
     /// The account's and its devices' integer keys (migration 14), looked up once per transaction.
     private var accountKeyFound: Int64?
     private var deviceKeysFound: [String: Int64] = [:]
