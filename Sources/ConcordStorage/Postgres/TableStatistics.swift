@@ -1,13 +1,11 @@
 import Synchronization
 
-/// Asks for `ANALYZE` of `objects`, `records` and `links` once this process has written half a table
+/// Asks for `ANALYZE` of `objects`, `records` and `links` once this process has written a tenth of a table
 /// (at least 1 000 rows) since its last one. PostgreSQL's autovacuum analyses a table
 /// only on its next round (up to a minute later) after such a change, and until then plans its
 /// queries with the old row counts: right after a library of 300 000 was uploaded, each of the
 /// first mapping requests took 4–6 s instead of 50 ms. Bookkeeping only: the store runs the
-/// `ANALYZE` off the request path, one table at a time. Half, not less: each `ANALYZE` reads a
-/// sample of up to 30 000 rows, and a first-time mapping grows `records` and `links` by 1 000 rows
-/// a request; the planner scales row counts by the table's current size in between.
+/// `ANALYZE` off the request path, one table at a time.
 final class TableStatistics: Sendable {
     static let tables = ["objects", "records", "links"]
 
@@ -28,7 +26,7 @@ final class TableStatistics: Sendable {
             for (table, n) in zip(Self.tables, [objects, records, links]) where n > 0 {
                 var t = state[table] ?? Table()
                 t.written += n
-                if !t.analysing, t.written >= max(1_000, t.rows / 2) {
+                if !t.analysing, t.written >= max(1_000, t.rows / 10) {
                     t.analysing = true
                     t.written = 0
                     due.append(table)
