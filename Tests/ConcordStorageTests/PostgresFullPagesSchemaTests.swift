@@ -17,7 +17,6 @@ import Testing
 struct PostgresFullPagesSchemaTests {
     static let g1 = "0C44A1D2-0000-4000-8000-000000000021"
     static let g2 = "0C44A1D2-0000-4000-8000-000000000022"
-    static func fingerprint(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
     static func stored(_ text: String) -> String { PostgresNarrowSchemaTests.stored(text) }
 
     /// Keys from 1 in insertion order: account acc 1; devices mac 1, pc 2.
@@ -26,15 +25,15 @@ struct PostgresFullPagesSchemaTests {
         INSERT INTO devices (account_id, device_id, name, created_at, object_count, next_object_no) VALUES ('acc', 'mac', 'Mac', 2000, 4, 5);
         INSERT INTO devices (account_id, device_id, name, created_at, object_count, next_object_no) VALUES ('acc', 'pc', 'PC', 2001, 3, 4);
         INSERT INTO records (account_key, created_order, record, type, fingerprint) VALUES
-            (1, 1, '\(g1)', 1, \(stored(fingerprint(1)))), (1, 2, '\(g2)', 1, \(stored(fingerprint(2))));
+            (1, 1, '\(g1)', 1, \(stored(contentFingerprint(1)))), (1, 2, '\(g2)', 1, \(stored(contentFingerprint(2))));
         INSERT INTO objects (account_key, device_key, object_no, creation_second, modification_second, type, has_adjustments, is_favorite,
                              app_created, local_id, fingerprint, media_type, creation_date, modification_date, title, members, pk_identifier, key_a) VALUES
-            (1, 1, 2, 1714557600, NULL, 1, false, true, false, 'MAC-1', \(stored(fingerprint(1))), NULL, NULL, NULL, NULL, '', NULL, NULL),
-            (1, 1, 1, NULL, NULL, 1, false, false, false, 'MAC-2', \(stored(fingerprint(2))), 'video', NULL, NULL, NULL, '', NULL, NULL),
+            (1, 1, 2, 1714557600, NULL, 1, false, true, false, 'MAC-1', \(stored(contentFingerprint(1))), NULL, NULL, NULL, NULL, '', NULL, NULL),
+            (1, 1, 1, NULL, NULL, 1, false, false, false, 'MAC-2', \(stored(contentFingerprint(2))), 'video', NULL, NULL, NULL, '', NULL, NULL),
             (1, 1, 3, NULL, NULL, 1, false, false, false, 'MAC-3', '', NULL, NULL, NULL, NULL, '', NULL, NULL),
             (1, 1, 4, NULL, NULL, 40, false, false, true, 'MAC-ALBUM', '', NULL, NULL, NULL, 'Trip', 'MAC-1' || chr(10) || 'MAC-2', NULL, NULL),
-            (1, 2, 1, 1714557600, NULL, 1, false, false, false, 'PC-1', \(stored(fingerprint(1))), NULL, NULL, NULL, NULL, '', NULL, NULL),
-            (1, 2, 2, NULL, NULL, 1, false, false, false, 'PC-2', \(stored(fingerprint(2))), NULL, NULL, NULL, NULL, '', NULL, NULL),
+            (1, 2, 1, 1714557600, NULL, 1, false, false, false, 'PC-1', \(stored(contentFingerprint(1))), NULL, NULL, NULL, NULL, '', NULL, NULL),
+            (1, 2, 2, NULL, NULL, 1, false, false, false, 'PC-2', \(stored(contentFingerprint(2))), NULL, NULL, NULL, NULL, '', NULL, NULL),
             (1, 2, 3, 1714550400, NULL, 1, false, false, false, 'PC-NOHASH', '', NULL, NULL, NULL, NULL, '', NULL, NULL);
         INSERT INTO links (account_key, record_order, device_key, object_no) VALUES (1, 2, 1, 1), (1, 1, 2, 1), (1, 1, 1, 2);
         """
@@ -43,8 +42,6 @@ struct PostgresFullPagesSchemaTests {
         try OldSchemaDatabase.postgresSchema(atVersion: 17, seed: Self.seed) { url in
             let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 2))
             defer { store.close() }
-            let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
-            let r1 = "\(Self.g1):001:\(Self.fingerprint(1))", r2 = "\(Self.g2):001:\(Self.fingerprint(2))"
             let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
             defer { probe.close() }
             #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 18)
@@ -56,76 +53,39 @@ struct PostgresFullPagesSchemaTests {
                 SELECT count(*) FROM pg_attribute WHERE attrelid IN ('objects'::regclass, 'links'::regclass) AND atttypid = 'integer'::regtype
                 AND attname IN ('account_key', 'device_key', 'object_no', 'record_order')
                 """) == 7)
-            #expect(try store.read(account: "acc") { tx in try tx.mappingVersion() } == 4)
-            for indexBytes in [0, 64 << 20] {   // from storage, and from the in-memory index loaded from the rewritten tables
-                var configuration = DomainConfiguration()
-                configuration.mappingIndexBytes = indexBytes
-                let service = try ConcordService(store: store, configuration: configuration)
-                #expect(try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["MAC-1", "MAC-2"], device: mac).map(\.result) == [.found(r1), .found(r2)])
-                #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1, r2], device: mac).map(\.result) == [.found("MAC-1"), .found("MAC-2")])
-                #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1], device: pc).map(\.result) == [.found("PC-1")])
-                let o1 = try service.library.object(localIdentifier: "MAC-1", device: mac)
-                #expect(o1.isFavorite && o1.fingerprint == Self.fingerprint(1))
-                #expect(try service.library.object(localIdentifier: "MAC-ALBUM", device: mac).members == ["MAC-1", "MAC-2"])
-                #expect(try service.library.listObjects(type: .asset, after: "MAC-1", limit: 10, device: mac).objects.map(\.localIdentifier) == ["MAC-2", "MAC-3"])
-                #expect(try service.mapping.status(device: mac) == LibraryStatus(objects: 4, withFingerprint: 2, withKey: 0, linked: 2, wanted: 0))
-                #expect(try service.mapping.status(device: pc) == LibraryStatus(objects: 3, withFingerprint: 2, withKey: 0, linked: 1, wanted: 1))
-                #expect(try service.mapping.wanted(device: pc, after: nil, limit: 10).objects.map(\.localIdentifier) == ["PC-NOHASH"])
-            }
-            // New objects take the next numbers; an update keeps its number; a first mapping links by content.
-            let service = try ConcordService(store: store, configuration: DomainConfiguration())
-            try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: [
-                .asset("PC-3", fingerprint: Self.fingerprint(3)), .asset("PC-2", fingerprint: Self.fingerprint(2)),
-            ])), device: pc)
-            #expect(try probe.scalarInt("SELECT object_no FROM objects WHERE device_key = 2 AND local_id = 'PC-3'") == 4)
-            #expect(try probe.scalarInt("SELECT object_no FROM objects WHERE device_key = 2 AND local_id = 'PC-2'") == 2)
-            #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r2], device: pc).map(\.result) == [.found("PC-2")])
-            // A deleted object takes its link with it; a record still links to at most one object per device.
-            try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(delete: ["MAC-2"])), device: mac)
-            #expect(try probe.scalarInt("SELECT count(*) FROM links WHERE device_key = 1") == 1)
-            #expect(throws: (any Error).self) { try store.write(account: "acc") { tx in try tx.setLinks(pc, [("PC-NOHASH", Self.g1)]) } }
+            try OldSchemaDatabase.expectSeedAnswers(store, g1: Self.g1, g2: Self.g2, macKeys: 0)
+            try OldSchemaDatabase.expectSeedWrites(store, probe: probe, g1: Self.g1, g2: Self.g2)
         }
     }
 
     @Test func aKeyPastIntegerStopsTheMigrationAndChangesNothing() throws {
-        try OldSchemaDatabase.postgresSchema(atVersion: 17, seed: Self.seed + "UPDATE objects SET object_no = 3000000000 WHERE local_id = 'PC-NOHASH';") { url in
-            do {
-                _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-                Issue.record("the migration ran over an object number past integer")
-            } catch {
-                #expect("\(error)".contains("migration 18: table objects, row (account_key 1, device_key 2, object_no 3000000000, local_id PC-NOHASH): a key past integer"),
-                        "\(error)")
-            }
-            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
-            defer { probe.close() }
-            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 17)
-            #expect(try probe.scalarInt("SELECT count(*) FROM pg_attribute WHERE attrelid = 'links'::regclass AND atttypid = 'bigint'::regtype") == 4)
-            // Once the row is put right, the next start migrates.
-            try probe.execute("UPDATE objects SET object_no = 3 WHERE local_id = 'PC-NOHASH'")
-            let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-            defer { store.close() }
-            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 18)
-            #expect(try store.read(account: "acc") { tx in try tx.linkedObjects(DeviceRef(accountID: "acc", deviceID: "pc"), guids: [Self.g1]) }
-                .map(\.localIdentifier) == ["PC-1"])
-        }
+        try OldSchemaDatabase.postgresMigrationStops(
+            atVersion: 17, seed: Self.seed + "UPDATE objects SET object_no = 3000000000 WHERE local_id = 'PC-NOHASH';",
+            failure: "migration 18: table objects, row (account_key 1, device_key 2, object_no 3000000000, local_id PC-NOHASH): a key past integer",
+            unchanged: { probe throws in
+                #expect(try probe.scalarInt("SELECT count(*) FROM pg_attribute WHERE attrelid = 'links'::regclass AND atttypid = 'bigint'::regtype") == 4)
+            },
+            fix: "UPDATE objects SET object_no = 3 WHERE local_id = 'PC-NOHASH'",
+            migrated: { store throws in
+                #expect(try store.read(account: "acc") { tx in try tx.linkedObjects(DeviceRef(accountID: "acc", deviceID: "pc"), guids: [Self.g1]) }
+                    .map(\.localIdentifier) == ["PC-1"])
+            })
     }
 
     @Test func aMissingPrimaryKeyStopsTheMigrationAndChangesNothing() throws {
-        try OldSchemaDatabase.postgresSchema(atVersion: 17, seed: Self.seed + "ALTER TABLE links DROP CONSTRAINT links_pkey;") { url in
-            do {
-                _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-                Issue.record("the migration ran without links' primary key")
-            } catch {
-                #expect("\(error)".contains("migration 18: table links, primary key links_pkey: not found"), "\(error)")
-            }
-            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
-            defer { probe.close() }
-            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 17)
-            #expect(try probe.scalarInt("""
-                SELECT count(*) FROM pg_class WHERE relname = 'objects' AND relnamespace = current_schema()::regnamespace
-                AND 'fillfactor=90' = ANY(reloptions)
-                """) == 1)
-            #expect(try probe.scalarInt("SELECT count(*) FROM links") == 3)
-        }
+        try OldSchemaDatabase.postgresMigrationStops(
+            atVersion: 17, seed: Self.seed + "ALTER TABLE links DROP CONSTRAINT links_pkey;",
+            failure: "migration 18: table links, primary key links_pkey: not found",
+            unchanged: { probe throws in
+                #expect(try probe.scalarInt("""
+                    SELECT count(*) FROM pg_class WHERE relname = 'objects' AND relnamespace = current_schema()::regnamespace
+                    AND 'fillfactor=90' = ANY(reloptions)
+                    """) == 1)
+                #expect(try probe.scalarInt("SELECT count(*) FROM links") == 3)
+            },
+            fix: "ALTER TABLE links ADD CONSTRAINT links_pkey PRIMARY KEY (account_key, record_order, device_key)",
+            migrated: { store throws in
+                #expect(try store.read(account: "acc") { tx in try tx.mappingVersion() } == 4)
+            })
     }
 }

@@ -47,24 +47,10 @@ struct PostgresNarrowSchemaTests {
         try OldSchemaDatabase.postgresSchema(atVersion: 16, seed: Self.seed) { url in
             let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 2))
             defer { store.close() }
-            let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
-            let r1 = "\(Self.g1):001:\(contentFingerprint(1))", r2 = "\(Self.g2):001:\(contentFingerprint(2))"
-            #expect(try store.read(account: "acc") { tx in try tx.mappingVersion() } == 4)
-            for indexBytes in [0, 64 << 20] {   // from storage, and from the in-memory index loaded from the new tables
-                var configuration = DomainConfiguration()
-                configuration.mappingIndexBytes = indexBytes
-                let service = try ConcordService(store: store, configuration: configuration)
-                #expect(try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["MAC-1", "MAC-2"], device: mac).map(\.result) == [.found(r1), .found(r2)])
-                #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1, r2], device: mac).map(\.result) == [.found("MAC-1"), .found("MAC-2")])
-                #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1], device: pc).map(\.result) == [.found("PC-1")])
-                let o1 = try service.library.object(localIdentifier: "MAC-1", device: mac)
-                #expect(o1.isFavorite && o1.fingerprint == contentFingerprint(1) && o1.photoKitCloudIdentifier == "KEY-1:001:x")
-                #expect(try service.library.object(localIdentifier: "MAC-ALBUM", device: mac).members == ["MAC-1", "MAC-2"])
-                #expect(try service.library.listObjects(type: .asset, after: "MAC-1", limit: 10, device: mac).objects.map(\.localIdentifier) == ["MAC-2", "MAC-3"])
-                #expect(try service.mapping.status(device: mac) == LibraryStatus(objects: 4, withFingerprint: 2, withKey: 1, linked: 2, wanted: 0))
-                #expect(try service.mapping.status(device: pc) == LibraryStatus(objects: 3, withFingerprint: 2, withKey: 0, linked: 1, wanted: 1))
-                #expect(try service.mapping.wanted(device: pc, after: nil, limit: 10).objects.map(\.localIdentifier) == ["PC-NOHASH"])
-            }
+            let mac = DeviceRef(accountID: "acc", deviceID: "mac")
+            try OldSchemaDatabase.expectSeedAnswers(store, g1: Self.g1, g2: Self.g2, macKeys: 1)
+            let o1 = try ConcordService(store: store, configuration: DomainConfiguration()).library.object(localIdentifier: "MAC-1", device: mac)
+            #expect(o1.photoKitCloudIdentifier == "KEY-1:001:x")
             // Objects are numbered per device in the old key order; the counters go on from there.
             let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
             defer { probe.close() }
@@ -72,21 +58,7 @@ struct PostgresNarrowSchemaTests {
             #expect(try probe.scalarInt("SELECT next_object_no FROM devices WHERE device_id = 'mac'") == 5)
             #expect(try probe.scalarInt("SELECT next_object_no FROM devices WHERE device_id = 'pc'") == 4)
             #expect(try probe.scalarInt("SELECT count(*) FROM links WHERE account_key = 1 AND record_order = 1") == 2)
-            // New objects take the next numbers; an update keeps its number; a first mapping links by content.
-            let service = try ConcordService(store: store, configuration: DomainConfiguration())
-            try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: [
-                .asset("PC-3", fingerprint: contentFingerprint(3)), .asset("PC-2", fingerprint: contentFingerprint(2)),
-            ])), device: pc)
-            #expect(try probe.scalarInt("SELECT object_no FROM objects WHERE device_key = 2 AND local_id = 'PC-3'") == 4)
-            #expect(try probe.scalarInt("SELECT object_no FROM objects WHERE device_key = 2 AND local_id = 'PC-2'") == 2)
-            #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r2], device: pc).map(\.result) == [.found("PC-2")])
-            let fresh = try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["PC-3"], device: pc)
-            guard case .found(let r3)? = fresh.first?.result else { Issue.record("PC-3 got no cloud identifier: \(fresh)"); return }
-            #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r3], device: pc).map(\.result) == [.found("PC-3")])
-            // A deleted object takes its link with it; a record still links to at most one object per device.
-            try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(delete: ["MAC-2"])), device: mac)
-            #expect(try probe.scalarInt("SELECT count(*) FROM links WHERE device_key = 1") == 1)
-            #expect(throws: (any Error).self) { try store.write(account: "acc") { tx in try tx.setLinks(pc, [("PC-NOHASH", Self.g1)]) } }
+            try OldSchemaDatabase.expectSeedWrites(store, probe: probe, g1: Self.g1, g2: Self.g2)
             // The account's deletion empties the new tables.
             #expect(try store.write(account: "acc") { tx in try tx.deleteAccount() })
             #expect(try probe.scalarInt("SELECT count(*) FROM objects") == 0)
