@@ -21,6 +21,7 @@ CONNECTIONS="${BENCH_CONNECTIONS:-8}"
 DEVICES="${DEVICES:-8}"
 MANIFEST_ITEMS="${MANIFEST_ITEMS:-10000}"
 WORK="$(new_work_dir concord-pgbench)"
+ADMIN="pg-bench-admin-token-0123456789abcdef"
 PIDS=()
 
 log() { printf '[pg-bench] %s\n' "$*" >&2; }
@@ -31,6 +32,7 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+command -v wrk >/dev/null 2>&1 || { log "wrk is missing: apt-get install wrk (Benchmarks/run installs it)"; exit 1; }
 
 build_concord
 
@@ -41,13 +43,14 @@ else
     PG_ADMIN_URL="$PG_URL"
 fi
 
-# start_instance DATABASE → prints the port once /health answers.
+# start_instance DATABASE → STARTED_PORT, once /health answers. Called in this shell, never in
+# $(…), so that the pid stays in PIDS for stop_instances and cleanup.
 start_instance() {
     local port; port=$(free_port)
-    (cd "$WORK" && exec "$BIN" serve --host 127.0.0.1 --port "$port" --database "$1" --admin-token bench \
+    (cd "$WORK" && exec "$BIN" serve --host 127.0.0.1 --port "$port" --database "$1" --admin-token "$ADMIN" \
         --log-level error >>"$WORK/server.log" 2>&1) &
     PIDS+=($!)
-    if wait_healthy "$port"; then echo "$port"; return 0; fi
+    if wait_healthy "$port"; then STARTED_PORT=$port; return 0; fi
     log "instance on $1 did not start"; cat "$WORK/server.log" >&2; exit 1
 }
 
@@ -60,7 +63,7 @@ stop_instances() {
 # setup PORT PREFIX → an account, DEVICES devices with 1000 linked assets each, and the Lua bodies
 # (local→cloud and cloud→local, one per device) in $WORK/PREFIX-*.lua; also the manifest timing.
 setup() {
-    python3 - "$1" "$2" "$WORK" "$DEVICES" "$MANIFEST_ITEMS" <<'PY'
+    python3 - "$1" "$2" "$WORK" "$DEVICES" "$MANIFEST_ITEMS" "$ADMIN" <<'PY'
 import json, sys, time, base64, hashlib, http.client
 port, prefix, work, devices, manifest = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 def call(method, path, token, body=None):
@@ -71,7 +74,7 @@ def call(method, path, token, body=None):
     if r.status >= 300: raise SystemExit(f"{method} {path}: {r.status} {data[:200]}")
     return json.loads(data) if data else None
 def fp(n): return base64.urlsafe_b64encode(hashlib.sha256(f"{prefix}-content-{n}".encode()).digest()).decode().rstrip("=")
-acct = call("POST", "/v1/accounts", "bench", {"name": "bench"})
+acct = call("POST", "/v1/accounts", sys.argv[6], {"name": "bench"})
 tokens = []
 for d in range(devices):
     dev = call("POST", "/v1/devices", acct["accountToken"], {"name": f"d{d}"})
@@ -166,7 +169,7 @@ load_with_db_cpu() {
 declare -A RESULT
 run_config() {
     local name="$1" database="$2" count="$3" ports=() k
-    for k in $(seq 1 "$count"); do ports+=("$(start_instance "$database")"); done
+    for k in $(seq 1 "$count"); do start_instance "$database"; ports+=("$STARTED_PORT"); done
     log "$name: setting up on port(s) ${ports[*]}"
     setup "${ports[0]}" "$name"
     RESULT[$name-manifest]=$(cat "$WORK/$name-manifest.txt")
