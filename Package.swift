@@ -74,24 +74,27 @@ let package = Package(
         // docs/client.md's recipe as one program (two devices of one account), run by docs/check-example.
         .executableTarget(name: "concord-example", dependencies: ["ConcordClient"], path: "Sources/ConcordExample"),
 
-        // Tests mirror the modules. ConcordTestSupport: the engines the store/domain/app suites run on.
+        // Tests mirror the modules. ConcordTestSupport: the engines the store/domain/app suites run on,
+        // and the synthetic content (fingerprints) the suites share.
         .target(name: "ConcordTestSupport", dependencies: ["ConcordStorage", "ConcordDomain", "ConcordMappingIndex"], path: "Tests/ConcordTestSupport"),
+        // One send-everything loop for the suites' raw-socket clients and servers.
+        .target(name: "ConcordSocketTestSupport", path: "Tests/ConcordSocketTestSupport"),
         .testTarget(name: "ConcordJSONTests", dependencies: ["ConcordJSON", "ConcordTestSupport"]),
         .testTarget(name: "ConcordHTTPTests", dependencies: ["ConcordHTTP", "ConcordJSON"]),
         .testTarget(name: "ConcordObservabilityTests", dependencies: ["ConcordObservability"]),
-        .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem"]),
-        .testTarget(name: "ConcordOutboundTests", dependencies: ["ConcordOutbound", "CCurl"]),
+        .testTarget(name: "ConcordTransportTests", dependencies: ["ConcordTransport", "ConcordHTTP", "CConcordSystem", "ConcordSocketTestSupport"]),
+        .testTarget(name: "ConcordOutboundTests", dependencies: ["ConcordOutbound", "CCurl", "ConcordSocketTestSupport"]),
         .testTarget(name: "ConcordBytesTests", dependencies: ["ConcordBytes"]),
         .testTarget(name: "ConcordDomainTests", dependencies: ["ConcordDomain", "ConcordMappingIndex", "ConcordStorage", "ConcordTestSupport"]),
         .testTarget(name: "ConcordMappingIndexTests", dependencies: ["ConcordMappingIndex", "ConcordDomain", "ConcordBytes", "ConcordStorage", "ConcordTestSupport"]),
         .testTarget(name: "ConcordStorageTests", dependencies: ["ConcordStorage", "ConcordDomain", "ConcordBytes", "ConcordMappingIndex", "CSQLite", "ConcordTestSupport"]),
         .testTarget(
             name: "ConcordAppTests",
-            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordMappingIndex", "ConcordStorage", "CConcordSystem", "CSQLite", "ConcordTestSupport"]
+            dependencies: ["ConcordApp", "ConcordJSON", "ConcordHTTP", "ConcordDomain", "ConcordMappingIndex", "ConcordStorage", "CConcordSystem", "CSQLite", "ConcordTestSupport", "ConcordSocketTestSupport"]
         ),
         .testTarget(
             name: "ConcordClientTests",
-            dependencies: ["ConcordClient", "ConcordApp", "ConcordTransport", "ConcordHTTP", "ConcordObservability"]
+            dependencies: ["ConcordClient", "ConcordApp", "ConcordTransport", "ConcordHTTP", "ConcordObservability", "ConcordTestSupport"]
         ),
     ]
 )

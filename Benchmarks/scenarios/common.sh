@@ -22,3 +22,26 @@ build_concord() {
     fi
     [[ -x "$BIN" ]] || { log "missing $BIN"; exit 1; }
 }
+
+# A throwaway PostgreSQL cluster in $WORK/pg (.ci/pg-cluster): `start_pg_cluster` sets PG_DIR and
+# PG_URL; `remove_pg_cluster`, in the script's EXIT trap, destroys it when there is one.
+PG_DIR=""
+start_pg_cluster() {
+    PG_DIR="$WORK/pg"
+    PG_URL="$("$ROOT/.ci/pg-cluster" init "$PG_DIR" | tail -1)"
+}
+remove_pg_cluster() {
+    if [[ -n "$PG_DIR" ]]; then CONCORD_PG_DIR="$PG_DIR" "$ROOT/.ci/pg-cluster" destroy >/dev/null 2>&1 || true; fi
+}
+
+# free_port: a TCP port free on 127.0.0.1 now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# wait_healthy PORT: true once concord's /health answers on PORT, false after 10 s.
+wait_healthy() {
+    for _ in $(seq 1 200); do
+        if curl -fs "http://127.0.0.1:$1/health" >/dev/null 2>&1; then return 0; fi
+        sleep 0.05
+    done
+    return 1
+}

@@ -7,7 +7,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 log() { printf '[pg-warm] %s\n' "$*" >&2; }
 build_concord
 WORK="$(new_work_dir concord-pg-warm)"
-trap 'CONCORD_PG_DIR="$WORK/pg" "$ROOT/.ci/pg-cluster" destroy >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
-"$ROOT/.ci/pg-cluster" init "$WORK/pg" >/dev/null
-python3 -u "$ROOT/Benchmarks/scenarios/pg-warm.py" --bin "$BIN" --pg-dir "$WORK/pg" --work "$WORK" \
+trap 'remove_pg_cluster; rm -rf "$WORK"' EXIT
+start_pg_cluster
+python3 -u "$ROOT/Benchmarks/scenarios/pg-warm.py" --bin "$BIN" --pg-dir "$PG_DIR" --work "$WORK" \
     --assets "${PG_WARM_ASSETS:-20000}" --batches "${PG_WARM_BATCHES:-500}"

@@ -22,13 +22,12 @@ DEVICES="${DEVICES:-8}"
 MANIFEST_ITEMS="${MANIFEST_ITEMS:-10000}"
 WORK="$(new_work_dir concord-pgbench)"
 PIDS=()
-PG_DIR=""
 
 log() { printf '[pg-bench] %s\n' "$*" >&2; }
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    if [[ -n "$PG_DIR" ]]; then CONCORD_PG_DIR="$PG_DIR" "$ROOT/.ci/pg-cluster" destroy || true; fi
+    remove_pg_cluster
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -38,11 +37,9 @@ build_concord
 if [[ -n "${CONCORD_BENCH_POSTGRES_URL:-}" ]]; then
     PG_ADMIN_URL="$CONCORD_BENCH_POSTGRES_URL"
 else
-    PG_DIR="$WORK/pg"
-    PG_ADMIN_URL="$("$ROOT/.ci/pg-cluster" init "$PG_DIR")"
+    start_pg_cluster
+    PG_ADMIN_URL="$PG_URL"
 fi
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start_instance DATABASE → prints the port once /health answers.
 start_instance() {
@@ -50,10 +47,7 @@ start_instance() {
     (cd "$WORK" && exec "$BIN" serve --host 127.0.0.1 --port "$port" --database "$1" --admin-token bench \
         --log-level error >>"$WORK/server.log" 2>&1) &
     PIDS+=($!)
-    for _ in $(seq 1 200); do
-        if curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1; then echo "$port"; return 0; fi
-        sleep 0.05
-    done
+    if wait_healthy "$port"; then echo "$port"; return 0; fi
     log "instance on $1 did not start"; cat "$WORK/server.log" >&2; exit 1
 }
 

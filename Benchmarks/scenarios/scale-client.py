@@ -452,6 +452,16 @@ def largest_tables():
     return label, [(r[0], int(r[1])) for r in rows]
 
 
+def relation_sizes():
+    """(PostgreSQL) every table's heap, TOAST (with its index) and each index, largest first."""
+    q = ("SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+         "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i') UNION ALL "
+         "SELECT c.relname || ' (TOAST)', pg_total_relation_size(c.reltoastrelid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+         "WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.reltoastrelid <> 0 ORDER BY 2 DESC LIMIT 14")
+    out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c", q], capture_output=True, text=True).stdout
+    return [(r.split("|")[0], int(r.split("|")[1])) for r in out.strip().splitlines() if r.count("|") == 1]
+
+
 def mb(b):
     return f"{b / 1e6:,.0f} MB"
 
@@ -643,6 +653,17 @@ def first_requests_after_restart():
 CONN.reset()
 stop_s = SERVER.stop()
 R["db_after_restart"] = db_size()     # SQLite: the clean shutdown checkpoints and truncates the WAL
+if args.engine == "postgres":
+    R["relations_after_restart"] = relation_sizes()
+    q = "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE n_tup_ins > 0 ORDER BY n_tup_ins DESC LIMIT 6"
+    out = subprocess.run(["psql", args.database, "-At", "-F", "|", "-c", q], capture_output=True, text=True).stdout
+    R["row_writes_after_restart"] = [r.split("|") for r in out.strip().splitlines() if r.count("|") == 4]
+    # SCALE_VACUUM_A=1: a VACUUM here as well, for account A's size without dead rows (off by default:
+    # it sets the visibility map, which the restarts below would then read).
+    if os.environ.get("SCALE_VACUUM_A") == "1":
+        subprocess.run(["psql", args.database, "-qAtc", "VACUUM"], capture_output=True, text=True, check=True)
+        R["db_after_restart_vacuum"] = db_size()
+        R["relations_after_restart_vacuum"] = relation_sizes()
 R["snapshot_bytes"] = sum(os.path.getsize(f) for f in snapshot_files())
 R["restart"] = first_requests_after_restart()
 R["restart"]["stop_s"] = round(stop_s, 2)
@@ -1087,6 +1108,13 @@ else:
     out.append(f"- after the uploads: {mb(R['db_after_uploads']['total'])} (`pg_database_size`)")
     out.append(f"- after the first-time mapping: {mb(R['db_after_mapping']['total'])}")
     out.append(f"- **account A ({N:,} × 2, mapped both ways)**, server stopped: {mb(R['db_after_restart']['total'])} (dead rows included until vacuum)")
+    out.append("  - its relations (heap, TOAST, each index): " + ", ".join(f"`{n}` {b / 1e6:,.1f} MB" for n, b in R["relations_after_restart"]))
+    if R.get("row_writes_after_restart"):
+        out.append("  - rows inserted / updated (HOT) / deleted: " + ", ".join(f"`{n}` {int(i):,} / {int(u):,} ({int(h):,}) / {int(d):,}"
+                                                                           for n, i, u, h, d in R["row_writes_after_restart"]))
+    if "db_after_restart_vacuum" in R:
+        out.append(f"  - after `VACUUM` (SCALE_VACUUM_A=1): **{mb(R['db_after_restart_vacuum']['total'])}**; " +
+                   ", ".join(f"`{n}` {b / 1e6:,.1f} MB" for n, b in R["relations_after_restart_vacuum"]))
     out.append(f"- at the end, with accounts B and C as well: {mb(R['db_final']['total'])}")
 if R.get("dead_rows"):
     out.append("- rows live / dead (not vacuumed yet) at the end, `pg_stat_user_tables`: " + ", ".join(f"`{n}` {l:,} / {d:,}" for n, l, d in R["dead_rows"]))

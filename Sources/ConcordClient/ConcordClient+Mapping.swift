@@ -35,20 +35,12 @@ public struct LocalIdentifierMapping: Sendable, Hashable {
     }
 }
 
-/// The mapping answers as they travel.
-private struct CloudMappingsBody: Decodable {
+/// The mapping answers of both directions as they travel: per item the identifier asked about,
+/// and the answer or an error.
+private struct MappingsBody: Decodable {
     struct Item: Decodable {
         var localIdentifier: String?
         var cloudIdentifier: CloudIdentifier?
-        var error: WireError?
-    }
-    var mappings: [Item]
-}
-
-private struct LocalMappingsBody: Decodable {
-    struct Item: Decodable {
-        var cloudIdentifier: String?
-        var localIdentifier: String?
         var error: WireError?
     }
     var mappings: [Item]
@@ -73,7 +65,7 @@ extension ConcordClient {
         try await self.batched(localIdentifiers) { chunk in
             struct Body: Encodable { var localIdentifiers: [String] }
             let request = try self.request("POST", "/v1/library/cloud-identifiers", body: Body(localIdentifiers: chunk), idempotent: true)
-            let answer = try await self.call(request, as: CloudMappingsBody.self)
+            let answer = try await self.call(request, as: MappingsBody.self)
             try Self.expectCount(answer.mappings.count, chunk.count)
             // Positions are the contract ("answers keep the request's order"); the echoed
             // identifier is ours already.
@@ -108,7 +100,7 @@ extension ConcordClient {
             }
             let body = Body(cloudIdentifiers: chunk, contentMatch: contentMatch ? nil : false)
             let request = try self.request("POST", "/v1/library/local-identifiers", body: body, idempotent: true)
-            let answer = try await self.call(request, as: LocalMappingsBody.self)
+            let answer = try await self.call(request, as: MappingsBody.self)
             try Self.expectCount(answer.mappings.count, chunk.count)
             return zip(chunk, answer.mappings).map { id, item in
                 LocalIdentifierMapping(

@@ -56,22 +56,20 @@ public struct HTTPParseError: Error, Sendable, Equatable {
         out.append(UInt8(ascii: "\""))
     }
 
-    static func badRequest(_ message: String) -> HTTPParseError {
-        HTTPParseError(status: 400, name: "badRequest", message: message)
+    /// The statuses the parser refuses with; each case's name is the contract's name.
+    enum Refusal: Int {
+        case badRequest = 400, payloadTooLarge = 413, uriTooLong = 414, headersTooLarge = 431
+        case notImplemented = 501, httpVersionNotSupported = 505
     }
-    static func payloadTooLarge(_ message: String) -> HTTPParseError {
-        HTTPParseError(status: 413, name: "payloadTooLarge", message: message)
+
+    init(_ refusal: Refusal, _ message: String) {
+        self.init(status: refusal.rawValue, name: String(describing: refusal), message: message)
     }
-    static func uriTooLong(_ message: String) -> HTTPParseError {
-        HTTPParseError(status: 414, name: "uriTooLong", message: message)
-    }
-    static func headersTooLarge(_ message: String) -> HTTPParseError {
-        HTTPParseError(status: 431, name: "headersTooLarge", message: message)
-    }
-    static func notImplemented(_ message: String) -> HTTPParseError {
-        HTTPParseError(status: 501, name: "notImplemented", message: message)
-    }
-    static func versionNotSupported(_ message: String) -> HTTPParseError {
-        HTTPParseError(status: 505, name: "httpVersionNotSupported", message: message)
-    }
+
+    static func badRequest(_ message: String) -> HTTPParseError { HTTPParseError(.badRequest, message) }
+    static func payloadTooLarge(_ message: String) -> HTTPParseError { HTTPParseError(.payloadTooLarge, message) }
+    static func uriTooLong(_ message: String) -> HTTPParseError { HTTPParseError(.uriTooLong, message) }
+    static func headersTooLarge(_ message: String) -> HTTPParseError { HTTPParseError(.headersTooLarge, message) }
+    static func notImplemented(_ message: String) -> HTTPParseError { HTTPParseError(.notImplemented, message) }
+    static func versionNotSupported(_ message: String) -> HTTPParseError { HTTPParseError(.httpVersionNotSupported, message) }
 }

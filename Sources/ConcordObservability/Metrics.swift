@@ -179,29 +179,19 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// Label values escape backslash, double quote and line feed (format 0.0.4).
-    static func escapeLabelValue(_ value: String) -> String {
-        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") }) else { return value }
-        var out = ""
-        for ch in value.unicodeScalars {
-            switch ch {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.unicodeScalars.append(ch)
-            }
-        }
-        return out
-    }
+    static func escapeLabelValue(_ value: String) -> String { Self.escaped(value, Self.labelValueEscapes) }
+    private static let labelValueEscapes: [Unicode.Scalar: String] = ["\\": "\\\\", "\"": "\\\"", "\n": "\\n"]
 
     /// HELP text escapes backslash and line feed only.
-    static func escapeHelp(_ help: String) -> String {
+    static func escapeHelp(_ help: String) -> String { Self.escaped(help, Self.helpEscapes) }
+    private static let helpEscapes: [Unicode.Scalar: String] = ["\\": "\\\\", "\n": "\\n"]
+
+    /// `text` with each scalar that `escapes` names replaced by its escape; as it is when none.
+    private static func escaped(_ text: String, _ escapes: [Unicode.Scalar: String]) -> String {
+        guard text.unicodeScalars.contains(where: { escapes[$0] != nil }) else { return text }
         var out = ""
-        for ch in help.unicodeScalars {
-            switch ch {
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            default: out.unicodeScalars.append(ch)
-            }
+        for scalar in text.unicodeScalars {
+            if let escape = escapes[scalar] { out += escape } else { out.unicodeScalars.append(scalar) }
         }
         return out
     }

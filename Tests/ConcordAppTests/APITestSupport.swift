@@ -154,16 +154,7 @@ func json(_ s: String) -> String {
 func jsonArray(_ values: [String]) -> String { "[" + values.map(json).joined(separator: ",") + "]" }
 
 /// A canonical fingerprint (base64url, no padding, of 32 bytes) for content number `n`.
-func fingerprint(_ n: Int) -> String {
-    var bytes = [UInt8](repeating: 0, count: 32)
-    var x = UInt64(truncatingIfNeeded: n) &* 0x9E37_79B9_7F4A_7C15 &+ 1
-    for i in 0..<32 {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17
-        bytes[i] = UInt8(truncatingIfNeeded: x)
-    }
-    return Data(bytes).base64EncodedString()
-        .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-}
+func fingerprint(_ n: Int) -> String { Base64URL.encode(fingerprintBytes(n)) }
 
 /// A PhotoKit-like asset local identifier.
 func assetID(_ n: Int, device: String = "9F983DBA-EC35-42B8-8773-B597CF782EDD") -> String { "\(device)-\(n)/L0/001" }

@@ -1,3 +1,4 @@
+import ConcordSocketTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -36,16 +37,7 @@ func connectLoopback(port: Int, receiveTimeout: Double) throws -> Int32 {
 
 /// Writes all of `text`; false when the connection refused part of it.
 @discardableResult
-func sendAll(_ fd: Int32, _ text: String) -> Bool {
-    let bytes = Array(text.utf8)
-    var sent = 0
-    while sent < bytes.count {
-        let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        if n <= 0 { return false }
-        sent += n
-    }
-    return true
-}
+func sendAll(_ fd: Int32, _ text: String) -> Bool { ConcordSocketTestSupport.sendAll(fd, Array(text.utf8)) }
 
 /// Sends `request` bytes to 127.0.0.1:`port` and reads until the server closes (requests
 /// should carry `Connection: close`). A 60 s receive timeout keeps a broken server from

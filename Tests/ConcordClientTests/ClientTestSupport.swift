@@ -1,6 +1,7 @@
 import ConcordApp
 import ConcordClient
 import ConcordObservability
+import ConcordTestSupport
 import Foundation
 import Testing
 
@@ -64,15 +65,7 @@ final class TestServer: Sendable {
 }
 
 /// A canonical fingerprint (base64url of 32 bytes) for content number `n`.
-func fingerprint(_ n: Int) -> String {
-    var bytes = [UInt8](repeating: 0, count: 32)
-    var x = UInt64(truncatingIfNeeded: n) &* 0x9E37_79B9_7F4A_7C15 &+ 1
-    for i in 0..<32 {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17
-        bytes[i] = UInt8(truncatingIfNeeded: x)
-    }
-    return Fingerprint.base64URL(bytes)
-}
+func fingerprint(_ n: Int) -> String { Fingerprint.base64URL(fingerprintBytes(n)) }
 
 /// A PhotoKit-like asset local identifier (with slashes, as PhotoKit's have).
 func assetID(_ n: Int, device: String = "9F983DBA-EC35-42B8-8773-B597CF782EDD") -> String { "\(device)-\(n)/L0/001" }

@@ -12,10 +12,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func step2LinkedObjectAnswersItsRecordEveryTime(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let d = try env.device()
-        try env.put(d, assets: [("a1", fp(1))])
-        let c1 = try env.cloudID(d, "a1")
+        let (env, d, c1) = try TestEnv.oneMappedAsset(engine)
         let parsed = try #require(CloudIdentifier(parsing: c1))
         #expect(parsed.type == .asset)
         #expect(parsed.fingerprint == fp(1))
@@ -96,10 +93,7 @@ import Testing
 
 @Suite struct CloudToLocalTests {
     @Test(arguments: TestEngine.available) func step1MalformedIsInvalidIdentifierPerItem(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let d = try env.device()
-        try env.put(d, assets: [("a1", fp(1))])
-        let c = try env.cloudID(d, "a1")
+        let (env, d, c) = try TestEnv.oneMappedAsset(engine)
         #expect(try env.local(d, ["garbage", c, ""]) == [.error(.invalidIdentifier), .found("a1"), .error(.invalidIdentifier)])
     }
 
@@ -249,10 +243,7 @@ import Testing
 
 @Suite struct LinkDroppingTests {
     @Test(arguments: TestEngine.available) func deleteDropsTheLink(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let d = try env.device()
-        try env.put(d, assets: [("a1", fp(1))])
-        let c = try env.cloudID(d, "a1")
+        let (env, d, c) = try TestEnv.oneMappedAsset(engine)
         try env.service.library.applyChanges(LibraryChangeRequest(assets: .init(delete: ["a1"])), device: d)
         #expect(try env.local(d, [c]) == [.error(.identifierNotFound(limitedLibrary: false))])
         // Re-added with the same content: it takes the (now unlinked) oldest record again.
@@ -261,10 +252,7 @@ import Testing
     }
 
     @Test(arguments: TestEngine.available) func fingerprintChangeDropsTheLink(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let d = try env.device()
-        try env.put(d, assets: [("a1", fp(1))])
-        let c = try env.cloudID(d, "a1")
+        let (env, d, c) = try TestEnv.oneMappedAsset(engine)
         try env.put(d, assets: [("a1", fp(2))])
         let c2 = try env.cloudID(d, "a1")
         #expect(c2 != c)
@@ -303,10 +291,7 @@ import Testing
 
 @Suite struct AuthorizationTests {
     @Test(arguments: TestEngine.available) func deniedRefusesMappingAndLimitedMarksNotFound(_ engine: TestEngine) throws {
-        let env = try TestEnv(engine)
-        let d = try env.device()
-        try env.put(d, assets: [("a1", fp(1))])
-        let c = try env.cloudID(d, "a1")
+        let (env, d, c) = try TestEnv.oneMappedAsset(engine)
         try env.service.library.setAuthorization(.denied, device: d)
         expectError(.accessUserDenied) { try env.cloud(d, ["a1"]) }
         expectError(.accessUserDenied) { try env.local(d, [c]) }

@@ -42,6 +42,15 @@ final class TestEnv {
         return (env, try env.device("A"), try env.device("B"))
     }
 
+    /// A fresh `TestEnv`, one device holding asset "a1" of content 1, and that asset's cloud
+    /// identifier: how most one-device mapping tests begin.
+    static func oneMappedAsset(_ engine: TestEngine) throws -> (env: TestEnv, d: DeviceRef, c: String) {
+        let env = try TestEnv(engine)
+        let d = try env.device()
+        try env.put(d, assets: [("a1", fp(1))])
+        return (env, d, try env.cloudID(d, "a1"))
+    }
+
     /// A service on a second store of the same database (another instance), on the same clock.
     func anotherInstance() throws -> ConcordService {
         let clock = self.clock
@@ -80,8 +89,8 @@ final class TestEnv {
     }
 }
 
-/// A valid fingerprint for content `n` (base64url SHA-256, 43 characters).
-func fp(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
+/// A valid fingerprint for content `n` (base64url SHA-256, 43 characters), short for the suites' tables.
+func fp(_ n: Int) -> String { contentFingerprint(n) }
 
 /// Expects `body` to throw exactly `expected`.
 func expectError<T>(_ expected: DomainError, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T) {

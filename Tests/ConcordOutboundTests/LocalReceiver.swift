@@ -1,3 +1,4 @@
+import ConcordSocketTestSupport
 import Foundation
 import Dispatch
 import Glibc
@@ -93,7 +94,7 @@ final class LocalReceiver: @unchecked Sendable {  // mutable state behind `lock`
         switch self.behaviour {
         case .answer(let bytes):
             self.readRequest(fd)
-            self.write(fd, bytes)
+            sendAll(fd, bytes)
         case .hang:
             self.readRequest(fd)
             var scratch = [UInt8](repeating: 0, count: 256)
@@ -105,10 +106,10 @@ final class LocalReceiver: @unchecked Sendable {  // mutable state behind `lock`
         case .answerEarly(let bytes):
             var scratch = [UInt8](repeating: 0, count: 4096)
             _ = recv(fd, &scratch, scratch.count, 0)
-            self.write(fd, bytes)
+            sendAll(fd, bytes)
         case .stream(let head, let bodyBytes):
             self.readRequest(fd)
-            guard self.write(fd, head) else { return }
+            guard sendAll(fd, head) else { return }
             let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 16 * 1024)
             var sent = 0
             while sent < bodyBytes {
@@ -146,17 +147,6 @@ final class LocalReceiver: @unchecked Sendable {  // mutable state behind `lock`
             return index + 4
         }
         return nil
-    }
-
-    @discardableResult
-    private func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written <= 0 { return false }
-            offset += written
-        }
-        return true
     }
 
     enum ReceiverError: Error { case socket }

@@ -18,7 +18,6 @@ import Testing
         return db
     }
 
-    static func fingerprint(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
     static func id(_ n: Int) -> String { String(format: "%08X-AAAA-4000-8000-%012X/L0/001", (n &* 2_654_435_761) & 0xFFFF_FFFF, n) }
 
     /// 1 337 objects (two full chunks and a remainder of 313) in random identifier order, a later
@@ -28,7 +27,7 @@ import Testing
         let db = try Self.open(engine)
         let n = 1_337
         var sent = (0..<n).map { i in
-            StoredObject(object: .asset(Self.id(i), fingerprint: i % 7 == 0 ? "" : Self.fingerprint(i), creationDate: i % 3 == 0 ? nil : "2024-05-01T10:00:\(String(format: "%02d", i % 60))Z",
+            StoredObject(object: .asset(Self.id(i), fingerprint: i % 7 == 0 ? "" : contentFingerprint(i), creationDate: i % 3 == 0 ? nil : "2024-05-01T10:00:\(String(format: "%02d", i % 60))Z",
                                         photoKitCloudIdentifier: i % 5 == 0 ? "K\(i):001:" : nil), link: nil)
         }
         sent[10].object.title = "first spelling"
@@ -43,7 +42,7 @@ import Testing
         #expect(byID[Self.id(10)]?.object == duplicate.object)
 
         // Records for every object, in one batch: creation orders follow the batch's order.
-        let records = (0..<n).map { i in CloudRecord(guid: String(format: "0C44A1D2-0000-4000-8000-%012X", i), type: .asset, fingerprint: i % 7 == 0 ? "" : Self.fingerprint(i)) }
+        let records = (0..<n).map { i in CloudRecord(guid: String(format: "0C44A1D2-0000-4000-8000-%012X", i), type: .asset, fingerprint: i % 7 == 0 ? "" : contentFingerprint(i)) }
         try db.store.write(account: "acc") { tx in
             try tx.insertRecords(records, createdAt: Date(timeIntervalSince1970: 1_800_000_000))
             try tx.setLinks(Self.device, (0..<n).map { (Self.id($0), records[$0].guid) })
@@ -73,9 +72,9 @@ import Testing
     @Test(arguments: TestEngine.available) func linksForMissingObjectsAreIgnoredAndTheLastWins(_ engine: TestEngine) throws {
         let db = try Self.open(engine)
         try db.store.write(account: "acc") { tx in
-            try tx.putObjects(Self.device, [StoredObject(object: .asset("A", fingerprint: Self.fingerprint(1)), link: nil)])
-            try tx.insertRecords([CloudRecord(guid: Self.g1, type: .asset, fingerprint: Self.fingerprint(1)),
-                                  CloudRecord(guid: Self.g2, type: .asset, fingerprint: Self.fingerprint(1))], createdAt: Date())
+            try tx.putObjects(Self.device, [StoredObject(object: .asset("A", fingerprint: contentFingerprint(1)), link: nil)])
+            try tx.insertRecords([CloudRecord(guid: Self.g1, type: .asset, fingerprint: contentFingerprint(1)),
+                                  CloudRecord(guid: Self.g2, type: .asset, fingerprint: contentFingerprint(1))], createdAt: Date())
             try tx.setLinks(Self.device, [("A", Self.g1), ("missing", Self.g2), ("A", Self.g2)])
         }
         let stored = try db.store.read(account: "acc") { tx in try tx.allObjects(Self.device) }

@@ -150,8 +150,8 @@ import Testing
             }
             #expect(Set(dates) == ["text/blob/null", "text/null/null"], "\(dates)")
             let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
-            let r1 = "\(LayoutMigrationTests.g1):001:\(LayoutMigrationTests.fingerprint(1))"
-            let r2 = "\(LayoutMigrationTests.g2):001:\(LayoutMigrationTests.fingerprint(2))"
+            let r1 = "\(LayoutMigrationTests.g1):001:\(contentFingerprint(1))"
+            let r2 = "\(LayoutMigrationTests.g2):001:\(contentFingerprint(2))"
             for indexBytes in [0, 64 << 20] {
                 var configuration = DomainConfiguration()
                 configuration.mappingIndexBytes = indexBytes
@@ -159,7 +159,7 @@ import Testing
                 #expect(try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["MAC-1", "MAC-2"], device: mac).map(\.result) == [.found(r1), .found(r2)])
                 #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1, r2], device: pc).map(\.result) == [.found("PC-1"), .found("PC-2")])
                 let object = try service.library.object(localIdentifier: "PC-2", device: pc)
-                #expect(object.fingerprint == LayoutMigrationTests.fingerprint(2) && object.creationDate == "2024-05-02T10:00:00Z" && object.mediaType == .image)
+                #expect(object.fingerprint == contentFingerprint(2) && object.creationDate == "2024-05-02T10:00:00Z" && object.mediaType == .image)
             }
         }
     }

@@ -18,24 +18,23 @@ import Testing
                 INSERT INTO accounts (account_key, account_id, name, created_at, next_device_key, next_record_order) VALUES (1, 'acc', 'A', 1000, 3, 2);
                 INSERT INTO devices (account_key, device_key, device_id, name, created_at, object_count) VALUES (1, 1, 'mac', 'Mac', 2000, 1);
                 INSERT INTO devices (account_key, device_key, device_id, name, created_at, object_count) VALUES (1, 2, 'pc', 'PC', 2000, 1);
-                INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (1, '\(Self.guid)', 1, '\(Self.fingerprint(1))', 1, 3000);
+                INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (1, '\(Self.guid)', 1, '\(contentFingerprint(1))', 1, 3000);
                 INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid)
-                    VALUES (1, 1, 'MAC-BEACH', 1, '\(Self.fingerprint(1))', 'image', '2024-05-01T10:00:00.5+02:00', 0, 0, '', 0, '\(Self.guid)');
+                    VALUES (1, 1, 'MAC-BEACH', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T10:00:00.5+02:00', 0, 0, '', 0, '\(Self.guid)');
                 INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid)
-                    VALUES (1, 2, 'PC-BEACH', 1, '\(Self.fingerprint(1))', 'image', '2024-05-01T08:00:00Z', 0, 0, '', 0, '\(Self.guid)');
+                    VALUES (1, 2, 'PC-BEACH', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T08:00:00Z', 0, 0, '', 0, '\(Self.guid)');
             """, postgres: """
             INSERT INTO accounts (account_id, name, created_at, next_record_order) VALUES ('acc', 'A', 1000, 2);
             INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'mac', 'Mac', 2000, 1);
             INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'pc', 'PC', 2000, 1);
-            INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', '\(Self.guid)', 1, '\(Self.fingerprint(1))', 1, 3000);
+            INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', '\(Self.guid)', 1, '\(contentFingerprint(1))', 1, 3000);
             INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid)
-                VALUES ('acc', 'mac', 'MAC-BEACH', 1, '\(Self.fingerprint(1))', 'image', '2024-05-01T10:00:00.5+02:00', false, false, '', false, '\(Self.guid)');
+                VALUES ('acc', 'mac', 'MAC-BEACH', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T10:00:00.5+02:00', false, false, '', false, '\(Self.guid)');
             INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid)
-                VALUES ('acc', 'pc', 'PC-BEACH', 1, '\(Self.fingerprint(1))', 'image', '2024-05-01T08:00:00Z', false, false, '', false, '\(Self.guid)');
+                VALUES ('acc', 'pc', 'PC-BEACH', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T08:00:00Z', false, false, '', false, '\(Self.guid)');
             """), Self.expectMigrated)
     }
 
-    static func fingerprint(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
 
     static func expectMigrated(_ store: any ConcordStore) throws {
         for indexBytes in [0, 64 << 20] {   // from storage, and from the in-memory index
@@ -43,12 +42,12 @@ import Testing
             configuration.mappingIndexBytes = indexBytes
             let service = try ConcordService(store: store, configuration: configuration)
             let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
-            let record = "\(Self.guid):001:\(Self.fingerprint(1))"
+            let record = "\(Self.guid):001:\(contentFingerprint(1))"
             // The old links answer both ways.
             #expect(try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["MAC-BEACH"], device: mac).map(\.result) == [.found(record)])
             #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [record], device: pc).map(\.result) == [.found("PC-BEACH")])
             let stored = try service.library.object(localIdentifier: "MAC-BEACH", device: mac)
-            #expect(stored.fingerprint == Self.fingerprint(1) && stored.photoKitCloudIdentifier == nil)
+            #expect(stored.fingerprint == contentFingerprint(1) && stored.photoKitCloudIdentifier == nil)
             #expect(try service.mapping.status(device: mac) == LibraryStatus(objects: 1, withFingerprint: 1, withKey: 0, linked: 1, wanted: 0))
         }
         // The backfilled creation seconds drive the wanted rule: a phone's fingerprint-less photo of
@@ -69,6 +68,6 @@ import Testing
         let ipad = try service.accounts.createDevice(accountID: "acc", name: "ipad", platform: nil)
         let i = DeviceRef(accountID: "acc", deviceID: ipad.deviceID)
         try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: [.asset("I-BEACH", fingerprint: "", photoKitCloudIdentifier: "BEACH:001:x")])), device: i)
-        #expect(try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["I-BEACH"], device: i).map(\.result) == [.found("\(Self.guid):001:\(Self.fingerprint(1))")])
+        #expect(try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["I-BEACH"], device: i).map(\.result) == [.found("\(Self.guid):001:\(contentFingerprint(1))")])
     }
 }

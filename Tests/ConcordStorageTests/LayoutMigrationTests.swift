@@ -13,20 +13,19 @@ import Testing
 @Suite struct LayoutMigrationTests {
     static let g1 = "0C44A1D2-0000-4000-8000-000000000001"
     static let g2 = "0C44A1D2-0000-4000-8000-000000000002"
-    static func fingerprint(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
 
     static let sqliteSeed = """
         INSERT INTO accounts (account_key, account_id, name, created_at, next_device_key, next_record_order) VALUES (1, 'acc', 'A', 1000, 3, 3);
         INSERT INTO devices (account_key, device_key, device_id, name, created_at, object_count) VALUES (1, 1, 'mac', 'Mac', 2000, 4);
         INSERT INTO devices (account_key, device_key, device_id, name, created_at, object_count) VALUES (1, 2, 'pc', 'PC', 2000, 3);
-        INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (1, '\(g1)', 1, '\(fingerprint(1))', 1, 3000);
-        INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (1, '\(g2)', 1, '\(fingerprint(2))', 2, 3000);
+        INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (1, '\(g1)', 1, '\(contentFingerprint(1))', 1, 3000);
+        INSERT INTO records (account_key, guid, type, fingerprint, created_order, created_at) VALUES (1, '\(g2)', 1, '\(contentFingerprint(2))', 2, 3000);
         INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid, creation_second)
-            VALUES (1, 1, 'MAC-1', 1, '\(fingerprint(1))', 'image', '2024-05-01T10:00:00Z', 0, 0, '', 0, '\(g1)', 1714557600),
-                   (1, 1, 'MAC-2', 1, '\(fingerprint(2))', 'image', '2024-05-02T10:00:00Z', 0, 0, '', 0, '\(g2)', 1714644000),
+            VALUES (1, 1, 'MAC-1', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T10:00:00Z', 0, 0, '', 0, '\(g1)', 1714557600),
+                   (1, 1, 'MAC-2', 1, '\(contentFingerprint(2))', 'image', '2024-05-02T10:00:00Z', 0, 0, '', 0, '\(g2)', 1714644000),
                    (1, 1, 'MAC-ALBUM', 40, '', 'image', NULL, 0, 0, 'MAC-1' || char(10) || 'MAC-2', 0, NULL, NULL),
-                   (1, 2, 'PC-1', 1, '\(fingerprint(1))', 'image', '2024-05-01T10:00:00Z', 0, 0, '', 0, '\(g1)', 1714557600),
-                   (1, 2, 'PC-2', 1, '\(fingerprint(2))', 'image', '2024-05-02T10:00:00Z', 0, 0, '', 0, NULL, 1714644000),
+                   (1, 2, 'PC-1', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T10:00:00Z', 0, 0, '', 0, '\(g1)', 1714557600),
+                   (1, 2, 'PC-2', 1, '\(contentFingerprint(2))', 'image', '2024-05-02T10:00:00Z', 0, 0, '', 0, NULL, 1714644000),
                    (1, 2, 'PC-NOHASH', 1, '', 'image', '2024-05-01T10:00:00Z', 0, 0, '', 0, NULL, 1714557600);
         """
 
@@ -34,14 +33,14 @@ import Testing
         INSERT INTO accounts (account_id, name, created_at, next_record_order) VALUES ('acc', 'A', 1000, 3);
         INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'mac', 'Mac', 2000, 4);
         INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'pc', 'PC', 2000, 3);
-        INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', '\(g1)', 1, '\(fingerprint(1))', 1, 3000);
-        INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', '\(g2)', 1, '\(fingerprint(2))', 2, 3000);
+        INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', '\(g1)', 1, '\(contentFingerprint(1))', 1, 3000);
+        INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', '\(g2)', 1, '\(contentFingerprint(2))', 2, 3000);
         INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid, creation_second)
-            VALUES ('acc', 'mac', 'MAC-1', 1, '\(fingerprint(1))', 'image', '2024-05-01T10:00:00Z', false, false, '', false, '\(g1)', 1714557600),
-                   ('acc', 'mac', 'MAC-2', 1, '\(fingerprint(2))', 'image', '2024-05-02T10:00:00Z', false, false, '', false, '\(g2)', 1714644000),
+            VALUES ('acc', 'mac', 'MAC-1', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T10:00:00Z', false, false, '', false, '\(g1)', 1714557600),
+                   ('acc', 'mac', 'MAC-2', 1, '\(contentFingerprint(2))', 'image', '2024-05-02T10:00:00Z', false, false, '', false, '\(g2)', 1714644000),
                    ('acc', 'mac', 'MAC-ALBUM', 40, '', 'image', NULL, false, false, 'MAC-1' || chr(10) || 'MAC-2', false, NULL, NULL),
-                   ('acc', 'pc', 'PC-1', 1, '\(fingerprint(1))', 'image', '2024-05-01T10:00:00Z', false, false, '', false, '\(g1)', 1714557600),
-                   ('acc', 'pc', 'PC-2', 1, '\(fingerprint(2))', 'image', '2024-05-02T10:00:00Z', false, false, '', false, NULL, 1714644000),
+                   ('acc', 'pc', 'PC-1', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T10:00:00Z', false, false, '', false, '\(g1)', 1714557600),
+                   ('acc', 'pc', 'PC-2', 1, '\(contentFingerprint(2))', 'image', '2024-05-02T10:00:00Z', false, false, '', false, NULL, 1714644000),
                    ('acc', 'pc', 'PC-NOHASH', 1, '', 'image', '2024-05-01T10:00:00Z', false, false, '', false, NULL, 1714557600);
         """
 
@@ -49,7 +48,7 @@ import Testing
     func aMappedSchema8DatabaseAnswersAsBefore(_ engine: TestEngine) throws {
         try OldSchemaDatabase.open(engine, atVersion: 8, seed: (sqlite: Self.sqliteSeed, postgres: Self.postgresSeed)) { store in
             let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
-            let r1 = "\(Self.g1):001:\(Self.fingerprint(1))", r2 = "\(Self.g2):001:\(Self.fingerprint(2))"
+            let r1 = "\(Self.g1):001:\(contentFingerprint(1))", r2 = "\(Self.g2):001:\(contentFingerprint(2))"
             for indexBytes in [0, 64 << 20] {   // from storage, and from the in-memory index
                 var configuration = DomainConfiguration()
                 configuration.mappingIndexBytes = indexBytes
@@ -79,7 +78,7 @@ import Testing
             #expect(try store.read(account: "acc") { tx in try tx.objects(pc, matching: [ContentKey(type: .asset, fingerprint: "")]) }
                 .map(\.object.localIdentifier) == ["PC-NOHASH"])
             #expect(try store.read(account: "acc") { tx in
-                try tx.objects(pc, matching: [ContentKey(type: .asset, fingerprint: ""), ContentKey(type: .asset, fingerprint: Self.fingerprint(1))])
+                try tx.objects(pc, matching: [ContentKey(type: .asset, fingerprint: ""), ContentKey(type: .asset, fingerprint: contentFingerprint(1))])
             }.map(\.object.localIdentifier) == ["PC-1", "PC-NOHASH"])
         }
     }

@@ -47,6 +47,7 @@ import Testing
         15: "596ee6b6d46342244a0fc565868ce84055e244626750e5a1e21d3c43b4bea440",
         16: "3bcaefc383898d42069dc6dbb272e6b33b4a72fef354bac4dea931ab1209117f",
         17: "1d93e8bed2a50a0cebdb79c4cf908d9ad511308b4bf9581f36ce1da902285c9a",
+        18: "98a73c9579392e6d656f41dab196310df8d83703e0ebe764ec86736628162591",
     ]
 
     static func digests(_ migrations: [(version: Int, sql: String)]) -> [Int: String] {

@@ -17,7 +17,6 @@ struct PostgresCompactSchemaTests {
     static let g2 = "0C44A1D2-0000-4000-8000-000000000002"
     static let g3 = "0C44A1D2-0000-4000-8000-000000000003"
     static let g4 = "0C44A1D2-0000-4000-8000-000000000004"
-    static func fingerprint(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
     /// A fingerprint that is not canonical base64url (its unused low bits are set), and one that is
     /// but whose bytes begin with 0: both stored as their text.
     static let oddFingerprint = "BBBBBBBBBBBBBBBBBBBBBB", zeroFingerprint = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -29,26 +28,26 @@ struct PostgresCompactSchemaTests {
         INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'pc', 'PC', 2001, 4);
         INSERT INTO tokens (token_hash, kind, account_id, device_id, created_at) VALUES ('\\xa1', 1, 'acc', NULL, 1000), ('\\xd1', 2, 'acc', 'mac', 2000);
         INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES
-            ('acc', '\(g1)', 1, '\(fingerprint(1))', 1, 3000),
-            ('acc', '\(g2)', 1, '\(fingerprint(2))', 2, 3000),
+            ('acc', '\(g1)', 1, '\(contentFingerprint(1))', 1, 3000),
+            ('acc', '\(g2)', 1, '\(contentFingerprint(2))', 2, 3000),
             ('acc', '\(g3)', 1, '\(oddFingerprint)', 3, 3000),
             ('acc', '\(g4)', 1, '\(zeroFingerprint)', 4, 3000);
         INSERT INTO record_keys (account_id, guid, type, key_a) VALUES ('acc', '\(g1)', 1, 'KEY-1');
         INSERT INTO objects (account_id, device_id, local_id, type, fingerprint, media_type, creation_date, modification_date, has_adjustments,
                              is_favorite, title, members, app_created, record_guid, pk_identifier, key_a, creation_second) VALUES
-            ('acc', 'mac', 'MAC-1', 1, '\(fingerprint(1))', 'image', '2024-05-01T10:00:00Z', '2024-05-02T00:00:00Z', false, true, NULL, '', false, '\(g1)', 'KEY-1:001:x', 'KEY-1', 1714557600),
-            ('acc', 'mac', 'MAC-2', 1, '\(fingerprint(2))', 'video', '2024-05-01T10:00:00.5+02:00', '2024-05-02 00:00', true, false, NULL, '', false, '\(g2)', NULL, NULL, 1714550400),
+            ('acc', 'mac', 'MAC-1', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T10:00:00Z', '2024-05-02T00:00:00Z', false, true, NULL, '', false, '\(g1)', 'KEY-1:001:x', 'KEY-1', 1714557600),
+            ('acc', 'mac', 'MAC-2', 1, '\(contentFingerprint(2))', 'video', '2024-05-01T10:00:00.5+02:00', '2024-05-02 00:00', true, false, NULL, '', false, '\(g2)', NULL, NULL, 1714550400),
             ('acc', 'mac', 'MAC-3', 1, '\(oddFingerprint)', 'image', NULL, NULL, false, false, NULL, '', false, '\(g3)', NULL, NULL, NULL),
             ('acc', 'mac', 'MAC-4', 1, '\(zeroFingerprint)', 'image', '2024-02-30T10:00:00Z', NULL, false, false, NULL, '', false, '\(g4)', NULL, NULL, NULL),
             ('acc', 'mac', 'MAC-ALBUM', 40, '', 'image', NULL, NULL, false, false, 'Trip', 'MAC-1' || chr(10) || 'MAC-2', true, NULL, NULL, NULL, NULL),
-            ('acc', 'pc', 'PC-1', 1, '\(fingerprint(1))', 'image', '2024-05-01T10:00:00Z', NULL, false, false, NULL, '', false, '\(g1)', NULL, NULL, 1714557600),
-            ('acc', 'pc', 'PC-2', 1, '\(fingerprint(2))', 'image', NULL, NULL, false, false, NULL, '', false, NULL, NULL, NULL, NULL),
+            ('acc', 'pc', 'PC-1', 1, '\(contentFingerprint(1))', 'image', '2024-05-01T10:00:00Z', NULL, false, false, NULL, '', false, '\(g1)', NULL, NULL, 1714557600),
+            ('acc', 'pc', 'PC-2', 1, '\(contentFingerprint(2))', 'image', NULL, NULL, false, false, NULL, '', false, NULL, NULL, NULL, NULL),
             ('acc', 'pc', 'PC-3', 1, '\(oddFingerprint)', 'image', NULL, NULL, false, false, NULL, '', false, NULL, NULL, NULL, NULL),
             ('acc', 'pc', 'PC-NOHASH', 1, '', 'image', '2024-05-01T08:00:00Z', NULL, false, false, NULL, '', false, NULL, NULL, NULL, 1714550400);
         INSERT INTO changes (account_id, device_id, seq, created_at, details) VALUES
             ('acc', 'mac', 1, 4000, 'aiMAC-1' || chr(10) || 'aiMAC-2' || chr(10) || 'ciMAC-ALBUM'), ('acc', 'mac', 2, 4001, NULL);
         INSERT INTO journals (account_id, journal_id, title, version, entry_count, created_seq, created_at, updated_at) VALUES ('acc', 'J1', 'Trip', 2, 1, 1, 5000, 5001);
-        INSERT INTO journal_entries (account_id, journal_id, entry_id, text, photos, version, created_seq) VALUES ('acc', 'J1', 'E1', 'Beach', '\(g1):001:\(fingerprint(1))', 2, 2);
+        INSERT INTO journal_entries (account_id, journal_id, entry_id, text, photos, version, created_seq) VALUES ('acc', 'J1', 'E1', 'Beach', '\(g1):001:\(contentFingerprint(1))', 2, 2);
         INSERT INTO journal_feeds (account_id, last_change_seq) VALUES ('acc', 2);
         INSERT INTO journal_changes (account_id, seq, created_at, details) VALUES ('acc', 1, 5000, 'jiJ1'), ('acc', 2, 5001, 'juJ1' || chr(10) || 'eiJ1/E1');
         INSERT INTO idempotency_keys (owner_hash, key, account_id, fingerprint, answer, applied, created_at) VALUES ('\\x0a', 'k1', 'acc', '\\x0b', '\\x0c', true, extract(epoch FROM now()));
@@ -56,15 +55,15 @@ struct PostgresCompactSchemaTests {
         INSERT INTO upload_parts (account_id, upload_id, part, objects) VALUES ('acc', 'U1', 1, 2), ('acc', 'U1', 2, 1);
         INSERT INTO upload_objects (account_id, upload_id, local_id, part, type, fingerprint, media_type, creation_date, modification_date,
                                     has_adjustments, is_favorite, title, members, app_created, pk_identifier) VALUES
-            ('acc', 'U1', 'PC-1', 1, 1, '\(fingerprint(1))', 'image', '2024-05-01T10:00:00Z', NULL, false, false, NULL, '', false, NULL),
-            ('acc', 'U1', 'PC-2', 1, 1, '\(fingerprint(2))', 'image', NULL, NULL, false, false, NULL, '', false, NULL),
-            ('acc', 'U1', 'PC-5', 2, 1, '\(fingerprint(5))', 'audio', '2025-01-01T00:00:00+01:00', NULL, false, false, NULL, '', false, NULL);
+            ('acc', 'U1', 'PC-1', 1, 1, '\(contentFingerprint(1))', 'image', '2024-05-01T10:00:00Z', NULL, false, false, NULL, '', false, NULL),
+            ('acc', 'U1', 'PC-2', 1, 1, '\(contentFingerprint(2))', 'image', NULL, NULL, false, false, NULL, '', false, NULL),
+            ('acc', 'U1', 'PC-5', 2, 1, '\(contentFingerprint(5))', 'audio', '2025-01-01T00:00:00+01:00', NULL, false, false, NULL, '', false, NULL);
         """
 
     @Test func aSchema13DatabaseMigratesAndAnswersAsBefore() throws {
         try OldSchemaDatabase.open(.postgres, atVersion: 13, seed: (sqlite: "", postgres: Self.seed)) { store in
             let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
-            let r1 = "\(Self.g1):001:\(Self.fingerprint(1))", r2 = "\(Self.g2):001:\(Self.fingerprint(2))"
+            let r1 = "\(Self.g1):001:\(contentFingerprint(1))", r2 = "\(Self.g2):001:\(contentFingerprint(2))"
             let r3 = "\(Self.g3):001:\(Self.oddFingerprint)", r4 = "\(Self.g4):001:\(Self.zeroFingerprint)"
             // Tokens and accounts keep their IDs.
             #expect(try store.readServer { tx in try tx.tokenOwner(tokenHash: Self.deviceToken) }?.principal == .device(mac))
@@ -82,7 +81,7 @@ struct PostgresCompactSchemaTests {
                 // Objects read back exactly as stored: both date spellings, the media type, flags, the album.
                 let o1 = try service.library.object(localIdentifier: "MAC-1", device: mac)
                 #expect(o1.creationDate == "2024-05-01T10:00:00Z" && o1.modificationDate == "2024-05-02T00:00:00Z" && o1.isFavorite
-                        && o1.fingerprint == Self.fingerprint(1) && o1.photoKitCloudIdentifier == "KEY-1:001:x" && o1.mediaType == .image)
+                        && o1.fingerprint == contentFingerprint(1) && o1.photoKitCloudIdentifier == "KEY-1:001:x" && o1.mediaType == .image)
                 let o2 = try service.library.object(localIdentifier: "MAC-2", device: mac)
                 #expect(o2.creationDate == "2024-05-01T10:00:00.5+02:00" && o2.modificationDate == "2024-05-02 00:00" && o2.mediaType == .video && o2.hasAdjustments)
                 #expect(try service.library.object(localIdentifier: "MAC-3", device: mac).fingerprint == Self.oddFingerprint)
@@ -135,24 +134,15 @@ struct PostgresCompactSchemaTests {
         let unconvertible = """
             INSERT INTO records (account_id, guid, type, fingerprint, created_order, created_at) VALUES ('acc', 'not-a-uuid', 1, 'x', 9, 3000);
             """
-        try OldSchemaDatabase.postgresSchema(atVersion: 13, seed: Self.seed + unconvertible) { url in
-            do {
-                _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-                Issue.record("the migration ran over a GUID it cannot store")
-            } catch {
-                #expect("\(error)".contains("table records, row (account_id acc, guid not-a-uuid)"), "\(error)")
-            }
-            // Still schema 13, with every row where it was.
-            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
-            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 13)
-            #expect(try probe.scalarInt("SELECT count(*) FROM objects WHERE record_guid IS NOT NULL") == 5)
-            #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'account_key'") == 0)
-            // Once the row is put right, the next start migrates.
-            try probe.execute("DELETE FROM records WHERE guid = 'not-a-uuid'")
-            probe.close()
-            let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-            defer { store.close() }
-            #expect(try store.read(account: "acc") { tx in try tx.recordCount() } == 4)
-        }
+        try OldSchemaDatabase.postgresMigrationStops(
+            atVersion: 13, seed: Self.seed + unconvertible, failure: "table records, row (account_id acc, guid not-a-uuid)",
+            unchanged: { probe throws in
+                // Every row where it was.
+                #expect(try probe.scalarInt("SELECT count(*) FROM objects WHERE record_guid IS NOT NULL") == 5)
+                #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'account_key'") == 0)
+            },
+            fix: "DELETE FROM records WHERE guid = 'not-a-uuid'",
+            migrated: { store throws in #expect(try store.read(account: "acc") { tx in try tx.recordCount() } == 4) }
+        )
     }
 }

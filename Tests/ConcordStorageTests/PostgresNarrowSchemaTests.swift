@@ -17,7 +17,6 @@ struct PostgresNarrowSchemaTests {
     static let g1 = "0C44A1D2-0000-4000-8000-000000000011"
     static let g2 = "0C44A1D2-0000-4000-8000-000000000012"
     static let missing = "0C44A1D2-0000-4000-8000-0000000000FF"
-    static func fingerprint(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
     /// A fingerprint's stored bytes as a bytea literal.
     static func stored(_ text: String) -> String {
         "'\\x" + PostgresCompact.fingerprint(text).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "'"
@@ -29,16 +28,16 @@ struct PostgresNarrowSchemaTests {
         INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'mac', 'Mac', 2000, 4);
         INSERT INTO devices (account_id, device_id, name, created_at, object_count) VALUES ('acc', 'pc', 'PC', 2001, 3);
         INSERT INTO records (account_key, created_order, record, type, fingerprint) VALUES
-            (1, 1, '\(g1)', 1, \(stored(fingerprint(1)))), (1, 2, '\(g2)', 1, \(stored(fingerprint(2))));
+            (1, 1, '\(g1)', 1, \(stored(contentFingerprint(1)))), (1, 2, '\(g2)', 1, \(stored(contentFingerprint(2))));
         INSERT INTO record_keys (account_key, record, type, key_a) VALUES (1, '\(g1)', 1, 'KEY-1');
         INSERT INTO objects (account_key, device_key, creation_second, modification_second, type, has_adjustments, is_favorite, app_created,
                              local_id, fingerprint, media_type, creation_date, modification_date, title, members, pk_identifier, key_a) VALUES
-            (1, 1, 1714557600, NULL, 1, false, true, false, 'MAC-1', \(stored(fingerprint(1))), NULL, NULL, NULL, NULL, '', 'KEY-1:001:x', 'KEY-1'),
-            (1, 1, NULL, NULL, 1, false, false, false, 'MAC-2', \(stored(fingerprint(2))), 'video', NULL, NULL, NULL, '', NULL, NULL),
+            (1, 1, 1714557600, NULL, 1, false, true, false, 'MAC-1', \(stored(contentFingerprint(1))), NULL, NULL, NULL, NULL, '', 'KEY-1:001:x', 'KEY-1'),
+            (1, 1, NULL, NULL, 1, false, false, false, 'MAC-2', \(stored(contentFingerprint(2))), 'video', NULL, NULL, NULL, '', NULL, NULL),
             (1, 1, NULL, NULL, 1, false, false, false, 'MAC-3', '', NULL, NULL, NULL, NULL, '', NULL, NULL),
             (1, 1, NULL, NULL, 40, false, false, true, 'MAC-ALBUM', '', NULL, NULL, NULL, 'Trip', 'MAC-1' || chr(10) || 'MAC-2', NULL, NULL),
-            (1, 2, 1714557600, NULL, 1, false, false, false, 'PC-1', \(stored(fingerprint(1))), NULL, NULL, NULL, NULL, '', NULL, NULL),
-            (1, 2, NULL, NULL, 1, false, false, false, 'PC-2', \(stored(fingerprint(2))), NULL, NULL, NULL, NULL, '', NULL, NULL),
+            (1, 2, 1714557600, NULL, 1, false, false, false, 'PC-1', \(stored(contentFingerprint(1))), NULL, NULL, NULL, NULL, '', NULL, NULL),
+            (1, 2, NULL, NULL, 1, false, false, false, 'PC-2', \(stored(contentFingerprint(2))), NULL, NULL, NULL, NULL, '', NULL, NULL),
             (1, 2, 1714550400, NULL, 1, false, false, false, 'PC-NOHASH', '', NULL, NULL, NULL, NULL, '', NULL, NULL);
         INSERT INTO links (account_key, device_key, record, local_id) VALUES
             (1, 1, '\(g1)', 'MAC-1'), (1, 1, '\(g2)', 'MAC-2'), (1, 2, '\(g1)', 'PC-1');
@@ -48,24 +47,10 @@ struct PostgresNarrowSchemaTests {
         try OldSchemaDatabase.postgresSchema(atVersion: 16, seed: Self.seed) { url in
             let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 2))
             defer { store.close() }
-            let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
-            let r1 = "\(Self.g1):001:\(Self.fingerprint(1))", r2 = "\(Self.g2):001:\(Self.fingerprint(2))"
-            #expect(try store.read(account: "acc") { tx in try tx.mappingVersion() } == 4)
-            for indexBytes in [0, 64 << 20] {   // from storage, and from the in-memory index loaded from the new tables
-                var configuration = DomainConfiguration()
-                configuration.mappingIndexBytes = indexBytes
-                let service = try ConcordService(store: store, configuration: configuration)
-                #expect(try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["MAC-1", "MAC-2"], device: mac).map(\.result) == [.found(r1), .found(r2)])
-                #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1, r2], device: mac).map(\.result) == [.found("MAC-1"), .found("MAC-2")])
-                #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r1], device: pc).map(\.result) == [.found("PC-1")])
-                let o1 = try service.library.object(localIdentifier: "MAC-1", device: mac)
-                #expect(o1.isFavorite && o1.fingerprint == Self.fingerprint(1) && o1.photoKitCloudIdentifier == "KEY-1:001:x")
-                #expect(try service.library.object(localIdentifier: "MAC-ALBUM", device: mac).members == ["MAC-1", "MAC-2"])
-                #expect(try service.library.listObjects(type: .asset, after: "MAC-1", limit: 10, device: mac).objects.map(\.localIdentifier) == ["MAC-2", "MAC-3"])
-                #expect(try service.mapping.status(device: mac) == LibraryStatus(objects: 4, withFingerprint: 2, withKey: 1, linked: 2, wanted: 0))
-                #expect(try service.mapping.status(device: pc) == LibraryStatus(objects: 3, withFingerprint: 2, withKey: 0, linked: 1, wanted: 1))
-                #expect(try service.mapping.wanted(device: pc, after: nil, limit: 10).objects.map(\.localIdentifier) == ["PC-NOHASH"])
-            }
+            let mac = DeviceRef(accountID: "acc", deviceID: "mac")
+            try OldSchemaDatabase.expectSeedAnswers(store, g1: Self.g1, g2: Self.g2, macKeys: 1)
+            let o1 = try ConcordService(store: store, configuration: DomainConfiguration()).library.object(localIdentifier: "MAC-1", device: mac)
+            #expect(o1.photoKitCloudIdentifier == "KEY-1:001:x")
             // Objects are numbered per device in the old key order; the counters go on from there.
             let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
             defer { probe.close() }
@@ -73,21 +58,7 @@ struct PostgresNarrowSchemaTests {
             #expect(try probe.scalarInt("SELECT next_object_no FROM devices WHERE device_id = 'mac'") == 5)
             #expect(try probe.scalarInt("SELECT next_object_no FROM devices WHERE device_id = 'pc'") == 4)
             #expect(try probe.scalarInt("SELECT count(*) FROM links WHERE account_key = 1 AND record_order = 1") == 2)
-            // New objects take the next numbers; an update keeps its number; a first mapping links by content.
-            let service = try ConcordService(store: store, configuration: DomainConfiguration())
-            try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: [
-                .asset("PC-3", fingerprint: Self.fingerprint(3)), .asset("PC-2", fingerprint: Self.fingerprint(2)),
-            ])), device: pc)
-            #expect(try probe.scalarInt("SELECT object_no FROM objects WHERE device_key = 2 AND local_id = 'PC-3'") == 4)
-            #expect(try probe.scalarInt("SELECT object_no FROM objects WHERE device_key = 2 AND local_id = 'PC-2'") == 2)
-            #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r2], device: pc).map(\.result) == [.found("PC-2")])
-            let fresh = try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["PC-3"], device: pc)
-            guard case .found(let r3)? = fresh.first?.result else { Issue.record("PC-3 got no cloud identifier: \(fresh)"); return }
-            #expect(try service.mapping.localIdentifiers(forCloudIdentifiers: [r3], device: pc).map(\.result) == [.found("PC-3")])
-            // A deleted object takes its link with it; a record still links to at most one object per device.
-            try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(delete: ["MAC-2"])), device: mac)
-            #expect(try probe.scalarInt("SELECT count(*) FROM links WHERE device_key = 1") == 1)
-            #expect(throws: (any Error).self) { try store.write(account: "acc") { tx in try tx.setLinks(pc, [("PC-NOHASH", Self.g1)]) } }
+            try OldSchemaDatabase.expectSeedWrites(store, probe: probe, g1: Self.g1, g2: Self.g2)
             // The account's deletion empties the new tables.
             #expect(try store.write(account: "acc") { tx in try tx.deleteAccount() })
             #expect(try probe.scalarInt("SELECT count(*) FROM objects") == 0)
@@ -111,7 +82,7 @@ struct PostgresNarrowSchemaTests {
                 ANALYZE objects; ANALYZE records; ANALYZE links;
                 SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan
                 """)
-            let parameters: [PGValue] = [.int(1), .int(2), .intArray([1, 1]), PostgresCompact.fingerprints([Self.fingerprint(1), Self.fingerprint(2)])]
+            let parameters: [PGValue] = [.int(1), .int(2), .intArray([1, 1]), PostgresCompact.fingerprints([contentFingerprint(1), contentFingerprint(2)])]
             for (sql, index) in [(PostgresTransaction.unlinkedRecordsByContent, "records_by_content"),
                                  (PostgresTransaction.objectsByContent, "objects_by_content")] {
                 var plan = ""
@@ -123,25 +94,18 @@ struct PostgresNarrowSchemaTests {
 
     @Test func aLinkWithoutItsRecordStopsTheMigrationAndChangesNothing() throws {
         let dangling = "INSERT INTO links (account_key, device_key, record, local_id) VALUES (1, 2, '\(Self.missing)', 'PC-2');"
-        try OldSchemaDatabase.postgresSchema(atVersion: 16, seed: Self.seed + dangling) { url in
-            do {
-                _ = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-                Issue.record("the migration ran over a link to no record")
-            } catch {
-                #expect("\(error)".contains("table links, row (account_key 1, device_key 2, record \(Self.missing.lowercased()), local_id PC-2): no such record"),
-                        "\(error)")
+        try OldSchemaDatabase.postgresMigrationStops(
+            atVersion: 16, seed: Self.seed + dangling,
+            failure: "table links, row (account_key 1, device_key 2, record \(Self.missing.lowercased()), local_id PC-2): no such record",
+            unchanged: { probe throws in
+                #expect(try probe.scalarInt("SELECT count(*) FROM links") == 4)
+                #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'object_no'") == 0)
+            },
+            fix: "DELETE FROM links WHERE record = '\(Self.missing)'",
+            migrated: { store throws in
+                #expect(try store.read(account: "acc") { tx in try tx.linkedObjects(DeviceRef(accountID: "acc", deviceID: "pc"), guids: [Self.g1]) }
+                    .map(\.localIdentifier) == ["PC-1"])
             }
-            let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
-            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 16)
-            #expect(try probe.scalarInt("SELECT count(*) FROM links") == 4)
-            #expect(try probe.scalarInt("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'object_no'") == 0)
-            // Once the row is put right, the next start migrates.
-            try probe.execute("DELETE FROM links WHERE record = '\(Self.missing)'")
-            probe.close()
-            let store = try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1))
-            defer { store.close() }
-            #expect(try store.read(account: "acc") { tx in try tx.linkedObjects(DeviceRef(accountID: "acc", deviceID: "pc"), guids: [Self.g1]) }
-                .map(\.localIdentifier) == ["PC-1"])
-        }
+        )
     }
 }

@@ -13,7 +13,6 @@ import Testing
 @Suite struct RowNumberMigrationTests {
     static let g1 = "0C44A1D2-0000-4000-8000-000000000001"
     static let g2 = "0C44A1D2-0000-4000-8000-000000000002"
-    static func fingerprint(_ n: Int) -> String { Base64URL.encode(SHA256.hash(Array("content-\(n)".utf8))) }
 
     /// Schema 18's forms: GUIDs and canonical fingerprints compact, dates as compact seconds.
     /// "a-…" sorts after "Z-…" in byte order, and "MAC-ALBUM" between "MAC-2" and "a-1".
@@ -21,16 +20,16 @@ import Testing
         INSERT INTO accounts (account_key, account_id, name, created_at, next_device_key, next_record_order, mapping_version) VALUES (1, 'acc', 'A', 1000, 3, 3, 7);
         INSERT INTO devices (account_key, device_key, device_id, name, created_at, object_count) VALUES (1, 1, 'mac', 'Mac', 2000, 5);
         INSERT INTO devices (account_key, device_key, device_id, name, created_at, object_count) VALUES (1, 2, 'pc', 'PC', 2000, 3);
-        INSERT INTO records (account_key, guid, type, fingerprint, created_order) VALUES (1, concord_compact('\(g1)'), 1, concord_compact('\(fingerprint(1))'), 1);
-        INSERT INTO records (account_key, guid, type, fingerprint, created_order) VALUES (1, concord_compact('\(g2)'), 1, concord_compact('\(fingerprint(2))'), 2);
+        INSERT INTO records (account_key, guid, type, fingerprint, created_order) VALUES (1, concord_compact('\(g1)'), 1, concord_compact('\(contentFingerprint(1))'), 1);
+        INSERT INTO records (account_key, guid, type, fingerprint, created_order) VALUES (1, concord_compact('\(g2)'), 1, concord_compact('\(contentFingerprint(2))'), 2);
         INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, has_adjustments, is_favorite, members, app_created, record_guid, key_a)
             VALUES (1, 1, 'a-1', 1, '', '', concord_date('2024-05-03T10:00:00Z'), 0, 0, '', 0, NULL, NULL),
-                   (1, 1, 'MAC-1', 1, concord_compact('\(fingerprint(1))'), '', concord_date('2024-05-01T10:00:00Z'), 0, 0, '', 0, concord_compact('\(g1)'), NULL),
-                   (1, 1, 'MAC-2', 1, concord_compact('\(fingerprint(2))'), '', concord_date('2024-05-02T10:00:00Z'), 0, 0, '', 0, concord_compact('\(g2)'), NULL),
+                   (1, 1, 'MAC-1', 1, concord_compact('\(contentFingerprint(1))'), '', concord_date('2024-05-01T10:00:00Z'), 0, 0, '', 0, concord_compact('\(g1)'), NULL),
+                   (1, 1, 'MAC-2', 1, concord_compact('\(contentFingerprint(2))'), '', concord_date('2024-05-02T10:00:00Z'), 0, 0, '', 0, concord_compact('\(g2)'), NULL),
                    (1, 1, 'MAC-ALBUM', 40, '', '', NULL, 0, 0, 'MAC-1' || char(10) || 'MAC-2', 0, NULL, NULL),
                    (1, 1, 'Z-1', 1, '', 'video', concord_date('2024-05-04T10:00:00Z'), 0, 1, '', 0, NULL, NULL),
-                   (1, 2, 'PC-1', 1, concord_compact('\(fingerprint(1))'), '', concord_date('2024-05-01T10:00:00Z'), 0, 0, '', 0, concord_compact('\(g1)'), NULL),
-                   (1, 2, 'PC-2', 1, concord_compact('\(fingerprint(2))'), '', concord_date('2024-05-02T10:00:00Z'), 0, 0, '', 0, NULL, NULL),
+                   (1, 2, 'PC-1', 1, concord_compact('\(contentFingerprint(1))'), '', concord_date('2024-05-01T10:00:00Z'), 0, 0, '', 0, concord_compact('\(g1)'), NULL),
+                   (1, 2, 'PC-2', 1, concord_compact('\(contentFingerprint(2))'), '', concord_date('2024-05-02T10:00:00Z'), 0, 0, '', 0, NULL, NULL),
                    (1, 2, 'PC-NOHASH', 1, '', '', concord_date('2024-05-01T10:00:00Z'), 0, 0, '', 0, NULL, NULL);
         """
 
@@ -52,7 +51,7 @@ import Testing
             #expect(copied == ["MAC-1", "MAC-2", "MAC-ALBUM", "Z-1", "a-1", "PC-1", "PC-2", "PC-NOHASH"])
 
             let mac = DeviceRef(accountID: "acc", deviceID: "mac"), pc = DeviceRef(accountID: "acc", deviceID: "pc")
-            let r1 = "\(Self.g1):001:\(Self.fingerprint(1))", r2 = "\(Self.g2):001:\(Self.fingerprint(2))"
+            let r1 = "\(Self.g1):001:\(contentFingerprint(1))", r2 = "\(Self.g2):001:\(contentFingerprint(2))"
             for indexBytes in [0, 64 << 20] {   // from storage, and from the in-memory index loaded from the tables
                 var configuration = DomainConfiguration()
                 configuration.mappingIndexBytes = indexBytes
@@ -68,7 +67,7 @@ import Testing
             // Columns came across as they were.
             let z = try #require(try store.read(account: "acc") { tx in try tx.objects(mac, localIdentifiers: ["Z-1"]) }.first)
             #expect(z.object.mediaType == .video && z.object.isFavorite && z.object.creationDate == "2024-05-04T10:00:00Z")
-            #expect(try store.read(account: "acc") { tx in try tx.objects(pc, matching: [ContentKey(type: .asset, fingerprint: Self.fingerprint(2))]) }
+            #expect(try store.read(account: "acc") { tx in try tx.objects(pc, matching: [ContentKey(type: .asset, fingerprint: contentFingerprint(2))]) }
                 .map(\.object.localIdentifier) == ["PC-2"])
             // A record still links to at most one object per device; a local identifier is still unique per device.
             #expect(throws: (any Error).self) {
@@ -80,7 +79,7 @@ import Testing
             let before = try #require(try sqlite.writer.scalarInt("SELECT rowid FROM objects WHERE device_key = 1 AND local_id = 'Z-1'"))
             try service.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(
                 upsert: [LibraryObject(localIdentifier: "Z-1", type: .asset, fingerprint: "", title: "renamed"),
-                         LibraryObject(localIdentifier: "B-NEW", type: .asset, fingerprint: Self.fingerprint(3))],
+                         LibraryObject(localIdentifier: "B-NEW", type: .asset, fingerprint: contentFingerprint(3))],
                 delete: ["MAC-1"])), device: mac)
             #expect(try sqlite.writer.scalarInt("SELECT rowid FROM objects WHERE device_key = 1 AND local_id = 'Z-1'") == before)
             #expect(try sqlite.writer.scalarInt("SELECT rowid FROM objects WHERE device_key = 1 AND local_id = 'B-NEW'") == 9)
@@ -91,7 +90,7 @@ import Testing
             // A new record and link by content on the other device.
             let created = try service.mapping.cloudIdentifiers(forLocalIdentifiers: ["B-NEW"], device: mac)
             guard case .found(let r3) = try #require(created.first).result else { Issue.record("no record for B-NEW: \(created)"); return }
-            #expect(r3.hasSuffix(Self.fingerprint(3)))
+            #expect(r3.hasSuffix(contentFingerprint(3)))
         }
     }
 }

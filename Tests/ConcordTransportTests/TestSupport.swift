@@ -1,4 +1,5 @@
 import ConcordHTTP
+import ConcordSocketTestSupport
 import Dispatch
 import Foundation
 import Glibc
@@ -128,12 +129,7 @@ final class TestClient {
     func send(_ text: String) throws { try self.send(Array(text.utf8)) }
 
     func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw TestFailure("send failed: errno \(errno)") }
-            offset += n
-        }
+        guard sendAll(self.fd, bytes) else { throw TestFailure("send failed: errno \(errno)") }
     }
 
     /// Sends `request` and reads its response (nil if the server closed before any byte of it).

@@ -7,22 +7,6 @@ public struct CloudIdentifiersRequest: Codable, Sendable {
     public init(localIdentifiers: [String]) { self.localIdentifiers = localIdentifiers }
 }
 
-/// `POST /v1/library/local-identifiers`' request body (cloud → local).
-public struct LocalIdentifiersRequest: Codable, Sendable {
-    public var cloudIdentifiers: [String]
-    public init(cloudIdentifiers: [String]) { self.cloudIdentifiers = cloudIdentifiers }
-}
-
-/// One successful cloud → local mapping in the answer.
-public struct LocalIdentifierMapping: Codable, Sendable, Equatable {
-    public var cloudIdentifier: String
-    public var localIdentifier: String
-    public init(cloudIdentifier: String, localIdentifier: String) {
-        self.cloudIdentifier = cloudIdentifier
-        self.localIdentifier = localIdentifier
-    }
-}
-
 /// One successful mapping in the answer.
 public struct CloudIdentifierMapping: Codable, Sendable, Equatable {
     public var localIdentifier: String

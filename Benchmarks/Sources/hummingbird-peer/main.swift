@@ -18,6 +18,16 @@ struct MappingAnswer: ResponseEncodable {
     var mappings: [CloudIdentifierMapping]
 }
 
+/// Cloud → local, only this peer's: `POST /v1/library/local-identifiers`' body and answer.
+struct LocalIdentifiersRequest: Decodable {
+    var cloudIdentifiers: [String]
+}
+
+struct LocalIdentifierMapping: Encodable {
+    var cloudIdentifier: String
+    var localIdentifier: String
+}
+
 struct LocalMappingAnswer: ResponseEncodable {
     var mappings: [LocalIdentifierMapping]
 }

@@ -63,17 +63,18 @@ func foundationDecode(_ data: Data) throws -> [String] {
     try foundationDecoder.decode(CloudIdentifiersRequest.self, from: data).localIdentifiers
 }
 
-/// Concord: the answer written straight to bytes.
+/// Concord: the answer written straight to bytes, with the server's static keys (`key(plain:)`,
+/// as its mapping answers are written).
 func concordEncode(_ mappings: [CloudIdentifierMapping]) -> [UInt8] {
     var writer = JSONWriter(capacity: 64 + mappings.count * 160)
     writer.beginObject()
-    writer.key("mappings")
+    writer.key(plain: "mappings")
     writer.beginArray()
     for mapping in mappings {
         writer.beginObject()
-        writer.key("localIdentifier")
+        writer.key(plain: "localIdentifier")
         writer.string(mapping.localIdentifier)
-        writer.key("cloudIdentifier")
+        writer.key(plain: "cloudIdentifier")
         writer.string(mapping.cloudIdentifier)
         writer.endObject()
     }

@@ -47,7 +47,6 @@ static const uint32_t concord_EPOLLIN = EPOLLIN;
 static const uint32_t concord_EPOLLOUT = EPOLLOUT;
 static const uint32_t concord_EPOLLERR = EPOLLERR;
 static const uint32_t concord_EPOLLHUP = EPOLLHUP;
-static const uint32_t concord_EPOLLRDHUP = EPOLLRDHUP;
 static const uint32_t concord_EPOLLEXCLUSIVE = EPOLLEXCLUSIVE;
 static const int concord_SOCK_STREAM = SOCK_STREAM;
 static const int concord_SOCK_NONBLOCK = SOCK_NONBLOCK;

@@ -87,8 +87,7 @@ enum PostgresCompactSchema {
             record uuid NOT NULL,
             type smallint NOT NULL,
             fingerprint bytea NOT NULL
-        ) WITH (autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.02,
-                autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_limit = 2000);
+        ) WITH (\#(bulkWriteStorage));
         INSERT INTO records_14 (account_key, created_order, record, type, fingerprint)
             SELECT a.account_key, r.created_order, r.guid::uuid, r.type, pg_temp.concord_fingerprint(r.fingerprint)
             FROM records r JOIN accounts a ON a.account_id = r.account_id ORDER BY a.account_key, r.created_order;
@@ -131,8 +130,7 @@ enum PostgresCompactSchema {
             device_key bigint NOT NULL,
             record uuid NOT NULL,
             local_id text COLLATE "C" NOT NULL
-        ) WITH (autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.02,
-                autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_limit = 2000);
+        ) WITH (\#(bulkWriteStorage));
         INSERT INTO links (account_key, device_key, record, local_id)
             SELECT d.account_key, d.device_key, o.record_guid::uuid, o.local_id
             FROM objects o JOIN (SELECT a.account_key, v.device_key, v.account_id, v.device_id FROM devices v JOIN accounts a ON a.account_id = v.account_id) d
@@ -175,6 +173,14 @@ enum PostgresCompactSchema {
         CREATE INDEX changes_by_time ON changes (account_key, device_key, created_at, seq);
         """#
 
+    /// The storage settings of the tables bulk writes fill (records, links, objects): vacuumed and
+    /// analysed after 2% of new or changed rows, and not throttled, so autovacuum keeps up with a
+    /// library's upload. The same in migrations 14 and 17.
+    static let bulkWriteStorage = """
+        autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.02,
+                autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_limit = 2000
+        """
+
     /// `objects`' columns after its keys, and its storage settings: the same in migrations 14 and 17.
     static let objectsTableTail = #"""
             creation_second bigint,
@@ -192,7 +198,6 @@ enum PostgresCompactSchema {
             members text NOT NULL,
             pk_identifier text,
             key_a text COLLATE "C"
-        ) WITH (fillfactor = 90, autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.02,
-                autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_limit = 2000);
+        ) WITH (fillfactor = 90, \#(bulkWriteStorage));
         """#
 }

@@ -145,6 +145,8 @@ enum PostgresMigrations {
         (16, MappingLogSchema.postgres),
         // Migration 17: objects numbered per device, links by record order and object number, hash indexes of fingerprints (PostgresNarrowSchema).
         (17, PostgresNarrowSchema.migration),
+        // Migration 18: objects' heap pages full (fillfactor 100); objects and links repacked (PostgresFullPagesSchema).
+        (18, PostgresFullPagesSchema.migration),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

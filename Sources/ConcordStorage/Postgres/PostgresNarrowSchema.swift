@@ -69,8 +69,7 @@ enum PostgresNarrowSchema {
             record_order bigint NOT NULL,
             device_key bigint NOT NULL,
             object_no bigint NOT NULL
-        ) WITH (autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.02,
-                autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_limit = 2000);
+        ) WITH (\#(PostgresCompactSchema.bulkWriteStorage));
         INSERT INTO links_17 (account_key, record_order, device_key, object_no)
             SELECT l.account_key, r.created_order, l.device_key, o.object_no FROM links l
             JOIN records r ON r.account_key = l.account_key AND r.record = l.record

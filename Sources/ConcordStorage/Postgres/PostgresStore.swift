@@ -112,6 +112,14 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// Hears other instances' feed commits once `listenForOtherInstances()` started it.
     private let listener: PostgresFeedListener
     private let listening = Mutex(false)
+    /// Mapping-log bytes written since the last `VACUUM mapping_deltas` this instance started.
+    private let logBytesSinceVacuum = Mutex(0)
+    /// The log's rows are pruned as new ones come (`keptMappingLogVersions`), but their out-of-line
+    /// bytes stay in its TOAST table until a vacuum: autovacuum comes once a minute at most, and a
+    /// first mapping writes ~160 bytes an identifier (87 MB left behind at a million × 2). Every
+    /// this many bytes written, the instance vacuums the table itself (off the request path: a
+    /// small table, its dead bytes reused by the next rows).
+    static let mappingLogVacuumBytes = 8 << 20
     /// Has `objects`, `records` and `links` analysed after large writes (`TableStatistics`).
     private let statistics = TableStatistics()
     /// Every statement this store's connections executed.
@@ -170,10 +178,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         var touched: [FeedTopic] = []
         var webhookEventsQueued = false
         var written = (objects: 0, records: 0, links: 0)
+        var logBytes = 0
         let result = try self.writeHealth.tracking {
             try self.transaction(begin: "BEGIN", retries: 5) { c in
                 let tx = PostgresTransaction(c, accountID: accountID)
-                defer { written = (tx.objectRowsWritten, tx.recordRowsWritten, tx.linkRowsWritten) }
+                defer { written = (tx.objectRowsWritten, tx.recordRowsWritten, tx.linkRowsWritten); logBytes = tx.mappingLogBytesWritten }
                 let feeds = FeedRecorder()
                 tx.add(observer: feeds)
                 try tx.lockAccount()
@@ -191,7 +200,24 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         for table in self.statistics.wrote(objects: written.objects, records: written.records, links: written.links) {
             DispatchQueue.global(qos: .utility).async { self.analyse(table) }
         }
+        if logBytes > 0 { self.logWritten(logBytes) }
         return result
+    }
+
+    /// Counts committed mapping-log bytes; past `mappingLogVacuumBytes`, vacuums the log once.
+    private func logWritten(_ bytes: Int) {
+        let due = self.logBytesSinceVacuum.withLock { total in
+            total += bytes
+            guard total >= Self.mappingLogVacuumBytes else { return false }
+            total = 0
+            return true
+        }
+        guard due else { return }
+        DispatchQueue.global(qos: .utility).async {
+            guard let connection = try? self.pool.get() else { return }   // best effort, as `analyse`
+            _ = try? connection.execute("VACUUM mapping_deltas")
+            self.pool.release(connection)
+        }
     }
 
     /// `ANALYZE table` on a pooled connection (off the request path), then its new row estimate.

@@ -11,6 +11,7 @@ extension PostgresTransaction: MappingLogWrites, MappingLogReads {
     static let keptMappingLogVersions: Int64 = 16
 
     func appendMappingLog(version: Int64, changes: [UInt8]) throws {
+        self.mappingLogBytesWritten += changes.count
         // One statement: the row, and the account's rows that fell out of the kept window.
         try self.db.query("""
             WITH pruned AS (DELETE FROM mapping_deltas WHERE account_id = $1 AND mapping_version <= $4)

@@ -188,20 +188,32 @@ extension PostgresTransaction: RecordWrites {
         self.observers.didChange(.insertRecords(records))
         guard !records.isEmpty else { return }
         self.recordRowsWritten += records.count
-        // Reserve a block of creation orders on the account row and insert the batch: one statement.
+        let guids = try records.map { try PostgresCompact.storedGUID($0.guid) }
+        // Reserve a block of creation orders on the account row and insert the batch: one statement,
+        // answering the block's first order and the rows inserted.
         // New GUIDs (version 7 UUIDs) increase, so the rows append to the primary key.
-        let n = try self.db.query("""
+        var first: Int64?, inserted: Int64 = 0
+        try self.db.query("""
             WITH a AS (
                 UPDATE accounts SET next_record_order = next_record_order + $4 WHERE account_id = $1
                 RETURNING account_key, next_record_order - $4 AS first
+            ), inserted AS (
+                INSERT INTO records (account_key, created_order, record, type, fingerprint)
+                SELECT a.account_key, a.first + u.ord - 1, u.record, u.type, u.fingerprint
+                FROM a, unnest($2::uuid[], $3::int8[], $5::bytea[]) WITH ORDINALITY AS u(record, type, fingerprint, ord)
+                RETURNING 1
             )
-            INSERT INTO records (account_key, created_order, record, type, fingerprint)
-            SELECT a.account_key, a.first + u.ord - 1, u.record, u.type, u.fingerprint
-            FROM a, unnest($2::uuid[], $3::int8[], $5::bytea[]) WITH ORDINALITY AS u(record, type, fingerprint, ord)
-            """, [.text(self.accountID), .uuidArray(try records.map { try PostgresCompact.storedGUID($0.guid) }),
+            SELECT a.first, (SELECT count(*) FROM inserted) FROM a
+            """, [.text(self.accountID), .uuidArray(guids),
                   .intArray(records.map { Int64($0.type.rawValue) }), .int(Int64(records.count)),
-                  PostgresCompact.fingerprints(records.map(\.fingerprint))])
-        guard n == records.count else { throw DomainError.notFound(message: "No such account.") }
+                  PostgresCompact.fingerprints(records.map(\.fingerprint))]) { r in
+            first = r.int(0)
+            inserted = r.int(1)
+        }
+        guard let first, inserted == Int64(records.count) else { throw DomainError.notFound(message: "No such account.") }
+        // The batch's links (setLinks, in this transaction) take these orders as they are.
+        self.insertedRecordOrders.reserveCapacity(self.insertedRecordOrders.count + guids.count)
+        for (i, guid) in guids.enumerated() { self.insertedRecordOrders[guid] = first + Int64(i) }
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
@@ -215,20 +227,50 @@ extension PostgresTransaction: RecordWrites {
     }
 
     /// Inserts or changes links (one per object) of objects the device has to records the account
-    /// has: the statement turns GUIDs into creation orders and local identifiers into object
-    /// numbers, and inserts in record order (new records append to the primary key).
+    /// has: the statements turn local identifiers into object numbers and GUIDs into creation
+    /// orders, and insert in record order (new records append to the primary key). Links to records
+    /// this transaction inserted take their orders as they are (no probe of `records_by_guid`);
+    /// the others join `records` (a GUID not found links nothing).
     func insertLinks(_ keys: (account: Int64, device: Int64), _ links: [(localIdentifier: String, guid: String)]) throws {
-        try self.db.query("""
-            INSERT INTO links (account_key, record_order, device_key, object_no)
-            SELECT $1, r.created_order, $2, o.object_no FROM unnest($3::uuid[], $4::text[]) AS u(record, local_id)
-            JOIN records r ON r.account_key = $1 AND r.record = u.record
-            JOIN objects o ON o.device_key = $2 AND o.local_id = u.local_id
-            ORDER BY r.created_order
-            ON CONFLICT (device_key, object_no) DO UPDATE SET record_order = excluded.record_order
-                WHERE links.record_order <> excluded.record_order
-            """, [.int(keys.account), .int(keys.device), .uuidArray(try links.map { try PostgresCompact.storedGUID($0.guid) }),
-                  .textArray(links.map(\.localIdentifier))])
+        var known: (orders: [Int64], localIDs: [String]) = ([], [])
+        var looked: (guids: [[UInt8]], localIDs: [String]) = ([], [])
+        for link in links {
+            let guid = try PostgresCompact.storedGUID(link.guid)
+            if let order = self.insertedRecordOrders[guid] {
+                known.orders.append(order)
+                known.localIDs.append(link.localIdentifier)
+            } else {
+                looked.guids.append(guid)
+                looked.localIDs.append(link.localIdentifier)
+            }
+        }
+        // Each object is given once (`lastLinkPerObject`): the two statements touch different objects.
+        if !known.orders.isEmpty {
+            try self.db.query("""
+                INSERT INTO links (account_key, record_order, device_key, object_no)
+                SELECT $1, u.record_order, $2, o.object_no FROM unnest($3::int8[], $4::text[]) AS u(record_order, local_id)
+                JOIN objects o ON o.device_key = $2 AND o.local_id = u.local_id
+                ORDER BY u.record_order
+                \(Self.linkConflict)
+                """, [.int(keys.account), .int(keys.device), .intArray(known.orders), .textArray(known.localIDs)])
+        }
+        if !looked.guids.isEmpty {
+            try self.db.query("""
+                INSERT INTO links (account_key, record_order, device_key, object_no)
+                SELECT $1, r.created_order, $2, o.object_no FROM unnest($3::uuid[], $4::text[]) AS u(record, local_id)
+                JOIN records r ON r.account_key = $1 AND r.record = u.record
+                JOIN objects o ON o.device_key = $2 AND o.local_id = u.local_id
+                ORDER BY r.created_order
+                \(Self.linkConflict)
+                """, [.int(keys.account), .int(keys.device), .uuidArray(looked.guids), .textArray(looked.localIDs)])
+        }
     }
+
+    /// An object's link is replaced (links_by_object: one link per object).
+    static let linkConflict = """
+        ON CONFLICT (device_key, object_no) DO UPDATE SET record_order = excluded.record_order
+            WHERE links.record_order <> excluded.record_order
+        """
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {
         self.observers.didChange(.dropLinks(device: device.deviceID, guids: guids))

@@ -17,6 +17,11 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     /// Rows of `objects`, `records` and `links` this transaction wrote (`TableStatistics`); counted
     /// by the object and record concerns' writes.
     var objectRowsWritten = 0, recordRowsWritten = 0, linkRowsWritten = 0
+    /// Bytes this transaction appended to the mapping log (`PostgresStore.logWritten`).
+    var mappingLogBytesWritten = 0
+    /// Creation orders of the records this transaction inserted, by GUID bytes: their links take
+    /// them without looking the records up again (`PostgresTransaction+Records`).
+    var insertedRecordOrders: [[UInt8]: Int64] = [:]
     /// The account's and its devices' integer keys (migration 14), looked up once per transaction.
     private var accountKeyFound: Int64?
     private var deviceKeysFound: [String: Int64] = [:]
