@@ -39,7 +39,11 @@ extension AccountMappingIndex {
     /// The record takes the key (once).
     func addRecordKey(guid: String, key: ObjectKey) {
         guard let n = self.recordNumber(for: guid) else { return }
-        let k = self.keyTable.intern(type: key.type, a: key.a)
+        self.addRecordKey(number: n, key: self.keyTable.intern(type: key.type, a: key.a))
+    }
+
+    /// Record number `n` takes key number `k` (once).
+    func addRecordKey(number n: UInt32, key k: UInt32) {
         if self.records[Int(n)].key == Self.noKey { self.records[Int(n)].key = k; return }
         if self.keys(ofRecord: Int(n)).contains(k) { return }
         self.moreRecordKeys[n, default: []].append(k)
@@ -53,6 +57,14 @@ extension AccountMappingIndex {
             w.count == Int(slice.length) && self.fingerprints.arena.withUnsafeBufferPointer { a in
                 w.isEmpty || memcmp(a.baseAddress! + Int(slice.offset), w.baseAddress!, w.count) == 0
             }
+        }
+    }
+
+    /// `fingerprint(_:is:)` of text given as UTF-8.
+    func fingerprint(_ n: UInt32, isBytes wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        let slice = self.fingerprints.slices[Int(n)]
+        return wanted.count == Int(slice.length) && self.fingerprints.arena.withUnsafeBufferPointer { a in
+            wanted.isEmpty || memcmp(a.baseAddress! + Int(slice.offset), wanted.baseAddress!, wanted.count) == 0
         }
     }
 

@@ -27,8 +27,24 @@ extension AccountMappingIndex {
     }
 
     /// Streams the account's tables from a storage snapshot (one query per table), checking the
-    /// budget as it grows. The version is the caller's to set.
+    /// budget as it grows: as bytes when storage reads them so (`MappingTableBytesReads`), else as
+    /// rows of strings. The version is the caller's to set.
     func load(from tx: any AccountReadTransaction, checkingBudget index: MappingIndex) throws {
+        if let bytes = tx as? any MappingTableBytesReads {
+            let loader = TableBytesLoader(self, budget: index)
+            try bytes.streamMappingTableBytes(into: loader)
+            loader.finish()
+        } else {
+            try self.loadRows(from: tx, checkingBudget: index)
+        }
+        self.records = self.records.withUnsafeBufferPointer { Array($0) }
+        self.fingerprints.shrinkToFit()
+        for device in self.devices.values { device.shrinkToFit() }
+        try index.checkBudget(self)
+    }
+
+    /// `load` from rows of strings (`streamMappingTables`).
+    func loadRows(from tx: any AccountReadTransaction, checkingBudget index: MappingIndex) throws {
         var rows = 0
         var lastDevice: (id: String, table: DeviceTable)?
         try tx.streamMappingTables(devices: { id in
@@ -59,10 +75,6 @@ extension AccountMappingIndex {
             rows += 1
             if rows & 4095 == 0 { try index.checkBudget(self) }
         })
-        self.records = self.records.withUnsafeBufferPointer { Array($0) }
-        self.fingerprints.shrinkToFit()
-        for device in self.devices.values { device.shrinkToFit() }
-        try index.checkBudget(self)
     }
 
     // MARK: - Snapshots (IndexSnapshot.swift)
@@ -124,5 +136,92 @@ extension AccountMappingIndex {
         self.recordTable = recordTable
         self.devices = devices
         try index.checkBudget(self)
+    }
+}
+
+/// `AccountMappingIndex.load` from bytes (`MappingTableBytesReads`): what the rows of strings do,
+/// with no `String` per row. A link comes as its record's creation order, which gives the record's
+/// number here (no GUID to parse and look up); an identifier's bytes go straight into its device's
+/// arena; each device's table is sized from its object count first.
+private final class TableBytesLoader: MappingTableSink {
+    let target: AccountMappingIndex
+    let budget: MappingIndex
+    var deviceIDs: [String] = [], objectCounts: [Int] = []
+    var tables: [DeviceTable?] = []
+    /// Creation order → record number (-1: none).
+    var numberByOrder: [Int32] = []
+    var rows = 0
+
+    init(_ target: AccountMappingIndex, budget: MappingIndex) {
+        self.target = target
+        self.budget = budget
+    }
+
+    func device(_ id: String, objects: Int) throws {
+        self.deviceIDs.append(id)
+        self.objectCounts.append(objects)
+        self.tables.append(nil)
+    }
+
+    func expectRecords(_ count: Int) {
+        self.target.records.reserveCapacity(count)
+        self.numberByOrder.reserveCapacity(count + 1)
+    }
+
+    func record(guid: UUIDBits, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>, order: Int64) throws {
+        let index = self.target
+        let number = UInt32(index.records.count)
+        index.records.append(AccountMappingIndex.Record(guid: guid, fingerprint: index.fingerprints.intern(fingerprint), type: type,
+                                                        key: AccountMappingIndex.noKey))
+        index.recordTable.insert(guid, number: number) { index.records[Int($0)].guid }
+        if order >= 0, order < Int64(Int32.max) {
+            if self.numberByOrder.count <= Int(order) {
+                self.numberByOrder.append(contentsOf: repeatElement(-1, count: Int(order) + 1 - self.numberByOrder.count))
+            }
+            self.numberByOrder[Int(order)] = Int32(number)
+        }
+        try self.counted()
+    }
+
+    func recordKey(guid: UUIDBits, type: ObjectType, a: UnsafeBufferPointer<UInt8>) throws {
+        guard let n = self.target.number(of: guid) else { return }
+        self.target.addRecordKey(number: n, key: self.target.keyTable.intern(type: type, a: a))
+    }
+
+    func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
+                linkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?, creationSecond: Int64?) throws {
+        let index = self.target
+        let table = self.tables[device] ?? self.table(device)
+        let record: Int32 = linkedOrder > 0 && linkedOrder < Int64(self.numberByOrder.count) ? self.numberByOrder[Int(linkedOrder)] : -1
+        // A linked object's fingerprint is usually its record's: that number, without a lookup.
+        let fingerprintNumber: UInt32
+        if record >= 0, case let f = index.records[Int(record)].fingerprint, index.fingerprint(f, isBytes: fingerprint) {
+            fingerprintNumber = f
+        } else {
+            fingerprintNumber = index.fingerprints.intern(fingerprint)
+        }
+        table.putNew(localIdentifier, type: type, fingerprint: fingerprintNumber, record: record,
+                     linkedGUID: record >= 0 ? index.records[Int(record)].guid : nil,
+                     key: keyA.map { index.keyTable.intern(type: type, a: $0) } ?? AccountMappingIndex.noKey, creationSecond: creationSecond)
+        try self.counted()
+    }
+
+    /// Device number `n`'s table, made now that the records are in (its links by record number).
+    private func table(_ n: Int) -> DeviceTable {
+        let table = DeviceTable(recordCount: self.target.records.count)
+        table.reserve(objects: self.objectCounts[n])
+        self.tables[n] = table
+        self.target.devices[self.deviceIDs[n]] = table
+        return table
+    }
+
+    private func counted() throws {
+        self.rows += 1
+        if self.rows & 4095 == 0 { try self.budget.checkBudget(self.target) }
+    }
+
+    /// Every device has its table, those without objects too.
+    func finish() {
+        for n in self.tables.indices where self.tables[n] == nil { _ = self.table(n) }
     }
 }

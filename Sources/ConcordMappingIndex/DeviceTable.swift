@@ -402,6 +402,32 @@ final class DeviceTable {
         }
     }
 
+    /// `put` of an object the device does not have yet (a load from storage), its identifier given
+    /// as UTF-8: no `String`, no lookup first.
+    func putNew(_ id: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: UUIDBits?,
+                key: UInt32, creationSecond: Int64?) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, id.count)) { out in
+            let stored = UnsafeBufferPointer(start: out.baseAddress!, count: Self.store(id, into: out.baseAddress!))
+            self.insert(stored: stored, hash: Self.hash(UnsafeRawBufferPointer(stored)), type: type, fingerprint: fingerprint, record: record,
+                        linkedGUID: linkedGUID, key: key, creationSecond: creationSecond)
+        }
+    }
+
+    /// Room for `objects` objects in an empty table, before a load: the slots, and the bucket array
+    /// the inserts one by one would end with (`rehash`'s growth), so none of them rehashes.
+    func reserve(objects: Int) {
+        guard self.live == 0, self.tombstones == 0, objects > 0 else { return }
+        self.objectSlots.reserveCapacity(objects)
+        var capacity = self.buckets.count
+        while capacity / 2 - 1 < objects {   // the insert at live = capacity/2 - 1 rehashes
+            let live = capacity / 2 - 1
+            var grown = 16
+            while (live + 1) * 4 > grown { grown *= 2 }
+            capacity = grown
+        }
+        if capacity != self.buckets.count { self.buckets = [Int32](repeating: -1, count: capacity) }
+    }
+
     private func insert(stored bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32, type: ObjectType, fingerprint: UInt32, record: Int32,
                         linkedGUID: UUIDBits?, key: UInt32, creationSecond: Int64?) {
         if (self.live + self.tombstones + 1) * 2 >= self.buckets.count { self.rehash() }   // at most half full

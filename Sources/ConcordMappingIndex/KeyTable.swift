@@ -164,6 +164,15 @@ struct KeyTable {
         Self.withBytes(type, a) { self.table.intern($0) }
     }
 
+    /// `intern` of A given as UTF-8 (a load from storage).
+    mutating func intern(type: ObjectType, a: UnsafeBufferPointer<UInt8>) -> UInt32 {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: a.count + 1) { bytes in
+            bytes[0] = UInt8(truncatingIfNeeded: type.rawValue)
+            if a.count > 0 { (bytes.baseAddress! + 1).update(from: a.baseAddress!, count: a.count) }
+            return self.table.intern(UnsafeBufferPointer(start: bytes.baseAddress, count: a.count + 1))
+        }
+    }
+
     /// The key's bytes: type byte, then A (at most 128 bytes: the whole fits a UInt8 length).
     private static func withBytes<T>(_ type: ObjectType, _ a: String, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
         var bytes = [UInt8(truncatingIfNeeded: type.rawValue)]

@@ -198,6 +198,28 @@ struct PGRow {
     func bool(_ column: Int32) -> Bool { self.bytes(column).first.map { $0 != 0 } ?? false }
 }
 
+/// One row of a binary COPY: each field's bytes (nil: NULL), valid during the call only.
+struct PGCopyRow {
+    let fields: UnsafeBufferPointer<UnsafeRawBufferPointer?>
+
+    func isNull(_ column: Int) -> Bool { column >= self.fields.count || self.fields[column] == nil }
+    func bytes(_ column: Int) -> UnsafeRawBufferPointer {
+        column < self.fields.count ? self.fields[column] ?? UnsafeRawBufferPointer(start: nil, count: 0) : UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+    func utf8(_ column: Int) -> UnsafeBufferPointer<UInt8> { self.bytes(column).bindMemory(to: UInt8.self) }
+
+    /// int2, int4 or int8 by their width; 0 for NULL.
+    func int(_ column: Int) -> Int64 {
+        let b = self.bytes(column)
+        switch b.count {
+        case 2: return Int64(Int16(bigEndian: b.loadUnaligned(as: Int16.self)))
+        case 4: return Int64(Int32(bigEndian: b.loadUnaligned(as: Int32.self)))
+        case 8: return Int64(bigEndian: b.loadUnaligned(as: Int64.self))
+        default: return 0
+        }
+    }
+}
+
 /// One libpq connection with its prepared statements. Not thread-safe: the pool hands it to one
 /// thread at a time.
 final class PGConnection {
@@ -390,6 +412,42 @@ final class PGConnection {
         }
     }
 
+    /// `COPY (query) TO STDOUT (FORMAT binary)`, each row handed to `row` as it arrives: PostgreSQL
+    /// streams the rows while this side decodes each in place, with no result object per row or per
+    /// batch (a bulk read of a million rows: the mapping index's load). COPY binds no parameters:
+    /// `query` may spell only values this process formats (integer keys). When `row` throws, the
+    /// rest is read and dropped, leaving the connection ready for the transaction's ROLLBACK.
+    func copyRows(_ query: String, row: (PGCopyRow) throws -> Void) throws {
+        try self.beginDeferred()
+        self.counter?.add()
+        let start = PQexec(self.handle, "COPY (\(query)) TO STDOUT (FORMAT binary)")
+        guard let start, PQresultStatus(start) == PGRES_COPY_OUT else {
+            defer { PQclear(start) }
+            try self.check(start)
+            self.drain()
+            throw PostgresError(sqlState: "", message: "COPY did not start", connectionLost: false)
+        }
+        PQclear(start)
+        var failure: (any Error)?
+        var reader = PGCopyReader()
+        defer { reader.deallocate() }
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let n = PQgetCopyData(self.handle, &buffer, 0)
+            guard n >= 0 else { break }   // -1: done; -2: failed (the result below says why)
+            guard let buffer else { continue }
+            defer { PQfreemem(buffer) }
+            guard failure == nil else { continue }
+            do { try reader.read(UnsafeRawBufferPointer(start: buffer, count: Int(n)), row) } catch { failure = error }
+        }
+        while let result = PQgetResult(self.handle) {
+            defer { PQclear(result) }
+            if failure == nil { do { try self.check(result) } catch { failure = error } }
+        }
+        if let failure { throw failure }
+        guard reader.ended else { throw PostgresError(sqlState: "", message: Self.oneLine(String(cString: PQerrorMessage(self.handle))), connectionLost: PQstatus(self.handle) == CONNECTION_BAD) }
+    }
+
     /// A prepared statement's result (never nil), checked.
     private func executePrepared(_ sql: String, _ parameters: [PGValue], firstOfDeferredRead: Bool = false) throws(PostgresError) -> OpaquePointer {
         let name = try self.statementName(sql, parameters)
@@ -554,5 +612,52 @@ final class PGConnection {
 
     static func oneLine(_ text: String) -> String {
         text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+    }
+}
+
+/// Reads binary COPY data (the header, then each tuple: its field count, then each field as a length,
+/// -1 for NULL, and its bytes; a count of -1 ends it), one CopyData message at a time.
+private struct PGCopyReader {
+    private var fields = UnsafeMutableBufferPointer<UnsafeRawBufferPointer?>.allocate(capacity: 32)
+    private var headerRead = false
+    private(set) var ended = false
+    private static let signature: [UInt8] = [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00]
+
+    func deallocate() { self.fields.deallocate() }
+
+    mutating func read(_ message: UnsafeRawBufferPointer, _ row: (PGCopyRow) throws -> Void) throws {
+        var at = 0
+        func need(_ n: Int) throws {
+            guard at + n <= message.count else { throw PostgresError(sqlState: "", message: "malformed binary COPY data", connectionLost: false) }
+        }
+        func int32() throws -> Int32 { try need(4); defer { at += 4 }; return Int32(bigEndian: message.loadUnaligned(fromByteOffset: at, as: Int32.self)) }
+        if !self.headerRead {
+            try need(19)
+            guard message.prefix(11).elementsEqual(Self.signature) else { throw PostgresError(sqlState: "", message: "not binary COPY data", connectionLost: false) }
+            at = 15
+            let extensionLength = Int(try int32())
+            try need(max(0, extensionLength))
+            at += max(0, extensionLength)
+            self.headerRead = true
+        }
+        while at < message.count {
+            try need(2)
+            let count = Int(Int16(bigEndian: message.loadUnaligned(fromByteOffset: at, as: Int16.self)))
+            at += 2
+            if count == -1 { self.ended = true; return }
+            guard count >= 0 else { throw PostgresError(sqlState: "", message: "malformed binary COPY data", connectionLost: false) }
+            if count > self.fields.count {
+                self.fields.deallocate()
+                self.fields = .allocate(capacity: count)
+            }
+            for i in 0..<count {
+                let length = Int(try int32())
+                if length < 0 { self.fields[i] = nil; continue }
+                try need(length)
+                self.fields[i] = UnsafeRawBufferPointer(rebasing: message[at..<at + length])
+                at += length
+            }
+            try row(PGCopyRow(fields: UnsafeBufferPointer(rebasing: self.fields[0..<count])))
+        }
     }
 }

@@ -28,68 +28,6 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
         return version
     }
 
-    /// Bulk reads: each table's rows in binary, fetched from a cursor in batches of `loadBatch`
-    /// (one round trip and one result per batch, not per row). No join in SQL: records come in
-    /// creation order and their GUIDs are kept by it, links give each object number its record's
-    /// order (an array per device, by object number), and each device's objects come in number
-    /// order (its primary key, the order they were written in) and find their link there.
-    func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
-                             recordKeys: (String, ObjectKey) throws -> Void,
-                             objects: (MappingObjectRow) throws -> Void) throws {
-        let account = try self.accountKey()
-        try self.db.execute("SET LOCAL cursor_tuple_fraction = 1")
-        var deviceRows: [(key: Int64, id: String, objectNumbers: Int)] = []
-        try self.db.query("SELECT device_id, device_key, next_object_no FROM devices WHERE account_id = $1 ORDER BY device_id",
-                          [.text(self.accountID)]) { r in
-            deviceRows.append((r.int(1), r.text(0), Int(max(r.int(2), 1))))
-            try devices(r.text(0))
-        }
-        // GUIDs by creation order (from 1; a gap is nil).
-        var guidByOrder: [String?] = [nil]
-        guidByOrder.reserveCapacity(Int(try self.recordCount()) + 1)
-        try self.db.batches("SELECT record, type, fingerprint, created_order FROM records WHERE account_key = $1 ORDER BY created_order",
-                            [.int(account)], size: Self.loadBatch) { r in
-            let order = r.int(3)
-            guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
-            let record = CloudRecord(guid: r.guid(0), type: type, fingerprint: r.fingerprint(2))
-            if order >= 0, order < Int64(Int32.max) {
-                while guidByOrder.count < Int(order) { guidByOrder.append(nil) }
-                if guidByOrder.count == Int(order) { guidByOrder.append(record.guid) } else { guidByOrder[Int(order)] = record.guid }
-            }
-            try records(record, order)
-        }
-        try self.db.batches("SELECT record, type, key_a FROM record_keys WHERE account_key = $1", [.int(account)], size: Self.loadBatch) { r in
-            guard let type = ObjectType(rawValue: Int(r.int(1))) else { return }
-            try recordKeys(r.guid(0), ObjectKey(type: type, a: r.text(2)))
-        }
-        // Each device's links: record order by object number (0: none).
-        var linkOrders: [Int64: [Int64]] = [:]
-        for d in deviceRows { linkOrders[d.key] = [Int64](repeating: 0, count: d.objectNumbers) }
-        try self.db.batches("SELECT device_key, object_no, record_order FROM links WHERE account_key = $1", [.int(account)], size: Self.loadBatch) { r in
-            let device = r.int(0), number = r.int(1)
-            guard number >= 0, number < Int64(linkOrders[device]?.count ?? 0) else { return }
-            linkOrders[device]![Int(number)] = r.int(2)
-        }
-        for d in deviceRows {
-            let orders = linkOrders.removeValue(forKey: d.key) ?? []
-            try self.db.batches("""
-                SELECT object_no, local_id, type, fingerprint, key_a, creation_second FROM objects WHERE device_key = $1 ORDER BY object_no
-                """, [.int(d.key)], size: Self.loadBatch) { r in
-                guard let type = ObjectType(rawValue: Int(r.int(2))) else { return }
-                let number = r.int(0)
-                var linked: String?
-                if number >= 0, number < Int64(orders.count), case let order = orders[Int(number)], order > 0, order < Int64(guidByOrder.count) {
-                    linked = guidByOrder[Int(order)]
-                }
-                try objects(MappingObjectRow(deviceID: d.id, localIdentifier: r.text(1), type: type, fingerprint: r.fingerprint(3),
-                                             linkedGUID: linked, keyA: r.optionalText(4), creationSecond: r.optionalInt(5)))
-            }
-        }
-    }
-
-    /// Rows per fetch of the index load's cursors.
-    static let loadBatch = 20_000
-
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         guard !keys.isEmpty else { return [] }
         let owner = try self.keys(device)
