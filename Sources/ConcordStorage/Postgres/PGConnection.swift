@@ -394,24 +394,6 @@ final class PGConnection {
         if let failure { throw failure }
     }
 
-    /// `query` for results too large to hold, fetched in batches: a cursor over `sql`, read `size`
-    /// rows per `FETCH` in binary (one result per batch, so memory stays bounded by a batch while
-    /// libpq's per-row overhead is paid per batch). Inside a transaction only (cursors live in one).
-    func batches(_ sql: String, _ parameters: [PGValue] = [], size: Int, row: (PGRow) throws -> Void) throws {
-        // A cursor lives in a transaction: a deferred read begins it now.
-        try self.beginDeferred()
-        try self.query("DECLARE concord_batches NO SCROLL CURSOR FOR " + sql, parameters)
-        defer { try? self.execute("CLOSE concord_batches") }
-        while true {
-            var n = 0
-            try self.query("FETCH FORWARD \(size) FROM concord_batches") { r in
-                n += 1
-                try row(r)
-            }
-            if n < size { break }
-        }
-    }
-
     /// `COPY (query) TO STDOUT (FORMAT binary)`, each row handed to `row` as it arrives: PostgreSQL
     /// streams the rows while this side decodes each in place, with no result object per row or per
     /// batch (a bulk read of a million rows: the mapping index's load). COPY binds no parameters:
