@@ -72,15 +72,17 @@ public struct LibraryService: ServiceArea {
                 deleteIDs.append(id)
                 details[type].deleted.append(id)
             }
-            // Members must exist after the request applies.
-            var after: [ByteKey: ObjectType] = [:]
-            for (id, s) in existing { after[id] = s.object.type }
-            for id in deleteIDs { after[ByteKey(id)] = nil }
-            for o in upserts { after[ByteKey(o.localIdentifier)] = o.type }
-            try Self.checkMembers(upserts, typeOf: { after[ByteKey($0)] })
+            // Members must exist after the request applies (a batch of assets lists none: no map to build).
+            if upserts.contains(where: { !$0.members.isEmpty }) {
+                var after: [ByteKey: ObjectType] = [:]
+                for (id, s) in existing { after[id] = s.object.type }
+                for id in deleteIDs { after[ByteKey(id)] = nil }
+                for o in upserts { after[ByteKey(o.localIdentifier)] = o.type }
+                try Self.checkMembers(upserts, typeOf: { after[ByteKey($0)] })
+            }
             // PhotoKit semantics: a deleted asset leaves every album, a deleted collection every folder.
             // An identifier appears once per request, so a deleted one is never re-added here.
-            let upserted = Set(upserts.lazy.map { ByteKey($0.localIdentifier) })
+            let upserted = deleteIDs.isEmpty ? [] : Set(upserts.lazy.map { ByteKey($0.localIdentifier) })
             let cascaded = try Self.removeDeletedMembers(tx, device, deleted: deleteIDs, typeOf: { existing[ByteKey($0)]?.object.type },
                                                          skipping: upserted)
             for s in cascaded {

@@ -105,11 +105,7 @@ extension SQLiteTransaction: ObjectWrites {
 
     /// `objects` stably sorted by local identifier bytes (duplicates keep their order).
     private static func inByteOrder(_ objects: [StoredObject]) -> [StoredObject] {
-        let keys = objects.map { Array($0.object.localIdentifier.utf8) }
-        let order = keys.indices.sorted { a, b in
-            keys[a].lexicographicallyPrecedes(keys[b]) || (keys[a] == keys[b] && a < b)
-        }
-        return order.map { objects[$0] }
+        Self.byteOrder(objects.map(\.object.localIdentifier)).map { objects[$0] }
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
