@@ -81,28 +81,40 @@ public enum Base64URL {
     }
 
     public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
-        let n = bytes.count
-        let length = n / 3 * 4 + (n % 3 == 0 ? 0 : n % 3 + 1)
+        let length = self.encodedCount(bytes.count)
         guard length > 0 else { return "" }
-        return self.alphabet.withUnsafeBufferPointer { a in
-            String(unsafeUninitializedCapacity: length) { out in
-                var i = 0, o = 0
-                while i + 3 <= n {
-                    let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-                    out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]
-                    out[o + 2] = a[Int(v >> 6 & 63)]; out[o + 3] = a[Int(v & 63)]
-                    i += 3; o += 4
-                }
-                if n - i == 1 {
-                    let v = UInt32(bytes[i]) << 16
-                    out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]
-                } else if n - i == 2 {
-                    let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-                    out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]; out[o + 2] = a[Int(v >> 6 & 63)]
-                }
-                return length
+        return String(unsafeUninitializedCapacity: length) { self.encode(bytes, into: $0) }
+    }
+
+    /// How many characters `count` bytes encode to (no padding).
+    public static func encodedCount(_ count: Int) -> Int {
+        count / 3 * 4 + (count % 3 == 0 ? 0 : count % 3 + 1)
+    }
+
+    /// Writes the encoding of `bytes` at the start of `out`, which holds at least
+    /// `encodedCount(bytes.count)` bytes; returns that count. For a caller that spells the text
+    /// into a buffer of its own rather than a `String`.
+    @discardableResult
+    public static func encode(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        let n = bytes.count, length = self.encodedCount(n)
+        precondition(out.count >= length, "base64url: the output buffer is too small")
+        self.alphabet.withUnsafeBufferPointer { a in
+            var i = 0, o = 0
+            while i + 3 <= n {
+                let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]
+                out[o + 2] = a[Int(v >> 6 & 63)]; out[o + 3] = a[Int(v & 63)]
+                i += 3; o += 4
+            }
+            if n - i == 1 {
+                let v = UInt32(bytes[i]) << 16
+                out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]
+            } else if n - i == 2 {
+                let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+                out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]; out[o + 2] = a[Int(v >> 6 & 63)]
             }
         }
+        return length
     }
 
     /// Decodes canonical base64url without padding; nil on any other input.

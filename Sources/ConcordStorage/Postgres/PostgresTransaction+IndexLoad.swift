@@ -123,27 +123,8 @@ extension FingerprintBytes {
     static func withText<T>(_ stored: UnsafeRawBufferPointer, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
         guard let first = stored.first else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
         if first == 0 { return try body(UnsafeRawBufferPointer(rebasing: stored[1...]).bindMemory(to: UInt8.self)) }
-        let n = stored.count
-        let length = n / 3 * 4 + (n % 3 == 0 ? 0 : n % 3 + 1)
-        return try Self.alphabet.withUnsafeBufferPointer { a in try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length + 4) { out in
-            var i = 0, o = 0
-            while i + 3 <= n {
-                let v = UInt32(stored[i]) << 16 | UInt32(stored[i + 1]) << 8 | UInt32(stored[i + 2])
-                out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]
-                out[o + 2] = a[Int(v >> 6 & 63)]; out[o + 3] = a[Int(v & 63)]
-                i += 3; o += 4
-            }
-            if n - i == 1 {
-                let v = UInt32(stored[i]) << 16
-                out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]
-            } else if n - i == 2 {
-                let v = UInt32(stored[i]) << 16 | UInt32(stored[i + 1]) << 8
-                out[o] = a[Int(v >> 18 & 63)]; out[o + 1] = a[Int(v >> 12 & 63)]; out[o + 2] = a[Int(v >> 6 & 63)]
-            }
-            return try body(UnsafeBufferPointer(start: out.baseAddress, count: length))
-        } }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Base64URL.encodedCount(stored.count)) { out in
+            try body(UnsafeBufferPointer(rebasing: out[..<Base64URL.encode(stored, into: out)]))
+        }
     }
-
-    /// base64url's alphabet (`Base64URL.encode`'s).
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 }
