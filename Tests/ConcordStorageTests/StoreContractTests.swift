@@ -140,6 +140,37 @@ import Testing
         #expect(try db.store.read(account: device.accountID) { tx in try tx.allObjects(device) }.count == n - wanted.count)
     }
 
+    /// Links set after objects were read in the same transaction follow the writes in between: a
+    /// deleted object takes no link, and an object linked twice keeps the second (PostgreSQL links
+    /// objects it found unlinked by number: `UnlinkedObjectNumbers`).
+    @Test(arguments: TestEngine.available) func linksAfterALookupFollowTheWritesInBetween(_ engine: TestEngine) throws {
+        let db = try TestDatabase(engine)
+        let device = DeviceRef(accountID: "acc", deviceID: "dev")
+        func record(_ n: Int, _ fingerprint: String) -> CloudRecord { CloudRecord(guid: Self.guid(n), type: .asset, fingerprint: fingerprint) }
+        try db.store.writeServer { tx in try tx.insertAccount(accountID: "acc", name: "n", tokenHash: [1], createdAt: Date()) }
+        try db.store.write(account: "acc") { tx in
+            try tx.insertDevice(device, name: "d", platform: nil, tokenHash: [2], createdAt: Date())
+            try tx.putObjects(device, ["a", "b", "c"].map { StoredObject(object: .asset($0, fingerprint: "fp-" + $0), link: nil) })
+            try tx.insertRecords([record(1, "fp-b"), record(2, "fp-c")], createdAt: Date())
+            try tx.setLinks(device, [("b", Self.guid(1))])
+        }
+        try db.store.write(account: "acc") { tx in
+            #expect(try tx.objects(device, localIdentifiers: ["a", "b", "c"]).count == 3)
+            try tx.deleteObjects(device, localIdentifiers: ["a"])
+            try tx.insertRecords([record(3, "fp-a"), record(4, "fp-c")], createdAt: Date())
+            try tx.setLinks(device, [("a", Self.guid(3)), ("c", Self.guid(2))])
+            try tx.setLinks(device, [("c", Self.guid(4))])
+        }
+        let found = try db.store.write(account: "acc") { tx in
+            (try tx.unlinkedRecords(device, matching: [ContentKey(type: .asset, fingerprint: "fp-a")]).map(\.guid),
+             try tx.unlinkedRecords(device, matching: [ContentKey(type: .asset, fingerprint: "fp-c")]).map(\.guid),
+             try tx.objects(device, localIdentifiers: ["a", "b", "c"]).map { [$0.object.localIdentifier, $0.link?.guid ?? ""] }.sorted { $0[0] < $1[0] })
+        }
+        #expect(found.0 == [Self.guid(3)])
+        #expect(found.1 == [Self.guid(2)])
+        #expect(found.2 == [["b", Self.guid(1)], ["c", Self.guid(4)]])
+    }
+
     /// Several instances starting at once on a fresh database: migrations run once, all of them open.
     @Test(arguments: TestEngine.available) func severalStoresOpeningAtOnceAllSucceed(_ engine: TestEngine) throws {
         let db = try TestDatabase(engine)

@@ -10,10 +10,16 @@ extension PostgresTransaction: ObjectWrites {
         let keys = try self.keys(device)
         var result: [StoredObject] = []
         result.reserveCapacity(localIdentifiers.count)
+        // Each object's number and whether it has a link, after the object's columns (`UnlinkedObjectNumbers`).
+        let found = self.unlinkedObjects.lookup(device: keys.device, observers: self.observers)
         try self.db.query("""
-            SELECT \(Self.objectColumns) FROM objects o \(Self.linkJoin)
+            SELECT \(Self.objectColumns), o.object_no, l.object_no IS NULL FROM objects o \(Self.linkJoin)
             WHERE o.account_key = $1 AND o.device_key = $2 AND o.local_id = ANY($3)
-            """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)]) { r in result.append(PostgresObjectRows.storedObject(r)) }
+            """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)]) { r in
+            let object = PostgresObjectRows.storedObject(r)
+            if r.bool(PostgresObjectRows.count + 1) { found.add(object.object.localIdentifier, number: r.int(PostgresObjectRows.count)) }
+            result.append(object)
+        }
         return result
     }
 

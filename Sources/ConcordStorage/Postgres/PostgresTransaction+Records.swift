@@ -1,4 +1,5 @@
 import ConcordDomain
+import ConcordBytes
 import Foundation
 
 /// Cloud records, their keys and links on PostgreSQL (`RecordWrites`). GUIDs travel as `uuid[]`
@@ -185,7 +186,8 @@ extension PostgresTransaction: RecordWrites {
     }
 
     func insertRecords(_ records: [CloudRecord], createdAt: Date) throws {
-        self.observers.didChange(.insertRecords(records))
+        // New records leave the device's objects as they were.
+        self.unlinkedObjects.keeping { self.observers.didChange(.insertRecords(records)) }
         guard !records.isEmpty else { return }
         self.recordRowsWritten += records.count
         let guids = try records.map { try PostgresCompact.storedGUID($0.guid) }
@@ -217,7 +219,8 @@ extension PostgresTransaction: RecordWrites {
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
-        self.observers.didChange(.setLinks(device: device.deviceID, links))
+        // The objects given are taken out of `unlinkedObjects` as their links are inserted.
+        self.unlinkedObjects.keeping { self.observers.didChange(.setLinks(device: device.deviceID, links)) }
         guard !links.isEmpty else { return }
         let keys = try self.keys(device)
         self.linkRowsWritten += links.count
@@ -227,34 +230,60 @@ extension PostgresTransaction: RecordWrites {
     }
 
     /// Inserts or changes links (one per object) of objects the device has to records the account
-    /// has: the statements turn local identifiers into object numbers and GUIDs into creation
-    /// orders, and insert in record order (new records append to the primary key). Links to records
-    /// this transaction inserted take their orders as they are (no probe of `records_by_guid`);
-    /// the others join `records` (a GUID not found links nothing).
+    /// has, in record order (new records append to the primary key). An object this transaction
+    /// found unlinked (`unlinkedObjects`) is given by its number and its link is new: a plain
+    /// insert, no probe of `objects_by_local_id` and no `ON CONFLICT` (its unique keys still hold:
+    /// a second link of the object or the record on this device fails the statement). Other objects
+    /// are found by local identifier and their links replaced. Records this transaction inserted
+    /// take their orders as they are (no probe of `records_by_guid`); the others join `records`
+    /// (a GUID or local identifier not found links nothing).
     func insertLinks(_ keys: (account: Int64, device: Int64), _ links: [(localIdentifier: String, guid: String)]) throws {
-        var known: (orders: [Int64], localIDs: [String]) = ([], [])
-        var looked: (guids: [[UInt8]], localIDs: [String]) = ([], [])
+        var new = (known: (orders: [Int64](), numbers: [Int64]()), looked: (guids: [[UInt8]](), numbers: [Int64]()))
+        var other = (known: (orders: [Int64](), localIDs: [String]()), looked: (guids: [[UInt8]](), localIDs: [String]()))
         for link in links {
             let guid = try PostgresCompact.storedGUID(link.guid)
-            if let order = self.insertedRecordOrders[guid] {
-                known.orders.append(order)
-                known.localIDs.append(link.localIdentifier)
-            } else {
-                looked.guids.append(guid)
-                looked.localIDs.append(link.localIdentifier)
+            let order = self.insertedRecordOrders[guid]
+            switch (order, self.unlinkedObjects.take(link.localIdentifier, device: keys.device)) {
+            case let (order?, number?):
+                new.known.orders.append(order)
+                new.known.numbers.append(number)
+            case let (nil, number?):
+                new.looked.guids.append(guid)
+                new.looked.numbers.append(number)
+            case let (order?, nil):
+                other.known.orders.append(order)
+                other.known.localIDs.append(link.localIdentifier)
+            case (nil, nil):
+                other.looked.guids.append(guid)
+                other.looked.localIDs.append(link.localIdentifier)
             }
         }
-        // Each object is given once (`lastLinkPerObject`): the two statements touch different objects.
-        if !known.orders.isEmpty {
+        // Each object is given once (`lastLinkPerObject`): the statements touch different objects.
+        if !new.known.orders.isEmpty {
+            let sorted = zip(new.known.orders, new.known.numbers).sorted { $0.0 < $1.0 }
+            try self.db.query("""
+                INSERT INTO links (account_key, record_order, device_key, object_no)
+                SELECT $1, u.record_order, $2, u.object_no FROM unnest($3::int8[], $4::int8[]) AS u(record_order, object_no)
+                """, [.int(keys.account), .int(keys.device), .intArray(sorted.map(\.0)), .intArray(sorted.map(\.1))])
+        }
+        if !new.looked.guids.isEmpty {
+            try self.db.query("""
+                INSERT INTO links (account_key, record_order, device_key, object_no)
+                SELECT $1, r.created_order, $2, u.object_no FROM unnest($3::uuid[], $4::int8[]) AS u(record, object_no)
+                JOIN records r ON r.account_key = $1 AND r.record = u.record
+                ORDER BY r.created_order
+                """, [.int(keys.account), .int(keys.device), .uuidArray(new.looked.guids), .intArray(new.looked.numbers)])
+        }
+        if !other.known.orders.isEmpty {
             try self.db.query("""
                 INSERT INTO links (account_key, record_order, device_key, object_no)
                 SELECT $1, u.record_order, $2, o.object_no FROM unnest($3::int8[], $4::text[]) AS u(record_order, local_id)
                 JOIN objects o ON o.device_key = $2 AND o.local_id = u.local_id
                 ORDER BY u.record_order
                 \(Self.linkConflict)
-                """, [.int(keys.account), .int(keys.device), .intArray(known.orders), .textArray(known.localIDs)])
+                """, [.int(keys.account), .int(keys.device), .intArray(other.known.orders), .textArray(other.known.localIDs)])
         }
-        if !looked.guids.isEmpty {
+        if !other.looked.guids.isEmpty {
             try self.db.query("""
                 INSERT INTO links (account_key, record_order, device_key, object_no)
                 SELECT $1, r.created_order, $2, o.object_no FROM unnest($3::uuid[], $4::text[]) AS u(record, local_id)
@@ -262,7 +291,7 @@ extension PostgresTransaction: RecordWrites {
                 JOIN objects o ON o.device_key = $2 AND o.local_id = u.local_id
                 ORDER BY r.created_order
                 \(Self.linkConflict)
-                """, [.int(keys.account), .int(keys.device), .uuidArray(looked.guids), .textArray(looked.localIDs)])
+                """, [.int(keys.account), .int(keys.device), .uuidArray(other.looked.guids), .textArray(other.looked.localIDs)])
         }
     }
 
@@ -286,5 +315,49 @@ extension PostgresTransaction: RecordWrites {
         self.observers.didChange(.dropAllLinks(device: device.deviceID))
         let keys = try self.keys(device)
         try self.db.query("DELETE FROM links WHERE device_key = $1", [.int(keys.device)])
+    }
+}
+
+/// Objects of one device that a lookup by local identifier (`objects(_:localIdentifiers:)`) in this
+/// transaction found without a link: their numbers, by local identifier (its bytes). The account's
+/// lock keeps other writers off the device's links, so each stays unlinked until this transaction
+/// changes the mapping: any change forgets them all (as the transaction's observer), except those
+/// made `keeping` them — records inserted, and links inserted, which `take` their objects out first.
+final class UnlinkedObjectNumbers: TransactionObserver {
+    private var device = PostgresTransaction.noKey
+    private var numbers: [ByteKey: Int64] = [:]
+    private var observing = false
+    private var keepingThroughChange = false
+
+    /// Ready for the objects a lookup on `device` finds unlinked (`add`); those of another device are forgotten.
+    func lookup(device: Int64, observers: TransactionObservers) -> UnlinkedObjectNumbers {
+        if !self.observing {
+            observers.add(self)
+            self.observing = true
+        }
+        if device != self.device {
+            self.numbers.removeAll()
+            self.device = device
+        }
+        return self
+    }
+
+    func add(_ localIdentifier: String, number: Int64) { self.numbers[ByteKey(localIdentifier)] = number }
+
+    /// The object's number if it is known unlinked, no longer kept: its link is about to be inserted.
+    func take(_ localIdentifier: String, device: Int64) -> Int64? {
+        guard device == self.device, !self.numbers.isEmpty else { return nil }
+        return self.numbers.removeValue(forKey: ByteKey(localIdentifier))
+    }
+
+    /// Runs `body` (a change reported to the observers) keeping the objects known.
+    func keeping(_ body: () -> Void) {
+        self.keepingThroughChange = true
+        defer { self.keepingThroughChange = false }
+        body()
+    }
+
+    func transactionDidChange(_ mutation: @autoclosure () -> MappingMutation) {
+        if !self.keepingThroughChange, !self.numbers.isEmpty { self.numbers.removeAll() }
     }
 }

@@ -22,6 +22,9 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     /// Creation orders of the records this transaction inserted, by GUID bytes: their links take
     /// them without looking the records up again (`PostgresTransaction+Records`).
     var insertedRecordOrders: [[UInt8]: Int64] = [:]
+    /// Numbers of the objects this transaction's last lookup by local identifier found unlinked:
+    /// their links are inserted without probing `objects` again (`PostgresTransaction+Records`).
+    let unlinkedObjects = UnlinkedObjectNumbers()
     /// The account's and its devices' integer keys (migration 14), looked up once per transaction.
     private var accountKeyFound: Int64?
     private var deviceKeysFound: [String: Int64] = [:]
