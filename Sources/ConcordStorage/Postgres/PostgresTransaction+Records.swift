@@ -259,40 +259,47 @@ extension PostgresTransaction: RecordWrites {
             }
         }
         // Each object is given once (`lastLinkPerObject`): the statements touch different objects.
+        let (account, device) = (PGValue.int(keys.account), PGValue.int(keys.device))
         if !new.known.orders.isEmpty {
             let sorted = zip(new.known.orders, new.known.numbers).sorted { $0.0 < $1.0 }
-            try self.db.query("""
-                INSERT INTO links (account_key, record_order, device_key, object_no)
-                SELECT $1, u.record_order, $2, u.object_no FROM unnest($3::int8[], $4::int8[]) AS u(record_order, object_no)
-                """, [.int(keys.account), .int(keys.device), .intArray(sorted.map(\.0)), .intArray(sorted.map(\.1))])
+            try self.db.query(Self.linksByOrderAndNumber, [account, device, .intArray(sorted.map(\.0)), .intArray(sorted.map(\.1))])
         }
         if !new.looked.guids.isEmpty {
-            try self.db.query("""
-                INSERT INTO links (account_key, record_order, device_key, object_no)
-                SELECT $1, r.created_order, $2, u.object_no FROM unnest($3::uuid[], $4::int8[]) AS u(record, object_no)
-                JOIN records r ON r.account_key = $1 AND r.record = u.record
-                ORDER BY r.created_order
-                """, [.int(keys.account), .int(keys.device), .uuidArray(new.looked.guids), .intArray(new.looked.numbers)])
+            try self.db.query(Self.linksByGUIDAndNumber, [account, device, .uuidArray(new.looked.guids), .intArray(new.looked.numbers)])
         }
         if !other.known.orders.isEmpty {
-            try self.db.query("""
-                INSERT INTO links (account_key, record_order, device_key, object_no)
-                SELECT $1, u.record_order, $2, o.object_no FROM unnest($3::int8[], $4::text[]) AS u(record_order, local_id)
-                JOIN objects o ON o.device_key = $2 AND o.local_id = u.local_id
-                ORDER BY u.record_order
-                \(Self.linkConflict)
-                """, [.int(keys.account), .int(keys.device), .intArray(other.known.orders), .textArray(other.known.localIDs)])
+            try self.db.query(Self.linksByOrderAndLocalID, [account, device, .intArray(other.known.orders), .textArray(other.known.localIDs)])
         }
         if !other.looked.guids.isEmpty {
-            try self.db.query("""
-                INSERT INTO links (account_key, record_order, device_key, object_no)
-                SELECT $1, r.created_order, $2, o.object_no FROM unnest($3::uuid[], $4::text[]) AS u(record, local_id)
-                JOIN records r ON r.account_key = $1 AND r.record = u.record
-                JOIN objects o ON o.device_key = $2 AND o.local_id = u.local_id
-                ORDER BY r.created_order
-                \(Self.linkConflict)
-                """, [.int(keys.account), .int(keys.device), .uuidArray(other.looked.guids), .textArray(other.looked.localIDs)])
+            try self.db.query(Self.linksByGUIDAndLocalID, [account, device, .uuidArray(other.looked.guids), .textArray(other.looked.localIDs)])
         }
+    }
+
+    static let linksByOrderAndNumber = PostgresTransaction.insertLinksStatement(recordOrderKnown: true, objectNumberKnown: true)
+    static let linksByGUIDAndNumber = PostgresTransaction.insertLinksStatement(recordOrderKnown: false, objectNumberKnown: true)
+    static let linksByOrderAndLocalID = PostgresTransaction.insertLinksStatement(recordOrderKnown: true, objectNumberKnown: false)
+    static let linksByGUIDAndLocalID = PostgresTransaction.insertLinksStatement(recordOrderKnown: false, objectNumberKnown: false)
+
+    /// Links inserted from two arrays ($1 the account's key, $2 the device's), by what the
+    /// transaction knows of each side: the record by its creation order (`$3::int8[]`) or by its
+    /// GUID (`$3::uuid[]`, joined to records), the object by its number
+    /// (`$4::int8[]`, an object known unlinked: nothing to conflict with) or by its local identifier
+    /// (`$4::text[]`, joined to objects, replacing the object's link). Rows go in increasing
+    /// record order, the key's.
+    static func insertLinksStatement(recordOrderKnown: Bool, objectNumberKnown: Bool) -> String {
+        let recordArray = recordOrderKnown ? "$3::int8[]" : "$3::uuid[]", recordColumn = recordOrderKnown ? "record_order" : "record"
+        let objectArray = objectNumberKnown ? "$4::int8[]" : "$4::text[]", objectColumn = objectNumberKnown ? "object_no" : "local_id"
+        var statement = """
+            INSERT INTO links (account_key, record_order, device_key, object_no)
+            SELECT $1, \(recordOrderKnown ? "u.record_order" : "r.created_order"), $2, \(objectNumberKnown ? "u.object_no" : "o.object_no")
+            FROM unnest(\(recordArray), \(objectArray)) AS u(\(recordColumn), \(objectColumn))
+            """
+        if !recordOrderKnown { statement += "\nJOIN records r ON r.account_key = $1 AND r.record = u.record" }
+        if !objectNumberKnown { statement += "\nJOIN objects o ON o.device_key = $2 AND o.local_id = u.local_id" }
+        // Joined rows come in the join's order: sorted here. Without a join, the caller sorted them.
+        if !recordOrderKnown { statement += "\nORDER BY r.created_order" } else if !objectNumberKnown { statement += "\nORDER BY u.record_order" }
+        if !objectNumberKnown { statement += "\n" + Self.linkConflict }
+        return statement
     }
 
     /// An object's link is replaced (links_by_object: one link per object).
