@@ -13,6 +13,11 @@
 ///   device), `records_pkey` (creation order) and `records_by_guid` (version 7 UUIDs increase). The
 ///   hash indexes of fingerprints (`objects_by_content`, `records_by_content`) split a bucket when
 ///   the buckets hold 75 % of what fits on average; at 100 they hold more before splitting.
+/// - `links_pkey` (account_key, record_order, device_key) splits at 50: the first device's links
+///   come in record order (its mapping creates the records), so its pages fill at the right end; a
+///   second device's links of the same records come later and land next to them, in every page.
+///   At 90 nearly every page then split (about 60 % full at the end); at 50 each page keeps room
+///   for a second device's links. An account linked on one device only pays half-full pages there.
 ///
 /// The checks come first: a `records` key past `integer` stops the migration with an error naming
 /// the row, before anything changed. The runner wraps the migration in one transaction: killed
@@ -67,6 +72,8 @@ enum PostgresPackedSchema {
         CREATE INDEX objects_by_content ON objects USING hash (fingerprint) WITH (fillfactor = 100) WHERE fingerprint <> '';
         CREATE INDEX objects_by_type ON objects (device_key, type, local_id) WHERE type <> 1;
         CREATE INDEX objects_by_key ON objects (device_key, type, key_a) WHERE key_a IS NOT NULL;
+
+        ALTER INDEX links_pkey SET (fillfactor = 50);
 
         -- The type change rewrites records and rebuilds its indexes with the options set first.
         ALTER INDEX records_pkey SET (fillfactor = 100);
