@@ -44,7 +44,7 @@ struct PostgresFullPagesSchemaTests {
             defer { store.close() }
             let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
             defer { probe.close() }
-            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 18)
+            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == Int64(PostgresMigrations.latestVersion))
             #expect(try probe.scalarInt("""
                 SELECT count(*) FROM pg_class WHERE relname = 'objects' AND relnamespace = current_schema()::regnamespace
                 AND 'fillfactor=100' = ANY(reloptions)

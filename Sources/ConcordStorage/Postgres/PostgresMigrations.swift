@@ -147,6 +147,8 @@ enum PostgresMigrations {
         (17, PostgresNarrowSchema.migration),
         // Migration 18: objects' heap pages full (fillfactor 100); objects and links repacked (PostgresFullPagesSchema).
         (18, PostgresFullPagesSchema.migration),
+        // Migration 19: objects' and records' rows without padding, their append-only indexes full (PostgresPackedSchema).
+        (19, PostgresPackedSchema.migration),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

@@ -83,14 +83,19 @@ extension PostgresTransaction: ObjectWrites {
         // join of the batch with itself. Each row's existing object is found by a probe of the
         // local-identifier index (a LATERAL … LIMIT 1 stays a per-row probe): a join could be
         // planned as a hash of every object of the device, and inside one large transaction (an
-        // upload's commit) the statistics still say the device is empty.
+        // upload's commit) the statistics still say the device is empty. The same probe gives the
+        // existing objects sent without a link their numbers, whose links go (`x`): a new object
+        // has none, so an upload's commit, all new objects, looks up no link at all.
         try self.db.query("""
             WITH u AS (
-                SELECT u.*, e.object_no IS NULL AS is_new
+                SELECT u.*, e.object_no AS existing, e.object_no IS NULL AS is_new
                 FROM unnest($3::text[], $4::int8[], $5::bytea[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[],
-                            $11::bool[], $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[])
-                    WITH ORDINALITY AS u(l, t, f, m, cs, cd, ms, md, ha, fa, ti, me, ac, pk, ka, ord)
+                            $11::bool[], $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[], $18::bool[])
+                    WITH ORDINALITY AS u(l, t, f, m, cs, cd, ms, md, ha, fa, ti, me, ac, pk, ka, unlink, ord)
                 LEFT JOIN LATERAL (SELECT o.object_no FROM objects o WHERE o.device_key = $2 AND o.local_id = u.l LIMIT 1) e ON true
+            ), x AS (
+                DELETE FROM links l
+                WHERE l.device_key = $2 AND l.object_no = ANY (ARRAY(SELECT u.existing FROM u WHERE u.unlink AND u.existing IS NOT NULL))
             ), n AS (
                 SELECT u.*, sum(CASE WHEN u.is_new THEN 1 ELSE 0 END) OVER (ORDER BY u.ord ROWS UNBOUNDED PRECEDING) AS i FROM u
             ), d AS (
@@ -122,19 +127,10 @@ extension PostgresTransaction: ObjectWrites {
                 .textArray(rows.map(\.object.title)), .textArray(rows.map { $0.object.members.joined(separator: "\n") }),
                 .boolArray(rows.map(\.object.appCreated)),
                 .textArray(rows.map(\.object.photoKitCloudIdentifier)), .textArray(rows.map { $0.object.key?.a }),
+                .boolArray(rows.map { $0.link == nil }),
             ])
-        // The rows' links as given: kept, changed or dropped.
-        let unlinked = rows.filter { $0.link == nil }.map(\.object.localIdentifier)
+        // The rows' links as given: kept, changed or (above) dropped.
         let linked = rows.compactMap { s in s.link.map { (localIdentifier: s.object.localIdentifier, guid: $0.guid) } }
-        if !unlinked.isEmpty {
-            // The objects' numbers by per-row probes, then their links by the links' index (see above).
-            try self.db.query("""
-                DELETE FROM links l
-                WHERE l.device_key = $1 AND l.object_no = ANY (ARRAY(
-                    SELECT e.object_no FROM unnest($2::text[]) AS u(l)
-                    CROSS JOIN LATERAL (SELECT o.object_no FROM objects o WHERE o.device_key = $1 AND o.local_id = u.l LIMIT 1) e))
-                """, [.int(keys.device), .textArray(unlinked)])
-        }
         if !linked.isEmpty { try self.upsertLinks(keys, linked) }
     }
 
