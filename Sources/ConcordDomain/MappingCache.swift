@@ -39,18 +39,9 @@ public protocol MappingCache: AnyObject, Sendable {
     func snapshotRecorded(_ snapshot: SavedMappingSnapshot, _ recorded: Bool)
 }
 
-/// A snapshot written: the account, the mapping version it reflects and its ID (for storage to record).
-public struct SavedMappingSnapshot: Sendable {
-    public let accountID: String
-    public let version: Int64
-    public let snapshotID: String
-
-    public init(accountID: String, version: Int64, snapshotID: String) {
-        self.accountID = accountID
-        self.version = version
-        self.snapshotID = snapshotID
-    }
-}
+/// A snapshot written: the account, the mapping version it reflects and its ID (for storage to
+/// record). A named tuple, as the failures beside it are: values handed back, never kept.
+public typealias SavedMappingSnapshot = (accountID: String, version: Int64, snapshotID: String)
 
 /// Where a mapping index keeps its accounts' snapshots between runs (ConcordStorage's
 /// `IndexSnapshotDirectory`; the format is ConcordMappingIndex's, docs/formats.md).

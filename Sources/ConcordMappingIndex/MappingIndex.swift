@@ -460,7 +460,7 @@ public final class MappingIndex: MappingCache {
             entry.snapshotVersion = nil
             do {
                 try snapshots.save(account: accountID) { output in try index.writeSnapshot(output, account: accountID, snapshotID: id) }
-                saved.append(SavedMappingSnapshot(accountID: accountID, version: index.version, snapshotID: id))
+                saved.append((accountID: accountID, version: index.version, snapshotID: id))
             } catch {
                 failures.append((accountID, error))
             }

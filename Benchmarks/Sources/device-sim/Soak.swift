@@ -38,21 +38,30 @@ import typealias ConcordDomain.SHA256
 // MARK: - Settings
 
 struct SoakSettings {
+    /// The instances (one port and one pid each, in the same order): requests go to one at random,
+    /// the sampler reads each one's /proc.
     var ports: [Int]
     var pids: [Int32]
     var adminToken: String
+    /// Where the samples go, one row per instance per interval.
     var csv: String
+    /// The database whose size is sampled: a SQLite file or a PostgreSQL URL; `engine` names it.
     var sqliteFile: String?
     var pgURL: String?
     var engine: String
+    /// How long the load runs; a sample every `interval` seconds.
     var minutes: Double
     var interval: Double
+    /// Minutes of the start left out of the growth figures (caches filling, indexes loading).
     var warmup: Double
+    /// Accounts, devices per account, assets per device at the start.
     var accounts: Int
     var devices: Int
     var assets: Int
+    /// A device's pause between operations, and how long its long-polls are held.
     var thinkMS: Int
     var pollWait: Int
+    /// About how often a device's token is rotated (0.5 to 1.5 times this, at random).
     var rotateSeconds: Double
     /// Percent of new assets (and of fingerprint changes) with content no device had: each
     /// makes a new cloud record for good (records outlive their objects), so the

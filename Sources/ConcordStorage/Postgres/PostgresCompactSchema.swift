@@ -175,7 +175,7 @@ enum PostgresCompactSchema {
 
     /// The storage settings of the tables bulk writes fill (records, links, objects): vacuumed and
     /// analysed after 2% of new or changed rows, and not throttled, so autovacuum keeps up with a
-    /// library's upload. The same in migrations 14 and 17.
+    /// library's upload. The same in migrations 14, 17 and 19.
     static let bulkWriteStorage = """
         autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.02,
                 autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_limit = 2000
@@ -185,6 +185,13 @@ enum PostgresCompactSchema {
     static let objectsTableTail = #"""
             creation_second bigint,
             modification_second bigint,
+        \#(objectsDataColumns)
+        ) WITH (fillfactor = 90, \#(bulkWriteStorage));
+        """#
+
+    /// `objects`' columns after its keys and its seconds, the same in migrations 14, 17 and 19 (which
+    /// moves the seconds first).
+    static let objectsDataColumns = #"""
             type smallint NOT NULL,
             has_adjustments boolean NOT NULL,
             is_favorite boolean NOT NULL,
@@ -198,6 +205,5 @@ enum PostgresCompactSchema {
             members text NOT NULL,
             pk_identifier text,
             key_a text COLLATE "C"
-        ) WITH (fillfactor = 90, \#(bulkWriteStorage));
         """#
 }

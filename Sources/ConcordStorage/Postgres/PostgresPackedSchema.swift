@@ -43,21 +43,8 @@ enum PostgresPackedSchema {
             account_key integer NOT NULL,
             device_key integer NOT NULL,
             object_no integer NOT NULL,
-            type smallint NOT NULL,
-            has_adjustments boolean NOT NULL,
-            is_favorite boolean NOT NULL,
-            app_created boolean NOT NULL,
-            local_id text COLLATE "C" NOT NULL,
-            fingerprint bytea NOT NULL,
-            media_type text,
-            creation_date text,
-            modification_date text,
-            title text,
-            members text NOT NULL,
-            pk_identifier text,
-            key_a text COLLATE "C"
-        ) WITH (fillfactor = 100, autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.02,
-                autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_limit = 2000);
+        \#(PostgresCompactSchema.objectsDataColumns)
+        ) WITH (fillfactor = 100, \#(PostgresCompactSchema.bulkWriteStorage));
         INSERT INTO objects_19 (creation_second, modification_second, account_key, device_key, object_no, type, has_adjustments,
                                 is_favorite, app_created, local_id, fingerprint, media_type, creation_date, modification_date, title,
                                 members, pk_identifier, key_a)
