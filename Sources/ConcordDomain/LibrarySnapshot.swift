@@ -123,30 +123,14 @@ public struct LibrarySnapshot: Sendable, Equatable {
 
 extension LibrarySnapshot {
     /// The objects' numbers in their local identifiers' byte order (the order of a library's merge
-    /// with storage). Compared by their first 8 bytes as one number first, the rest only on a tie.
+    /// with storage).
     func numbersInIdentifierOrder() -> [Int] {
         self.packed.bytes.withUnsafeBufferPointer { b -> [Int] in
             @inline(__always) func identifier(_ i: Int) -> UnsafeBufferPointer<UInt8> {
                 var r = PackedReader(bytes: b, at: self.starts[i])
                 return r.utf8()
             }
-            var keyed = [(prefix: UInt64, number: Int32)](unsafeUninitializedCapacity: self.count) { out, written in
-                for i in 0..<self.count {
-                    let id = identifier(i)
-                    var prefix: UInt64 = 0
-                    for k in 0..<8 { prefix = prefix << 8 | UInt64(k < id.count ? id[k] : 0) }
-                    out[i] = (prefix, Int32(i))
-                }
-                written = self.count
-            }
-            keyed.sort { x, y in
-                if x.prefix != y.prefix { return x.prefix < y.prefix }
-                let a = identifier(Int(x.number)), c = identifier(Int(y.number))
-                let common = min(a.count, c.count)
-                let order = common == 0 ? 0 : memcmp(a.baseAddress!, c.baseAddress!, common)
-                return order != 0 ? order < 0 : a.count < c.count
-            }
-            return keyed.map { Int($0.number) }
+            return ByteOrder.positions(count: self.count, key: identifier)
         }
     }
 }

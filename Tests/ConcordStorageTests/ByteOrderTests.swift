@@ -1,9 +1,10 @@
+import ConcordBytes
 import Foundation
 import Testing
 
 @testable import ConcordStorage
 
-/// The order SQLite batches bind their keys in (`SQLiteTransaction.byteOrder`): memcmp order of the
+/// The order SQLite batches bind their keys in (`ByteOrder.positions`, `SQLiteTransaction.inKeyOrder`): memcmp order of the
 /// UTF-8 bytes (SQLite's BINARY collation), stable for equal keys, whether keys differ within the
 /// first 8 bytes (the integer prefix) or only after them.
 @Suite struct ByteOrderTests {
@@ -21,7 +22,7 @@ import Testing
         (["A\u{7F}", "A~", "A\u{80}"], [1, 0, 2]),
     ])
     func order(keys: [String], expected: [Int]) {
-        #expect(SQLiteTransaction.byteOrder(keys) == expected)
+        #expect(ByteOrder.positions(of: keys) == expected)
         #expect(SQLiteTransaction.inKeyOrder(keys) == expected.map { keys[$0] })
     }
 
@@ -36,6 +37,6 @@ import Testing
             let x = Array(keys[a].utf8), y = Array(keys[b].utf8)
             return x.lexicographicallyPrecedes(y) || (x == y && a < b)
         }
-        #expect(SQLiteTransaction.byteOrder(keys) == expected)
+        #expect(ByteOrder.positions(of: keys) == expected)
     }
 }

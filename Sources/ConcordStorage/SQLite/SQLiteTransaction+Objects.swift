@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 import Foundation
 
@@ -105,7 +106,7 @@ extension SQLiteTransaction: ObjectWrites {
 
     /// `objects` stably sorted by local identifier bytes (duplicates keep their order).
     private static func inByteOrder(_ objects: [StoredObject]) -> [StoredObject] {
-        Self.byteOrder(objects.map(\.object.localIdentifier)).map { objects[$0] }
+        ByteOrder.positions(of: objects.map(\.object.localIdentifier)).map { objects[$0] }
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {

@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 import Foundation
 
@@ -74,41 +75,5 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     /// Keys in the order of the B-trees they are looked up in (byte order, SQLite's BINARY
     /// collation), for lookups whose answer does not depend on the input's order: a batch then
     /// visits each page once, in order, instead of jumping about a library larger than the page cache.
-    static func inKeyOrder(_ keys: [String]) -> [String] { byteOrder(keys).map { keys[$0] } }
-
-    /// The positions of `keys` in byte order, stable (equal keys keep their order). Each key's
-    /// first 8 bytes, as one big-endian integer, decide almost every comparison of random
-    /// identifiers; only equal prefixes compare the rest. (String's `<` compares by Unicode
-    /// scalars, several times slower on a batch of 10 000.)
-    static func byteOrder(_ keys: [String]) -> [Int] {
-        let prefixes = keys.map(Self.bytePrefix)
-        return keys.indices.sorted { a, b in
-            let pa = prefixes[a], pb = prefixes[b]
-            if pa != pb { return pa < pb }
-            let order = Self.compareBytes(keys[a], keys[b])
-            return order < 0 || (order == 0 && a < b)
-        }
-    }
-
-    /// The first 8 bytes of `key`, big-endian, zero-padded: a strictly smaller prefix means a key
-    /// that sorts first in byte order (a shorter key that ends inside it is a prefix of the other).
-    private static func bytePrefix(_ key: String) -> UInt64 {
-        var prefix: UInt64 = 0, n = 0
-        for b in key.utf8.prefix(8) { prefix = prefix << 8 | UInt64(b); n += 1 }
-        return n == 8 ? prefix : prefix << (8 * UInt64(8 - n))
-    }
-
-    /// memcmp order of two strings' UTF-8 bytes, the shorter first when one is a prefix of the other.
-    private static func compareBytes(_ a: String, _ b: String) -> Int {
-        let x = a.utf8, y = b.utf8
-        let fast = x.withContiguousStorageIfAvailable { p in
-            y.withContiguousStorageIfAvailable { q -> Int in
-                let n = min(p.count, q.count)
-                let c = n == 0 ? 0 : Int(memcmp(p.baseAddress!, q.baseAddress!, n))
-                return c != 0 ? c : p.count - q.count
-            }
-        }
-        if let fast, let fast { return fast }
-        return x.lexicographicallyPrecedes(y) ? -1 : (y.lexicographicallyPrecedes(x) ? 1 : 0)
-    }
+    static func inKeyOrder(_ keys: [String]) -> [String] { ByteOrder.positions(of: keys).map { keys[$0] } }
 }
