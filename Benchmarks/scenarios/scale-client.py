@@ -179,6 +179,30 @@ def pg_cpu():
     return sum(proc_cpu(p) for p in pg_pids())
 
 
+def pg_cpu_by_role():
+    """PostgreSQL's CPU by process title: the backends serving connections ("postgres: user db …")
+    apart from the background ones (checkpointer, walwriter, autovacuum …), whose work a phase may
+    inherit from the writes before it."""
+    roles = {}
+    for p in pg_pids():
+        try:
+            title = open(f"/proc/{p}/cmdline").read().replace("\0", " ").strip()
+        except OSError:
+            continue
+        name = title.removeprefix("postgres: ").split(" ")[0] if title.startswith("postgres: ") else "postmaster"
+        if name in ("checkpointer", "background", "walwriter", "autovacuum", "logical", "stats", "archiver", "postmaster"):
+            role = {"background": "background writer", "autovacuum": " ".join(title.split(" ")[1:3]),
+                    "logical": "logical replication launcher"}.get(name, name)
+        else:
+            role = "backends"
+        roles[role] = roles.get(role, 0.0) + proc_cpu(p)
+    return roles
+
+
+def role_delta(before, after):
+    return {k: round(after.get(k, 0.0) - before.get(k, 0.0), 3) for k in after if after.get(k, 0.0) - before.get(k, 0.0) > 0}
+
+
 def rss_kib(pid):
     try:
         for line in open(f"/proc/{pid}/status"):
@@ -399,13 +423,16 @@ def timed_batches(label, items, fn):
     """Runs fn(batch) for each; per-batch wall and server CPU; returns a summary dict."""
     walls, cpus = [], []
     SAMPLER.reset()
+    roles0 = pg_cpu_by_role() if args.pg_dir else {}
     with Meter() as total:
         for b in items:
             c0 = proc_cpu(SERVER.pid); w0 = time.perf_counter()
             fn(b)
             walls.append(time.perf_counter() - w0); cpus.append(proc_cpu(SERVER.pid) - c0)
     ids = sum(len(b) for b in items)
+    roles = role_delta(roles0, pg_cpu_by_role()) if args.pg_dir else {}
     summary = {"label": label, "batches": len(items), "ids": ids, "wall_s": round(total.wall, 2),
+               "pg_cpu_by_role_s": roles,
                "cpu_s": round(total.cpu, 2), "pg_cpu_s": round(total.pg, 2),
                "cpu_ms_per_1000": round(1000 * total.cpu / ids * 1000, 3) if ids else 0,
                "pg_cpu_ms_per_1000": round(1000 * total.pg / ids * 1000, 3) if ids else 0,
@@ -983,6 +1010,10 @@ mrow("local → cloud, device 1 (records created)", R["map_l2c_first"])
 mrow("cloud → local, device 2 (linked by content)", R["map_c2l_first"])
 mrow("local → cloud, device 2 (linked already)", R["map_l2c_d2"])
 out.append("")
+if pgnote:
+    out.append("PostgreSQL's CPU during them by process (seconds): " + "; ".join(
+        f"{d} {R[k]['pg_cpu_by_role_s']}" for k, d in (("map_l2c_first", "local → cloud"), ("map_c2l_first", "cloud → local"))) + ".")
+    out.append("")
 for key, label in (("map_l2c_first", "local → cloud, device 1"), ("map_c2l_first", "cloud → local, device 2"), ("map_l2c_d2", "local → cloud, device 2")):
     if R[key]["slow"]:
         out.append(f"Requests over 1 s, {label} (request number, seconds): " + ", ".join(f"#{k} {w} s" for k, w in R[key]["slow"][:30])
@@ -1044,6 +1075,11 @@ out.append("|---|---:|---:|---:|---:|" + ("---:|" if pgnote else "") + "---|---:
 mrow("local → cloud, device 1", R["warm_l2c"])
 mrow("cloud → local, device 2", R["warm_c2l"])
 out.append("")
+if pgnote:
+    out.append("PostgreSQL's CPU during them by process (seconds): " + "; ".join(
+        f"{d} {R[k]['pg_cpu_by_role_s']}" for k, d in (("warm_l2c", "local → cloud"), ("warm_c2l", "cloud → local")))
+        + ". The backends serve the requests; the others carry on with earlier phases' writes (checkpoint, autovacuum).")
+    out.append("")
 out.append(f"Mapping index during them: local → cloud {R['warm_l2c']['metrics']}, cloud → local {R['warm_c2l']['metrics']}; "
            f"resident {R['warm_metrics_after']['resident_bytes'] / 2**20:.1f} MiB in {int(R['warm_metrics_after']['accounts'])} account(s).")
 out.append("")
