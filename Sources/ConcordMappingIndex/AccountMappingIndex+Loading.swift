@@ -37,7 +37,7 @@ extension AccountMappingIndex {
         } else {
             try self.loadRows(from: tx, checkingBudget: index)
         }
-        self.records = self.records.withUnsafeBufferPointer { Array($0) }
+        self.records = self.records.withHeadroom()
         self.fingerprints.shrinkToFit()
         for device in self.devices.values { device.shrinkToFit() }
         try index.checkBudget(self)

@@ -88,11 +88,12 @@ final class DeviceTable {
             + self.orphanLinks.count * 2 * 24 + 256
     }
 
-    /// Lets go of the spare capacity the arrays grew into while loading (up to half of each).
+    /// Lets go of the spare capacity the arrays grew into while loading (up to half of each),
+    /// keeping a little for the next writes (`Headroom`).
     func shrinkToFit() {
-        self.objectSlots = self.objectSlots.withUnsafeBufferPointer { Array($0) }
-        self.arena = self.arena.withUnsafeBufferPointer { Array($0) }
-        self.linkOfRecord = self.linkOfRecord.withUnsafeBufferPointer { Array($0) }
+        self.objectSlots = self.objectSlots.withHeadroom()
+        self.arena = self.arena.withHeadroom()
+        self.linkOfRecord = self.linkOfRecord.withHeadroom()
     }
 
     // MARK: - Identifiers as stored

@@ -75,8 +75,10 @@ struct SnapshotReader {
         let count = try self.value(UInt64.self)
         let stride = UInt64(MemoryLayout<T>.stride)
         guard count <= UInt64(self.input.remaining) / max(1, stride) else { throw UnusableSnapshot(reason: "an array longer than the file") }
-        return try [T](unsafeUninitializedCapacity: Int(count)) { buffer, initialized in
-            let raw = UnsafeMutableRawBufferPointer(buffer)
+        // With the headroom a load from the tables leaves (`Headroom`): the first write after a
+        // start from a snapshot appends without copying the array.
+        return try [T](unsafeUninitializedCapacity: Headroom.capacity(for: Int(count))) { buffer, initialized in
+            let raw = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[..<(Int(count) * MemoryLayout<T>.stride)])
             if !raw.isEmpty { try self.input.read(into: raw) }
             self.checksum.add(UnsafeRawBufferPointer(raw))
             initialized = Int(count)

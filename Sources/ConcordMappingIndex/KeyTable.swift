@@ -48,9 +48,9 @@ struct ByteTable {
     }
 
     mutating func shrinkToFit() {
-        self.arena = self.arena.withUnsafeBufferPointer { Array($0) }
-        self.slices = self.slices.withUnsafeBufferPointer { Array($0) }
-        self.hashes = self.hashes.withUnsafeBufferPointer { Array($0) }
+        self.arena = self.arena.withHeadroom()
+        self.slices = self.slices.withHeadroom()
+        self.hashes = self.hashes.withHeadroom()
     }
 
     /// The entry's number, nil when absent.
