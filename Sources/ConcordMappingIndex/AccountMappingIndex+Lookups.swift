@@ -71,8 +71,9 @@ extension AccountMappingIndex {
     /// sized exactly. A warm batch leaves nothing undecided but the key matches of step 3.
     func quickLocalIdentifiers(_ deviceID: String, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) -> QuickLocalIdentifiers {
         let n = batch.count
-        var lookups = [QuickLocalIdentifierMiss](repeating: .undecided, count: n)
-        guard let device = self.devices[deviceID], n > 0 else { return QuickLocalIdentifiers(others: lookups) }
+        // The misses are set in the answers themselves (no array of them to convert and let go).
+        var result = QuickLocalIdentifiers(repeating: .undecided, count: n)
+        guard let device = self.devices[deviceID], n > 0 else { return result }
         var keys = [UUIDBits?](repeating: nil, count: n)
         var types = [ObjectType](repeating: .asset, count: n)
         batch.bytes.withUnsafeBufferPointer { b in
@@ -80,7 +81,7 @@ extension AccountMappingIndex {
                 let id = UnsafeBufferPointer(rebasing: b[Int(span.start)..<Int(span.start) + Int(span.length)])
                 guard let type = CloudIdentifier.wellFormedType(id),
                       let key = UUIDBits(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36]), anyCase: true) else {
-                    lookups[i] = .invalid
+                    result.set(i, .invalid)
                     continue
                 }
                 keys[i] = key
@@ -102,12 +103,12 @@ extension AccountMappingIndex {
             for i in 0..<n where answers[i] < 0 && keys[i] != nil {
                 let record = numbers[i]
                 if record >= 0 && self.deviceCarriesAKey(of: Int(record), device) { continue }
-                guard contentMatch else { lookups[i] = .notFound; continue }
+                guard contentMatch else { result.set(i, .notFound); continue }
                 let span = batch.spans[i]
                 let fingerprint = UnsafeBufferPointer(rebasing: b[Int(span.start) + Self.cloudIdentifierPrefix..<Int(span.start) + Int(span.length)])
                 if fingerprint.isEmpty {
                     // No record, or a record without a fingerprint: no content to match.
-                    guard record >= 0, !self.isEmpty(fingerprint: self.records[Int(record)].fingerprint) else { lookups[i] = .notFound; continue }
+                    guard record >= 0, !self.isEmpty(fingerprint: self.records[Int(record)].fingerprint) else { result.set(i, .notFound); continue }
                     recordContents.append(Int32(self.records[Int(record)].fingerprint))
                 } else {
                     recordContents.append(-1)
@@ -127,7 +128,7 @@ extension AccountMappingIndex {
             for (j, i) in byContent.enumerated() {
                 let slots = fingerprints[j] < 0 ? [] : device.slots(withContent: UInt32(fingerprints[j]), type: types[i])
                 switch slots.count {
-                case 0: lookups[i] = .notFound
+                case 0: result.set(i, .notFound)
                 case 1:
                     // A link is stored when the record exists with exactly this content and the
                     // object has none (`MappingService.resolve`): that case goes the full way.
@@ -137,11 +138,10 @@ extension AccountMappingIndex {
                         answers[i] = slots[0]
                     }
                 default:
-                    lookups[i] = .multiple(slots.map { device.identifier(ofSlot: $0) }.sorted { $0.utf8Precedes($1) })
+                    result.set(i, .multiple(slots.map { device.identifier(ofSlot: $0) }.sorted { $0.utf8Precedes($1) }))
                 }
             }
         }
-        var result = QuickLocalIdentifiers(others: lookups)
         device.withLookup { l in
             var total = 0
             for s in answers where s >= 0 { total += device.spelledLength(ofSlot: s, l) }

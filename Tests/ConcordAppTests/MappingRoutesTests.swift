@@ -295,3 +295,44 @@ import Testing
     let parsed = try JSONValue.parse(plain)
     #expect(parsed["mappings"]?.arrayValue?.count == count)
 }
+
+/// Runs of every length around a word's size (the copy's three ways: byte by byte, two
+/// overlapping half-words, words with an overlapping last one): identifiers and answers of 0 to
+/// 40 bytes, each mixed with errors, give the written answer byte for byte, both directions.
+@Test(arguments: [0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 40]) func shortAndOddRunsGiveTheWrittenAnswer(_ length: Int) throws {
+    var ids: [String] = []
+    var back = LocalIdentifierAnswers()
+    var there = LinkLookups()
+    for i in 0..<12 {
+        let n = max(0, length - i % 3)
+        ids.append(String((0..<n).map { Character(UnicodeScalar(UInt8(0x41 + ($0 + i) % 26))) }))
+        let answer = String(repeating: "z", count: (length + i) % 41)
+        if i % 4 == 3 { back.append(.identifierNotFound(limitedLibrary: false)); there.append(.missing) }
+        else { back.append(bytes: answer.utf8); there.append(bytes: answer.utf8) }
+    }
+    let batch = IdentifierBatch(ids)
+    #expect(batch.isPlainASCII)
+    #expect(CloudToLocalBody.plain(batch, back) == CloudToLocalBody.written(batch, back))
+    let result = CloudIdentifierAnswers(answers: there, notFound: .identifierNotFound(limitedLibrary: true))
+    #expect(LocalToCloudBody.plain(batch, result) == LocalToCloudBody.written(batch, result))
+}
+
+/// `ByteRuns.copy` copies exactly the run, whatever its length and alignment, and nothing beside it.
+@Test func byteRunsCopyExactlyTheRun() {
+    let source = (0..<64).map { UInt8($0 + 1) }
+    for offset in 0..<8 {
+        for count in 0...40 {
+            var out = [UInt8](repeating: 0xEE, count: 64)
+            let moved = source.withUnsafeBufferPointer { s in
+                out.withUnsafeMutableBufferPointer { o -> Int in
+                    var at = o.baseAddress! + 3
+                    ByteRuns.copy(s.baseAddress! + offset, count, to: &at)
+                    return at - (o.baseAddress! + 3)
+                }
+            }
+            #expect(moved == count)
+            #expect(Array(out[3..<3 + count]) == Array(source[offset..<offset + count]), "offset \(offset), count \(count)")
+            #expect(out[0..<3].allSatisfy { $0 == 0xEE } && out[(3 + count)...].allSatisfy { $0 == 0xEE }, "offset \(offset), count \(count)")
+        }
+    }
+}

@@ -55,6 +55,9 @@ enum MappingsBody {
     /// For a plain-ASCII batch whose answers are plain ASCII too (`IdentifierBatch.isPlainASCII`):
     /// no byte needs escaping, so the body is copies of byte runs into a buffer of exactly its
     /// size, in one pass, each error rendered once.
+    ///
+    /// Every run is copied inline, a word at a time (`ByteRuns.copy`): most runs are 2 to 90
+    /// bytes, and a call into `memmove` per run (five or so per item) cost more than the copying.
     static func plain(_ ids: IdentifierBatch, asked: StaticString, answered: StaticString, _ answers: Answers) -> [UInt8] {
         precondition(ids.isPlainASCII, "a batch with identifiers to escape goes through written(_:asked:answered:_:)")
         // Each error's bytes (`"error":{…}`) once, all in one buffer.
@@ -67,61 +70,102 @@ enum MappingsBody {
             errorBytes += w.bytes
             return start..<errorBytes.count
         }
-        let head: StaticString = #"{"mappings":["#, tail: StaticString = "]}"
-        // {"<asked>":"  <id>  ","<answered>":"  <answer>  "}      or      {"<asked>":"  <id>  ",  error  }
-        let open = 5 + asked.utf8CodeUnitCount, between = 6 + answered.utf8CodeUnitCount, errorOpen = 2
+        // The fixed runs around each item, spelled once:
+        // ,{"<asked>":"  <id>  ","<answered>":"  <answer>  "}      or      ,{"<asked>":"  <id>  ",  error  }
+        // (the first item's opening without its comma).
+        let fixed = ByteRuns.spell(["{\"mappings\":[", ",{\"", asked, "\":\"", "\",\"", answered, "\":\"", "\"}", "\",", "}", "]}"])
+        let head = fixed.ranges[0], open = fixed.ranges[1].lowerBound..<fixed.ranges[3].upperBound
+        let between = fixed.ranges[4].lowerBound..<fixed.ranges[6].upperBound, close = fixed.ranges[7]
+        let errorOpen = fixed.ranges[8], errorClose = fixed.ranges[9], tail = fixed.ranges[10]
         let count = ids.count
         // Plain pointers to the spans and the pieces for the two passes: no array access (nor its
         // reference counting) per item.
         return ids.spans.withUnsafeBufferPointer { spans in
           answers.pieces.withAnswers { pieces in
-            var total = head.utf8CodeUnitCount + tail.utf8CodeUnitCount + max(0, count - 1)
+            var total = head.count + tail.count + max(0, count - 1)
             for i in 0..<count {
-                total += open + Int(spans[i].length)
+                total += open.count - 1 + Int(spans[i].length)
                 switch pieces[i] {
-                case .bytes(let range): total += between + range.count + 2
-                case .other(let e): total += errorOpen + errorRanges[e].count + 1
+                case .bytes(let range): total += between.count + range.count + close.count
+                case .other(let e): total += errorOpen.count + errorRanges[e].count + errorClose.count
                 }
             }
             return [UInt8](unsafeUninitializedCapacity: total) { out, written in
                 var at = out.baseAddress!
-                @inline(__always) func put(_ s: StaticString) {
-                    at.update(from: s.utf8Start, count: s.utf8CodeUnitCount)
-                    at += s.utf8CodeUnitCount
-                }
-                @inline(__always) func put(_ p: UnsafePointer<UInt8>, _ count: Int) {
-                    if count > 0 { at.update(from: p, count: count) }
-                    at += count
-                }
-                put(head)
-                ids.bytes.withUnsafeBufferPointer { idBytes in
-                  answers.pieces.bytes.withUnsafeBufferPointer { answerBytes in
-                    errorBytes.withUnsafeBufferPointer { errorBytes in
+                fixed.bytes.withUnsafeBufferPointer { fixedBytes in
+                  ids.bytes.withUnsafeBufferPointer { idBytes in
+                    answers.pieces.bytes.withUnsafeBufferPointer { answerBytes in
+                      errorBytes.withUnsafeBufferPointer { errorBytes in
+                        let f = fixedBytes.baseAddress!
+                        @inline(__always) func put(_ r: Range<Int>) { ByteRuns.copy(f + r.lowerBound, r.count, to: &at) }
+                        put(head)
                         for i in 0..<count {
-                            if i > 0 { put(",") }
-                            put("{\""); put(asked); put("\":\"")
+                            // The comma before every item but the first is the opening's first byte.
+                            ByteRuns.copy(f + open.lowerBound + (i == 0 ? 1 : 0), open.count - (i == 0 ? 1 : 0), to: &at)
                             let span = spans[i]
-                            put(idBytes.baseAddress! + Int(span.start), Int(span.length))
+                            ByteRuns.copy(idBytes.baseAddress! + Int(span.start), Int(span.length), to: &at)
                             switch pieces[i] {
                             case .bytes(let range):
-                                put("\",\""); put(answered); put("\":\"")
-                                put(answerBytes.baseAddress! + range.lowerBound, range.count)
-                                put("\"}")
+                                put(between)
+                                ByteRuns.copy(answerBytes.baseAddress! + range.lowerBound, range.count, to: &at)
+                                put(close)
                             case .other(let e):
-                                put("\",")
-                                put(errorBytes.baseAddress! + errorRanges[e].lowerBound, errorRanges[e].count)
-                                put("}")
+                                put(errorOpen)
+                                ByteRuns.copy(errorBytes.baseAddress! + errorRanges[e].lowerBound, errorRanges[e].count, to: &at)
+                                put(errorClose)
                             }
                         }
+                        put(tail)
+                      }
                     }
                   }
                 }
-                put(tail)
                 written = at - out.baseAddress!
                 precondition(written == total, "the answer's size was counted before writing it")
             }
           }
         }
+    }
+}
+
+/// Short runs of bytes copied into an answer without a call per run.
+enum ByteRuns {
+    /// Static strings in one buffer, and where each lies in it.
+    static func spell(_ parts: [StaticString]) -> (bytes: [UInt8], ranges: [Range<Int>]) {
+        var bytes: [UInt8] = []
+        var ranges: [Range<Int>] = []
+        for part in parts {
+            let start = bytes.count
+            bytes.append(contentsOf: UnsafeBufferPointer(start: part.utf8Start, count: part.utf8CodeUnitCount))
+            ranges.append(start..<bytes.count)
+        }
+        return (bytes, ranges)
+    }
+
+    /// Copies `count` bytes from `from` to `at`, and moves `at` past them. A word at a time, the
+    /// last word overlapping the one before it (it rewrites bytes already written with the same
+    /// values); runs shorter than a word byte by byte. Reads and writes nothing outside the two runs.
+    @inline(__always)
+    static func copy(_ from: UnsafePointer<UInt8>, _ count: Int, to at: inout UnsafeMutablePointer<UInt8>) {
+        let src = UnsafeRawPointer(from), dst = UnsafeMutableRawPointer(at)
+        if count >= 8 {
+            var k = 0
+            while k + 8 <= count {
+                dst.storeBytes(of: src.loadUnaligned(fromByteOffset: k, as: UInt64.self), toByteOffset: k, as: UInt64.self)
+                k += 8
+            }
+            if k < count {
+                dst.storeBytes(of: src.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self), toByteOffset: count - 8, as: UInt64.self)
+            }
+        } else {
+            if count >= 4 {
+                dst.storeBytes(of: src.loadUnaligned(as: UInt32.self), as: UInt32.self)
+                dst.storeBytes(of: src.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self), toByteOffset: count - 4, as: UInt32.self)
+            } else {
+                for k in 0..<count { at[k] = from[k] }
+            }
+        }
+        at += count
     }
 }
 
