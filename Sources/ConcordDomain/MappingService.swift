@@ -72,7 +72,7 @@ public struct MappingService: ServiceArea {
                                 resolvedAt: Int64? = nil) throws {
         // Sized for the batch up front: growing rehashes every key.
         var byID = [ByteKey: StoredObject](minimumCapacity: toLink.count)
-        for o in try tx.objects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[ByteKey(o.object.localIdentifier)] = o }
+        for o in try tx.mappingObjects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[ByteKey(o.object.localIdentifier)] = o }
         if let resolvedAt, try tx.mappingVersion() == resolvedAt {
             var linkedObjects = Set<ByteKey>(minimumCapacity: toLink.count), linkedRecords = Set<String>(minimumCapacity: toLink.count)
             var links: [(object: LibraryObject, record: CloudRecord)] = []
@@ -130,7 +130,7 @@ public struct MappingService: ServiceArea {
         // Sized for the batch up front: growing rehashes every key.
         var result = [ByteKey: CloudRecord](minimumCapacity: localIdentifiers.count)
         var byID = [ByteKey: StoredObject](minimumCapacity: localIdentifiers.count)
-        for s in try tx.objects(device, localIdentifiers: localIdentifiers) { byID[ByteKey(s.object.localIdentifier)] = s }
+        for s in try tx.mappingObjects(device, localIdentifiers: localIdentifiers) { byID[ByteKey(s.object.localIdentifier)] = s }
         var unlinked: [LibraryObject] = []
         unlinked.reserveCapacity(localIdentifiers.count)
         var pending = Set<ByteKey>(minimumCapacity: localIdentifiers.count)

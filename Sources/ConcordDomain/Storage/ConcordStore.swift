@@ -47,7 +47,7 @@ public protocol AccountReadTransaction: AnyObject, MappingReads, MappingVersionR
 }
 
 /// Batch writes of one account, inside its one write transaction.
-public protocol AccountWriteTransaction: AccountReadTransaction, MappingVersionWrites, DeviceWrites, ObjectWrites,
+public protocol AccountWriteTransaction: AccountReadTransaction, MappingVersionWrites, DeviceWrites, ObjectWrites, MappingObjectReads,
                                          RecordWrites, HistoryWrites, UploadWrites, IdempotencyAppliedWrites,
                                          JournalWrites, WebhookWrites {
     /// Adds an observer told of every mapping change and feed append this transaction makes from now on.

@@ -110,3 +110,37 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
         return status
     }
 }
+
+/// The objects the mapping's write path reads again (`MappingObjectReads`): the lookup by local
+/// identifier of `objects(_:localIdentifiers:)` with only the columns the mapping rules read — no
+/// dates, title or members to send and decode for each of a batch's thousand objects — and each
+/// object's number for the links that follow (`UnlinkedObjectNumbers`).
+extension PostgresTransaction: MappingObjectReads {
+    func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
+        guard !localIdentifiers.isEmpty else { return [] }
+        let keys = try self.keys(device)
+        var result: [StoredObject] = []
+        result.reserveCapacity(localIdentifiers.count)
+        let found = self.unlinkedObjects.lookup(device: keys.device, observers: self.observers)
+        try self.db.query(Self.mappingObjectsByLocalID, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)]) { r in
+            var link: CloudRecord?
+            if !r.isNull(4), !r.isNull(5), let type = ObjectType(rawValue: Int(r.int(5))) {
+                link = CloudRecord(guid: r.guid(4), type: type, fingerprint: r.fingerprint(6))
+            }
+            let object = LibraryObject(localIdentifier: r.text(0), type: ObjectType(rawValue: Int(r.int(1))) ?? .asset, fingerprint: r.fingerprint(2),
+                                       photoKitCloudIdentifier: r.optionalText(3))
+            if r.bool(8) { found.add(object.localIdentifier, number: r.int(7)) }
+            result.append(StoredObject(object: object, link: link))
+        }
+        return result
+    }
+
+    /// Objects of device `$2` by local identifier (`$3`): identifier, type, fingerprint, PhotoKit
+    /// cloud identifier, the linked record (GUID, type, fingerprint), the object's number, and
+    /// whether it has no link.
+    static let mappingObjectsByLocalID = """
+        SELECT o.local_id, o.type, o.fingerprint, o.pk_identifier, r.record, r.type, r.fingerprint, o.object_no, l.object_no IS NULL
+        FROM objects o \(linkJoin)
+        WHERE o.account_key = $1 AND o.device_key = $2 AND o.local_id = ANY($3)
+        """
+}
