@@ -170,7 +170,7 @@ else:
         while metrics().get("concord_mapping_index_background_loads_fitted_total", 0) < 1:
             if time.time() - t0 > 300:
                 fail("no install within 300 s")
-            time.sleep(0.02)
+            time.sleep(0.1)
         ready, c1, p1 = time.time() - t0, cpu(SERVER.proc.pid), pg_cpu()
         if perf:
             perf.send_signal(2); perf.wait()

@@ -1,3 +1,4 @@
+import CConcordSystem
 import ConcordBytes
 import ConcordDomain
 import Synchronization
@@ -214,7 +215,9 @@ private final class TableBytesLoader: MappingTableSink {
     }
 
     func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
-                fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?, creationSecond: Int64?) throws {
+                fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?,
+                creationSecond: Int64?) throws {
+        self.links.prefetch(order: laterLinkedOrder)
         let table = self.tables[device]
         var record: Int32 = -1, guid: UUIDBits?
         var fingerprintNumber: UInt32?
@@ -285,6 +288,13 @@ private struct LinkTargets {
         } else {
             line.storeBytes(of: Self.tooLong, toByteOffset: Self.lengthAt, as: UInt8.self)
         }
+    }
+
+    /// Starts fetching the line of `order` into the cache (a later object's link).
+    @inline(__always)
+    func prefetch(order: Int64) {
+        guard order > 0, order < Int64(self.capacity) else { return }
+        concord_prefetch(self.lines! + Int(order) * Self.stride)
     }
 
     /// The record of creation order `order`, nil when none has it.

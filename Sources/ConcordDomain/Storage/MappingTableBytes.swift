@@ -27,9 +27,11 @@ public protocol MappingTableSink: AnyObject {
     /// device's objects on one thread, one after the other).
     var takesDevicesConcurrently: Bool { get }
     /// An object of device number `device`; `linkedOrder` is its linked record's creation order
-    /// (0: no link); `keyA` nil without a key. `fingerprintKey` as for records.
+    /// (0: no link); `keyA` nil without a key. `fingerprintKey` as for records. `laterLinkedOrder`:
+    /// the linked order of an object a few rows on (0: none), a hint to fetch its record meanwhile.
     func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
-                fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?, creationSecond: Int64?) throws
+                fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?,
+                creationSecond: Int64?) throws
 }
 
 extension MappingTableSink {

@@ -96,6 +96,10 @@ extension PostgresTransaction: MappingTableBytesReads {
         return linkOrders
     }
 
+    /// How many object numbers ahead the sink is told of a link (`laterLinkedOrder`): far enough for
+    /// its record's line to arrive from memory before that object's row comes.
+    static let linkLookahead: Int64 = 8
+
     /// One device's objects in number order, each with its link's record order.
     private static func streamObjects(on db: PGConnection, device d: LoadedDevice, linkOrders: [Int64], into sink: any MappingTableSink) throws {
         try linkOrders.withUnsafeBufferPointer { orders in
@@ -105,10 +109,11 @@ extension PostgresTransaction: MappingTableBytesReads {
                 guard let type = ObjectType(rawValue: Int(r.int(2))) else { return }
                 let number = r.int(0)
                 let linked = number >= 0 && number < Int64(orders.count) ? orders[Int(number)] : 0
+                let later = number >= 0 && number + Self.linkLookahead < Int64(orders.count) ? orders[Int(number + Self.linkLookahead)] : 0
                 let stored = r.bytes(3)
                 try FingerprintBytes.withText(stored) { fingerprint in
                     try sink.object(device: d.number, localIdentifier: r.utf8(1), type: type, fingerprint: fingerprint, fingerprintKey: stored,
-                                    linkedOrder: linked, keyA: r.isNull(4) ? nil : r.utf8(4), creationSecond: r.isNull(5) ? nil : r.int(5))
+                                    linkedOrder: linked, laterLinkedOrder: later, keyA: r.isNull(4) ? nil : r.utf8(4), creationSecond: r.isNull(5) ? nil : r.int(5))
                 }
             }
         }
@@ -168,7 +173,7 @@ private final class MappingRowStrings: MappingTableSink {
     }
 
     func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
-                fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?, creationSecond: Int64?) throws {
+                fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?, creationSecond: Int64?) throws {
         let linked = linkedOrder > 0 && linkedOrder < Int64(self.guidByOrder.count) ? self.guidByOrder[Int(linkedOrder)] : nil
         try self.objects(MappingObjectRow(deviceID: self.deviceIDs[device], localIdentifier: String(decoding: localIdentifier, as: UTF8.self),
                                           type: type, fingerprint: String(decoding: fingerprint, as: UTF8.self), linkedGUID: linked,
