@@ -1,5 +1,12 @@
+import CConcordSystem
 import ConcordBytes
 import ConcordDomain
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Loading an account: from its tables (one streamed query per table) or from its snapshot.
 extension AccountMappingIndex {
@@ -33,7 +40,6 @@ extension AccountMappingIndex {
         if let bytes = tx as? any MappingTableBytesReads {
             let loader = TableBytesLoader(self, budget: index)
             try bytes.streamMappingTableBytes(into: loader)
-            loader.finish()
         } else {
             try self.loadRows(from: tx, checkingBudget: index)
         }
@@ -140,46 +146,52 @@ extension AccountMappingIndex {
 }
 
 /// `AccountMappingIndex.load` from bytes (`MappingTableBytesReads`): what the rows of strings do,
-/// with no `String` per row. A link comes as its record's creation order, which gives the record's
-/// number here (no GUID to parse and look up); an identifier's bytes go straight into its device's
-/// arena; each device's table is sized from its object count first.
+/// with no `String` per row. A link comes as its record's creation order, which gives the record
+/// here (`LinkTargets`: no GUID to parse and look up); an identifier's bytes go straight into its
+/// device's arena; each device's table is sized from its object count first.
+///
+/// Devices may load at the same time on different threads (`takesDevicesConcurrently`): each
+/// thread writes only its device's table and reads the records through `LinkTargets`, which no
+/// longer changes then; the account's shared tables (fingerprints, keys) take a lock, which a
+/// mapped library rarely needs (a linked object's fingerprint is its record's, known already).
 private final class TableBytesLoader: MappingTableSink {
     let target: AccountMappingIndex
     let budget: MappingIndex
     var deviceIDs: [String] = [], objectCounts: [Int] = []
-    var tables: [DeviceTable?] = []
-    /// Creation order → record number (-1: none).
-    var numberByOrder: [Int32] = []
+    var tables: [DeviceTable] = []
+    var links = LinkTargets()
     var rows = 0
+    /// Set by `beginObjects`: objects may come from several threads from then on.
+    private var concurrent = false
+    /// Guards the account's fingerprint and key tables while devices load concurrently.
+    private let shared = Mutex(())
 
     init(_ target: AccountMappingIndex, budget: MappingIndex) {
         self.target = target
         self.budget = budget
     }
 
+    deinit { self.links.deallocate() }
+
+    var takesDevicesConcurrently: Bool { true }
+
     func device(_ id: String, objects: Int) throws {
         self.deviceIDs.append(id)
         self.objectCounts.append(objects)
-        self.tables.append(nil)
     }
 
     func expectRecords(_ count: Int) {
         self.target.records.reserveCapacity(count)
-        self.numberByOrder.reserveCapacity(count + 1)
+        self.links.reserve(orders: count + 1)
     }
 
-    func record(guid: UUIDBits, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>, order: Int64) throws {
+    func record(guid: UUIDBits, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>, fingerprintKey: UnsafeRawBufferPointer, order: Int64) throws {
         let index = self.target
         let number = UInt32(index.records.count)
-        index.records.append(AccountMappingIndex.Record(guid: guid, fingerprint: index.fingerprints.intern(fingerprint), type: type,
-                                                        key: AccountMappingIndex.noKey))
+        let f = index.fingerprints.intern(fingerprint)
+        index.records.append(AccountMappingIndex.Record(guid: guid, fingerprint: f, type: type, key: AccountMappingIndex.noKey))
         index.recordTable.insert(guid, number: number) { index.records[Int($0)].guid }
-        if order >= 0, order < Int64(Int32.max) {
-            if self.numberByOrder.count <= Int(order) {
-                self.numberByOrder.append(contentsOf: repeatElement(-1, count: Int(order) + 1 - self.numberByOrder.count))
-            }
-            self.numberByOrder[Int(order)] = Int32(number)
-        }
+        self.links.set(order: order, record: Int32(number), fingerprint: f, guid: guid, key: fingerprintKey)
         try self.counted()
     }
 
@@ -188,40 +200,125 @@ private final class TableBytesLoader: MappingTableSink {
         self.target.addRecordKey(number: n, key: self.target.keyTable.intern(type: type, a: a))
     }
 
-    func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
-                linkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?, creationSecond: Int64?) throws {
-        let index = self.target
-        let table = self.tables[device] ?? self.table(device)
-        let record: Int32 = linkedOrder > 0 && linkedOrder < Int64(self.numberByOrder.count) ? self.numberByOrder[Int(linkedOrder)] : -1
-        // A linked object's fingerprint is usually its record's: that number, without a lookup.
-        let fingerprintNumber: UInt32
-        if record >= 0, case let f = index.records[Int(record)].fingerprint, index.fingerprint(f, isBytes: fingerprint) {
-            fingerprintNumber = f
-        } else {
-            fingerprintNumber = index.fingerprints.intern(fingerprint)
+    /// Every device's table, sized; past this point objects may come from several threads, so the
+    /// budget is checked here, against the tables' sizes plus their identifiers' bytes to come.
+    func beginObjects() throws {
+        for n in self.deviceIDs.indices {
+            let table = DeviceTable(recordCount: self.target.records.count)
+            table.reserve(objects: self.objectCounts[n])
+            self.tables.append(table)
+            self.target.devices[self.deviceIDs[n]] = table
         }
-        table.putNew(localIdentifier, type: type, fingerprint: fingerprintNumber, record: record,
-                     linkedGUID: record >= 0 ? index.records[Int(record)].guid : nil,
-                     key: keyA.map { index.keyTable.intern(type: type, a: $0) } ?? AccountMappingIndex.noKey, creationSecond: creationSecond)
-        try self.counted()
+        let identifierBytes = self.objectCounts.reduce(0, +) * 32
+        if self.target.estimatedBytes + identifierBytes > self.budget.budgetBytes { throw MappingIndex.OverBudget() }
+        self.concurrent = true
     }
 
-    /// Device number `n`'s table, made now that the records are in (its links by record number).
-    private func table(_ n: Int) -> DeviceTable {
-        let table = DeviceTable(recordCount: self.target.records.count)
-        table.reserve(objects: self.objectCounts[n])
-        self.tables[n] = table
-        self.target.devices[self.deviceIDs[n]] = table
-        return table
+    func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
+                fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?,
+                creationSecond: Int64?) throws {
+        self.links.prefetch(order: laterLinkedOrder)
+        let table = self.tables[device]
+        var record: Int32 = -1, guid: UUIDBits?
+        var fingerprintNumber: UInt32?
+        if let link = self.links.target(order: linkedOrder) {
+            record = link.record
+            guid = link.guid
+            // A linked object's fingerprint is usually its record's: that number, without a lookup.
+            fingerprintNumber = link.fingerprint(ifKey: fingerprintKey)
+        }
+        let key = keyA.map { a in self.sharing { self.target.keyTable.intern(type: type, a: a) } } ?? AccountMappingIndex.noKey
+        table.putNew(localIdentifier, type: type, fingerprint: fingerprintNumber ?? self.sharing { self.target.fingerprints.intern(fingerprint) },
+                     record: record, linkedGUID: guid, key: key, creationSecond: creationSecond)
+        if !self.concurrent { try self.counted() }
+    }
+
+    /// `body` on the account's shared tables: under the lock once devices may load concurrently.
+    @inline(__always)
+    private func sharing(_ body: () -> UInt32) -> UInt32 {
+        self.concurrent ? self.shared.withLock { _ in body() } : body()
     }
 
     private func counted() throws {
         self.rows += 1
         if self.rows & 4095 == 0 { try self.budget.checkBudget(self.target) }
     }
+}
 
-    /// Every device has its table, those without objects too.
-    func finish() {
-        for n in self.tables.indices where self.tables[n] == nil { _ = self.table(n) }
+/// The records as an object's link reads them while loading, by creation order: the record's
+/// number, its fingerprint's number and stored form, and its GUID in one 64-byte line. The index's
+/// own arrays give the same in three dependent reads (record → fingerprint slice → its bytes), each
+/// a cache miss when objects come in another order than their records; here it is one. Freed with
+/// the loader.
+private struct LinkTargets {
+    static let stride = 64
+    /// Offsets in a line: GUID (16 bytes), record number (-1: no record has this order), fingerprint
+    /// number, the key's length (`tooLong`: over `keyBytes`, compared through the index), the key.
+    static let recordAt = 16, fingerprintAt = 20, lengthAt = 24, keyAt = 25
+    static let keyBytes = stride - keyAt
+    static let tooLong = UInt8.max
+
+    private var lines: UnsafeMutableRawPointer?
+    private var capacity = 0
+
+    mutating func reserve(orders: Int) {
+        guard orders > self.capacity else { return }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: orders * Self.stride, alignment: Self.stride)
+        if let lines { grown.copyMemory(from: lines, byteCount: self.capacity * Self.stride) }
+        for n in self.capacity..<orders { grown.storeBytes(of: -1, toByteOffset: n * Self.stride + Self.recordAt, as: Int32.self) }
+        self.lines?.deallocate()
+        self.lines = grown
+        self.capacity = orders
+    }
+
+    func deallocate() { self.lines?.deallocate() }
+
+    mutating func set(order: Int64, record: Int32, fingerprint: UInt32, guid: UUIDBits, key: UnsafeRawBufferPointer) {
+        // Creation orders run from 1 with no gaps (storage gives each record the next): sized from the count.
+        guard order > 0, order < Int64(Int32.max) else { return }
+        if Int(order) >= self.capacity { self.reserve(orders: max(Int(order) + 1, self.capacity * 2)) }
+        let line = self.lines! + Int(order) * Self.stride
+        line.storeBytes(of: guid.high, as: UInt64.self)
+        line.storeBytes(of: guid.low, toByteOffset: 8, as: UInt64.self)
+        line.storeBytes(of: record, toByteOffset: Self.recordAt, as: Int32.self)
+        line.storeBytes(of: fingerprint, toByteOffset: Self.fingerprintAt, as: UInt32.self)
+        if key.count <= Self.keyBytes {
+            line.storeBytes(of: UInt8(key.count), toByteOffset: Self.lengthAt, as: UInt8.self)
+            if key.count > 0 { (line + Self.keyAt).copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        } else {
+            line.storeBytes(of: Self.tooLong, toByteOffset: Self.lengthAt, as: UInt8.self)
+        }
+    }
+
+    /// Starts fetching the line of `order` into the cache (a later object's link).
+    @inline(__always)
+    func prefetch(order: Int64) {
+        guard order > 0, order < Int64(self.capacity) else { return }
+        concord_prefetch(self.lines! + Int(order) * Self.stride)
+    }
+
+    /// The record of creation order `order`, nil when none has it.
+    func target(order: Int64) -> LinkTarget? {
+        guard order > 0, order < Int64(self.capacity) else { return nil }
+        let line = UnsafeRawPointer(self.lines! + Int(order) * Self.stride)
+        guard line.load(fromByteOffset: Self.recordAt, as: Int32.self) >= 0 else { return nil }
+        return LinkTarget(line: line)
+    }
+}
+
+/// One line of `LinkTargets`.
+private struct LinkTarget {
+    let line: UnsafeRawPointer
+
+    var guid: UUIDBits { UUIDBits(high: self.line.load(as: UInt64.self), low: self.line.load(fromByteOffset: 8, as: UInt64.self)) }
+    var record: Int32 { self.line.load(fromByteOffset: LinkTargets.recordAt, as: Int32.self) }
+
+    /// The record's fingerprint number when `key` is its fingerprint's key; nil when it is another
+    /// fingerprint, or one too long to keep here (the caller then interns the object's own).
+    func fingerprint(ifKey key: UnsafeRawBufferPointer) -> UInt32? {
+        let length = self.line.load(fromByteOffset: LinkTargets.lengthAt, as: UInt8.self)
+        guard length != LinkTargets.tooLong, Int(length) == key.count,
+              key.count == 0 || memcmp(self.line + LinkTargets.keyAt, key.baseAddress!, key.count) == 0 else { return nil }
+        return self.line.load(fromByteOffset: LinkTargets.fingerprintAt, as: UInt32.self)
     }
 }

@@ -233,10 +233,13 @@ final class PGConnection {
     private let counter: StatementCounter?
     /// A read transaction not begun yet (`deferBegin`).
     private var deferred: DeferredRead?
+    /// What it connected with: a sibling reading the same snapshot connects the same way.
+    private let parameters: [(String, String)]
 
     /// Connects with libpq keyword/value parameters (no string escaping involved).
     init(parameters: [(String, String)], counter: StatementCounter? = nil) throws(PostgresError) {
         self.counter = counter
+        self.parameters = parameters
         let keys = parameters.map { strdup($0.0) } + [nil]
         let values = parameters.map { strdup($0.1) } + [nil]
         defer {
@@ -428,6 +431,43 @@ final class PGConnection {
         }
         if let failure { throw failure }
         guard reader.ended else { throw PostgresError(sqlState: "", message: Self.oneLine(String(cString: PQerrorMessage(self.handle))), connectionLost: PQstatus(self.handle) == CONNECTION_BAD) }
+    }
+
+    // MARK: - A second reader of one snapshot
+
+    /// A new connection (outside any pool) in a `REPEATABLE READ READ ONLY` transaction that reads
+    /// this connection's transaction's snapshot (`pg_export_snapshot`, `SET TRANSACTION SNAPSHOT`):
+    /// the two see exactly the same rows, so one read can run its statements on both at once. The
+    /// snapshot is valid while this transaction stays open. End it with `endSnapshotSibling`.
+    func openSnapshotSibling() throws -> PGConnection {
+        try self.beginDeferred()   // a snapshot exported outside a transaction would end with its statement
+        self.counter?.add()
+        let result = PQexec(self.handle, "SELECT pg_export_snapshot()")
+        defer { PQclear(result) }
+        try self.check(result)
+        guard PQntuples(result) == 1, let value = PQgetvalue(result, 0, 0) else {
+            throw PostgresError(sqlState: "", message: "pg_export_snapshot answered no row", connectionLost: false)
+        }
+        let snapshot = String(cString: value)
+        // PostgreSQL's identifier, spelled into the statement: hexadecimal digits and dashes only.
+        guard !snapshot.isEmpty, snapshot.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 70) }) else {
+            throw PostgresError(sqlState: "", message: "unexpected snapshot identifier", connectionLost: false)
+        }
+        let sibling = try PGConnection(parameters: self.parameters, counter: self.counter)
+        do {
+            try sibling.executeNow("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try sibling.executeNow("SET TRANSACTION SNAPSHOT '\(snapshot)'")
+        } catch {
+            sibling.close()
+            throw error
+        }
+        return sibling
+    }
+
+    /// Ends a sibling's read and closes it.
+    func endSnapshotSibling() {
+        if self.needsRollback { try? self.executeNow("ROLLBACK") }
+        self.close()
     }
 
     /// A prepared statement's result (never nil), checked.
