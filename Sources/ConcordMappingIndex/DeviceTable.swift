@@ -414,11 +414,14 @@ final class DeviceTable {
         }
     }
 
-    /// Room for `objects` objects in an empty table, before a load: the slots, and the bucket array
+    /// Room for `objects` objects in an empty table, before a load: the slots, the arena, and the bucket array
     /// the inserts one by one would end with (`rehash`'s growth), so none of them rehashes.
     func reserve(objects: Int) {
         guard self.live == 0, self.tombstones == 0, objects > 0 else { return }
-        self.objectSlots.reserveCapacity(objects)
+        // With the headroom `shrinkToFit` keeps, so that it finds nothing to let go and copies
+        // nothing; the arena for PhotoKit-shaped identifiers (24 bytes stored), grown if longer.
+        self.objectSlots.reserveCapacity(Headroom.capacity(for: objects))
+        self.arena.reserveCapacity(Headroom.capacity(for: objects * 24))
         var capacity = self.buckets.count
         while capacity / 2 - 1 < objects {   // the insert at live = capacity/2 - 1 rehashes
             let live = capacity / 2 - 1

@@ -8,9 +8,11 @@ enum Headroom {
 
 extension Array where Element: BitwiseCopyable {
     /// A copy whose capacity is `Headroom.capacity(for: count)`: loading's spare capacity (up to
-    /// half of the array) let go, a sixteenth kept for the writes to come.
+    /// half of the array) let go, a sixteenth kept for the writes to come. The array itself when
+    /// its spare capacity is at most twice that (reserved before the load): no copy.
     func withHeadroom() -> [Element] {
-        self.withUnsafeBufferPointer { source in
+        if self.capacity - self.count <= 2 * (Headroom.capacity(for: self.count) - self.count) { return self }
+        return self.withUnsafeBufferPointer { source in
             [Element](unsafeUninitializedCapacity: Headroom.capacity(for: source.count)) { buffer, initialized in
                 if let base = source.baseAddress { buffer.baseAddress!.initialize(from: base, count: source.count) }
                 initialized = source.count
