@@ -15,9 +15,9 @@ struct PostgresBinaryHistorySchemaTests {
     static let g1 = PostgresFullPagesSchemaTests.g1
     static let g2 = PostgresFullPagesSchemaTests.g2
     /// Schema 19 holds the same tables and columns as schema 18 (reordered, narrower), and two
-    /// history entries of mac in text: one with details (15 bytes), one without.
+    /// history entries of mac in text: one with details (15 bytes), one without (the test appends the third).
     static let seed = PostgresFullPagesSchemaTests.seed + """
-        UPDATE devices SET last_change_seq = 2 WHERE device_id = 'mac';
+        UPDATE devices SET last_change_seq = 3 WHERE device_id = 'mac';
         INSERT INTO changes (account_key, device_key, seq, created_at, details) VALUES
             (1, 1, 1, 3000, 'aiMAC-1' || chr(10) || 'auMAC-2'), (1, 1, 2, 3001, NULL);
         """
