@@ -11,7 +11,7 @@ extension PostgresTransaction: MappingLogWrites, MappingLogReads {
     /// the newest, so that the log stays a small part of the database (its TOAST held 11 MB of 16
     /// versions at a million objects; an instance a few writes behind still catches up).
     static let keptMappingLogVersions: Int64 = 16
-    static let keptMappingLogBytes: Int64 = 4 << 20
+    static let keptMappingLogBytes: Int64 = 2 << 20
 
     func appendMappingLog(version: Int64, changes: [UInt8]) throws {
         self.mappingLogBytesWritten += changes.count
