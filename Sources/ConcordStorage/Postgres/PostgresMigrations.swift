@@ -149,6 +149,8 @@ enum PostgresMigrations {
         (18, PostgresFullPagesSchema.migration),
         // Migration 19: objects' and records' rows without padding, their append-only indexes full (PostgresPackedSchema).
         (19, PostgresPackedSchema.migration),
+        // Migration 20: history details in binary; the fingerprints' hash indexes at their default fill (PostgresBinaryHistorySchema).
+        (20, PostgresBinaryHistorySchema.migration),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

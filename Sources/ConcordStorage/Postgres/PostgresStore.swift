@@ -118,8 +118,9 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// bytes stay in its TOAST table until a vacuum: autovacuum comes once a minute at most, and a
     /// first mapping writes ~160 bytes an identifier (87 MB left behind at a million × 2). Every
     /// this many bytes written, the instance vacuums the table itself (off the request path: a
-    /// small table, its dead bytes reused by the next rows).
-    static let mappingLogVacuumBytes = 8 << 20
+    /// small table, its dead bytes reused by the next rows). The table's size is about what it
+    /// keeps (`keptMappingLogBytes`) and this, so the two are small.
+    static let mappingLogVacuumBytes = 2 << 20
     /// Has `objects`, `records` and `links` analysed after large writes (`TableStatistics`).
     private let statistics = TableStatistics()
     /// Every statement this store's connections executed.

@@ -6,17 +6,29 @@ import ConcordDomain
 /// one whose index is a few versions behind applies these rows instead of reloading the account.
 extension PostgresTransaction: MappingLogWrites, MappingLogReads {
     /// The versions of an account kept in the log: an instance further behind reloads. Bounded by
-    /// count (with `MappingLogCodec.maxBytes` a row, at most 64 MiB an account; a 10 000-object
-    /// change batch takes about 1.5 MB) so that the log stays a small part of the database.
+    /// count and by bytes (a 10 000-object change batch takes about 1.1 MB): the newest versions
+    /// whose changes together take at most `keptMappingLogBytes`, at most 16 of them, and always
+    /// the newest, so that the log stays a small part of the database (its TOAST held 11 MB of 16
+    /// versions at a million objects; an instance a few writes behind still catches up).
     static let keptMappingLogVersions: Int64 = 16
+    static let keptMappingLogBytes: Int64 = 2 << 20
 
     func appendMappingLog(version: Int64, changes: [UInt8]) throws {
         self.mappingLogBytesWritten += changes.count
-        // One statement: the row, and the account's rows that fell out of the kept window.
+        // One statement: the row, and the account's rows that fell out of the kept window (by count,
+        // or by bytes counted from the newest down, this row's first; `octet_length` of a value
+        // stored out of line uncompressed reads its pointer, not its bytes).
         try self.db.query("""
-            WITH pruned AS (DELETE FROM mapping_deltas WHERE account_id = $1 AND mapping_version <= $4)
+            WITH pruned AS (
+                DELETE FROM mapping_deltas WHERE account_id = $1 AND (mapping_version <= $4 OR mapping_version IN (
+                    SELECT k.mapping_version FROM (
+                        SELECT mapping_version, sum(octet_length(changes)) OVER (ORDER BY mapping_version DESC) AS kept
+                        FROM mapping_deltas WHERE account_id = $1 AND mapping_version > $4
+                    ) k WHERE k.kept + $5 > $6))
+            )
             INSERT INTO mapping_deltas (account_id, mapping_version, changes) VALUES ($1, $2, $3)
-            """, [.text(self.accountID), .int(version), .bytes(changes), .int(version - Self.keptMappingLogVersions)])
+            """, [.text(self.accountID), .int(version), .bytes(changes), .int(version - Self.keptMappingLogVersions),
+                  .int(Int64(changes.count)), .int(Self.keptMappingLogBytes)])
     }
 
     func mappingLog(after: Int64, through: Int64) throws -> [(version: Int64, changes: [UInt8])] {

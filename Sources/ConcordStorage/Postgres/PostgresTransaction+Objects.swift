@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 import Foundation
 
@@ -12,14 +13,19 @@ extension PostgresTransaction: ObjectWrites {
         result.reserveCapacity(localIdentifiers.count)
         // Each object's number and whether it has a link, after the object's columns (`UnlinkedObjectNumbers`).
         let found = self.unlinkedObjects.lookup(device: keys.device, observers: self.observers)
+        // Every object's number, and the identifiers not found, for `putObjects` (`LookedUpObjectNumbers`).
+        let looked = self.lookedUpObjects.lookup(device: keys.device, count: localIdentifiers.count, observers: self.observers)
         try self.db.query("""
             SELECT \(Self.objectColumns), o.object_no, l.object_no IS NULL FROM objects o \(Self.linkJoin)
             WHERE o.account_key = $1 AND o.device_key = $2 AND o.local_id = ANY($3)
             """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)]) { r in
             let object = PostgresObjectRows.storedObject(r)
-            if r.bool(PostgresObjectRows.count + 1) { found.add(object.object.localIdentifier, number: r.int(PostgresObjectRows.count)) }
+            let number = r.int(PostgresObjectRows.count)
+            if r.bool(PostgresObjectRows.count + 1) { found.add(object.object.localIdentifier, number: number) }
+            looked?.found(object.object.localIdentifier, number: number)
             result.append(object)
         }
+        looked?.notFound(localIdentifiers)
         return result
     }
 
@@ -61,6 +67,8 @@ extension PostgresTransaction: ObjectWrites {
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        // What this transaction's lookups found, taken before the change is reported (which forgets it).
+        let looked = self.lookedUpObjects.taken()
         self.observers.didChange(.putting(objects, on: device))
         guard !objects.isEmpty else { return }
         let keys = try self.writeKeys(device)
@@ -86,13 +94,40 @@ extension PostgresTransaction: ObjectWrites {
         // upload's commit) the statistics still say the device is empty. The same probe gives the
         // existing objects sent without a link their numbers, whose links go (`x`): a new object
         // has none, so an upload's commit, all new objects, looks up no link at all.
-        try self.db.query("""
-            WITH u AS (
+        //
+        // When this transaction's lookup (`objects(_:localIdentifiers:)`, which a change batch makes
+        // first) already answered for every row, its numbers are bound (`$19`, NULL: new) instead:
+        // the local-identifier index is not probed a second time for the same identifiers.
+        let known = looked?.numbers(device: keys.device, rows.map(\.object.localIdentifier))
+        let existing = known == nil ? """
                 SELECT u.*, e.object_no AS existing, e.object_no IS NULL AS is_new
                 FROM unnest($3::text[], $4::int8[], $5::bytea[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[],
                             $11::bool[], $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[], $18::bool[])
                     WITH ORDINALITY AS u(l, t, f, m, cs, cd, ms, md, ha, fa, ti, me, ac, pk, ka, unlink, ord)
                 LEFT JOIN LATERAL (SELECT o.object_no FROM objects o WHERE o.device_key = $2 AND o.local_id = u.l LIMIT 1) e ON true
+            """ : """
+                SELECT u.*, u.e AS existing, u.e IS NULL AS is_new
+                FROM unnest($3::text[], $4::int8[], $5::bytea[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[],
+                            $11::bool[], $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[], $18::bool[], $19::int8[])
+                    WITH ORDINALITY AS u(l, t, f, m, cs, cd, ms, md, ha, fa, ti, me, ac, pk, ka, unlink, e, ord)
+            """
+        var parameters: [PGValue] = [
+            .int(keys.account), .int(keys.device),
+            .textArray(rows.map(\.object.localIdentifier)), .intArray(rows.map { Int64($0.object.type.rawValue) }),
+            PostgresCompact.fingerprints(rows.map(\.object.fingerprint)),
+            .textArray(rows.map { PostgresObjectRows.mediaTypeCode($0.object.mediaType) }),
+            .optionalIntArray(creation.map(\.second)), .textArray(creation.map(\.text)),
+            .optionalIntArray(modification.map(\.second)), .textArray(modification.map(\.text)),
+            .boolArray(rows.map(\.object.hasAdjustments)), .boolArray(rows.map(\.object.isFavorite)),
+            .textArray(rows.map(\.object.title)), .textArray(rows.map { $0.object.members.joined(separator: "\n") }),
+            .boolArray(rows.map(\.object.appCreated)),
+            .textArray(rows.map(\.object.photoKitCloudIdentifier)), .textArray(rows.map { $0.object.key?.a }),
+            .boolArray(rows.map { $0.link == nil }),
+        ]
+        if let known { parameters.append(.optionalIntArray(known)) }
+        try self.db.query("""
+            WITH u AS (
+            \(existing)
             ), x AS (
                 DELETE FROM links l
                 WHERE l.device_key = $2 AND l.object_no = ANY (ARRAY(SELECT u.existing FROM u WHERE u.unlink AND u.existing IS NOT NULL))
@@ -116,19 +151,7 @@ extension PostgresTransaction: ObjectWrites {
                 has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
                 members = excluded.members, app_created = excluded.app_created, pk_identifier = excluded.pk_identifier,
                 key_a = excluded.key_a
-            """, [
-                .int(keys.account), .int(keys.device),
-                .textArray(rows.map(\.object.localIdentifier)), .intArray(rows.map { Int64($0.object.type.rawValue) }),
-                PostgresCompact.fingerprints(rows.map(\.object.fingerprint)),
-                .textArray(rows.map { PostgresObjectRows.mediaTypeCode($0.object.mediaType) }),
-                .optionalIntArray(creation.map(\.second)), .textArray(creation.map(\.text)),
-                .optionalIntArray(modification.map(\.second)), .textArray(modification.map(\.text)),
-                .boolArray(rows.map(\.object.hasAdjustments)), .boolArray(rows.map(\.object.isFavorite)),
-                .textArray(rows.map(\.object.title)), .textArray(rows.map { $0.object.members.joined(separator: "\n") }),
-                .boolArray(rows.map(\.object.appCreated)),
-                .textArray(rows.map(\.object.photoKitCloudIdentifier)), .textArray(rows.map { $0.object.key?.a }),
-                .boolArray(rows.map { $0.link == nil }),
-            ])
+            """, parameters)
         // The rows' links as given: kept, changed or (above) dropped.
         let linked = rows.compactMap { s in s.link.map { (localIdentifier: s.object.localIdentifier, guid: $0.guid) } }
         if !linked.isEmpty { try self.upsertLinks(keys, linked) }
@@ -151,4 +174,66 @@ extension PostgresTransaction: ObjectWrites {
             DELETE FROM links WHERE device_key = $2 AND object_no IN (SELECT object_no FROM o)
             """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)])
     }
+}
+
+/// What this transaction's lookups by local identifier (`objects(_:localIdentifiers:)`) on one
+/// device found: each identifier looked up, with its object's number or none. The account's lock
+/// keeps other writers off the device, so the answer holds until this transaction changes the
+/// mapping (the objects included): any change forgets it (as the transaction's observer).
+/// `putObjects` binds these numbers instead of probing the local-identifier index again. Lookups
+/// of more than `maxKept` identifiers (a library's replacement) are not kept.
+final class LookedUpObjectNumbers: TransactionObserver {
+    static let maxKept = 65_536
+    /// What a lookup found, by local identifier (its bytes): the object's number, or `absent`.
+    struct Found {
+        static let absent = Int64.min
+        let device: Int64
+        var numbers: [ByteKey: Int64]
+
+        /// Each identifier's number (nil: no such object), or nil when one was not looked up.
+        func numbers(device: Int64, _ localIdentifiers: [String]) -> [Int64?]? {
+            guard device == self.device, localIdentifiers.count <= self.numbers.count else { return nil }
+            var result: [Int64?] = []
+            result.reserveCapacity(localIdentifiers.count)
+            for id in localIdentifiers {
+                guard let n = self.numbers[ByteKey(id)] else { return nil }
+                result.append(n == Self.absent ? nil : n)
+            }
+            return result
+        }
+    }
+
+    private var current: Found?
+    private var observing = false
+
+    /// Ready to record a lookup of `count` identifiers on `device` (nil: too many to keep); the
+    /// lookups of another device are forgotten.
+    func lookup(device: Int64, count: Int, observers: TransactionObservers) -> LookedUpObjectNumbers? {
+        if !self.observing {
+            observers.add(self)
+            self.observing = true
+        }
+        if self.current?.device != device { self.current = Found(device: device, numbers: [:]) }
+        guard (self.current?.numbers.count ?? 0) + count <= Self.maxKept else {
+            self.current = nil
+            return nil
+        }
+        return self
+    }
+
+    func found(_ localIdentifier: String, number: Int64) { self.current?.numbers[ByteKey(localIdentifier)] = number }
+
+    /// The identifiers of a lookup that it did not find (those found were recorded first).
+    func notFound(_ localIdentifiers: [String]) {
+        guard self.current != nil else { return }
+        for id in localIdentifiers where self.current?.numbers[ByteKey(id)] == nil { self.current?.numbers[ByteKey(id)] = Found.absent }
+    }
+
+    /// What is known, forgotten here: the caller is about to change the device's objects.
+    func taken() -> Found? {
+        defer { self.current = nil }
+        return self.current
+    }
+
+    func transactionDidChange(_ mutation: @autoclosure () -> MappingMutation) { self.current = nil }
 }

@@ -25,6 +25,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     /// Numbers of the objects this transaction's last lookup by local identifier found unlinked:
     /// their links are inserted without probing `objects` again (`PostgresTransaction+Records`).
     let unlinkedObjects = UnlinkedObjectNumbers()
+    /// What this transaction's lookups by local identifier found on a device: `putObjects` does not probe again.
+    let lookedUpObjects = LookedUpObjectNumbers()
     /// The account's and its devices' integer keys (migration 14), looked up once per transaction.
     private var accountKeyFound: Int64?
     private var deviceKeysFound: [String: Int64] = [:]
