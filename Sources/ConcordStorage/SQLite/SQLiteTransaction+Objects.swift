@@ -92,19 +92,21 @@ extension SQLiteTransaction: ObjectWrites {
         // row number and updated, the others inserted. Of duplicates in the batch the last one
         // counts, as row by row. In byte order of the identifiers, so the index's leaf pages are
         // visited once each, in order, however large the library; new rows append.
-        var last: [String: Int] = [:]
+        // Keyed by bytes: Swift's String equality would make an NFC and an NFD identifier one object.
+        var last: [[UInt8]: Int] = [:]
         let ordered = Self.inByteOrder(objects)
-        for (i, s) in ordered.enumerated() { last[s.object.localIdentifier] = i }
-        var stored: [String: Int64] = [:]
+        for (i, s) in ordered.enumerated() { last[Array(s.object.localIdentifier.utf8)] = i }
+        var stored: [[UInt8]: Int64] = [:]
         try self.db.query(Self.rowsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(ordered.map(\.object.localIdentifier)))]) { s in
-            stored[s.text(0)] = s.int(1)
+            stored[Array(s.text(0).utf8)] = s.int(1)
         }
         var inserts: [SQLValue] = [], updates: [SQLValue] = []
-        inserts.reserveCapacity((objects.count - stored.count) * 15)
+        inserts.reserveCapacity(max(0, objects.count - stored.count) * 15)
         updates.reserveCapacity(stored.count * 15)
-        for (i, s) in ordered.enumerated() where last[s.object.localIdentifier] == i {
-            let o = s.object
-            if let row = stored[o.localIdentifier] { Self.appendColumns(of: s, rowKey: .int(row), to: &updates) }
+        for (i, s) in ordered.enumerated() {
+            let o = s.object, bytes = Array(o.localIdentifier.utf8)
+            guard last[bytes] == i else { continue }
+            if let row = stored[bytes] { Self.appendColumns(of: s, rowKey: .int(row), to: &updates) }
             else { Self.appendColumns(of: s, rowKey: .text(o.localIdentifier), to: &inserts) }
         }
         if !updates.isEmpty {
