@@ -28,6 +28,7 @@ import Testing
         17: "87735c4f1eb04de0bc6dff53dd68a94394c9e537daaf106282407b6d05660840",
         18: "283b9a816df4abde3dd183064cc59e15a840971e55656f49ebedaea8ab97dd8c",
         19: "626c4f6a8fce3cf8de9b464a9801d2e6b7ffb5ff3b1776ac0be7e98ffdebf862",
+        20: "06827bf1f405122146d45693c5cb37088cfe100f8901c12cd72fb570bae3f232",
     ]
     static let postgres: [Int: String] = [
         1: "c9a9129a8e80b3fc24fc759c379b76fcad12535c981a92291a9e06493798c0ca",

@@ -229,6 +229,16 @@ enum SQLiteMigrations {
         CREATE INDEX objects_by_key ON objects (account_key, device_key, type, key_a) WHERE key_a IS NOT NULL;
         CREATE UNIQUE INDEX objects_by_link ON objects (account_key, record_guid, device_key) WHERE record_guid IS NOT NULL;
         """),
+        // Migration 20: objects_by_local_id holds a local identifier's first and last 8 characters,
+        // not all of it (docs/scaling.md, "Storage layout"): an entry of ~28 bytes where a
+        // PhotoKit identifier took ~56, so a batch of random identifiers dirties fewer of its
+        // pages. Lookups compare both in the index and the whole identifier in the row; the first
+        // 8 keep the byte order for pages of a library. No longer unique: putObjects updates the
+        // rows it finds and inserts the others, in the one write transaction.
+        (20, """
+        DROP INDEX objects_by_local_id;
+        CREATE INDEX objects_by_local_id ON objects (account_key, device_key, substr(local_id, 1, 8), substr(local_id, -8));
+        """),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

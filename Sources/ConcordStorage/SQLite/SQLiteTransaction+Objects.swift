@@ -4,10 +4,23 @@ import Foundation
 
 /// A device's library on SQLite (`ObjectWrites`).
 extension SQLiteTransaction: ObjectWrites {
+    /// `row`'s local identifier is `value`: objects_by_local_id holds its first and last 8
+    /// characters (migration 20), the row the whole. The planner uses that index only for these
+    /// very expressions.
+    static func localIDIs(_ row: String, _ value: String) -> String {
+        "substr(\(row).local_id, 1, 8) = substr(\(value), 1, 8) AND substr(\(row).local_id, -8) = substr(\(value), -8) AND \(row).local_id = \(value)"
+    }
+
     static let objectsByLocalIDsSQL = """
         SELECT \(SQLiteTransaction.objectColumns) FROM json_each(?3) j
-        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND o.local_id = j.value
+        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND \(SQLiteTransaction.localIDIs("o", "j.value"))
         \(SQLiteTransaction.linkJoin)
+        """
+
+    /// The row numbers of a device's objects among the given local identifiers.
+    static let rowsByLocalIDsSQL = """
+        SELECT j.value, o.rowid FROM json_each(?3) j
+        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND \(SQLiteTransaction.localIDIs("o", "j.value"))
         """
 
     func objects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
@@ -30,11 +43,13 @@ extension SQLiteTransaction: ObjectWrites {
         return result
     }
 
-    /// A page of the library in local identifier byte order, through `objects_by_local_id`.
+    /// A page of the library in local identifier byte order, through `objects_by_local_id`: in the
+    /// order of the identifiers' first 8 characters, which the byte order keeps, each run of equal
+    /// ones sorted whole (`after`'s own run is where the page starts).
     static let objectPageSQL = """
         SELECT \(SQLiteTransaction.objectColumns) FROM objects o \(SQLiteTransaction.linkJoin)
-        WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.local_id > ?3
-        ORDER BY o.local_id LIMIT ?4
+        WHERE o.account_key = ?1 AND o.device_key = ?2 AND substr(o.local_id, 1, 8) >= substr(?3, 1, 8) AND o.local_id > ?3
+        ORDER BY substr(o.local_id, 1, 8), o.local_id LIMIT ?4
         """
 
     func storedObjectPage(_ device: DeviceRef, after: String?, limit: Int) throws -> [StoredObject] {
@@ -47,13 +62,12 @@ extension SQLiteTransaction: ObjectWrites {
         return result
     }
 
-    /// Assets (most of a library) page through the local identifier's unique index (migration 19),
-    /// in local identifier order already, skipping the few albums and folders; those have an index
-    /// of their own (migration 9).
+    /// Assets (most of a library) page through the local identifier's index as `objectPageSQL`
+    /// does, skipping the few albums and folders; those have an index of their own (migration 9).
     static let assetPageSQL = """
         SELECT \(SQLiteTransaction.objectColumns) FROM objects o \(SQLiteTransaction.linkJoin)
-        WHERE o.account_key = ?1 AND o.device_key = ?2 AND o.local_id > ?4 AND o.type = ?3
-        ORDER BY o.local_id LIMIT ?5
+        WHERE o.account_key = ?1 AND o.device_key = ?2 AND substr(o.local_id, 1, 8) >= substr(?4, 1, 8) AND o.local_id > ?4 AND o.type = ?3
+        ORDER BY substr(o.local_id, 1, 8), o.local_id LIMIT ?5
         """
     static let containerPageSQL = """
         SELECT \(SQLiteTransaction.objectColumns) FROM objects o INDEXED BY objects_by_type \(SQLiteTransaction.linkJoin)
@@ -74,34 +88,63 @@ extension SQLiteTransaction: ObjectWrites {
         self.observers.didChange(.putting(objects, on: device))
         guard !objects.isEmpty else { return }
         let k = try self.requireKeys(device)
-        // Multi-row statements (`runRows`): a later duplicate of an identifier updates the row the
-        // earlier one inserted, as row by row. In byte order of the identifiers, so the unique index's
-        // leaf pages are visited once each, in order, however large the library; new rows append.
-        var rows: [SQLValue] = []
-        rows.reserveCapacity(objects.count * 15)
-        for s in Self.inByteOrder(objects) {
-            let o = s.object
-            // A canonical creation date is stored as its seconds, which then stand for creation_second.
-            let creation = o.creationDate.flatMap(CompactDate.seconds)
-            rows.append(.text(o.localIdentifier)); rows.append(.int(Int64(o.type.rawValue)))
-            rows.append(.compact(o.fingerprint)); rows.append(.mediaType(o.mediaType))
-            rows.append(creation.map { .blob(CompactDate.blob($0)) } ?? o.creationDate.map { .text($0) } ?? .null)
-            rows.append(.date(o.modificationDate))
-            rows.append(.int(o.hasAdjustments ? 1 : 0)); rows.append(.int(o.isFavorite ? 1 : 0))
-            rows.append(o.title.map { .text($0) } ?? .null); rows.append(.text(o.members.joined(separator: "\n")))
-            rows.append(.int(o.appCreated ? 1 : 0)); rows.append(s.link.map { .compact($0.guid) } ?? .null)
-            rows.append(o.photoKitCloudIdentifier.map { .text($0) } ?? .null); rows.append(o.key.map { .text($0.a) } ?? .null)
-            rows.append(creation != nil ? .null : o.creationSecond.map { .int($0) } ?? .null)
+        // objects_by_local_id is not unique (migration 20): the objects already stored are found by
+        // row number and updated, the others inserted. Of duplicates in the batch the last one
+        // counts, as row by row. In byte order of the identifiers, so the index's leaf pages are
+        // visited once each, in order, however large the library; new rows append.
+        // Keyed by bytes: Swift's String equality would make an NFC and an NFD identifier one object.
+        var last: [[UInt8]: Int] = [:]
+        let ordered = Self.inByteOrder(objects)
+        for (i, s) in ordered.enumerated() { last[Array(s.object.localIdentifier.utf8)] = i }
+        var stored: [[UInt8]: Int64] = [:]
+        try self.db.query(Self.rowsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(ordered.map(\.object.localIdentifier)))]) { s in
+            stored[Array(s.text(0).utf8)] = s.int(1)
         }
-        try self.db.runRows("""
-            INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
-                                 has_adjustments, is_favorite, title, members, app_created, record_guid,
-                                 pk_identifier, key_a, creation_second)
-            SELECT ?1, ?2, v.* FROM (
-            """, width: 15, tail: """
-            ) AS v WHERE true
-            ON CONFLICT (account_key, device_key, local_id) DO UPDATE SET \(StorageRows.objectUpsertSet)
-            """, fixed: [.int(k.account), .int(k.device)], rows)
+        var inserts: [SQLValue] = [], updates: [SQLValue] = []
+        inserts.reserveCapacity(max(0, objects.count - stored.count) * 15)
+        updates.reserveCapacity(stored.count * 15)
+        for (i, s) in ordered.enumerated() {
+            let o = s.object, bytes = Array(o.localIdentifier.utf8)
+            guard last[bytes] == i else { continue }
+            if let row = stored[bytes] { Self.appendColumns(of: s, rowKey: .int(row), to: &updates) }
+            else { Self.appendColumns(of: s, rowKey: .text(o.localIdentifier), to: &inserts) }
+        }
+        if !updates.isEmpty {
+            try self.db.runRows("UPDATE objects SET \(Self.objectUpdateSet) FROM (", width: 15,
+                                tail: ") AS v WHERE objects.rowid = v.column1", updates)
+        }
+        if !inserts.isEmpty {
+            try self.db.runRows("""
+                INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
+                                     has_adjustments, is_favorite, title, members, app_created, record_guid,
+                                     pk_identifier, key_a, creation_second)
+                SELECT ?1, ?2, v.* FROM (
+                """, width: 15, tail: ") AS v", fixed: [.int(k.account), .int(k.device)], inserts)
+        }
+    }
+
+    /// The columns an update by row number sets, from `VALUES` in `appendColumns`' order.
+    private static let objectUpdateSet = """
+        type = v.column2, fingerprint = v.column3, media_type = v.column4, creation_date = v.column5,
+        modification_date = v.column6, has_adjustments = v.column7, is_favorite = v.column8, title = v.column9,
+        members = v.column10, app_created = v.column11, record_guid = v.column12, pk_identifier = v.column13,
+        key_a = v.column14, creation_second = v.column15
+        """
+
+    /// An object's 15 values: `rowKey` (its local identifier, or its row number for an update), then its columns.
+    private static func appendColumns(of s: StoredObject, rowKey: SQLValue, to rows: inout [SQLValue]) {
+        let o = s.object
+        // A canonical creation date is stored as its seconds, which then stand for creation_second.
+        let creation = o.creationDate.flatMap(CompactDate.seconds)
+        rows.append(rowKey); rows.append(.int(Int64(o.type.rawValue)))
+        rows.append(.compact(o.fingerprint)); rows.append(.mediaType(o.mediaType))
+        rows.append(creation.map { .blob(CompactDate.blob($0)) } ?? o.creationDate.map { .text($0) } ?? .null)
+        rows.append(.date(o.modificationDate))
+        rows.append(.int(o.hasAdjustments ? 1 : 0)); rows.append(.int(o.isFavorite ? 1 : 0))
+        rows.append(o.title.map { .text($0) } ?? .null); rows.append(.text(o.members.joined(separator: "\n")))
+        rows.append(.int(o.appCreated ? 1 : 0)); rows.append(s.link.map { .compact($0.guid) } ?? .null)
+        rows.append(o.photoKitCloudIdentifier.map { .text($0) } ?? .null); rows.append(o.key.map { .text($0.a) } ?? .null)
+        rows.append(creation != nil ? .null : o.creationSecond.map { .int($0) } ?? .null)
     }
 
     /// `objects` stably sorted by local identifier bytes (duplicates keep their order).
@@ -113,7 +156,10 @@ extension SQLiteTransaction: ObjectWrites {
         self.observers.didChange(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
         guard !localIdentifiers.isEmpty else { return }
         let k = try self.requireKeys(device)
-        try self.db.run("DELETE FROM objects WHERE account_key = ?1 AND device_key = ?2 AND local_id IN (SELECT value FROM json_each(?3))",
+        try self.db.run("""
+            DELETE FROM objects WHERE rowid IN (SELECT o.rowid FROM json_each(?3) j
+                CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND \(Self.localIDIs("o", "j.value")))
+            """,
                         [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(localIdentifiers)))])
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 extension SQLiteTransaction: RecordWrites {
     static let linkStatesSQL = """
         SELECT j.key, o.type, o.fingerprint, o.record_guid, r.fingerprint FROM json_each(?3) j
-        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND o.local_id = j.value
+        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND \(SQLiteTransaction.localIDIs("o", "j.value"))
         LEFT JOIN records r ON r.account_key = ?1 AND r.guid = o.record_guid
         """
 
@@ -209,7 +209,7 @@ extension SQLiteTransaction: RecordWrites {
             rows.append(.text(l.localIdentifier)); rows.append(.compact(l.guid))
         }
         try self.db.runRows("UPDATE objects SET record_guid = v.column2 FROM (", width: 2,
-                            tail: ") AS v WHERE objects.account_key = ?1 AND objects.device_key = ?2 AND objects.local_id = v.column1",
+                            tail: ") AS v WHERE objects.account_key = ?1 AND objects.device_key = ?2 AND \(Self.localIDIs("objects", "v.column1"))",
                             fixed: [.int(k.account), .int(k.device)], rows)
     }
 
