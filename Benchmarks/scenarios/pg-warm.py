@@ -12,6 +12,7 @@ import argparse, base64, hashlib, os, random, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from concord_server import ConcordServer   # noqa: E402
+from proc_cpu import pg_cpu_by_role   # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
@@ -20,37 +21,15 @@ ap.add_argument("--assets", type=int, default=20000)
 ap.add_argument("--batches", type=int, default=500)
 ap.add_argument("--work", default="/tmp")
 args = ap.parse_args()
-TICK = os.sysconf("SC_CLK_TCK")
 PORT = open(os.path.join(args.pg_dir, "port")).read().strip()
 DATABASE = f"postgres://concord:concord@127.0.0.1:{PORT}/concord"
 ADMIN = "pg-warm-admin-token-0123456789abcdef"
 
 
-def stat(pid):
-    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-
-
 def cluster_cpu():
-    """(backends, whole cluster) CPU seconds: the postmaster's children now alive, and the
-    postmaster itself with the children it has reaped (cutime/cstime)."""
-    master = int(open(os.path.join(args.pg_dir, "data", "postmaster.pid")).readline())
-    f = stat(master)
-    total = (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / TICK
-    backends = 0.0
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            f = stat(int(p))
-            if int(f[1]) != master:
-                continue
-            cpu = (int(f[11]) + int(f[12])) / TICK
-            total += cpu
-            if "concord" in open(f"/proc/{p}/cmdline").read():   # "postgres: concord concord 127.0.0.1(…)"
-                backends += cpu
-        except OSError:
-            pass
-    return backends, total
+    """(backends, whole cluster) CPU seconds (proc_cpu.py)."""
+    roles = pg_cpu_by_role(args.pg_dir)
+    return roles.get("backends", 0.0), sum(roles.values())
 
 
 def fp(i):

@@ -16,6 +16,9 @@ Python stdlib only; the answers are checked as scale-client.py checks them.
 """
 import argparse, base64, hashlib, http.client, json, os, random, socket, subprocess, sys, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proc_cpu import proc_cpu, pg_cpu as pg_cpu_of   # noqa: E402
+
 ap = argparse.ArgumentParser()
 ap.add_argument("mode", choices=["setup", "measure"])
 ap.add_argument("--bin", required=True)
@@ -28,7 +31,6 @@ ap.add_argument("--perf", default="")
 args = ap.parse_args()
 os.makedirs(args.work, exist_ok=True)
 ADMIN = "pgload-admin-token-0123456789abcdef0123"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def fail(msg):
@@ -36,29 +38,8 @@ def fail(msg):
     raise SystemExit(1)
 
 
-def cpu(pid):
-    try:
-        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / TICK
-    except OSError:
-        return 0.0
-
-
 def pg_cpu():
-    if not args.pg_dir:
-        return 0.0
-    master = int(open(os.path.join(args.pg_dir, "data", "postmaster.pid")).readline())
-    # The postmaster's children that exited (a load's second connection) count in its cutime/cstime.
-    f = open(f"/proc/{master}/stat").read().rsplit(")", 1)[1].split()
-    total = cpu(master) + (int(f[13]) + int(f[14])) / TICK
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                if int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]) == master:
-                    total += cpu(int(p))
-            except OSError:
-                pass
-    return total
+    return pg_cpu_of(args.pg_dir)
 
 
 class Server:
@@ -164,14 +145,14 @@ else:
             perf = subprocess.Popen(["perf", "record", "-g", "-o", f"{args.perf}.{run}", "-p", str(SERVER.proc.pid)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
-        c0, p0, t0 = cpu(SERVER.proc.pid), pg_cpu(), time.time()
+        c0, p0, t0 = proc_cpu(SERVER.proc.pid), pg_cpu(), time.time()
         lo = rng.randrange(0, N - 1000)
         l2c(tokens[0], 1, range(lo, lo + 1000), expect=clouds)
         while metrics().get("concord_mapping_index_background_loads_fitted_total", 0) < 1:
             if time.time() - t0 > 300:
                 fail("no install within 300 s")
             time.sleep(0.1)
-        ready, c1, p1 = time.time() - t0, cpu(SERVER.proc.pid), pg_cpu()
+        ready, c1, p1 = time.time() - t0, proc_cpu(SERVER.proc.pid), pg_cpu()
         if perf:
             perf.send_signal(2); perf.wait()
         m0 = metrics()

@@ -22,10 +22,13 @@ Phases (see docs/benchmarks.md, "Scale scenario"):
      through the first, each followed by the second's next 1000-id request (it catches up from the
      mapping log), then its warm batches.
 Server CPU is utime + stime of the server process (/proc/<pid>/stat), plus PostgreSQL's processes
-(its postmaster and children) on PostgreSQL. Every answer is checked; any surprise stops the run.
+(its postmaster, its children, and the children it reaped: proc_cpu.py) on PostgreSQL. Every answer is checked; any surprise stops the run.
 Python stdlib only.
 """
 import argparse, atexit, base64, hashlib, http.client, json, os, random, signal, statistics, subprocess, sys, threading, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proc_cpu import proc_cpu, role_delta, pg_cpu as pg_cpu_of, pg_cpu_by_role as pg_cpu_by_role_of   # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
@@ -51,7 +54,6 @@ BATCH = 1000
 CHANGES = 10_000
 BODY_LIMIT = 64 * 1024 * 1024          # server.limits.bodyBytes' default (docs/configuration.md)
 ADMIN = "scale-admin-token-" + os.urandom(12).hex()
-TICK = os.sysconf("SC_CLK_TCK")
 T_START = time.time()
 RAW = {"engine": args.engine, "assets": N, "phases": {}}
 
@@ -145,62 +147,12 @@ atexit.register(_leave)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
-def proc_cpu(pid):
-    try:
-        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / TICK
-    except OSError:
-        return 0.0
-
-
-def pg_pids():
-    """The throwaway cluster's postmaster and its children (not any other PostgreSQL on the machine)."""
-    if not args.pg_dir:
-        return []
-    try:
-        master = int(open(os.path.join(args.pg_dir, "data", "postmaster.pid")).readline())
-    except OSError:
-        return []
-    pids = [master]
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
-            if int(f[1]) == master:
-                pids.append(int(p))
-        except OSError:
-            pass
-    return pids
-
-
 def pg_cpu():
-    # Exited backends take their CPU with them: the scenario's connections are pooled and long-lived.
-    return sum(proc_cpu(p) for p in pg_pids())
+    return pg_cpu_of(args.pg_dir)
 
 
 def pg_cpu_by_role():
-    """PostgreSQL's CPU by process title: the backends serving connections ("postgres: user db …")
-    apart from the background ones (checkpointer, walwriter, autovacuum …), whose work a phase may
-    inherit from the writes before it."""
-    roles = {}
-    for p in pg_pids():
-        try:
-            title = open(f"/proc/{p}/cmdline").read().replace("\0", " ").strip()
-        except OSError:
-            continue
-        name = title.removeprefix("postgres: ").split(" ")[0] if title.startswith("postgres: ") else "postmaster"
-        if name in ("checkpointer", "background", "walwriter", "autovacuum", "logical", "stats", "archiver", "postmaster"):
-            role = {"background": "background writer", "autovacuum": " ".join(title.split(" ")[1:3]),
-                    "logical": "logical replication launcher"}.get(name, name)
-        else:
-            role = "backends"
-        roles[role] = roles.get(role, 0.0) + proc_cpu(p)
-    return roles
-
-
-def role_delta(before, after):
-    return {k: round(after.get(k, 0.0) - before.get(k, 0.0), 3) for k in after if after.get(k, 0.0) - before.get(k, 0.0) > 0}
+    return pg_cpu_by_role_of(args.pg_dir)
 
 
 def rss_kib(pid):
