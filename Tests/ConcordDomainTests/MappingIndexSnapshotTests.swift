@@ -47,11 +47,7 @@ import Testing
 
         /// A new service on the same database and snapshot directory (a restart).
         func restart(budget: Int = 256 << 20, inlineLoadObjects: Int? = nil) throws -> ConcordService {
-            var configuration = self.env.service.configuration
-            configuration.mappingIndexBytes = budget
-            if let inlineLoadObjects { configuration.mappingIndexInlineLoadObjects = inlineLoadObjects }
-            let clock = self.env.clock
-            return try ConcordService(store: self.env.store, configuration: configuration, clock: { clock.now })
+            try self.env.restartedService(budget: budget, inlineLoadObjects: inlineLoadObjects)
         }
 
         var file: String { self.directory.file(self.env.account.accountID) }

@@ -51,6 +51,16 @@ final class TestEnv {
         return (env, d, try env.cloudID(d, "a1"))
     }
 
+    /// A new service on the same store (a restart, with the same snapshot directory if any), its
+    /// mapping index given `budget` bytes (0: no index) and `inlineLoadObjects` if set.
+    func restartedService(budget: Int = 256 << 20, inlineLoadObjects: Int? = nil) throws -> ConcordService {
+        var configuration = self.service.configuration
+        configuration.mappingIndexBytes = budget
+        if let inlineLoadObjects { configuration.mappingIndexInlineLoadObjects = inlineLoadObjects }
+        let clock = self.clock
+        return try ConcordService(store: self.store, configuration: configuration, clock: { clock.now })
+    }
+
     /// A service on a second store of the same database (another instance), on the same clock.
     func anotherInstance() throws -> ConcordService {
         let clock = self.clock
