@@ -3,7 +3,7 @@
 # Each script defines its own `log` (its prefix) before calling these.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-BIN="$ROOT/.build/release/concord"
+BIN="${CONCORD_BIN:-$ROOT/.build/release/concord}"   # CONCORD_BIN: another build, e.g. a before
 
 # new_work_dir NAME: a fresh /tmp/NAME.XXXXXX that a throwaway cluster's postgres user can reach
 # (its data directory goes inside).

@@ -27,6 +27,7 @@
 #        SCALE_ALT_REQUESTS=20  alternating requests each way
 #        SCALE_MAP_BATCH=1000   ids per first-time mapping request (up to server.limits.maxBatch, 10 000)
 #        SCALE_ENGINE=sqlite|postgres, SCALE_TAG= (a suffix for the result files)
+#        CONCORD_BIN=path       another concord to run (with BENCH_SKIP_BUILD=1), e.g. a before build
 #        SCALE_IDS=sequential   local identifiers whose leading digits count up (storage appends);
 #                               random: scrambled, as PhotoKit's UUIDs are (B-tree inserts land anywhere)
 #        SCALE_KEEP_DATABASE=path  keep the SQLite database there
