@@ -12,11 +12,15 @@ is the same measure inside the whole scenario).
       background), waits for `background_loads_fitted_total`, then checks one request each way on
       the index; prints the seconds from the first request to the install and the CPU of Concord
       and of the cluster's processes meanwhile; then kill -9.
+The load is timed in the background, so a library must be above the server's inline-load
+threshold (`mappingIndexInlineLoadObjects`): for a small one, run with
+CONCORD_MAPPING_INDEX_INLINE_LOAD_OBJECTS=100 (the server inherits the environment).
 Python stdlib only; the answers are checked as scale-client.py checks them.
 """
 import argparse, base64, hashlib, http.client, json, os, random, socket, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from concord_server import ConcordServer   # noqa: E402
 from proc_cpu import proc_cpu, pg_cpu as pg_cpu_of   # noqa: E402
 
 ap = argparse.ArgumentParser()
@@ -43,26 +47,12 @@ def pg_cpu():
 
 
 class Server:
+    """A `ConcordServer` started anew for each run with its environment, and killed with -9."""
     def start(self, env):
-        s = socket.socket(); s.bind(("127.0.0.1", 0)); self.port = s.getsockname()[1]; s.close()
-        self.log = open(os.path.join(args.work, "server.log"), "ab")
-        self.proc = subprocess.Popen([args.bin, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--database", args.database,
-                                      "--admin-token", ADMIN, "--log-level", "error"], stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **env})
-        t0 = time.time()
-        while True:
-            if self.proc.poll() is not None:
-                fail("the server exited at start")
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                c.request("GET", "/health"); r = c.getresponse(); r.read(); c.close()
-                if r.status == 200:
-                    return
-            except OSError:
-                pass
-            if time.time() - t0 > 120:
-                fail("no /health within 120 s")
-            time.sleep(0.05)
+        self.server = ConcordServer(args.bin, args.database, ADMIN, os.path.join(args.work, "server.log"),
+                                    env={**os.environ, **env}, start_seconds=120)
+        self.server.start()
+        self.port, self.proc = self.server.port, self.server.p
 
     def kill(self):
         self.proc.kill(); self.proc.wait()
