@@ -39,3 +39,13 @@ import Testing
     let (ms, counter) = clock.next(now: 5000)
     #expect(ms == 5001 && counter == 0)
 }
+
+/// New identifiers' random bits come from a buffer refilled 64 words at a time: across refills
+/// they stay distinct, and so do the identifiers' random halves.
+@Test func randomWordsStayDistinctAcrossRefills() {
+    let words = RandomWords()
+    let drawn = (0..<200).map { _ in words.next() }
+    #expect(Set(drawn).count == 200)
+    let ids = (0..<200).map { _ in Identifiers.newUUID() }
+    #expect(Set(ids.map { $0.suffix(17) }).count == 200)
+}
