@@ -64,6 +64,13 @@ func binaryServesAndExitsZeroOnSIGTERM() throws {
     let listening = try #require(port, "no listening line: \(String(describing: try? String(contentsOf: stderr, encoding: .utf8)))")
     #expect(try rawRequest(port: listening, "GET", "/health").body == "ok")
     #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("db/admin-token").path))
+    // The server started itself again with malloc's huge pages when this machine has them (same pid).
+    let environ = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(process.processIdentifier)/environ")), as: UTF8.self)
+    let expectsHugePages = HugePageMalloc.environmentToRestart(
+        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("CONCORD_") },
+        thpMode: try? String(contentsOfFile: "/sys/kernel/mm/transparent_hugepage/enabled", encoding: .utf8),
+        glibc: HugePageMalloc.glibcVersion()) != nil
+    #expect(environ.contains(HugePageMalloc.tunable) == expectsHugePages, "\(environ)")
 
     kill(process.processIdentifier, SIGTERM)
     process.waitUntilExit()
