@@ -76,6 +76,39 @@ import Testing
         }
     }
 
+    struct LargeBodyCase: Sendable, CustomTestStringConvertible {
+        var method: String
+        var status: Int
+        /// Body bytes the client must see (the large body goes out beside its head, not copied behind it).
+        var sent: Bool
+        var testDescription: String { "\(self.method) → \(self.status)" }
+    }
+
+    @Test(arguments: [
+        LargeBodyCase(method: "GET", status: 200, sent: true),
+        LargeBodyCase(method: "POST", status: 200, sent: true),
+        LargeBodyCase(method: "HEAD", status: 200, sent: false),
+        LargeBodyCase(method: "GET", status: 204, sent: false),
+        LargeBodyCase(method: "GET", status: 304, sent: false),
+    ])
+    func largeBodiesAreFramedLikeSmallOnes(_ testCase: LargeBodyCase) throws {
+        let big = (0..<(300 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let responder = ClosureResponder { request, respond in
+            respond(request.target == "/big" ? HTTPResponse(status: testCase.status, body: big) : HTTPResponse(status: 200, body: Array("small".utf8)))
+        }
+        try withClient(responder: responder) { client in
+            let body = testCase.method == "POST" ? "Content-Length: 2\r\n\r\nab" : "\r\n"
+            try client.send("\(testCase.method) /big HTTP/1.1\r\nHost: x\r\n\(body)")
+            let response = try #require(try client.readResponse(isHead: testCase.method == "HEAD"))
+            #expect(response.status == testCase.status)
+            #expect(response.header("Content-Length") == (testCase.status == 200 ? "\(big.count)" : nil))
+            #expect(response.body == (testCase.sent ? big : []))
+            // Nothing more was sent for it: the next answer parses cleanly on the same connection.
+            let next = try #require(try client.exchange("GET /small HTTP/1.1\r\nHost: x\r\n\r\n"))
+            #expect(next.text == "small")
+        }
+    }
+
     @Test func connectionCloseIsHonoured() throws {
         try withClient { client in
             let response = try #require(try client.exchange("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
