@@ -289,6 +289,54 @@ import Testing
         }
     }
 
+    /// Answers made on another thread, large ones to a client slow to read (a 4 MiB answer does not
+    /// fit the socket's buffer: the rest waits for EPOLLOUT) and small ones: the connection stays in
+    /// step, pipelined or not.
+    @Test func answersFromAnotherThreadStayInStepOnOneConnection() throws {
+        let big = (0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let responder = ClosureResponder { request, respond in
+            DispatchQueue.global().async {
+                let body = request.target.hasPrefix("/big") ? Array(request.target.utf8) + big : Array("small \(request.target)".utf8)
+                respond(HTTPResponse(status: 200, body: body))
+            }
+        }
+        try withClient(responder: responder) { client in
+            for index in 0..<12 {
+                let target = index % 3 == 1 ? "/big\(index)" : "/\(index)"
+                try client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+                if index % 3 == 1 { usleep(50_000) }   // the client reads late: the rest waits in the loop
+                let response = try #require(try client.readResponse())
+                #expect(response.status == 200)
+                if index % 3 == 1 {
+                    #expect(response.body.count == target.utf8.count + big.count)
+                    #expect(response.body.prefix(target.utf8.count).elementsEqual(target.utf8))
+                    #expect(response.body.suffix(big.count).elementsEqual(big))
+                } else {
+                    #expect(response.text == "small \(target)")
+                }
+            }
+            // Pipelined behind a large answer: still in order.
+            try client.send("GET /big-p HTTP/1.1\r\nHost: x\r\n\r\nGET /p HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse()?.body.count == "/big-p".utf8.count + big.count)
+            #expect(try client.readResponse()?.text == "small /p")
+        }
+    }
+
+    /// A client that half-closes after its request still gets the answer made on another thread,
+    /// then the connection closes.
+    @Test func halfClosedClientGetsAnAnswerFromAnotherThreadThenTheClose() throws {
+        let responder = ClosureResponder { request, respond in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { respond(HTTPResponse(status: 200, body: Array("late \(request.target)".utf8))) }
+        }
+        try withClient(responder: responder) { client in
+            #expect(try client.exchange("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")?.text == "late /a")
+            try client.send("GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+            shutdown(client.fd, Int32(SHUT_WR))
+            #expect(try client.readResponse()?.text == "late /b")
+            #expect(client.closedByPeer())
+        }
+    }
+
     @Test func responderMayAnswerFromAnotherThreadAndASecondAnswerIsIgnored() throws {
         let responder = ClosureResponder { request, respond in
             Thread.detachNewThread {
