@@ -12,8 +12,11 @@ final class Connection {
     /// Actions the machine produced, processed in order (a queue, see `EventLoop.process`).
     var actions: [HTTPConnectionStateMachine.Action] = []
     var processing = false
-    /// Serialised output not yet accepted by the kernel, from `outputOffset` on.
+    /// Serialised output not yet accepted by the kernel, from `outputOffset` on: `output`, then
+    /// `outputBody` (the last response's large body, sent from the response's own array rather
+    /// than copied behind its head; `outputOffset` counts across both).
     var output: [UInt8] = []
+    var outputBody: [UInt8] = []
     var outputOffset = 0
     /// The epoll events currently registered.
     var interest: UInt32
@@ -53,5 +56,12 @@ final class Connection {
             ? String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
     }
 
-    var pendingOutputBytes: Int { self.output.count - self.outputOffset }
+    var pendingOutputBytes: Int { self.output.count + self.outputBody.count - self.outputOffset }
+
+    /// Moves `outputBody` behind `output`, so more output can be appended in order.
+    func joinOutputBody() {
+        guard !self.outputBody.isEmpty else { return }
+        self.output.append(contentsOf: self.outputBody)
+        self.outputBody = []
+    }
 }

@@ -112,6 +112,9 @@ final class EventLoop: @unchecked Sendable {
     static let readBufferSize = 256 * 1024
     /// Larger idle output buffers are released rather than kept for the next response.
     static let keptOutputCapacity = 64 * 1024
+    /// Bodies at least this large are sent from the response's own array behind the head (one
+    /// `sendmsg` of two pieces) instead of being copied into the output buffer after it.
+    static let separateBodyBytes = 16 * 1024
     static let maxRefusing = 1024
 
     init(shared: ServerShared, listenFD: Int32) throws(TransportError) {
@@ -531,9 +534,19 @@ final class EventLoop: @unchecked Sendable {
                 }
             case .writeResponse(let response, let keepAlive, let isHead, let version):
                 self.releaseBody(connection)
-                HTTPResponseWriter.write(
-                    response, keepAlive: keepAlive, requestVersion: version, isHead: isHead, date: self.date, into: &connection.output)
+                connection.joinOutputBody()
+                if response.body.count >= EventLoop.separateBodyBytes, EventLoop.sendsBody(response, isHead: isHead) {
+                    // The head alone (written as for HEAD: same fields, same Content-Length), and the
+                    // body goes out from the response's own array in the same send: no copy of it.
+                    HTTPResponseWriter.write(
+                        response, keepAlive: keepAlive, requestVersion: version, isHead: true, date: self.date, into: &connection.output)
+                    connection.outputBody = response.body
+                } else {
+                    HTTPResponseWriter.write(
+                        response, keepAlive: keepAlive, requestVersion: version, isHead: isHead, date: self.date, into: &connection.output)
+                }
             case .sendContinue:
+                connection.joinOutputBody()
                 connection.output.append(contentsOf: HTTPResponseWriter.continueResponse)
             case .closeWhenFlushed(let linger):
                 connection.closeRequested = true
@@ -556,13 +569,15 @@ final class EventLoop: @unchecked Sendable {
     private func flush(_ connection: Connection) {
         let fd = connection.fd
         if connection.outputOffset == 0 { connection.lastWriteProgress = self.now }
-        while connection.outputOffset < connection.output.count {
+        while connection.pendingOutputBytes > 0 {
             let result: IOResult<Int>
             do {
                 let offset = connection.outputOffset
                 result = try syscall("send") {
-                    connection.output.withUnsafeBytes { bytes in
-                        send(fd, bytes.baseAddress.map { $0 + offset }, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    connection.output.withUnsafeBytes { head in
+                        connection.outputBody.withUnsafeBytes { body in
+                            EventLoop.send(fd, head, body, from: offset)
+                        }
                     }
                 }
             } catch {
@@ -572,8 +587,9 @@ final class EventLoop: @unchecked Sendable {
             connection.outputOffset += written
             connection.lastWriteProgress = self.now
         }
-        if connection.outputOffset == connection.output.count {
+        if connection.pendingOutputBytes == 0 {
             connection.output.removeAll(keepingCapacity: connection.output.capacity <= EventLoop.keptOutputCapacity)
+            connection.outputBody = []
             connection.outputOffset = 0
             if connection.closeRequested && connection.lingerDeadline == nil {
                 if connection.lingerRequested {
@@ -588,6 +604,31 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         self.updateInterest(connection)
+    }
+
+    /// Sends `head` then `body` from `offset` (counted across both) in one call: `send` for one
+    /// piece, `sendmsg` with two. MSG_NOSIGNAL: a reset client is EPIPE, never SIGPIPE.
+    private static func send(_ fd: Int32, _ head: UnsafeRawBufferPointer, _ body: UnsafeRawBufferPointer, from offset: Int) -> Int {
+        if body.isEmpty || offset >= head.count {
+            let piece = body.isEmpty ? head : body
+            let start = body.isEmpty ? offset : offset - head.count
+            return Glibc.send(fd, piece.baseAddress.map { $0 + start }, piece.count - start, Int32(MSG_NOSIGNAL))
+        }
+        var pieces = (iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + offset), iov_len: head.count - offset),
+                      iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress!), iov_len: body.count))
+        return withUnsafeMutableBytes(of: &pieces) { raw in
+            var message = msghdr()
+            message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+            message.msg_iovlen = 2
+            return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+        }
+    }
+
+    /// Whether the writer sends `response`'s body (not for HEAD, 1xx, 204, 304; RFC 9110 §6.4.1).
+    /// Mirrors `HTTPResponseWriter.write`: an out-of-range status is written as 500, with its body.
+    private static func sendsBody(_ response: HTTPResponse, isHead: Bool) -> Bool {
+        let status = response.status
+        return !isHead && !(100..<200).contains(status) && status != 204 && status != 304
     }
 
     private func updateInterest(_ connection: Connection) {

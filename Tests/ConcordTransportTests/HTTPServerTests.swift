@@ -76,6 +76,39 @@ import Testing
         }
     }
 
+    struct LargeBodyCase: Sendable, CustomTestStringConvertible {
+        var method: String
+        var status: Int
+        /// Body bytes the client must see (the large body goes out beside its head, not copied behind it).
+        var sent: Bool
+        var testDescription: String { "\(self.method) → \(self.status)" }
+    }
+
+    @Test(arguments: [
+        LargeBodyCase(method: "GET", status: 200, sent: true),
+        LargeBodyCase(method: "POST", status: 200, sent: true),
+        LargeBodyCase(method: "HEAD", status: 200, sent: false),
+        LargeBodyCase(method: "GET", status: 204, sent: false),
+        LargeBodyCase(method: "GET", status: 304, sent: false),
+    ])
+    func largeBodiesAreFramedLikeSmallOnes(_ testCase: LargeBodyCase) throws {
+        let big = (0..<(300 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let responder = ClosureResponder { request, respond in
+            respond(request.target == "/big" ? HTTPResponse(status: testCase.status, body: big) : HTTPResponse(status: 200, body: Array("small".utf8)))
+        }
+        try withClient(responder: responder) { client in
+            let body = testCase.method == "POST" ? "Content-Length: 2\r\n\r\nab" : "\r\n"
+            try client.send("\(testCase.method) /big HTTP/1.1\r\nHost: x\r\n\(body)")
+            let response = try #require(try client.readResponse(isHead: testCase.method == "HEAD"))
+            #expect(response.status == testCase.status)
+            #expect(response.header("Content-Length") == (testCase.status == 200 ? "\(big.count)" : nil))
+            #expect(response.body == (testCase.sent ? big : []))
+            // Nothing more was sent for it: the next answer parses cleanly on the same connection.
+            let next = try #require(try client.exchange("GET /small HTTP/1.1\r\nHost: x\r\n\r\n"))
+            #expect(next.text == "small")
+        }
+    }
+
     @Test func connectionCloseIsHonoured() throws {
         try withClient { client in
             let response = try #require(try client.exchange("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
@@ -253,6 +286,54 @@ import Testing
             let next = try TestClient(port: port)
             try next.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try next.readResponse()?.body == [1, 2, 3])
+        }
+    }
+
+    /// Answers made on another thread, large ones to a client slow to read (a 4 MiB answer does not
+    /// fit the socket's buffer: the rest waits for EPOLLOUT) and small ones: the connection stays in
+    /// step, pipelined or not.
+    @Test func answersFromAnotherThreadStayInStepOnOneConnection() throws {
+        let big = (0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let responder = ClosureResponder { request, respond in
+            DispatchQueue.global().async {
+                let body = request.target.hasPrefix("/big") ? Array(request.target.utf8) + big : Array("small \(request.target)".utf8)
+                respond(HTTPResponse(status: 200, body: body))
+            }
+        }
+        try withClient(responder: responder) { client in
+            for index in 0..<12 {
+                let target = index % 3 == 1 ? "/big\(index)" : "/\(index)"
+                try client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+                if index % 3 == 1 { usleep(50_000) }   // the client reads late: the rest waits in the loop
+                let response = try #require(try client.readResponse())
+                #expect(response.status == 200)
+                if index % 3 == 1 {
+                    #expect(response.body.count == target.utf8.count + big.count)
+                    #expect(response.body.prefix(target.utf8.count).elementsEqual(target.utf8))
+                    #expect(response.body.suffix(big.count).elementsEqual(big))
+                } else {
+                    #expect(response.text == "small \(target)")
+                }
+            }
+            // Pipelined behind a large answer: still in order.
+            try client.send("GET /big-p HTTP/1.1\r\nHost: x\r\n\r\nGET /p HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse()?.body.count == "/big-p".utf8.count + big.count)
+            #expect(try client.readResponse()?.text == "small /p")
+        }
+    }
+
+    /// A client that half-closes after its request still gets the answer made on another thread,
+    /// then the connection closes.
+    @Test func halfClosedClientGetsAnAnswerFromAnotherThreadThenTheClose() throws {
+        let responder = ClosureResponder { request, respond in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { respond(HTTPResponse(status: 200, body: Array("late \(request.target)".utf8))) }
+        }
+        try withClient(responder: responder) { client in
+            #expect(try client.exchange("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")?.text == "late /a")
+            try client.send("GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+            shutdown(client.fd, Int32(SHUT_WR))
+            #expect(try client.readResponse()?.text == "late /b")
+            #expect(client.closedByPeer())
         }
     }
 
