@@ -10,15 +10,17 @@ import Foundation
 /// database's). With random identifiers a batch of 10 000 at a million objects commits ~15 000
 /// pages, so each large request paid a checkpoint of its own size in wall time. Here the writer's
 /// commit only looks at the WAL's length (its WAL hook, which replaces the automatic checkpoint);
-/// past its background bound (64 MiB) it wakes a background checkpoint (PASSIVE: it blocks neither the writer
-/// nor readers). Checkpointing every few tens of MiB instead of every 4 MiB also copies a page that
-/// several commits changed once. Past its inline bound (1 GiB) (the background cannot keep up, or a long read
-/// pins the WAL) the committing writer checkpoints itself, as SQLite would, so the WAL stays bounded.
+/// past 64 MiB it wakes a background checkpoint (PASSIVE: it blocks neither the writer nor
+/// readers). Checkpointing every few tens of MiB instead of every 4 MiB also copies a page that
+/// several commits changed once. Past 1 GiB (the background cannot keep up, or a long read pins
+/// the WAL) the committing writer checkpoints itself, as SQLite would, so the WAL stays bounded.
+/// After a kill -9 the next open reads the WAL's committed frames again (up to ~64 MiB of them).
 ///
 /// Durability is unchanged: a commit is in the WAL (the OS holds it) before COMMIT returns; a
 /// checkpoint only copies committed pages, and one cut short by a crash is redone at the next open.
 final class WALCheckpointer: @unchecked Sendable {
-    // @unchecked Sendable: every mutable field is read and written under `condition`.
+    // @unchecked Sendable: the flags are read and written under `condition`; `connection` only by
+    // the one running checkpoint (`running`), and by `close()` once none runs.
     /// The default bounds: a background checkpoint past 64 MiB of WAL (4 KiB pages), the writer's
     /// own past 1 GiB.
     static let defaultFrames = (background: 16_384, inline: 262_144)
