@@ -33,6 +33,8 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     private let writeHealth = WriteHealth()
     /// The reader connections (query-only), opened on demand.
     private let readers: Pool<Connection>
+    /// Checkpoints the WAL off the request path (set up once the writer is open and migrated).
+    private var checkpointer: WALCheckpointer?
     public let path: String
     public let feedSignals = FeedSignals()
     public var isSharedAcrossProcesses: Bool { false }
@@ -46,7 +48,13 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     }
 
     /// Opens (creating) the database at `path`, migrates it, and refuses a newer schema.
-    public init(path: String, maxReaders: Int = 8, synchronous: Synchronous = .normal, memory: SQLiteMemory = SQLiteMemory()) throws {
+    public convenience init(path: String, maxReaders: Int = 8, synchronous: Synchronous = .normal, memory: SQLiteMemory = SQLiteMemory()) throws {
+        try self.init(path: path, maxReaders: maxReaders, synchronous: synchronous, memory: memory, checkpointFrames: WALCheckpointer.defaultFrames)
+    }
+
+    /// `checkpointFrames`: the WAL lengths past which a commit starts a background checkpoint or runs one itself (tests).
+    init(path: String, maxReaders: Int = 8, synchronous: Synchronous = .normal, memory: SQLiteMemory = SQLiteMemory(),
+         checkpointFrames: (background: Int, inline: Int)) throws {
         self.path = path
         self.readers = Pool(maximumCount: maxReaders,
                             messages: .init(closed: "Storage is closed.", cannotOpen: "Cannot open a database connection.")) {
@@ -77,12 +85,27 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
             // instead of reading each page twice.
             try writer.execute("PRAGMA cache_size=-\(memory.writerCacheKiB)")
             try SQLiteMigrations.migrate(writer)
+            // No checkpoint inside a commit any more: a background one, on a connection of its own
+            // with the writer's durability setting (WALCheckpointer).
+            let checkpointer = WALCheckpointer(frames: checkpointFrames) {
+                let c = try Connection(path: path, memory: SQLiteMemory(cacheKiB: 1024, mmapBytes: 0))
+                try c.execute("PRAGMA synchronous=" + synchronous.rawValue)
+                return c
+            }
+            checkpointer.attach(to: writer)
+            self.checkpointer = checkpointer
             self.writerConnection = writer
         } catch let e as SQLiteStoreError {
             throw e
         } catch let e as SQLiteError {
             throw SQLiteStoreError(message: "cannot open database \(path): \(e.message)")
         }
+    }
+
+    /// A store dropped without `close()`: its background checkpoint ends with it.
+    deinit {
+        if let w = self.writerConnection { self.checkpointer?.detach(from: w) }
+        self.checkpointer?.close()
     }
 
     /// The schema version this build writes.
@@ -143,6 +166,10 @@ public final class SQLiteStore: ConcordStore, @unchecked Sendable {
     public func close() {
         self.writerLock.lock()
         if let w = self.writerConnection {
+            if let checkpointer = self.checkpointer {
+                checkpointer.detach(from: w)
+                checkpointer.close()
+            }
             try? w.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self.writerConnection = nil   // deinit closes it
         }
