@@ -40,6 +40,7 @@ extension AccountMappingIndex {
         if let bytes = tx as? any MappingTableBytesReads {
             let loader = TableBytesLoader(self, budget: index)
             try bytes.streamMappingTableBytes(into: loader)
+            loader.finish()
         } else {
             try self.loadRows(from: tx, checkingBudget: index)
         }
@@ -159,6 +160,11 @@ private final class TableBytesLoader: MappingTableSink {
     let budget: MappingIndex
     var deviceIDs: [String] = [], objectCounts: [Int] = []
     var tables: [DeviceTable] = []
+    /// Each device's objects waiting to go into its table (`DeviceTable.putNew(_:)`), one batch per
+    /// device; plain memory, so that a row reaches its device's batch with no reference counted and
+    /// no access checked (only the device's own thread touches it).
+    private var pending: UnsafeMutablePointer<DeviceTable.NewObjects>?
+    private var pendingCount = 0
     var links = LinkTargets()
     var rows = 0
     /// Set by `beginObjects`: objects may come from several threads from then on.
@@ -171,7 +177,18 @@ private final class TableBytesLoader: MappingTableSink {
         self.budget = budget
     }
 
-    deinit { self.links.deallocate() }
+    deinit {
+        self.links.deallocate()
+        if let pending {
+            pending.deinitialize(count: self.pendingCount)
+            pending.deallocate()
+        }
+    }
+
+    /// Every batch still pending put into its table (after the last object).
+    func finish() {
+        for n in 0..<self.pendingCount { self.tables[n].putNew(&self.pending![n]) }
+    }
 
     var takesDevicesConcurrently: Bool { true }
 
@@ -182,6 +199,9 @@ private final class TableBytesLoader: MappingTableSink {
 
     func expectRecords(_ count: Int) {
         self.target.records.reserveCapacity(count)
+        // The tables at the size the records' inserts one by one would grow them to, grown once.
+        self.target.recordTable.reserve(count)
+        self.target.fingerprints.reserve(count)
         self.links.reserve(orders: count + 1)
     }
 
@@ -209,6 +229,11 @@ private final class TableBytesLoader: MappingTableSink {
             self.tables.append(table)
             self.target.devices[self.deviceIDs[n]] = table
         }
+        let pending = UnsafeMutablePointer<DeviceTable.NewObjects>.allocate(capacity: max(1, self.tables.count))
+        pending.initialize(repeating: DeviceTable.NewObjects(), count: self.tables.count)
+        for n in 0..<self.tables.count { pending[n] = DeviceTable.NewObjects() }   // each its own buffers
+        self.pending = pending
+        self.pendingCount = self.tables.count
         let identifierBytes = self.objectCounts.reduce(0, +) * 32
         if self.target.estimatedBytes + identifierBytes > self.budget.budgetBytes { throw MappingIndex.OverBudget() }
         self.concurrent = true
@@ -218,7 +243,6 @@ private final class TableBytesLoader: MappingTableSink {
                 fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?,
                 creationSecond: Int64?) throws {
         self.links.prefetch(order: laterLinkedOrder)
-        let table = self.tables[device]
         var record: Int32 = -1, guid: UUIDBits?
         var fingerprintNumber: UInt32?
         if let link = self.links.target(order: linkedOrder) {
@@ -228,8 +252,11 @@ private final class TableBytesLoader: MappingTableSink {
             fingerprintNumber = link.fingerprint(ifKey: fingerprintKey)
         }
         let key = keyA.map { a in self.sharing { self.target.keyTable.intern(type: type, a: a) } } ?? AccountMappingIndex.noKey
-        table.putNew(localIdentifier, type: type, fingerprint: fingerprintNumber ?? self.sharing { self.target.fingerprints.intern(fingerprint) },
-                     record: record, linkedGUID: guid, key: key, creationSecond: creationSecond)
+        precondition(device >= 0 && device < self.pendingCount)
+        let batch = self.pending! + device
+        batch.pointee.append(localIdentifier, type: type, fingerprint: fingerprintNumber ?? self.sharing { self.target.fingerprints.intern(fingerprint) },
+                             record: record, linkedGUID: guid, key: key, creationSecond: creationSecond)
+        if batch.pointee.isFull { self.tables[device].putNew(&batch.pointee) }
         if !self.concurrent { try self.counted() }
     }
 

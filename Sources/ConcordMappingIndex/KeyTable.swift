@@ -53,6 +53,18 @@ struct ByteTable {
         self.hashes = self.hashes.withHeadroom()
     }
 
+    /// Room for `count` entries in an empty table: the entries' arrays with the headroom
+    /// `shrinkToFit` keeps, and the buckets its inserts one by one would grow to (`grow`), so that
+    /// none of them rehashes. (The bytes' arena grows as they come: their length is not known.)
+    mutating func reserve(_ count: Int) {
+        guard self.slices.isEmpty, count > 0 else { return }
+        self.slices.reserveCapacity(Headroom.capacity(for: count))
+        self.hashes.reserveCapacity(Headroom.capacity(for: count))
+        var capacity = self.buckets.count
+        while count * 2 > capacity { capacity *= 2 }
+        if capacity != self.buckets.count { self.buckets = [Int32](repeating: -1, count: capacity) }
+    }
+
     /// The entry's number, nil when absent.
     func number(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32? {
         self.find(bytes, hash: DeviceTable.hash(UnsafeRawBufferPointer(bytes))).number

@@ -54,6 +54,15 @@ struct RecordTable {
         self.count += 1
     }
 
+    /// Room for `records` records in an empty table: the buckets its inserts one by one would
+    /// grow it to (`grow`), allocated once.
+    mutating func reserve(_ records: Int) {
+        guard self.count == 0 else { return }
+        var capacity = self.buckets.count
+        while records * 2 > capacity { capacity *= 4 }
+        if capacity != self.buckets.count { self.buckets = [Int32](repeating: -1, count: capacity) }
+    }
+
     private mutating func place(_ key: UUIDBits, _ number: Int32) {
         let mask = self.buckets.count - 1
         var i = Self.hash(key) & mask
