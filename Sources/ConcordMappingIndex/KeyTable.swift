@@ -105,7 +105,16 @@ struct ByteTable {
 
     /// The entry's number, numbering it when new. At most 255 bytes.
     mutating func intern(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
-        let hash = DeviceTable.hash(UnsafeRawBufferPointer(bytes))
+        self.intern(bytes, hash: DeviceTable.hash(UnsafeRawBufferPointer(bytes)))
+    }
+
+    /// Starts fetching the bucket where an entry of this hash is looked for first.
+    func prefetch(hash: UInt32) {
+        self.buckets.withUnsafeBufferPointer { concord_prefetch($0.baseAddress! + (Int(hash) & ($0.count - 1))) }
+    }
+
+    /// `intern` of bytes whose hash (`DeviceTable.hash`) the caller computed.
+    mutating func intern(_ bytes: UnsafeBufferPointer<UInt8>, hash: UInt32) -> UInt32 {
         let (found, bucket) = self.find(bytes, hash: hash)
         if let found { return found }
         let n = UInt32(self.slices.count)

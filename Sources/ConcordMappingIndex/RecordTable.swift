@@ -47,6 +47,11 @@ struct RecordTable {
         }
     }
 
+    /// Starts fetching the bucket where `key` is looked for first.
+    func prefetch(_ key: UUIDBits) {
+        self.buckets.withUnsafeBufferPointer { concord_prefetch($0.baseAddress! + (Self.hash(key) & ($0.count - 1))) }
+    }
+
     /// Adds record `number` with GUID `key` (not in the table yet).
     mutating func insert(_ key: UUIDBits, number: UInt32, guids: (Int32) -> UUIDBits) {
         if (self.count + 1) * 2 > self.buckets.count { self.grow(guids: guids) }
