@@ -40,6 +40,7 @@ extension AccountMappingIndex {
         if let bytes = tx as? any MappingTableBytesReads {
             let loader = TableBytesLoader(self, budget: index)
             try bytes.streamMappingTableBytes(into: loader)
+            try loader.finish()
         } else {
             try self.loadRows(from: tx, checkingBudget: index)
         }
@@ -159,6 +160,13 @@ private final class TableBytesLoader: MappingTableSink {
     let budget: MappingIndex
     var deviceIDs: [String] = [], objectCounts: [Int] = []
     var tables: [DeviceTable] = []
+    /// Each device's objects waiting to go into its table (`DeviceTable.putNew(_:)`), one batch per
+    /// device; plain memory, so that a row reaches its device's batch with no reference counted and
+    /// no access checked (only the device's own thread touches it).
+    private var pending: UnsafeMutablePointer<DeviceTable.NewObjects>?
+    private var pendingCount = 0
+    /// Records waiting to go into the index together (`putNewRecords`).
+    private var newRecords = NewRecords()
     var links = LinkTargets()
     var rows = 0
     /// Set by `beginObjects`: objects may come from several threads from then on.
@@ -171,7 +179,19 @@ private final class TableBytesLoader: MappingTableSink {
         self.budget = budget
     }
 
-    deinit { self.links.deallocate() }
+    deinit {
+        self.links.deallocate()
+        if let pending {
+            pending.deinitialize(count: self.pendingCount)
+            pending.deallocate()
+        }
+    }
+
+    /// Every batch still pending put into the index (after the last object).
+    func finish() throws {
+        if !self.newRecords.records.isEmpty { try self.putNewRecords() }
+        for n in 0..<self.pendingCount { self.tables[n].putNew(&self.pending![n]) }
+    }
 
     var takesDevicesConcurrently: Bool { true }
 
@@ -182,20 +202,46 @@ private final class TableBytesLoader: MappingTableSink {
 
     func expectRecords(_ count: Int) {
         self.target.records.reserveCapacity(count)
+        // The tables at the size the records' inserts one by one would grow them to, grown once.
+        self.target.recordTable.reserve(count)
+        self.target.fingerprints.reserve(count)
         self.links.reserve(orders: count + 1)
     }
 
     func record(guid: UUIDBits, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>, fingerprintKey: UnsafeRawBufferPointer, order: Int64) throws {
+        self.newRecords.append(guid: guid, type: type, fingerprint: fingerprint, key: fingerprintKey, order: order)
+        if self.newRecords.isFull { try self.putNewRecords() }
+    }
+
+    /// The records waiting in `newRecords` into the index. Each record writes its fingerprint's
+    /// bucket and its GUID's at random: those of the whole batch are prefetched first, so that
+    /// their cache misses are in flight together rather than one after another.
+    private func putNewRecords() throws {
         let index = self.target
-        let number = UInt32(index.records.count)
-        let f = index.fingerprints.intern(fingerprint)
-        index.records.append(AccountMappingIndex.Record(guid: guid, fingerprint: f, type: type, key: AccountMappingIndex.noKey))
-        index.recordTable.insert(guid, number: number) { index.records[Int($0)].guid }
-        self.links.set(order: order, record: Int32(number), fingerprint: f, guid: guid, key: fingerprintKey)
-        try self.counted()
+        let batch = self.newRecords
+        self.newRecords.removeAll()
+        try batch.bytes.withUnsafeBufferPointer { bytes in
+            try batch.records.withUnsafeBufferPointer { records in
+                var hashes = [UInt32](repeating: 0, count: records.count)
+                for (i, r) in records.enumerated() {
+                    hashes[i] = DeviceTable.hash(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[r.fingerprint])))
+                    index.fingerprints.prefetch(hash: hashes[i])
+                    index.recordTable.prefetch(r.guid)
+                }
+                for (i, r) in records.enumerated() {
+                    let number = UInt32(index.records.count)
+                    let f = index.fingerprints.intern(UnsafeBufferPointer(rebasing: bytes[r.fingerprint]), hash: hashes[i])
+                    index.records.append(AccountMappingIndex.Record(guid: r.guid, fingerprint: f, type: r.type, key: AccountMappingIndex.noKey))
+                    index.recordTable.insert(r.guid, number: number) { index.records[Int($0)].guid }
+                    self.links.set(order: r.order, record: Int32(number), fingerprint: f, guid: r.guid, key: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[r.key])))
+                    try self.counted()
+                }
+            }
+        }
     }
 
     func recordKey(guid: UUIDBits, type: ObjectType, a: UnsafeBufferPointer<UInt8>) throws {
+        if !self.newRecords.records.isEmpty { try self.putNewRecords() }
         guard let n = self.target.number(of: guid) else { return }
         self.target.addRecordKey(number: n, key: self.target.keyTable.intern(type: type, a: a))
     }
@@ -203,12 +249,18 @@ private final class TableBytesLoader: MappingTableSink {
     /// Every device's table, sized; past this point objects may come from several threads, so the
     /// budget is checked here, against the tables' sizes plus their identifiers' bytes to come.
     func beginObjects() throws {
+        if !self.newRecords.records.isEmpty { try self.putNewRecords() }
         for n in self.deviceIDs.indices {
             let table = DeviceTable(recordCount: self.target.records.count)
             table.reserve(objects: self.objectCounts[n])
             self.tables.append(table)
             self.target.devices[self.deviceIDs[n]] = table
         }
+        let pending = UnsafeMutablePointer<DeviceTable.NewObjects>.allocate(capacity: max(1, self.tables.count))
+        pending.initialize(repeating: DeviceTable.NewObjects(), count: self.tables.count)
+        for n in 0..<self.tables.count { pending[n] = DeviceTable.NewObjects() }   // each its own buffers
+        self.pending = pending
+        self.pendingCount = self.tables.count
         let identifierBytes = self.objectCounts.reduce(0, +) * 32
         if self.target.estimatedBytes + identifierBytes > self.budget.budgetBytes { throw MappingIndex.OverBudget() }
         self.concurrent = true
@@ -218,7 +270,6 @@ private final class TableBytesLoader: MappingTableSink {
                 fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?,
                 creationSecond: Int64?) throws {
         self.links.prefetch(order: laterLinkedOrder)
-        let table = self.tables[device]
         var record: Int32 = -1, guid: UUIDBits?
         var fingerprintNumber: UInt32?
         if let link = self.links.target(order: linkedOrder) {
@@ -228,8 +279,11 @@ private final class TableBytesLoader: MappingTableSink {
             fingerprintNumber = link.fingerprint(ifKey: fingerprintKey)
         }
         let key = keyA.map { a in self.sharing { self.target.keyTable.intern(type: type, a: a) } } ?? AccountMappingIndex.noKey
-        table.putNew(localIdentifier, type: type, fingerprint: fingerprintNumber ?? self.sharing { self.target.fingerprints.intern(fingerprint) },
-                     record: record, linkedGUID: guid, key: key, creationSecond: creationSecond)
+        precondition(device >= 0 && device < self.pendingCount)
+        let batch = self.pending! + device
+        batch.pointee.append(localIdentifier, type: type, fingerprint: fingerprintNumber ?? self.sharing { self.target.fingerprints.intern(fingerprint) },
+                             record: record, linkedGUID: guid, key: key, creationSecond: creationSecond)
+        if batch.pointee.isFull { self.tables[device].putNew(&batch.pointee) }
         if !self.concurrent { try self.counted() }
     }
 
@@ -242,6 +296,38 @@ private final class TableBytesLoader: MappingTableSink {
     private func counted() throws {
         self.rows += 1
         if self.rows & 4095 == 0 { try self.budget.checkBudget(self.target) }
+    }
+}
+
+/// Records of a load on their way into the index, a batch at a time: each one's fields, with its
+/// fingerprint's text and storage key copied into `bytes`.
+private struct NewRecords {
+    static let capacity = 64
+
+    struct Record {
+        var guid: UUIDBits
+        var type: ObjectType
+        var order: Int64
+        var fingerprint: Range<Int>
+        var key: Range<Int>
+    }
+
+    private(set) var bytes: [UInt8] = []
+    private(set) var records: [Record] = []
+
+    var isFull: Bool { self.records.count >= Self.capacity }
+
+    mutating func append(guid: UUIDBits, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>, key: UnsafeRawBufferPointer, order: Int64) {
+        let start = self.bytes.count
+        self.bytes.append(contentsOf: fingerprint)
+        let middle = self.bytes.count
+        self.bytes.append(contentsOf: key)
+        self.records.append(Record(guid: guid, type: type, order: order, fingerprint: start..<middle, key: middle..<self.bytes.count))
+    }
+
+    mutating func removeAll() {
+        self.bytes.removeAll(keepingCapacity: true)
+        self.records.removeAll(keepingCapacity: true)
     }
 }
 

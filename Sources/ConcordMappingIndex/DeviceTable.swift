@@ -414,6 +414,133 @@ final class DeviceTable {
         }
     }
 
+    /// Objects of a load on their way into the table, a batch at a time (`putNew(_:)`): their
+    /// identifiers' stored forms and hashes, computed while each row's bytes are at hand.
+    struct NewObjects {
+        static let capacity = 64
+
+        struct Object {
+            var offset: UInt32
+            var hash: UInt32
+            var fingerprint: UInt32
+            var record: Int32
+            var key: UInt32
+            var length: UInt16
+            var type: ObjectType
+            var creationSecond: Int64
+            var linkedGUID: UUIDBits?
+        }
+
+        fileprivate var bytes: [UInt8] = []
+        fileprivate var objects: [Object] = []
+
+        init() {
+            self.bytes.reserveCapacity(Self.capacity * 48)
+            self.objects.reserveCapacity(Self.capacity)
+        }
+
+        var isFull: Bool { self.objects.count >= Self.capacity }
+
+        /// `putNew`'s arguments, kept for the batch.
+        mutating func append(_ id: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: UUIDBits?,
+                             key: UInt32, creationSecond: Int64?) {
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, id.count)) { out in
+                let stored = UnsafeBufferPointer(start: out.baseAddress!, count: DeviceTable.store(id, into: out.baseAddress!))
+                self.objects.append(Object(offset: UInt32(self.bytes.count), hash: DeviceTable.hash(UnsafeRawBufferPointer(stored)),
+                                           fingerprint: fingerprint, record: record, key: key, length: UInt16(stored.count), type: type,
+                                           creationSecond: creationSecond ?? Int64.min, linkedGUID: linkedGUID))
+                self.bytes.append(contentsOf: stored)
+            }
+        }
+    }
+
+    /// `putNew` of each object in the batch (none of which the device has), which it empties.
+    ///
+    /// Each insert writes three places of the table at random (its bucket, its fingerprint's
+    /// content list, its record's link): one object at a time, three cache misses waited for in
+    /// turn. Here the whole batch's are prefetched first, so they are in flight together; and the
+    /// table's arrays are opened once per batch rather than once per object.
+    func putNew(_ batch: inout NewObjects) {
+        defer {
+            batch.objects.removeAll(keepingCapacity: true)
+            batch.bytes.removeAll(keepingCapacity: true)
+        }
+        let count = batch.objects.count
+        guard count > 0 else { return }
+        // No rehash within the batch (`insert`'s bound for each of its objects), no slot to reuse.
+        guard self.freeSlots.isEmpty, (self.live + self.tombstones + count) * 2 < self.buckets.count,
+              self.arena.count + batch.bytes.count <= Int(UInt32.max) else {
+            batch.bytes.withUnsafeBufferPointer { bytes in
+                for o in batch.objects {
+                    self.insert(stored: UnsafeBufferPointer(rebasing: bytes[Int(o.offset)..<Int(o.offset) + Int(o.length)]), hash: o.hash,
+                                type: o.type, fingerprint: o.fingerprint, record: o.record, linkedGUID: o.linkedGUID, key: o.key,
+                                creationSecond: o.creationSecond)
+                }
+            }
+            return
+        }
+        // The lists' heads grown as `insert` grows them, object by object.
+        for o in batch.objects {
+            let f = Int(o.fingerprint)
+            if f >= self.contentHeads.count {
+                self.contentHeads.append(contentsOf: repeatElement(-1, count: max(f + 1, self.contentHeads.count * 2) - self.contentHeads.count))
+            }
+            if o.key != AccountMappingIndex.noKey, Int(o.key) >= self.keyHeads.count {
+                self.keyHeads.append(contentsOf: repeatElement(-1, count: Int(o.key) + 1 - self.keyHeads.count))
+            }
+        }
+        let base = UInt32(self.arena.count)
+        self.arena.append(contentsOf: batch.bytes)
+        let first = self.objectSlots.count
+        self.objectSlots.append(contentsOf: batch.objects.lazy.map { o in
+            Slot(offset: base + o.offset, fingerprint: o.fingerprint, record: o.linkedGUID == nil ? -1 : o.record, key: o.key,
+                 creationSecond: o.creationSecond, length: o.length, type: o.type, hasLink: o.linkedGUID != nil)
+        })
+        var reusedTombstones = 0
+        var orphans: [(slot: Int32, guid: UUIDBits)] = []
+        batch.objects.withUnsafeBufferPointer { objects in
+            self.buckets.withUnsafeMutableBufferPointer { buckets in
+                self.objectSlots.withUnsafeMutableBufferPointer { slots in
+                    self.contentHeads.withUnsafeMutableBufferPointer { contentHeads in
+                        self.keyHeads.withUnsafeMutableBufferPointer { keyHeads in
+                            self.linkOfRecord.withUnsafeMutableBufferPointer { links in
+                                let mask = buckets.count - 1
+                                for o in objects {
+                                    concord_prefetch(buckets.baseAddress! + (Int(o.hash) & mask))
+                                    concord_prefetch(contentHeads.baseAddress! + Int(o.fingerprint))
+                                    if o.linkedGUID != nil, o.record >= 0, Int(o.record) < links.count { concord_prefetch(links.baseAddress! + Int(o.record)) }
+                                }
+                                for (k, o) in objects.enumerated() {
+                                    let n = Int32(first + k)
+                                    var i = Int(o.hash) & mask
+                                    while buckets[i] >= 0 { i = (i + 1) & mask }
+                                    if buckets[i] == -2 { reusedTombstones += 1 }
+                                    buckets[i] = n
+                                    let f = Int(o.fingerprint)
+                                    slots[Int(n)].nextSameContent = contentHeads[f]
+                                    contentHeads[f] = n
+                                    if o.key != AccountMappingIndex.noKey {
+                                        slots[Int(n)].nextSameKey = keyHeads[Int(o.key)]
+                                        keyHeads[Int(o.key)] = n
+                                    }
+                                    if let guid = o.linkedGUID {
+                                        if o.record >= 0 { precondition(Int(o.record) < links.count); links[Int(o.record)] = n } else { orphans.append((n, guid)) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.tombstones -= reusedTombstones
+        self.live += count
+        for (n, guid) in orphans {
+            self.orphanLinks[guid] = n
+            self.orphanGUIDs[n] = guid
+        }
+    }
+
     /// Room for `objects` objects in an empty table, before a load: the slots, the arena, and the bucket array
     /// the inserts one by one would end with (`rehash`'s growth), so none of them rehashes.
     func reserve(objects: Int) {

@@ -53,6 +53,18 @@ struct ByteTable {
         self.hashes = self.hashes.withHeadroom()
     }
 
+    /// Room for `count` entries in an empty table: the entries' arrays with the headroom
+    /// `shrinkToFit` keeps, and the buckets its inserts one by one would grow to (`grow`), so that
+    /// none of them rehashes. (The bytes' arena grows as they come: their length is not known.)
+    mutating func reserve(_ count: Int) {
+        guard self.slices.isEmpty, count > 0 else { return }
+        self.slices.reserveCapacity(Headroom.capacity(for: count))
+        self.hashes.reserveCapacity(Headroom.capacity(for: count))
+        var capacity = self.buckets.count
+        while count * 2 > capacity { capacity *= 2 }
+        if capacity != self.buckets.count { self.buckets = [Int32](repeating: -1, count: capacity) }
+    }
+
     /// The entry's number, nil when absent.
     func number(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32? {
         self.find(bytes, hash: DeviceTable.hash(UnsafeRawBufferPointer(bytes))).number
@@ -93,7 +105,16 @@ struct ByteTable {
 
     /// The entry's number, numbering it when new. At most 255 bytes.
     mutating func intern(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
-        let hash = DeviceTable.hash(UnsafeRawBufferPointer(bytes))
+        self.intern(bytes, hash: DeviceTable.hash(UnsafeRawBufferPointer(bytes)))
+    }
+
+    /// Starts fetching the bucket where an entry of this hash is looked for first.
+    func prefetch(hash: UInt32) {
+        self.buckets.withUnsafeBufferPointer { concord_prefetch($0.baseAddress! + (Int(hash) & ($0.count - 1))) }
+    }
+
+    /// `intern` of bytes whose hash (`DeviceTable.hash`) the caller computed.
+    mutating func intern(_ bytes: UnsafeBufferPointer<UInt8>, hash: UInt32) -> UInt32 {
         let (found, bucket) = self.find(bytes, hash: hash)
         if let found { return found }
         let n = UInt32(self.slices.count)

@@ -47,11 +47,25 @@ struct RecordTable {
         }
     }
 
+    /// Starts fetching the bucket where `key` is looked for first.
+    func prefetch(_ key: UUIDBits) {
+        self.buckets.withUnsafeBufferPointer { concord_prefetch($0.baseAddress! + (Self.hash(key) & ($0.count - 1))) }
+    }
+
     /// Adds record `number` with GUID `key` (not in the table yet).
     mutating func insert(_ key: UUIDBits, number: UInt32, guids: (Int32) -> UUIDBits) {
         if (self.count + 1) * 2 > self.buckets.count { self.grow(guids: guids) }
         self.place(key, Int32(number))
         self.count += 1
+    }
+
+    /// Room for `records` records in an empty table: the buckets its inserts one by one would
+    /// grow it to (`grow`), allocated once.
+    mutating func reserve(_ records: Int) {
+        guard self.count == 0 else { return }
+        var capacity = self.buckets.count
+        while records * 2 > capacity { capacity *= 4 }
+        if capacity != self.buckets.count { self.buckets = [Int32](repeating: -1, count: capacity) }
     }
 
     private mutating func place(_ key: UUIDBits, _ number: Int32) {

@@ -86,13 +86,31 @@ extension PostgresTransaction: MappingTableBytesReads {
 
     /// Each device's links: record order by object number (0: none).
     private static func linkOrders(on db: PGConnection, account: Int64, devices: [LoadedDevice]) throws -> [Int64: [Int64]] {
-        var linkOrders: [Int64: [Int64]] = [:]
-        for d in devices { linkOrders[d.key] = [Int64](repeating: 0, count: d.objectNumbers) }
-        try db.copyRows("SELECT device_key, object_no, record_order FROM links WHERE account_key = \(account)") { r in
-            let device = r.int(0), number = r.int(1)
-            guard number >= 0, number < Int64(linkOrders[device]?.count ?? 0) else { return }
-            linkOrders[device]![Int(number)] = r.int(2)
+        // Written through plain pointers, the row's device found among a few by comparison: no
+        // hashing, no access check per row.
+        let buffers = devices.map { d in
+            let b = UnsafeMutableBufferPointer<Int64>.allocate(capacity: d.objectNumbers)
+            b.initialize(repeating: 0)
+            return b
         }
+        defer { for b in buffers { b.deallocate() } }
+        try buffers.withUnsafeBufferPointer { buffers in
+            try devices.withUnsafeBufferPointer { devices in
+                var last = 0
+                try db.copyRows("SELECT device_key, object_no, record_order FROM links WHERE account_key = \(account)") { r in
+                    let device = r.int(0), number = r.int(1)
+                    if last >= devices.count || devices[last].key != device {
+                        guard let n = devices.firstIndex(where: { $0.key == device }) else { return }
+                        last = n
+                    }
+                    let orders = buffers[last]
+                    guard number >= 0, number < Int64(orders.count) else { return }
+                    orders[Int(number)] = r.int(2)
+                }
+            }
+        }
+        var linkOrders: [Int64: [Int64]] = [:]
+        for (d, b) in zip(devices, buffers) { linkOrders[d.key] = Array(b) }
         return linkOrders
     }
 
