@@ -74,7 +74,11 @@ extension PostgresTransaction: ObjectWrites {
         // What this transaction's lookups found, taken before the change is reported (which forgets it).
         let looked = self.lookedUpObjects.taken()
         self.observers.didChange(.putting(objects, on: device))
-        guard !objects.isEmpty else { return }
+        guard !objects.isEmpty else {
+            // Nothing changed: what the lookup found still holds (for `deleteObjects`, next).
+            self.lookedUpObjects.restore(looked)
+            return
+        }
         let keys = try self.writeKeys(device)
         self.objectRowsWritten += objects.count
         // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
@@ -178,10 +182,20 @@ extension PostgresTransaction: ObjectWrites {
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
+        let looked = self.lookedUpObjects.taken()
         self.observers.didChange(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
         guard !localIdentifiers.isEmpty else { return }
         let keys = try self.keys(device)
         self.objectRowsWritten += localIdentifiers.count
+        // When this transaction's lookup (which a change batch makes first) found every object,
+        // its numbers are bound: the local-identifier index is not probed a second time.
+        if let known = looked?.numbers(device: keys.device, localIdentifiers), known.allSatisfy({ $0 != nil }) {
+            try self.db.query("""
+                WITH o AS (DELETE FROM objects WHERE device_key = $1 AND object_no = ANY ($2::int8[]) RETURNING object_no)
+                DELETE FROM links WHERE device_key = $1 AND object_no = ANY (ARRAY(SELECT object_no FROM o))
+                """, [.int(keys.device), .optionalIntArray(known)])
+            return
+        }
         // By number: each identifier a probe of the local-identifier index, then the rows and their
         // links by their keys. `local_id = ANY(…)` and `IN (SELECT …)` were planned, with a large
         // batch, as scans of every object and every link of the device.
@@ -269,6 +283,9 @@ final class LookedUpObjectNumbers: TransactionObserver {
         defer { self.current = nil }
         return self.current
     }
+
+    /// What `taken()` returned, kept again: the caller changed nothing after all.
+    func restore(_ found: Found?) { self.current = found }
 
     func transactionDidChange(_ mutation: @autoclosure () -> MappingMutation) { self.current = nil }
 }
