@@ -15,10 +15,14 @@ extension PostgresTransaction: ObjectWrites {
         let found = self.unlinkedObjects.lookup(device: keys.device, observers: self.observers)
         // Every object's number, and the identifiers not found, for `putObjects` (`LookedUpObjectNumbers`).
         let looked = self.lookedUpObjects.lookup(device: keys.device, count: localIdentifiers.count, observers: self.observers)
+        // Each identifier once (by bytes, as the database compares them), each a probe of the
+        // local-identifier index, its link and record probes of theirs (`probedObjects`).
+        var seen = Set<ByteKey>()
+        seen.reserveCapacity(localIdentifiers.count)
+        let unique = localIdentifiers.filter { seen.insert(ByteKey($0)).inserted }
         try self.db.query("""
-            SELECT \(Self.objectColumns), o.object_no, l.object_no IS NULL FROM objects o \(Self.linkJoin)
-            WHERE o.account_key = $1 AND o.device_key = $2 AND o.local_id = ANY($3)
-            """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)]) { r in
+            SELECT \(Self.objectColumns), o.object_no, l.object_no IS NULL \(Self.probedObjects)
+            """, [.int(keys.account), .int(keys.device), .textArray(unique)]) { r in
             let object = PostgresObjectRows.storedObject(r)
             let number = r.int(PostgresObjectRows.count)
             if r.bool(PostgresObjectRows.count + 1) { found.add(object.object.localIdentifier, number: number) }
@@ -70,7 +74,11 @@ extension PostgresTransaction: ObjectWrites {
         // What this transaction's lookups found, taken before the change is reported (which forgets it).
         let looked = self.lookedUpObjects.taken()
         self.observers.didChange(.putting(objects, on: device))
-        guard !objects.isEmpty else { return }
+        guard !objects.isEmpty else {
+            // Nothing changed: what the lookup found still holds (for `deleteObjects`, next).
+            self.lookedUpObjects.restore(looked)
+            return
+        }
         let keys = try self.writeKeys(device)
         self.objectRowsWritten += objects.count
         // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
@@ -125,6 +133,10 @@ extension PostgresTransaction: ObjectWrites {
             .boolArray(rows.map { $0.link == nil }),
         ]
         if let known { parameters.append(.optionalIntArray(known)) }
+        // Every row new by this transaction's lookup (a batch of new objects): a plain insert. The
+        // upsert's speculative insertion probes the local-identifier index once more per row
+        // before inserting; the account's lock keeps other writers off the device.
+        let allNew = known?.allSatisfy { $0 == nil } ?? false
         try self.db.query("""
             WITH u AS (
             \(existing)
@@ -144,18 +156,23 @@ extension PostgresTransaction: ObjectWrites {
                    n.me, n.ac, n.pk, n.ka
             FROM n CROSS JOIN d
             ORDER BY n.ord
-            ON CONFLICT (device_key, local_id) DO UPDATE SET
+            \(allNew ? "" : Self.upsertTail)
+            """, parameters)
+        // The rows' links as given: kept, changed or (above) dropped.
+        let linked = rows.compactMap { s in s.link.map { (localIdentifier: s.object.localIdentifier, guid: $0.guid) } }
+        if !linked.isEmpty { try self.upsertLinks(keys, linked) }
+    }
+
+    /// The upsert's conflict clause: an existing object's columns take the sent ones.
+    static let upsertTail = """
+        ON CONFLICT (device_key, local_id) DO UPDATE SET
                 type = excluded.type, fingerprint = excluded.fingerprint, media_type = excluded.media_type,
                 creation_second = excluded.creation_second, creation_date = excluded.creation_date,
                 modification_second = excluded.modification_second, modification_date = excluded.modification_date,
                 has_adjustments = excluded.has_adjustments, is_favorite = excluded.is_favorite, title = excluded.title,
                 members = excluded.members, app_created = excluded.app_created, pk_identifier = excluded.pk_identifier,
                 key_a = excluded.key_a
-            """, parameters)
-        // The rows' links as given: kept, changed or (above) dropped.
-        let linked = rows.compactMap { s in s.link.map { (localIdentifier: s.object.localIdentifier, guid: $0.guid) } }
-        if !linked.isEmpty { try self.upsertLinks(keys, linked) }
-    }
+        """
 
     /// Sets each object's link (one per object: the last given wins) with one statement.
     func upsertLinks(_ keys: (account: Int64, device: Int64), _ links: [(localIdentifier: String, guid: String)]) throws {
@@ -165,15 +182,47 @@ extension PostgresTransaction: ObjectWrites {
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {
+        let looked = self.lookedUpObjects.taken()
         self.observers.didChange(.deleteObjects(device: device.deviceID, localIdentifiers: localIdentifiers))
         guard !localIdentifiers.isEmpty else { return }
         let keys = try self.keys(device)
         self.objectRowsWritten += localIdentifiers.count
+        // When this transaction's lookup (which a change batch makes first) found every object,
+        // its numbers are bound: the local-identifier index is not probed a second time.
+        if let known = looked?.numbers(device: keys.device, localIdentifiers), known.allSatisfy({ $0 != nil }) {
+            try self.db.query("""
+                WITH o AS (DELETE FROM objects WHERE device_key = $1 AND object_no = ANY ($2::int8[]) RETURNING object_no)
+                DELETE FROM links WHERE device_key = $1 AND object_no = ANY (ARRAY(SELECT object_no FROM o))
+                """, [.int(keys.device), .optionalIntArray(known)])
+            return
+        }
+        // By number: each identifier a probe of the local-identifier index, then the rows and their
+        // links by their keys. `local_id = ANY(…)` and `IN (SELECT …)` were planned, with a large
+        // batch, as scans of every object and every link of the device.
         try self.db.query("""
-            WITH o AS (DELETE FROM objects WHERE account_key = $1 AND device_key = $2 AND local_id = ANY($3) RETURNING object_no)
-            DELETE FROM links WHERE device_key = $2 AND object_no IN (SELECT object_no FROM o)
+            WITH o AS (
+                DELETE FROM objects WHERE device_key = $2 AND object_no = ANY (ARRAY(
+                    SELECT e.object_no FROM unnest($3::text[]) AS u(l)
+                    CROSS JOIN LATERAL (SELECT o.object_no FROM objects o
+                                        WHERE o.device_key = $2 AND o.local_id = u.l AND o.account_key = $1 LIMIT 1) e))
+                RETURNING object_no
+            )
+            DELETE FROM links WHERE device_key = $2 AND object_no = ANY (ARRAY(SELECT object_no FROM o))
             """, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)])
     }
+
+    /// `FROM` the objects of `$1`/`$2` whose local identifiers are in `$3` (given once each), with
+    /// their links and records, for `objectColumns`: every row found by index probes (a `LATERAL …
+    /// LIMIT 1` is never flattened into a join). A join on `local_id = ANY($3)` was planned, for a
+    /// batch of 10 000, as a parallel scan of every object and a hash of every link of the device.
+    static let probedObjects = """
+        FROM unnest($3::text[]) AS u(l)
+        CROSS JOIN LATERAL (SELECT * FROM objects o WHERE o.device_key = $2 AND o.local_id = u.l AND o.account_key = $1 LIMIT 1) o
+        LEFT JOIN LATERAL (SELECT l.object_no, l.account_key, l.record_order FROM links l
+                           WHERE l.device_key = $2 AND l.object_no = o.object_no LIMIT 1) l ON true
+        LEFT JOIN LATERAL (SELECT r.record, r.type, r.fingerprint FROM records r
+                           WHERE r.account_key = l.account_key AND r.created_order = l.record_order LIMIT 1) r ON true
+        """
 }
 
 /// What this transaction's lookups by local identifier (`objects(_:localIdentifiers:)`) on one
@@ -234,6 +283,9 @@ final class LookedUpObjectNumbers: TransactionObserver {
         defer { self.current = nil }
         return self.current
     }
+
+    /// What `taken()` returned, kept again: the caller changed nothing after all.
+    func restore(_ found: Found?) { self.current = found }
 
     func transactionDidChange(_ mutation: @autoclosure () -> MappingMutation) { self.current = nil }
 }
