@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Quick driver: fresh PG cluster, device with N random-id assets (upload in parts), then change
+"""What a change batch costs PostgreSQL (Benchmarks/scenarios/pg-change-batches.sh runs it in a throwaway cluster): a device with N random-id assets (upload in parts), then change
 batches of 10 000 (insert new, then delete), printing backend / total PG CPU per batch."""
 import argparse, base64, hashlib, http.client, json, os, subprocess, sys, time, socket, signal
-sys.path.insert(0, "/work/wt-wanted/Benchmarks/scenarios")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proc_cpu import proc_cpu, pg_cpu, pg_cpu_by_role
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True); ap.add_argument("--assets", type=int, default=300000)
@@ -21,7 +21,7 @@ def fp(space, i):
 def aj(tag, space, i):
     return ('{"localIdentifier":"%s","fingerprint":"%s","creationDate":"2024-01-01T00:00:00Z","mediaType":"image"}' % (lid(tag, i), fp(space, i)))
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
-logf = open("/tmp/pgchg4/server.log", "ab")
+logf = open(os.path.join(args.pgdir, "server.log"), "ab")
 proc = subprocess.Popen([args.bin, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", args.url,
                          "--admin-token", ADMIN, "--log-level", "error"], stdout=logf, stderr=subprocess.STDOUT)
 try:
