@@ -12,5 +12,5 @@ echo "pg_stat_statements.track = all" >> $D/data/postgresql.conf
 CONCORD_PG_DIR=$D "$ROOT/.ci/pg-cluster" stop; CONCORD_PG_DIR=$D "$ROOT/.ci/pg-cluster" start
 runuser -u postgres -- /usr/lib/postgresql/15/bin/psql -h $D/sock -p $(cat $D/port) -U postgres -d concord -qc "CREATE EXTENSION pg_stat_statements"
 echo "cluster $D"
-python3 -u $(dirname "$0")/pgchg4-drive.py --bin "$BIN" --assets "$ASSETS" --pgdir "$D" --url "$URL" "$@" || true
+python3 -u "$ROOT/Benchmarks/scenarios/pg-change-batches.py" --bin "$BIN" --assets "$ASSETS" --pgdir "$D" --url "$URL" "$@" || true
 CONCORD_PG_DIR=$D "$ROOT/.ci/pg-cluster" destroy
