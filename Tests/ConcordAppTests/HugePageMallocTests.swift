@@ -4,18 +4,22 @@ import Testing
 
 /// When `concord serve` starts itself again with huge pages for malloc, and with what environment.
 private let restartCases: [(environment: [String: String], thp: String?, glibc: String?, tunables: String?)] = [
-    (["PATH": "/bin"], "always [madvise] never", "2.36", "glibc.malloc.hugetlb=1"),
-    (["GLIBC_TUNABLES": "glibc.malloc.arena_max=2"], "always [madvise] never", "2.36", "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"),
-    (["GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"], "always [madvise] never", "2.36", nil),   // whoever started it chose
-    (["CONCORD_MALLOC_HUGE_PAGES": "0"], "always [madvise] never", "2.36", nil),              // opted out
-    (["CONCORD_MALLOC_HUGE_PAGES": "1"], "always [madvise] never", "2.35", "glibc.malloc.hugetlb=1"),
-    ([:], "[always] madvise never", "2.36", nil),    // every large mapping gets them already
-    ([:], "always madvise [never]", "2.36", nil),    // none to have
-    ([:], nil, "2.36", nil),                          // no THP at all (another kernel)
-    ([:], "always [madvise] never", "2.34", nil),    // glibc without the tunable
-    ([:], "always [madvise] never", "3.0", "glibc.malloc.hugetlb=1"),
-    ([:], "always [madvise] never", nil, nil),       // not glibc
+    (["PATH": "/bin"], "always [madvise] never", "2.36", nil),                                 // not asked for
+    (["CONCORD_MALLOC_HUGE_PAGES": "0"], "always [madvise] never", "2.36", nil),
+    (on, "always [madvise] never", "2.36", "glibc.malloc.hugetlb=1"),
+    (on.merging(["GLIBC_TUNABLES": "glibc.malloc.arena_max=2"]) { $1 }, "always [madvise] never", "2.36",
+     "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"),
+    (on.merging(["GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"]) { $1 }, "always [madvise] never", "2.36", nil),   // whoever started it chose
+    (on, "always [madvise] never", "2.35", "glibc.malloc.hugetlb=1"),
+    (on, "[always] madvise never", "2.36", nil),    // every large mapping gets them already
+    (on, "always madvise [never]", "2.36", nil),    // none to have
+    (on, nil, "2.36", nil),                          // no THP at all (another kernel)
+    (on, "always [madvise] never", "2.34", nil),    // glibc without the tunable
+    (on, "always [madvise] never", "3.0", "glibc.malloc.hugetlb=1"),
+    (on, "always [madvise] never", nil, nil),       // not glibc
 ]
+
+private let on = ["CONCORD_MALLOC_HUGE_PAGES": "1"]
 
 @Test(arguments: restartCases.indices)
 func hugePageMallocRestartsOnlyWhenItHelps(_ index: Int) {
