@@ -21,6 +21,13 @@ public enum HTTPResponseWriter {
     /// a header can split the response (RFC 9110 §5.5).
     /// 1xx, 204 and 304 get neither `Content-Length` nor a body (RFC 9110 §8.6, §15.3.5,
     /// §15.4.5; RFC 9112 §6.3 item 1).
+    /// Whether `write` sends the body of a response with `status` (an out-of-range status is
+    /// written as 500, with its body): not for HEAD, 1xx, 204 or 304.
+    public static func sendsBody(status: Int, isHead: Bool) -> Bool {
+        let status = (100...999).contains(status) ? status : 500
+        return !isHead && !(100..<200).contains(status) && status != 204 && status != 304
+    }
+
     public static func write(
         _ response: HTTPResponse,
         keepAlive: Bool,
@@ -30,7 +37,7 @@ public enum HTTPResponseWriter {
         into buffer: inout [UInt8]
     ) {
         let status = (100...999).contains(response.status) ? response.status : 500
-        let bodyless = (100..<200).contains(status) || status == 204 || status == 304
+        let bodyless = !Self.sendsBody(status: status, isHead: false)   // no Content-Length either
         let sendBody = !bodyless && !isHead
 
         buffer.reserveCapacity(buffer.count + 128 + response.headers.fields.count * 48 + (sendBody ? response.body.count : 0))

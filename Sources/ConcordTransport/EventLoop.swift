@@ -535,7 +535,7 @@ final class EventLoop: @unchecked Sendable {
             case .writeResponse(let response, let keepAlive, let isHead, let version):
                 self.releaseBody(connection)
                 connection.joinOutputBody()
-                if response.body.count >= EventLoop.separateBodyBytes, EventLoop.sendsBody(response, isHead: isHead) {
+                if response.body.count >= EventLoop.separateBodyBytes, HTTPResponseWriter.sendsBody(status: response.status, isHead: isHead) {
                     // The head alone (written as for HEAD: same fields, same Content-Length), and the
                     // body goes out from the response's own array in the same send: no copy of it.
                     HTTPResponseWriter.write(
@@ -622,13 +622,6 @@ final class EventLoop: @unchecked Sendable {
             message.msg_iovlen = 2
             return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
         }
-    }
-
-    /// Whether the writer sends `response`'s body (not for HEAD, 1xx, 204, 304; RFC 9110 §6.4.1).
-    /// Mirrors `HTTPResponseWriter.write`: an out-of-range status is written as 500, with its body.
-    private static func sendsBody(_ response: HTTPResponse, isHead: Bool) -> Bool {
-        let status = response.status
-        return !isHead && !(100..<200).contains(status) && status != 204 && status != 304
     }
 
     private func updateInterest(_ connection: Connection) {
