@@ -26,8 +26,12 @@ public final class Histogram: Sendable {
         0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
 
+    /// The `le` label value of each bucket, `+Inf` last: formatted once, written on every scrape.
+    let boundLabels: [String]
+
     public init(bounds: [Double] = Histogram.defaultLatencyBuckets) {
         self.bounds = bounds.sorted()
+        self.boundLabels = self.bounds.map(MetricsRegistry.format) + ["+Inf"]
         self.state = Mutex((Array(repeating: 0, count: bounds.count + 1), 0, 0))
     }
 
@@ -77,7 +81,22 @@ public final class MetricsRegistry: Sendable {
         var name: String
         var help: String
         var kind: Kind
-        var series: [(labels: Labels, key: String, series: Series)]
+        var series: [Entry]
+    }
+
+    /// A series with its labels rendered once, at registration: a scrape then only appends text
+    /// (rendering each bucket line's labels anew made a 2000-line scrape take milliseconds).
+    struct Entry {
+        var key: String
+        var series: Series
+        /// `a="1",b="2"`: the labels inside their braces, escaped ("" without labels).
+        var renderedLabels: String
+
+        init(labels: Labels, key: String, series: Series) {
+            self.key = key
+            self.series = series
+            self.renderedLabels = MetricsRegistry.renderInner(labels)
+        }
     }
 
     private struct State {
@@ -114,11 +133,11 @@ public final class MetricsRegistry: Sendable {
                 if let s = state.families[f].series.firstIndex(where: { $0.key == key }) {
                     state.families[f].series[s].series = .gauge(read)
                 } else {
-                    state.families[f].series.append((labels, key, .gauge(read)))
+                    state.families[f].series.append(Entry(labels: labels, key: key, series: .gauge(read)))
                 }
             } else {
                 state.index[name] = state.families.count
-                state.families.append(Family(name: name, help: help, kind: .gauge, series: [(labels, key, .gauge(read))]))
+                state.families.append(Family(name: name, help: help, kind: .gauge, series: [Entry(labels: labels, key: key, series: .gauge(read))]))
             }
         }
     }
@@ -130,12 +149,12 @@ public final class MetricsRegistry: Sendable {
                 if let existing = state.families[f].series.first(where: { $0.key == key }) { return existing.series }
                 guard state.families[f].kind == kind else { return make() }
                 let series = make()
-                state.families[f].series.append((labels, key, series))
+                state.families[f].series.append(Entry(labels: labels, key: key, series: series))
                 return series
             }
             let series = make()
             state.index[name] = state.families.count
-            state.families.append(Family(name: name, help: help, kind: kind, series: [(labels, key, series)]))
+            state.families.append(Family(name: name, help: help, kind: kind, series: [Entry(labels: labels, key: key, series: series)]))
             return series
         }
     }
@@ -148,34 +167,60 @@ public final class MetricsRegistry: Sendable {
     public func exposition() -> String {
         let families = self.state.withLock { $0.families }
         var out = ""
-        out.reserveCapacity(4096)
+        out.reserveCapacity(families.reduce(4096) { $0 + $1.series.count * 64 })
         for family in families {
             out += "# HELP " + family.name + " " + Self.escapeHelp(family.help) + "\n"
             out += "# TYPE " + family.name + " " + family.kind.rawValue + "\n"
             for entry in family.series {
+                let labels = entry.renderedLabels
                 switch entry.series {
                 case .counter(let counter):
-                    out += family.name + Self.render(entry.labels) + " " + String(counter.value) + "\n"
+                    Self.appendSample(&out, family.name, "", labels, String(counter.value))
                 case .gauge(let read):
-                    out += family.name + Self.render(entry.labels) + " " + Self.format(read()) + "\n"
+                    Self.appendSample(&out, family.name, "", labels, Self.format(read()))
                 case .histogram(let histogram):
                     let snapshot = histogram.snapshot()
-                    for (i, bound) in histogram.bounds.enumerated() {
-                        out += family.name + "_bucket" + Self.render(entry.labels + [("le", Self.format(bound))]) + " " + String(snapshot.cumulative[i]) + "\n"
+                    let bucketLabels = labels.isEmpty ? "le=\"" : labels + ",le=\""
+                    for (i, bound) in histogram.boundLabels.enumerated() {
+                        out += family.name
+                        out += "_bucket{"
+                        out += bucketLabels
+                        out += bound
+                        out += "\"} "
+                        out += String(snapshot.cumulative[i])
+                        out += "\n"
                     }
-                    out += family.name + "_bucket" + Self.render(entry.labels + [("le", "+Inf")]) + " " + String(snapshot.count) + "\n"
-                    out += family.name + "_sum" + Self.render(entry.labels) + " " + Self.format(snapshot.sum) + "\n"
-                    out += family.name + "_count" + Self.render(entry.labels) + " " + String(snapshot.count) + "\n"
+                    Self.appendSample(&out, family.name, "_sum", labels, Self.format(snapshot.sum))
+                    Self.appendSample(&out, family.name, "_count", labels, String(snapshot.count))
                 }
             }
         }
         return out
     }
 
+    /// `name` + `suffix`, the labels in braces (none without), a space, `value`, a line feed.
+    private static func appendSample(_ out: inout String, _ name: String, _ suffix: String, _ labels: String, _ value: String) {
+        out += name
+        out += suffix
+        if !labels.isEmpty {
+            out += "{"
+            out += labels
+            out += "}"
+        }
+        out += " "
+        out += value
+        out += "\n"
+    }
+
     /// `{a="1",b="2"}`, or nothing without labels.
     static func render(_ labels: Labels) -> String {
         guard !labels.isEmpty else { return "" }
-        return "{" + labels.map { $0.name + "=\"" + escapeLabelValue($0.value) + "\"" }.joined(separator: ",") + "}"
+        return "{" + renderInner(labels) + "}"
+    }
+
+    /// `a="1",b="2"`: the labels without their braces.
+    static func renderInner(_ labels: Labels) -> String {
+        labels.map { $0.name + "=\"" + escapeLabelValue($0.value) + "\"" }.joined(separator: ",")
     }
 
     /// Label values escape backslash, double quote and line feed (format 0.0.4).
