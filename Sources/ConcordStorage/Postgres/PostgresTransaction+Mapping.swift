@@ -1,4 +1,3 @@
-import ConcordBytes
 import ConcordDomain
 import Foundation
 
@@ -123,10 +122,7 @@ extension PostgresTransaction: MappingObjectReads {
         var result: [StoredObject] = []
         result.reserveCapacity(localIdentifiers.count)
         let found = self.unlinkedObjects.lookup(device: keys.device, observers: self.observers)
-        // Each identifier once: the statement probes per identifier, so a repeat would repeat its row.
-        var seen = Set<ByteKey>(minimumCapacity: localIdentifiers.count)
-        let unique = localIdentifiers.filter { seen.insert(ByteKey($0)).inserted }
-        try self.db.query(Self.mappingObjectsByLocalID, [.int(keys.account), .int(keys.device), .textArray(unique)]) { r in
+        try self.db.query(Self.mappingObjectsByLocalID, [.int(keys.account), .int(keys.device), .textArray(localIdentifiers)]) { r in
             var link: CloudRecord?
             if !r.isNull(4), !r.isNull(5), let type = ObjectType(rawValue: Int(r.int(5))) {
                 link = CloudRecord(guid: r.guid(4), type: type, fingerprint: r.fingerprint(6))
@@ -139,12 +135,12 @@ extension PostgresTransaction: MappingObjectReads {
         return result
     }
 
-    /// Objects of device `$2` by local identifier (`$3`, each once): identifier, type, fingerprint,
-    /// PhotoKit cloud identifier, the linked record (GUID, type, fingerprint), the object's number,
-    /// and whether it has no link. Index probes per identifier (`probedObjects`): `local_id = ANY($3)`
-    /// can be planned as a scan of the device's objects.
+    /// Objects of device `$2` by local identifier (`$3`): identifier, type, fingerprint, PhotoKit
+    /// cloud identifier, the linked record (GUID, type, fingerprint), the object's number, and
+    /// whether it has no link.
     static let mappingObjectsByLocalID = """
         SELECT o.local_id, o.type, o.fingerprint, o.pk_identifier, r.record, r.type, r.fingerprint, o.object_no, l.object_no IS NULL
-        \(probedObjects)
+        FROM objects o \(linkJoin)
+        WHERE o.account_key = $1 AND o.device_key = $2 AND o.local_id = ANY($3)
         """
 }
