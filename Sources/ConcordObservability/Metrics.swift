@@ -212,12 +212,6 @@ public final class MetricsRegistry: Sendable {
         out += "\n"
     }
 
-    /// `{a="1",b="2"}`, or nothing without labels.
-    static func render(_ labels: Labels) -> String {
-        guard !labels.isEmpty else { return "" }
-        return "{" + renderInner(labels) + "}"
-    }
-
     /// `a="1",b="2"`: the labels without their braces.
     static func renderInner(_ labels: Labels) -> String {
         labels.map { $0.name + "=\"" + escapeLabelValue($0.value) + "\"" }.joined(separator: ",")
