@@ -30,6 +30,7 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
 
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         guard !keys.isEmpty else { return [] }
+        try self.planGenerically()
         let owner = try self.keys(device)
         var result: [StoredObject] = []
         // objects_by_content (a hash index) holds objects with a fingerprint only: the query says so.
@@ -118,6 +119,7 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
 extension PostgresTransaction: MappingObjectReads {
     func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         guard !localIdentifiers.isEmpty else { return [] }
+        try self.planGenerically()
         let keys = try self.keys(device)
         var result: [StoredObject] = []
         result.reserveCapacity(localIdentifiers.count)

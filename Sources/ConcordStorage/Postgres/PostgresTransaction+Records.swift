@@ -10,6 +10,7 @@ extension PostgresTransaction: RecordWrites {
     func linkStates(_ device: DeviceRef, localIdentifiers: [String]) throws -> [ObjectLinkState?] {
         var result = [ObjectLinkState?](repeating: nil, count: localIdentifiers.count)
         guard !localIdentifiers.isEmpty else { return result }
+        try self.planGenerically()
         let keys = try self.keys(device)
         // WITH ORDINALITY numbers the inputs: each row lands at its input position (duplicates included).
         try self.db.query("""
@@ -29,6 +30,7 @@ extension PostgresTransaction: RecordWrites {
     func recordLinks(_ device: DeviceRef, guids: [String]) throws -> [(record: CloudRecord, linkedLocalIdentifier: String?)?] {
         var result = [(record: CloudRecord, linkedLocalIdentifier: String?)?](repeating: nil, count: guids.count)
         guard !guids.isEmpty else { return result }
+        try self.planGenerically()
         let keys = try self.keys(device)
         try self.db.query("""
             SELECT u.ord - 1, r.type, r.fingerprint, o.local_id FROM unnest($3::uuid[]) WITH ORDINALITY AS u(record, ord)
@@ -74,6 +76,7 @@ extension PostgresTransaction: RecordWrites {
 
     func unlinkedRecords(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [CloudRecord] {
         guard !keys.isEmpty else { return [] }
+        try self.planGenerically()
         let owner = try self.keys(device)
         var result: [(order: Int64, record: CloudRecord)] = []
         let add = { (r: PGRow) in
@@ -190,6 +193,7 @@ extension PostgresTransaction: RecordWrites {
         self.unlinkedObjects.keeping { self.observers.didChange(.insertRecords(records)) }
         guard !records.isEmpty else { return }
         self.recordRowsWritten += records.count
+        try self.planGenerically()
         let guids = try records.map { try PostgresCompact.storedGUID($0.guid) }
         // Reserve a block of creation orders on the account row and insert the batch: one statement,
         // answering the block's first order and the rows inserted.
@@ -224,6 +228,7 @@ extension PostgresTransaction: RecordWrites {
         guard !links.isEmpty else { return }
         let keys = try self.keys(device)
         self.linkRowsWritten += links.count
+        try self.planGenerically()
         // Links of objects the device has; inserted in record order (new records' GUIDs increase).
         let links = RowByRow.lastLinkPerObject(links)
         try self.insertLinks(keys, links)

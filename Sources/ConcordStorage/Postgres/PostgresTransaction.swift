@@ -35,6 +35,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     /// The account's mapping version, read with a device in a read transaction (`device(_:)`): it
     /// cannot change within the read's snapshot.
     var knownMappingVersion: Int64?
+    /// Whether this write transaction plans its statements generically (`planGenerically`).
+    private var plansGenerically = false
 
     init(_ db: PGConnection, accountID: String, readOnly: Bool = false) {
         self.db = db
@@ -59,6 +61,20 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     // MARK: - Shared by the concern files
+
+    /// From here to the commit, each prepared statement runs on its generic plan, made once per
+    /// connection, rather than planned again for each call's values. A mapping batch binds arrays of
+    /// thousands of identifiers, and planning a statement with them as constants (a selectivity
+    /// estimate per element) cost PostgreSQL more than running it. Called by the mapping writes,
+    /// whose statements probe indexes one identifier at a time whatever the arrays hold
+    /// (`PostgresGenericPlanTests` checks their generic plans); a read transaction keeps the
+    /// default (its BEGIN may not have been sent yet, and reads do not bind such arrays).
+    func planGenerically() throws {
+        guard !self.plansGenerically, !self.readOnly else { return }
+        try self.db.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        self.plansGenerically = true
+    }
+
 
     /// The key no account or device has: a statement given it matches no row.
     static let noKey: Int64 = -1
