@@ -35,8 +35,8 @@ import Testing
         #expect(statistics.analysing == 0)
     }
 
-    @Test(.enabled(if: TestEngine.available.contains(.postgres), "PostgreSQL not configured"))
-    func aLargeWriteIsAnalysedRightAway() throws {
+    /// A store that wrote 12 000 objects, and their `ANALYZE` seen done.
+    static func analysedLibrary() throws -> TestDatabase {
         let db = try BatchedWriteTests.open(.postgres)
         let objects = (0..<12_000).map { StoredObject(object: .asset(BatchedWriteTests.id($0), fingerprint: contentFingerprint($0)), link: nil) }
         try db.store.write(account: "acc") { tx in try tx.putObjects(BatchedWriteTests.device, objects) }
@@ -50,5 +50,22 @@ import Testing
             if estimate != 12_000 { usleep(100_000) }
         }
         #expect(estimate == 12_000)
+        return db
+    }
+
+    @Test(.enabled(if: TestEngine.available.contains(.postgres), "PostgreSQL not configured"))
+    func aLargeWriteIsAnalysedRightAway() throws {
+        _ = try Self.analysedLibrary()
+    }
+
+    /// Another process opening the database (a second instance, a restart) measures its writes
+    /// against the estimate it finds, not against an empty table.
+    @Test(.enabled(if: TestEngine.available.contains(.postgres), "PostgreSQL not configured"))
+    func aNewStoreStartsFromTheTablesEstimatedSizes() throws {
+        let db = try Self.analysedLibrary()
+        let second = try PostgresStore(configuration: PostgresConfiguration(url: db.url, poolSize: 1))
+        defer { second.close() }
+        #expect(second.statistics.wrote(objects: 1_000, records: 0) == [])
+        #expect(second.statistics.wrote(objects: 200, records: 0) == ["objects"])   // a tenth of 12 000
     }
 }

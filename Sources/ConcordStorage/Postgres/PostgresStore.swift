@@ -122,7 +122,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
     /// keeps (`keptMappingLogBytes`) and this, so the two are small.
     static let mappingLogVacuumBytes = 2 << 20
     /// Has `objects`, `records` and `links` analysed after large writes (`TableStatistics`).
-    private let statistics = TableStatistics()
+    let statistics = TableStatistics()
     /// Every statement this store's connections executed.
     private let statements = StatementCounter()
 
@@ -144,6 +144,11 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         } catch {
             throw PostgresStoreError(message: "cannot migrate postgres \(configuration.displayName): \(error)")
         }
+        // The tables' sizes as PostgreSQL last estimated them (on any instance): a new process's
+        // first large write is then measured against them, not against zero.
+        let statistics = self.statistics
+        try? first.query("SELECT relname::text, reltuples::bigint FROM pg_class WHERE oid = ANY($1::regclass[])",
+                         [.textArray(TableStatistics.tables)]) { r in statistics.analysed(r.text(0), rows: r.int(1)) }
         let parameters = configuration.connectionParameters
         self.pool = Pool(maximumCount: configuration.poolSize, waitLimit: 10, initial: [first],
                          messages: .init(closed: "The database is closed.", cannotOpen: "The database is unavailable; retry later.",
