@@ -8,8 +8,7 @@ import Testing
 /// The mapping writes run their statements on generic plans (`PostgresTransaction.planGenerically`):
 /// a transaction that reaches one switches for its remaining statements, one that does not keeps
 /// the default, and each statement's generic plan probes indexes rather than reading a table
-/// (planned for values it has not seen, with no `enable_seqscan` nudge). A new connection has
-/// them prepared and planned before its first request, for the types their calls bind.
+/// (planned for values it has not seen, with no `enable_seqscan` nudge).
 @Suite(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason)))
 struct PostgresGenericPlanTests {
     static let device = BatchedWriteTests.device
@@ -85,38 +84,5 @@ struct PostgresGenericPlanTests {
                 #expect(!plan.contains("Seq Scan on \(table)"), "\(s.name):\n\(plan)")
             }
         }
-    }
-
-    @Test func aNewConnectionHasTheMappingWritesPlannedForTheTypesTheirCallsBind() throws {
-        let db = try Self.mappedLibrary(count: 10)
-        let store = try PostgresStore(configuration: PostgresConfiguration(url: db.url, poolSize: 1))
-        defer { store.close() }
-        let warmed = PostgresTransaction.mappingWriteStatements.count
-        func prepared() throws -> (all: Int, planned: Int) {
-            try store.write(account: "acc") { tx throws -> (all: Int, planned: Int) in
-                var counts = (all: 0, planned: 0)
-                try (tx as! PostgresTransaction).db.query("""
-                    SELECT count(*), count(*) FILTER (WHERE generic_plans > 0) FROM pg_prepared_statements
-                    WHERE statement = ANY($1)
-                    """, [.textArray(PostgresTransaction.mappingWriteStatements.map(\.sql))]) { r in counts = (Int(r.int(0)), Int(r.int(1))) }
-                return counts
-            }
-        }
-        #expect(try prepared() == (warmed, warmed))
-        // A first mapping (records created, linked by number) and a link by local identifier: the
-        // calls find their statements prepared (no second copy of any).
-        let fresh = (0..<5).map { "FRESH-\($0)" }
-        try store.write(account: "acc") { tx in
-            try tx.putObjects(Self.device, fresh.enumerated().map { StoredObject(object: .asset($1, fingerprint: contentFingerprint(100 + $0)), link: nil) })
-        }
-        let service = try ConcordService(store: store, configuration: DomainConfiguration())
-        let answers = try service.mapping.cloudIdentifiers(forLocalIdentifiers: fresh, device: Self.device)
-        #expect(answers.allSatisfy { if case .found = $0.result { true } else { false } }, "\(answers)")
-        try store.write(account: "acc") { tx in
-            try tx.putObjects(Self.device, [StoredObject(object: .asset("NEW-2", fingerprint: contentFingerprint(99)), link: nil)])
-            try tx.insertRecords([CloudRecord(guid: "0C44A1D2-0000-4000-8000-0000000000AA", type: .asset, fingerprint: contentFingerprint(99))], createdAt: Date())
-            try tx.setLinks(Self.device, [("NEW-2", "0C44A1D2-0000-4000-8000-0000000000AA")])
-        }
-        #expect(try prepared() == (warmed, warmed))
     }
 }

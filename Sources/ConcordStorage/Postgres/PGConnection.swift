@@ -224,9 +224,8 @@ struct PGCopyRow {
 /// thread at a time.
 final class PGConnection {
     private let handle: OpaquePointer
-    /// SQL text → prepared statement name on this connection, with the parameter types it was prepared for.
-    private var prepared: [String: (name: String, types: [Oid])] = [:]
-    private var preparedCount = 0
+    /// SQL text → prepared statement name on this connection.
+    private var prepared: [String: String] = [:]
     private(set) var isClosed = false
     /// Set when a failure showed the connection is gone; the pool then drops it.
     private(set) var isBroken = false
@@ -600,44 +599,16 @@ final class PGConnection {
     }
 
     private func statementName(_ sql: String, _ parameters: [PGValue]) throws(PostgresError) -> String {
-        try self.prepare(sql, types: parameters.map(\.oid))
-    }
-
-    /// The statement's name on this connection, prepared for these parameter types (again, under
-    /// a new name, if it was prepared for others).
-    private func prepare(_ sql: String, types: [Oid]) throws(PostgresError) -> String {
-        if let known = self.prepared[sql], known.types == types { return known.name }
-        let name = "concord_\(self.preparedCount + 1)"
+        if let name = self.prepared[sql] { return name }
+        let name = "concord_\(self.prepared.count + 1)"
+        let types = parameters.map(\.oid)
         let result = types.withUnsafeBufferPointer { t in
             PQprepare(self.handle, name, sql, Int32(types.count), t.baseAddress)
         }
         defer { PQclear(result) }
         try self.check(result)
-        self.preparedCount += 1
-        self.prepared[sql] = (name, types)
+        self.prepared[sql] = name
         return name
-    }
-
-    /// Prepares the statements here and has PostgreSQL build and keep each one's generic plan
-    /// (`EXPLAIN EXECUTE` under `force_generic_plan`, in a transaction rolled back; nothing runs),
-    /// so that their first call on this connection neither parses nor plans them, nor fills the
-    /// server process's catalog caches for their tables. Not counted as statements executed.
-    func warmGenericPlans(_ statements: [(sql: String, types: [Oid])]) throws(PostgresError) {
-        var script = ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan"]
-        for s in statements {
-            let name = try self.prepare(s.sql, types: s.types)
-            script.append("EXPLAIN EXECUTE \(name)(\(Array(repeating: "NULL", count: s.types.count).joined(separator: ", ")))")
-        }
-        script.append("ROLLBACK")
-        let result = PQexec(self.handle, script.joined(separator: "; "))
-        defer { PQclear(result) }
-        do {
-            try self.check(result)
-        } catch {
-            // The script stopped at the failed statement, inside its transaction.
-            if self.needsRollback { PQclear(PQexec(self.handle, "ROLLBACK")) }
-            throw error
-        }
     }
 
     private func check(_ result: OpaquePointer?) throws(PostgresError) {

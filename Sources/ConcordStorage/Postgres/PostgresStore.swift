@@ -153,17 +153,7 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         self.pool = Pool(maximumCount: configuration.poolSize, waitLimit: 10, initial: [first],
                          messages: .init(closed: "The database is closed.", cannotOpen: "The database is unavailable; retry later.",
                                          busy: "Every database connection is busy; retry later."),
-                         make: { try Self.openConnection(parameters: parameters, counter: statements) }, isUsable: { $0.isUsable },
-                         discard: { $0.close() })
-        try? first.warmGenericPlans(PostgresTransaction.mappingWriteStatements)
-    }
-
-    /// A new pooled connection, its mapping writes' statements prepared and planned. A warm-up that
-    /// fails leaves the connection as it is: its statements are then prepared at their first call.
-    private static func openConnection(parameters: [(String, String)], counter: StatementCounter) throws -> PGConnection {
-        let connection = try PGConnection(parameters: parameters, counter: counter)
-        try? connection.warmGenericPlans(PostgresTransaction.mappingWriteStatements)
-        return connection
+                         make: { try PGConnection(parameters: parameters, counter: statements) }, isUsable: { $0.isUsable }, discard: { $0.close() })
     }
 
     /// The schema version this build writes.

@@ -199,7 +199,18 @@ extension PostgresTransaction: RecordWrites {
         // answering the block's first order and the rows inserted.
         // New GUIDs (version 7 UUIDs) increase, so the rows append to the primary key.
         var first: Int64?, inserted: Int64 = 0
-        try self.db.query(Self.insertRecordsStatement, [.text(self.accountID), .uuidArray(guids),
+        try self.db.query("""
+            WITH a AS (
+                UPDATE accounts SET next_record_order = next_record_order + $4 WHERE account_id = $1
+                RETURNING account_key, next_record_order - $4 AS first
+            ), inserted AS (
+                INSERT INTO records (account_key, created_order, record, type, fingerprint)
+                SELECT a.account_key, a.first + u.ord - 1, u.record, u.type, u.fingerprint
+                FROM a, unnest($2::uuid[], $3::int8[], $5::bytea[]) WITH ORDINALITY AS u(record, type, fingerprint, ord)
+                RETURNING 1
+            )
+            SELECT a.first, (SELECT count(*) FROM inserted) FROM a
+            """, [.text(self.accountID), .uuidArray(guids),
                   .intArray(records.map { Int64($0.type.rawValue) }), .int(Int64(records.count)),
                   PostgresCompact.fingerprints(records.map(\.fingerprint))]) { r in
             first = r.int(0)
@@ -210,21 +221,6 @@ extension PostgresTransaction: RecordWrites {
         self.insertedRecordOrders.reserveCapacity(self.insertedRecordOrders.count + guids.count)
         for (i, guid) in guids.enumerated() { self.insertedRecordOrders[guid] = first + Int64(i) }
     }
-
-    /// Records inserted with a block of creation orders reserved on the account's row ($1 its ID,
-    /// $2 GUIDs, $3 types, $4 how many, $5 fingerprints): the block's first order and the rows inserted.
-    static let insertRecordsStatement = """
-        WITH a AS (
-            UPDATE accounts SET next_record_order = next_record_order + $4 WHERE account_id = $1
-            RETURNING account_key, next_record_order - $4 AS first
-        ), inserted AS (
-            INSERT INTO records (account_key, created_order, record, type, fingerprint)
-            SELECT a.account_key, a.first + u.ord - 1, u.record, u.type, u.fingerprint
-            FROM a, unnest($2::uuid[], $3::int8[], $5::bytea[]) WITH ORDINALITY AS u(record, type, fingerprint, ord)
-            RETURNING 1
-        )
-        SELECT a.first, (SELECT count(*) FROM inserted) FROM a
-        """
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
         // The objects given are taken out of `unlinkedObjects` as their links are inserted.

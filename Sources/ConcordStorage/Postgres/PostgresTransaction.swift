@@ -1,4 +1,3 @@
-import CLibPQ
 import ConcordDomain
 import Foundation
 
@@ -75,25 +74,6 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
         try self.db.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         self.plansGenerically = true
     }
-
-    /// The mapping writes' statements with their parameters' types, as their calls bind them: each
-    /// new connection prepares them and builds their generic plans (`PGConnection.warmGenericPlans`)
-    /// before its first request, so that an instance's first mapping write on it costs no more than
-    /// its later ones.
-    static let mappingWriteStatements: [(sql: String, types: [Oid])] = {
-        let (int8, text, int8s, texts, uuids, byteas) = (PGValue.int8OID, PGValue.textOID, PGValue.int8ArrayOID, PGValue.textArrayOID,
-                                                         PGValue.uuidArrayOID, PGValue.byteaArrayOID)
-        return [
-            (mappingObjectsByLocalID, [int8, int8, texts]),
-            (unlinkedRecordsByContent, [int8, int8, int8s, byteas]),
-            (objectsByContent, [int8, int8, int8s, byteas]),
-            (insertRecordsStatement, [text, uuids, int8s, int8, byteas]),
-            (linksByOrderAndNumber, [int8, int8, int8s, int8s]),
-            (linksByGUIDAndNumber, [int8, int8, uuids, int8s]),
-            (linksByOrderAndLocalID, [int8, int8, int8s, texts]),
-            (linksByGUIDAndLocalID, [int8, int8, uuids, texts]),
-        ]
-    }()
 
 
     /// The key no account or device has: a statement given it matches no row.
