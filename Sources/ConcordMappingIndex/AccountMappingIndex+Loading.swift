@@ -201,7 +201,9 @@ private final class TableBytesLoader: MappingTableSink {
     }
 
     func expectRecords(_ count: Int) {
-        self.target.records.reserveCapacity(count)
+        // With the headroom `withHeadroom` keeps after the load: the first record appended after
+        // it (another instance's first mapping, caught up with) then copies no array.
+        self.target.records.reserveCapacity(Headroom.capacity(for: count))
         // The tables at the size the records' inserts one by one would grow them to, grown once.
         self.target.recordTable.reserve(count)
         self.target.fingerprints.reserve(count)

@@ -79,8 +79,15 @@ final class DeviceTable {
     private var orphanGUIDs: [Int32: UUIDBits] = [:]
 
     init(recordCount: Int) {
-        self.linkOfRecord = [Int32](repeating: -1, count: recordCount)
+        // Room for the records to come (`Headroom`): each one appends here on every device.
+        var links = [Int32]()
+        links.reserveCapacity(Headroom.capacity(for: recordCount))
+        links.append(contentsOf: repeatElement(-1, count: recordCount))
+        self.linkOfRecord = links
     }
+
+    /// How many records' links fit before the table's array grows (tests: a load leaves headroom).
+    var recordCapacity: Int { self.linkOfRecord.capacity }
 
     var estimatedBytes: Int {
         self.arena.capacity + self.objectSlots.capacity * MemoryLayout<Slot>.stride + self.buckets.capacity * 4
