@@ -63,12 +63,12 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     // MARK: - Shared by the concern files
 
     /// From here to the commit, each prepared statement runs on its generic plan, made once per
-    /// connection, rather than planned again for each call's values. A mapping batch binds arrays of
-    /// thousands of identifiers, and planning a statement with them as constants (a selectivity
-    /// estimate per element) cost PostgreSQL more than running it. Called by the mapping writes,
-    /// whose statements probe indexes one identifier at a time whatever the arrays hold
-    /// (`PostgresGenericPlanTests` checks their generic plans); a read transaction keeps the
-    /// default (its BEGIN may not have been sent yet, and reads do not bind such arrays).
+    /// connection, rather than on a plan made for each call's values. Planned for a batch's own
+    /// arrays, a lookup of thousands of fingerprints read the whole `records` table into a hash
+    /// join; the generic plans of the mapping writes' statements probe indexes one value at a time
+    /// whatever the arrays hold (`PostgresGenericPlanTests` checks them). Called by the mapping
+    /// writes' methods; a read transaction keeps the default (its BEGIN may not have been sent yet,
+    /// `PGConnection.deferBegin`).
     func planGenerically() throws {
         guard !self.plansGenerically, !self.readOnly else { return }
         try self.db.execute("SET LOCAL plan_cache_mode = force_generic_plan")
