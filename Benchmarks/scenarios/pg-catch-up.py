@@ -44,7 +44,8 @@ class Concord:
     def metric(self, name):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60); c.request("GET", "/metrics"); t = c.getresponse().read().decode(); c.close()
         return sum(float(l.rsplit(" ", 1)[1]) for l in t.splitlines() if l.startswith(name))
-rng = random.Random(5)
+# Seeded by the clock: each run's new assets are new, also when it reuses the last run's database.
+rng = random.Random(time.time_ns())
 def fp(sp, i): return base64.urlsafe_b64encode(hashlib.sha256(f"{sp}-{i}".encode()).digest()).decode().rstrip("=")
 def newid(): return "%08X-%04X-4%03X-8%03X-%012X/L0/001" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12), rng.getrandbits(12), rng.getrandbits(48))
 def asset(x, f): return '{"localIdentifier":"%s","fingerprint":"%s","creationDate":"2024-01-01T00:00:00Z","mediaType":"image"}' % (x, f)
