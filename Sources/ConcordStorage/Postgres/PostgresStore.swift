@@ -145,7 +145,8 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
             throw PostgresStoreError(message: "cannot migrate postgres \(configuration.displayName): \(error)")
         }
         // The tables' sizes as PostgreSQL last estimated them (on any instance): a new process's
-        // first large write is then measured against them, not against zero.
+        // first large write is then measured against them, not against zero. Best effort: without
+        // them it counts from zero, as a store on a new database does.
         let statistics = self.statistics
         try? first.query("SELECT relname::text, reltuples::bigint FROM pg_class WHERE oid = ANY($1::regclass[])",
                          [.textArray(TableStatistics.tables)]) { r in statistics.analysed(r.text(0), rows: r.int(1)) }
