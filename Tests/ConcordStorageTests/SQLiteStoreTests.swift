@@ -123,6 +123,25 @@ struct Boom: Error {}
         #expect(out == input)
     }
 
+    /// `typedPairsJSON` as SQLite's `json_each` reads it back: each pair's type and text, escapes
+    /// included; unsorted in the input's order, sorted by type and then the text's bytes.
+    @Test(arguments: [
+        (pairs: [(ObjectType.collectionList, "b"), (.asset, "quo\"te"), (.asset, "ctl\u{1}")], sorted: false,
+         expected: [(20, "b"), (1, "quo\"te"), (1, "ctl\u{1}")]),
+        (pairs: [(ObjectType.assetCollection, "a"), (.asset, "é📷"), (.asset, "z"), (.asset, "Z"), (.collectionList, "b\\s"), (.asset, "Za")], sorted: true,
+         expected: [(1, "Z"), (1, "Za"), (1, "z"), (1, "é📷"), (20, "b\\s"), (40, "a")]),
+        (pairs: [], sorted: true, expected: []),
+    ] as [(pairs: [(ObjectType, String)], sorted: Bool, expected: [(Int, String)])])
+    func typedPairsJSONReadsBackInItsOrder(_ c: (pairs: [(ObjectType, String)], sorted: Bool, expected: [(Int, String)])) throws {
+        let dir = try TempDir()
+        let connection = try Connection(path: dir.db)
+        var out: [(Int, String)] = []
+        let json = SQLiteTransaction.typedPairsJSON(c.pairs.map { (type: $0.0, text: $0.1) }, sorted: c.sorted)
+        try connection.query("SELECT value ->> 0, value ->> 1 FROM json_each(?) ORDER BY key", [.text(json)]) { s in out.append((Int(s.int(0)), s.text(1))) }
+        #expect(out.map(\.0) == c.expected.map(\.0))
+        #expect(out.map(\.1) == c.expected.map(\.1))
+    }
+
     @Test func changeDetailsRoundTrip() {
         let d = ChangeDetails(assets: ChangeLists(inserted: ["a", "b/L0/001"], updated: ["c"], deleted: []),
                               assetCollections: ChangeLists(deleted: ["x y"]),

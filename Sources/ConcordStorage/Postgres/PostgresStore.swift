@@ -148,8 +148,8 @@ public final class PostgresStore: ConcordStore, @unchecked Sendable {
         // first large write is then measured against them, not against zero. Best effort: without
         // them it counts from zero, as a store on a new database does.
         let statistics = self.statistics
-        try? first.query("SELECT relname::text, reltuples::bigint FROM pg_class WHERE oid = ANY($1::regclass[])",
-                         [.textArray(TableStatistics.tables)]) { r in statistics.analysed(r.text(0), rows: r.int(1)) }
+        _ = try? first.query("SELECT relname::text, reltuples::bigint FROM pg_class WHERE oid = ANY($1::regclass[])",
+                             [.textArray(TableStatistics.tables)]) { r in statistics.analysed(r.text(0), rows: r.int(1)) }
         let parameters = configuration.connectionParameters
         self.pool = Pool(maximumCount: configuration.poolSize, waitLimit: 10, initial: [first],
                          messages: .init(closed: "The database is closed.", cannotOpen: "The database is unavailable; retry later.",

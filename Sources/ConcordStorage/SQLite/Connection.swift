@@ -282,26 +282,31 @@ func jsonArray(_ strings: some Sequence<String>) -> String {
     for s in strings {
         if !first { out.append(UInt8(ascii: ",")) }
         first = false
-        out.append(UInt8(ascii: "\""))
-        let utf8 = s.utf8
-        // Fast path: identifiers rarely hold a quote or backslash (and never a control character).
-        if !utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
-            out.append(contentsOf: utf8)
-        } else {
-            for b in utf8 {
-                switch b {
-                case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(b)
-                case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
-                case 0..<0x20:
-                    let hex = Array("0123456789abcdef".utf8)
-                    out += Array("\\u00".utf8)
-                    out.append(hex[Int(b >> 4)]); out.append(hex[Int(b & 15)])
-                default: out.append(b)
-                }
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        appendJSONString(s, to: &out)
     }
     out.append(UInt8(ascii: "]"))
     return String(decoding: out, as: UTF8.self)
+}
+
+/// Appends `s` as a JSON string (quoted, escaped) to `out`.
+func appendJSONString(_ s: String, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "\""))
+    let utf8 = s.utf8
+    // Fast path: identifiers rarely hold a quote or backslash (and never a control character).
+    if !utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
+        out.append(contentsOf: utf8)
+    } else {
+        for b in utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(b)
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out += Array("\\u00".utf8)
+                out.append(hex[Int(b >> 4)]); out.append(hex[Int(b & 15)])
+            default: out.append(b)
+            }
+        }
+    }
+    out.append(UInt8(ascii: "\""))
 }

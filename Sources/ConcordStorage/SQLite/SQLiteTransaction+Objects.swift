@@ -163,3 +163,31 @@ extension SQLiteTransaction: ObjectWrites {
                         [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(localIdentifiers)))])
     }
 }
+
+/// The objects the mapping's write path reads again (`MappingObjectReads`): the lookup by local
+/// identifier of `objects(_:localIdentifiers:)` with only the columns the mapping rules read. The
+/// full row's dates, title and members cost more to decode than the rest (a date is formatted
+/// back to text), and a batch of 10 000 reads 10 000 of them only to drop those fields.
+extension SQLiteTransaction: MappingObjectReads {
+    static let mappingObjectsByLocalIDsSQL = """
+        SELECT o.local_id, o.type, o.fingerprint, o.pk_identifier, o.record_guid, r.type, r.fingerprint FROM json_each(?3) j
+        CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND \(SQLiteTransaction.localIDIs("o", "j.value"))
+        \(SQLiteTransaction.linkJoin)
+        """
+
+    func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
+        guard !localIdentifiers.isEmpty, let k = try self.keys(device) else { return [] }
+        var result: [StoredObject] = []
+        result.reserveCapacity(localIdentifiers.count)
+        try self.db.query(Self.mappingObjectsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(localIdentifiers)))]) { s in
+            var link: CloudRecord?
+            if let guid = s.optionalText(4), !s.isNull(5), let type = ObjectType(rawValue: Int(s.int(5))) {
+                link = CloudRecord(guid: guid, type: type, fingerprint: s.text(6))
+            }
+            let object = LibraryObject(localIdentifier: s.text(0), type: ObjectType(rawValue: Int(s.int(1))) ?? .asset, fingerprint: s.text(2),
+                                       photoKitCloudIdentifier: s.optionalText(3))
+            result.append(StoredObject(object: object, link: link))
+        }
+        return result
+    }
+}

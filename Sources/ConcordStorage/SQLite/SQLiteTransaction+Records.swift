@@ -1,3 +1,4 @@
+import ConcordBytes
 import ConcordDomain
 import Foundation
 
@@ -160,7 +161,10 @@ extension SQLiteTransaction: RecordWrites {
         guard !keys.isEmpty, let a = try self.accountKey(self.accountID) else { return }
         var rows: [SQLValue] = []
         rows.reserveCapacity(keys.count * 3)
-        for (guid, key) in keys.sorted(by: { $0.guid < $1.guid }) { rows.append(.compact(guid)); rows.append(.int(Int64(key.type.rawValue))); rows.append(.text(key.a)) }
+        for i in ByteOrder.positions(of: keys.map(\.guid)) {
+            let (guid, key) = keys[i]
+            rows.append(.compact(guid)); rows.append(.int(Int64(key.type.rawValue))); rows.append(.text(key.a))
+        }
         try self.db.runRows("INSERT OR IGNORE INTO record_keys (account_key, guid, type, key_a) SELECT ?1, v.* FROM (",
                             width: 3, tail: ") AS v", fixed: [.int(a)], rows)
     }
@@ -169,8 +173,9 @@ extension SQLiteTransaction: RecordWrites {
         self.observers.didChange(.fillRecordFingerprints(fills))
         guard !fills.isEmpty, let a = try self.accountKey(self.accountID) else { return }
         var rows: [SQLValue] = []
-        for (guid, fingerprint) in RowByRow.firstFillPerRecord(fills).sorted(by: { $0.guid < $1.guid }) {
-            rows.append(.compact(guid)); rows.append(.compact(fingerprint))
+        let firstFills = RowByRow.firstFillPerRecord(fills)
+        for i in ByteOrder.positions(of: firstFills.map(\.guid)) {
+            rows.append(.compact(firstFills[i].guid)); rows.append(.compact(firstFills[i].fingerprint))
         }
         guard !rows.isEmpty else { return }
         try self.db.runRows("UPDATE records SET fingerprint = v.column2 FROM (", width: 2,
@@ -189,7 +194,8 @@ extension SQLiteTransaction: RecordWrites {
         var rows: [SQLValue] = []
         rows.reserveCapacity(records.count * 4)
         // Creation orders follow the batch's order; the rows go in GUID order (locality, as `inKeyOrder` says).
-        for (i, r) in records.enumerated().sorted(by: { $0.element.guid < $1.element.guid }) {
+        for i in ByteOrder.positions(of: records.map(\.guid)) {
+            let r = records[i]
             rows.append(.compact(r.guid)); rows.append(.int(Int64(r.type.rawValue))); rows.append(.compact(r.fingerprint)); rows.append(.int(first + Int64(i)))
         }
         // No creation time: the GUID carries it (migration 15).
@@ -205,8 +211,9 @@ extension SQLiteTransaction: RecordWrites {
         // One UPDATE … FROM per chunk, the VALUES list driving lookups by local identifier.
         var rows: [SQLValue] = []
         rows.reserveCapacity(links.count * 2)
-        for l in RowByRow.lastLinkPerObject(links).sorted(by: { $0.localIdentifier < $1.localIdentifier }) {
-            rows.append(.text(l.localIdentifier)); rows.append(.compact(l.guid))
+        let lastLinks = RowByRow.lastLinkPerObject(links)
+        for i in ByteOrder.positions(of: lastLinks.map(\.localIdentifier)) {
+            rows.append(.text(lastLinks[i].localIdentifier)); rows.append(.compact(lastLinks[i].guid))
         }
         try self.db.runRows("UPDATE objects SET record_guid = v.column2 FROM (", width: 2,
                             tail: ") AS v WHERE objects.account_key = ?1 AND objects.device_key = ?2 AND \(Self.localIDIs("objects", "v.column1"))",

@@ -61,15 +61,30 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     static let linkJoin = "LEFT JOIN records r ON r.account_key = o.account_key AND r.guid = o.record_guid"
 
     /// `[[type, text], ...]` as JSON: (type, fingerprint) content keys, (type, A) object keys.
-    /// `sorted`: in (type, text) order, for queries whose answer does not depend on the input's order.
+    /// `sorted`: in (type, text) order, the text in byte order, for queries whose answer does not
+    /// depend on the input's order. Built as bytes: a `String` per pair, and `String <` between
+    /// pairs, were a tenth of a first mapping's CPU on SQLite.
     static func typedPairsJSON(_ pairs: [(type: ObjectType, text: String)], sorted: Bool = false) -> String {
-        let pairs = sorted ? pairs.sorted { ($0.type.rawValue, $0.text) < ($1.type.rawValue, $1.text) } : pairs
-        var out = "["
-        for (i, p) in pairs.enumerated() {
-            if i > 0 { out += "," }
-            out += "[\(p.type.rawValue)," + jsonArray([p.text]).dropFirst().dropLast() + "]"
+        var order = Array(pairs.indices)
+        if sorted {
+            // Byte order of the texts, then grouped by type (a handful of types; stable within each).
+            let byText = ByteOrder.positions(of: pairs.map(\.text))
+            let types = Set(pairs.map(\.type.rawValue)).sorted()
+            order = types.count == 1 ? byText : types.flatMap { t in byText.filter { pairs[$0].type.rawValue == t } }
         }
-        return out + "]"
+        var out = [UInt8]()
+        out.reserveCapacity(2 + pairs.count * 56)
+        out.append(UInt8(ascii: "["))
+        for (n, i) in order.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "["))
+            out.append(contentsOf: String(pairs[i].type.rawValue).utf8)
+            out.append(UInt8(ascii: ","))
+            appendJSONString(pairs[i].text, to: &out)
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Keys in the order of the B-trees they are looked up in (byte order, SQLite's BINARY
