@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 import Synchronization
 
@@ -307,6 +308,14 @@ extension String {
     /// Byte-order comparison of UTF-8 (what the contract means by "sorted by byte order").
     @inline(__always)
     package func utf8Precedes(_ other: String) -> Bool { self.utf8.lexicographicallyPrecedes(other.utf8) }
+}
+
+extension Array where Element == StoredObject {
+    /// These objects in byte order of their local identifiers (as storage lists them): sorted by
+    /// each identifier's first 8 bytes as one number, equal prefixes compared whole (`ByteOrder`).
+    package func inLocalIdentifierOrder() -> [StoredObject] {
+        ByteOrder.positions(of: self.map(\.object.localIdentifier)).map { self[$0] }
+    }
 }
 
 /// Notes a token's last use in the background: the request that used it never waits

@@ -242,8 +242,7 @@ extension AccountMappingIndex {
                 result.append(StoredObject(object: LibraryObject(localIdentifier: id, type: o.type, fingerprint: key.fingerprint), link: link))
             }
         }
-        result.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) }
-        return result
+        return result.inLocalIdentifierOrder()
     }
 
     /// Appends `<GUID>:<type>:<fingerprint>` to `bytes`.

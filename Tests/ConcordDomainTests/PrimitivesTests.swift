@@ -255,3 +255,22 @@ import Foundation
         }
     }
 }
+
+@Suite struct LocalIdentifierOrderTests {
+    /// `inLocalIdentifierOrder` sorts as `utf8Precedes` does (byte order): identifiers sharing
+    /// their first 8 bytes, one a prefix of another, upper before lower case, and multi-byte
+    /// UTF-8 after ASCII, whatever the input's order.
+    @Test(arguments: [
+        ["b", "a"],
+        ["ABCDEFGH-2", "ABCDEFGH-10", "ABCDEFGH", "ABCDEFGH-1"],
+        ["é📷", "z", "Z", "e\u{301}", "ABCDEFGHIJ", "ABCDEFGHI"],
+        ["only"],
+        [],
+    ])
+    func sortsByBytes(_ identifiers: [String]) {
+        let objects = identifiers.map { StoredObject(object: .asset($0, fingerprint: "fp-\($0)"), link: nil) }
+        let sorted = objects.inLocalIdentifierOrder()
+        #expect(sorted.map(\.object.localIdentifier) == identifiers.sorted { $0.utf8Precedes($1) })
+        #expect(sorted.map(\.object.fingerprint) == sorted.map { "fp-\($0.object.localIdentifier)" })
+    }
+}

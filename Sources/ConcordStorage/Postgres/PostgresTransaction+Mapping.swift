@@ -48,7 +48,7 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
                 """, [.int(owner.account), .int(owner.device), .intArray(emptyTypes.sorted())]) { r in
                 result.append(PostgresObjectRows.storedObject(r))
             }
-            if !withFingerprint.isEmpty { result.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) } }
+            if !withFingerprint.isEmpty { result = result.inLocalIdentifierOrder() }
         }
         return result
     }

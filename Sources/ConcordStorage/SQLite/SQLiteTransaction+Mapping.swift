@@ -107,7 +107,7 @@ extension SQLiteTransaction: MappingReads, MappingVersionWrites {
             try self.db.query(Self.objectsWithoutFingerprintSQL, [.int(k.account), .int(k.device), .text("[" + emptyTypes.sorted().map(String.init).joined(separator: ",") + "]")]) { s in
                 result.append(StorageRows.storedObject(s))
             }
-            if !withFingerprint.isEmpty { result.sort { $0.object.localIdentifier.utf8.lexicographicallyPrecedes($1.object.localIdentifier.utf8) } }
+            if !withFingerprint.isEmpty { result = result.inLocalIdentifierOrder() }
         }
         return result
     }
