@@ -10,7 +10,7 @@ run is a sample: on a shared 2-core machine runs of one binary differ by a fifth
   sqlite-first-mapping.py --bin BIN --work DIR [--assets 100000] [--batch 10000] [--perf PREFIX]
       --perf: perf record -g of the server during each direction, into PREFIX.l2c / PREFIX.c2l
 Python stdlib only; every cloud → local answer is checked."""
-import argparse, base64, collections, hashlib, http.client, json, os, random, subprocess, sys, time
+import argparse, base64, collections, hashlib, os, random, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from concord_server import ConcordServer
 
@@ -29,14 +29,6 @@ server = ConcordServer(a.bin, db, ADMIN, os.path.join(a.work, "concord.log"), st
                        env={**os.environ, "CONCORD_MAPPING_INDEX_SNAPSHOTS": "off", "CONCORD_LIMITS_BODY_BYTES": str(1 << 28)})
 server.start()
 pid = server.p.pid
-
-
-def call(method, path, token, body):
-    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=1800)
-    c.request(method, path, body=body if isinstance(body, str) else json.dumps(body), headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
-    r = c.getresponse(); out = r.read(); c.close()
-    if r.status not in (200, 201): sys.exit(f"{method} {path}: {r.status} {out[:300]!r}")
-    return json.loads(out)
 
 
 def fingerprint(i): return base64.urlsafe_b64encode(hashlib.sha256(f"A-{i}".encode()).digest()).decode().rstrip("=")
@@ -61,10 +53,10 @@ def written(): return int(dict(l.split(": ") for l in open(f"/proc/{pid}/io").re
 rng = random.Random(5)
 ids = [["%08X-%04X-4%03X-8%03X-%012X/L0/001" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12), rng.getrandbits(12), rng.getrandbits(48))
         for _ in range(a.assets)] for _ in range(2)]
-account = call("POST", "/v1/accounts", ADMIN, {"name": "first-mapping"})["accountToken"]
-tokens = [call("POST", "/v1/devices", account, {"name": n, "platform": "iOS"})["deviceToken"] for n in ("phone", "tablet")]
+account = server.call("POST", "/v1/accounts", ADMIN, {"name": "first-mapping"})["accountToken"]
+tokens = [server.call("POST", "/v1/devices", account, {"name": n, "platform": "iOS"})["deviceToken"] for n in ("phone", "tablet")]
 for token, device_ids in zip(tokens, ids):
-    call("PUT", "/v1/library", token, '{"assets":[%s]}' % ",".join(
+    server.call("PUT", "/v1/library", token, '{"assets":[%s]}' % ",".join(
         '{"localIdentifier":"%s","fingerprint":"%s","creationDate":"2024-01-01T00:00:00Z","mediaType":"image"}' % (x, fingerprint(i)) for i, x in enumerate(device_ids)))
 time.sleep(3)   # the uploads' background work settles
 clouds = [None] * a.assets
@@ -76,10 +68,10 @@ for direction in ("l2c", "c2l"):
     for lo in range(0, a.assets, a.batch):
         hi = min(a.assets, lo + a.batch)
         if direction == "l2c":
-            m = call("POST", "/v1/library/cloud-identifiers", tokens[0], '{"localIdentifiers":[%s]}' % ",".join('"%s"' % x for x in ids[0][lo:hi]))["mappings"]
+            m = server.call("POST", "/v1/library/cloud-identifiers", tokens[0], '{"localIdentifiers":[%s]}' % ",".join('"%s"' % x for x in ids[0][lo:hi]))["mappings"]
             for k, i in enumerate(range(lo, hi)): clouds[i] = m[k]["cloudIdentifier"]
         else:
-            m = call("POST", "/v1/library/local-identifiers", tokens[1], '{"cloudIdentifiers":[%s]}' % ",".join('"%s"' % clouds[i] for i in range(lo, hi)))["mappings"]
+            m = server.call("POST", "/v1/library/local-identifiers", tokens[1], '{"cloudIdentifiers":[%s]}' % ",".join('"%s"' % clouds[i] for i in range(lo, hi)))["mappings"]
             for k, i in enumerate(range(lo, hi)):
                 if m[k].get("localIdentifier") != ids[1][i]: sys.exit(f"cloud → local item {i}: {m[k]}")
     wall, t1, w1 = time.time() - start, threads(), written()
