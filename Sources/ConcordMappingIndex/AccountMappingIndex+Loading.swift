@@ -195,6 +195,9 @@ private final class TableBytesLoader: MappingTableSink {
 
     var takesDevicesConcurrently: Bool { true }
 
+    /// As the rows of strings do for a GUID they cannot parse: the account is then not kept.
+    func markInexact() { self.target.isExact = false }
+
     func device(_ id: String, objects: Int) throws {
         self.deviceIDs.append(id)
         self.objectCounts.append(objects)

@@ -2,15 +2,16 @@ import ConcordBytes
 
 /// The mapping tables as bytes, for a reader that keeps bytes (the mapping index's load): the rows
 /// of `streamMappingTables` without a `String` per row, and a link as its record's creation order
-/// rather than its GUID. A store that has it is read through it (PostgreSQL); any other through
+/// rather than its GUID. A store that has it is read through it (both engines); any other through
 /// `streamMappingTables`. The bytes passed are valid during the call only.
 public protocol MappingTableBytesReads {
     func streamMappingTableBytes(into sink: any MappingTableSink) throws
 }
 
 /// What `streamMappingTableBytes` calls, in this order: every device, every record (in creation
-/// order), every record key, `beginObjects`, then each device's objects (device after device, or,
-/// when the sink `takesDevicesConcurrently`, several devices at once on different threads).
+/// order), every record key, `beginObjects`, then each device's objects (on one thread, device after
+/// device or devices interleaved; or, when the sink `takesDevicesConcurrently`, several devices at
+/// once on different threads, each device's objects on one of them).
 public protocol MappingTableSink: AnyObject {
     /// A device (number `devices so far`), with about how many objects it has (a hint for sizing).
     func device(_ id: String, objects: Int) throws
@@ -23,6 +24,9 @@ public protocol MappingTableSink: AnyObject {
     func recordKey(guid: UUIDBits, type: ObjectType, a: UnsafeBufferPointer<UInt8>) throws
     /// Every record and record key came; objects follow.
     func beginObjects() throws
+    /// A row came that the bytes cannot carry (a GUID that is not a UUID's stored form, a link to a
+    /// GUID no record has): the index of this load is not exact, and the rows were skipped or left unlinked.
+    func markInexact()
     /// Whether objects of different devices may come at the same time on different threads (each
     /// device's objects on one thread, one after the other).
     var takesDevicesConcurrently: Bool { get }

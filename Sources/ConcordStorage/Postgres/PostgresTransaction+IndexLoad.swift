@@ -177,6 +177,9 @@ private final class MappingRowStrings: MappingTableSink {
 
     func expectRecords(_ count: Int) { self.guidByOrder.reserveCapacity(count + 1) }
 
+    /// Never called here: PostgreSQL's GUIDs are `uuid`s, and a link names its record by order.
+    func markInexact() {}
+
     func record(guid: UUIDBits, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>, fingerprintKey: UnsafeRawBufferPointer, order: Int64) throws {
         let record = CloudRecord(guid: guid.string, type: type, fingerprint: String(decoding: fingerprint, as: UTF8.self))
         if order >= 0, order < Int64(Int32.max) {

@@ -261,9 +261,15 @@ final class Statement {
     func isBlob(_ i: Int32) -> Bool { sqlite3_column_type(self.stmt, i) == SQLITE_BLOB }
     func isText(_ i: Int32) -> Bool { sqlite3_column_type(self.stmt, i) == SQLITE_TEXT }
     /// `body` on a BLOB column's bytes, without copying them.
-    func withBlob<T>(_ i: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+    func withBlob<T>(_ i: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
         let n = Int(sqlite3_column_bytes(self.stmt, i))
-        return body(UnsafeRawBufferPointer(start: sqlite3_column_blob(self.stmt, i), count: n))
+        return try body(UnsafeRawBufferPointer(start: sqlite3_column_blob(self.stmt, i), count: n))
+    }
+    /// `body` on a text column's UTF-8 bytes as stored (a BLOB's bytes as they are), without copying them.
+    func withUTF8<T>(_ i: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        let p = sqlite3_column_text(self.stmt, i)
+        let n = Int(sqlite3_column_bytes(self.stmt, i))
+        return try body(UnsafeBufferPointer(start: p, count: p == nil ? 0 : n))
     }
     func blob(_ i: Int32) -> [UInt8] {
         let n = Int(sqlite3_column_bytes(self.stmt, i))

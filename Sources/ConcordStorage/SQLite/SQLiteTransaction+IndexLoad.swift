@@ -1,0 +1,98 @@
+import ConcordBytes
+import ConcordDomain
+import CSQLite
+import Foundation
+
+/// The mapping index's load from SQLite's tables as bytes (`MappingTableBytesReads`): the rows of
+/// `streamMappingTables` with no `String` per identifier, fingerprint or GUID. A GUID or fingerprint
+/// stored in its binary form (`CompactText`) goes to the index as it is, a fingerprint spelled out
+/// in a buffer of the stack; a link comes as its record's creation order, from a table of the
+/// account's record GUIDs built while the records stream. One reader, one table scan per table.
+///
+/// What the bytes cannot carry makes the index inexact (`markInexact`), as the rows of strings do:
+/// a GUID stored as text (only a non-canonical spelling stays text, and no record has one), and a
+/// link to a GUID no record has (storage allows it; the service never makes one).
+extension SQLiteTransaction: MappingTableBytesReads {
+    func streamMappingTableBytes(into sink: any MappingTableSink) throws {
+        guard let a = try self.accountKey(self.accountID) else { return }
+        var devices: [(key: Int64, id: String)] = []
+        try self.db.query("SELECT device_key, device_id FROM devices WHERE account_key = ?", [.int(a)]) { s in devices.append((s.int(0), s.text(1))) }
+        devices.sort { $0.id < $1.id }   // the order `streamMappingTables` gives them
+        for d in devices {
+            let count = try self.db.scalarInt("SELECT count(*) FROM objects WHERE account_key = ?1 AND device_key = ?2", [.int(a), .int(d.key)]) ?? 0
+            try sink.device(d.id, objects: Int(count))
+        }
+        let recordCount = Int(try self.db.scalarInt("SELECT next_record_order - 1 FROM accounts WHERE account_key = ?", [.int(a)]) ?? 0)
+        sink.expectRecords(recordCount)
+        var orderOfGUID = [UUIDBits: Int64](minimumCapacity: recordCount)
+        try self.db.query("SELECT guid, type, fingerprint, created_order FROM records WHERE account_key = ? ORDER BY created_order", [.int(a)]) { s in
+            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
+            guard let guid = Self.storedGUID(s, 0) else { sink.markInexact(); return }
+            let order = s.int(3)
+            orderOfGUID[guid] = order
+            try Self.withFingerprint(s, 2) { text, key in try sink.record(guid: guid, type: type, fingerprint: text, fingerprintKey: key, order: order) }
+        }
+        try self.db.query("SELECT guid, type, key_a FROM record_keys WHERE account_key = ?", [.int(a)]) { s in
+            guard let type = ObjectType(rawValue: Int(s.int(1))), let guid = Self.storedGUID(s, 0) else { return }
+            try s.withUTF8(2) { try sink.recordKey(guid: guid, type: type, a: $0) }
+        }
+        try sink.beginObjects()
+        // Objects in the table's order, devices interleaved (one scan of the account's rows, not one
+        // per device through an index): each device's objects still come one after the other.
+        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid, key_a, coalesce(creation_second, creation_date) FROM objects WHERE account_key = ?",
+                          [.int(a)]) { s in
+            let key = s.int(0)
+            guard let device = devices.firstIndex(where: { $0.key == key }), let type = ObjectType(rawValue: Int(s.int(2))) else { return }
+            var linkedOrder: Int64 = 0
+            if !s.isNull(4) {
+                if let guid = Self.storedGUID(s, 4), let order = orderOfGUID[guid] { linkedOrder = order } else { sink.markInexact() }
+            }
+            let creationSecond = s.creationSecond(6)
+            try s.withUTF8(1) { localIdentifier in
+                try Self.withFingerprint(s, 3) { text, fingerprintKey in
+                    if s.isNull(5) {
+                        try sink.object(device: device, localIdentifier: localIdentifier, type: type, fingerprint: text, fingerprintKey: fingerprintKey,
+                                        linkedOrder: linkedOrder, laterLinkedOrder: 0, keyA: nil, creationSecond: creationSecond)
+                    } else {
+                        try s.withUTF8(5) { keyA in
+                            try sink.object(device: device, localIdentifier: localIdentifier, type: type, fingerprint: text, fingerprintKey: fingerprintKey,
+                                            linkedOrder: linkedOrder, laterLinkedOrder: 0, keyA: keyA, creationSecond: creationSecond)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A GUID column's value: its 16 stored bytes; nil for text (a spelling that is not canonical,
+    /// which `UUIDBits` does not parse either) and NULL.
+    private static func storedGUID(_ s: Statement, _ column: Int32) -> UUIDBits? {
+        guard s.isBlob(column) else { return nil }
+        return s.withBlob(column) { $0.count == 16 ? UUIDBits(bigEndianBytes: $0) : nil }
+    }
+
+    /// `body` with a fingerprint column's text (UTF-8) and a key equal exactly when two fingerprints
+    /// are: the stored value, tagged 1 when it is the binary form and 0 when text (`CompactText` is
+    /// one-to-one, so equal fingerprints are stored alike).
+    private static func withFingerprint<T>(_ s: Statement, _ column: Int32,
+                                           _ body: (UnsafeBufferPointer<UInt8>, UnsafeRawBufferPointer) throws -> T) throws -> T {
+        if s.isBlob(column) {
+            return try s.withBlob(column) { stored in
+                try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Base64URL.encodedCount(stored.count) + stored.count + 1) { buffer in
+                    let textCount = Base64URL.encode(stored, into: buffer)
+                    let key = UnsafeMutableBufferPointer(rebasing: buffer[textCount...])
+                    key[0] = 1
+                    if stored.count > 0 { UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(key)[1...]).copyMemory(from: stored) }
+                    return try body(UnsafeBufferPointer(rebasing: buffer[..<textCount]), UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(key)[..<(stored.count + 1)]))
+                }
+            }
+        }
+        return try s.withUTF8(column) { text in
+            try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: text.count + 1) { key in
+                key[0] = 0
+                if text.count > 0 { UnsafeMutableBufferPointer(rebasing: key[1...]).baseAddress!.update(from: text.baseAddress!, count: text.count) }
+                return try body(text, UnsafeRawBufferPointer(key))
+            }
+        }
+    }
+}
