@@ -33,55 +33,16 @@ extension AccountMappingIndex {
         try self.load(from: tx, checkingBudget: index)
     }
 
-    /// Streams the account's tables from a storage snapshot (one query per table), checking the
-    /// budget as it grows: as bytes when storage reads them so (`MappingTableBytesReads`), else as
-    /// rows of strings. The version is the caller's to set.
+    /// Streams the account's tables from a storage snapshot (one query per table, as bytes:
+    /// `MappingTableBytesReads`), checking the budget as it grows. The version is the caller's to set.
     func load(from tx: any AccountReadTransaction, checkingBudget index: MappingIndex) throws {
-        if let bytes = tx as? any MappingTableBytesReads {
-            let loader = TableBytesLoader(self, budget: index)
-            try bytes.streamMappingTableBytes(into: loader)
-            try loader.finish()
-        } else {
-            try self.loadRows(from: tx, checkingBudget: index)
-        }
+        let loader = TableBytesLoader(self, budget: index)
+        try tx.streamMappingTableBytes(into: loader)
+        try loader.finish()
         self.records = self.records.withHeadroom()
         self.fingerprints.shrinkToFit()
         for device in self.devices.values { device.shrinkToFit() }
         try index.checkBudget(self)
-    }
-
-    /// `load` from rows of strings (`streamMappingTables`).
-    func loadRows(from tx: any AccountReadTransaction, checkingBudget index: MappingIndex) throws {
-        var rows = 0
-        var lastDevice: (id: String, table: DeviceTable)?
-        try tx.streamMappingTables(devices: { id in
-            self.insertDevice(id)
-        }, records: { record, _ in
-            self.appendRecord(record)
-            rows += 1
-            if rows & 4095 == 0 { try index.checkBudget(self) }
-        }, recordKeys: { guid, key in
-            self.addRecordKey(guid: guid, key: key)
-        }, objects: { row in
-            // Rows come grouped by device (storage's key order): compare the ID rather than hash it.
-            if row.deviceID != lastDevice?.id { lastDevice = self.devices[row.deviceID].map { (row.deviceID, $0) } }
-            guard let device = lastDevice?.table else { return }
-            let guid = row.linkedGUID.flatMap(UUIDBits.init)
-            if row.linkedGUID != nil, guid == nil { self.isExact = false }
-            let record = guid.flatMap { self.number(of: $0) }
-            // A linked object's fingerprint is usually its record's: that number, without a lookup.
-            var fingerprint: UInt32
-            if let record, self.fingerprint(self.records[Int(record)].fingerprint, is: row.fingerprint) {
-                fingerprint = self.records[Int(record)].fingerprint
-            } else {
-                fingerprint = self.intern(row.fingerprint)
-            }
-            device.put(row.localIdentifier, type: row.type, fingerprint: fingerprint, record: record.map(Int32.init) ?? -1,
-                       linkedGUID: guid, key: row.keyA.map { self.keyTable.intern(type: row.type, a: $0) } ?? Self.noKey,
-                       creationSecond: row.creationSecond, isNew: true)   // a device's identifiers are unique in storage
-            rows += 1
-            if rows & 4095 == 0 { try index.checkBudget(self) }
-        })
     }
 
     // MARK: - Snapshots (IndexSnapshot.swift)
@@ -146,8 +107,7 @@ extension AccountMappingIndex {
     }
 }
 
-/// `AccountMappingIndex.load` from bytes (`MappingTableBytesReads`): what the rows of strings do,
-/// with no `String` per row. A link comes as its record's creation order, which gives the record
+/// `AccountMappingIndex.load` from bytes (`MappingTableBytesReads`), with no `String` per row. A link comes as its record's creation order, which gives the record
 /// here (`LinkTargets`: no GUID to parse and look up); an identifier's bytes go straight into its
 /// device's arena; each device's table is sized from its object count first.
 ///
@@ -195,7 +155,7 @@ private final class TableBytesLoader: MappingTableSink {
 
     var takesDevicesConcurrently: Bool { true }
 
-    /// As the rows of strings do for a GUID they cannot parse: the account is then not kept.
+    /// A row the bytes could not carry was skipped or left unlinked: the account is then not kept.
     func markInexact() { self.target.isExact = false }
 
     func device(_ id: String, objects: Int) throws {

@@ -6,12 +6,12 @@ import Testing
 
 /// The checklist of an indexed column. An object column the mapping index keeps is written in
 /// several places that must agree: `MappingObjectRow` (ConcordDomain), both engines'
-/// `streamMappingTables` (the index's load), `PackedObjectRows` (what a write hands the index
+/// `streamMappingTableBytes` (the index's load), `PackedObjectRows` (what a write hands the index
 /// after its commit), and the index's loader, mutations and snapshot (ConcordMappingIndex). A
 /// column added in one place and not the others fails here.
 @Suite struct IndexedColumnsChecklistTests {
     /// Every column of an object the mapping index keeps, in `MappingObjectRow`'s order. Adding one:
-    /// `MappingObjectRow`, `SQLiteTransaction`'s and `PostgresTransaction`'s `streamMappingTables`,
+    /// `MappingObjectRow`, `SQLiteTransaction`'s and `PostgresTransaction`'s `streamMappingTableBytes`,
     /// `PackedObjectRows`, `AccountMappingIndex+Loading` and `+Mutations` (`DeviceTable.put`),
     /// and the snapshot's layout (`DeviceTable.Slot`, docs/formats.md).
     static let indexedColumns = ["deviceID", "localIdentifier", "type", "fingerprint", "linkedGUID", "keyA", "creationSecond"]
@@ -56,8 +56,8 @@ import Testing
         ]), reset: false, device: second)
 
         try database.store.read(account: account.accountID) { tx in
-            var streamed: [MappingObjectRow] = []
-            try tx.streamMappingTables(devices: { _ in }, records: { _, _ in }, recordKeys: { _, _ in }, objects: { streamed.append($0) })
+            let (streamed, inexact) = try tx.mappingObjectRows()
+            #expect(!inexact)
             let row = try #require(streamed.first { $0.deviceID == first.deviceID })
             for column in Self.indexedColumns {
                 #expect(Self.columns(row)[column].map { $0 != "nil" && !$0.isEmpty } == true, "\(engine) streams no \(column)")

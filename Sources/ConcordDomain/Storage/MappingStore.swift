@@ -59,20 +59,14 @@ extension AccountReadTransaction {
 }
 
 /// The mapping version, the index snapshot recorded for it, and the tables the mapping index
-/// loads from (reads of one account).
-public protocol MappingVersionReads {
+/// loads from (reads of one account; `MappingTableBytesReads`).
+public protocol MappingVersionReads: MappingTableBytesReads {
     /// The account's mapping version: bumped by every write transaction that changes its devices,
     /// objects, links or records (0 for a new or missing account).
     func mappingVersion() throws -> Int64
     /// The ID of the mapping index snapshot recorded as the account's state (nil: none), see
     /// `recordIndexSnapshot`. Recorded means current: `bumpMappingVersion` clears it.
     func indexSnapshotID() throws -> String?
-    /// Streams the account's mapping tables, one query per table: every device ID, every record
-    /// with its creation order (in creation order), then every object's (device ID, local
-    /// identifier, type, fingerprint, linked GUID).
-    func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
-                             recordKeys: (String, ObjectKey) throws -> Void,
-                             objects: (MappingObjectRow) throws -> Void) throws
 }
 
 /// The mapping version's writes, inside the account's one write transaction.

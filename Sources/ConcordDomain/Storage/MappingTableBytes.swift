@@ -1,10 +1,10 @@
 import ConcordBytes
 
-/// The mapping tables as bytes, for a reader that keeps bytes (the mapping index's load): the rows
-/// of `streamMappingTables` without a `String` per row, and a link as its record's creation order
-/// rather than its GUID. A store that has it is read through it (both engines); any other through
-/// `streamMappingTables`. The bytes passed are valid during the call only.
+/// The mapping tables as bytes, for a reader that keeps bytes (the mapping index's load): one
+/// query per table, no `String` per row, and a link as its record's creation order rather than its
+/// GUID. The bytes passed are valid during the call only.
 public protocol MappingTableBytesReads {
+    /// Streams the account's devices, records (in creation order), record keys and objects into `sink`.
     func streamMappingTableBytes(into sink: any MappingTableSink) throws
 }
 

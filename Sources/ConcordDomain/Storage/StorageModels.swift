@@ -122,7 +122,7 @@ public struct TokenTimes: Sendable, Equatable {
     }
 }
 
-/// One object row of an account's mapping tables, as `streamMappingTables` hands it out.
+/// The columns of an object the mapping index keeps, as a write hands them to it (`PackedObjectRows`).
 public struct MappingObjectRow: Sendable {
     public var deviceID: String
     public var localIdentifier: String

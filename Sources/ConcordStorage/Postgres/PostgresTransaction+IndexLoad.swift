@@ -3,10 +3,10 @@ import ConcordDomain
 import Foundation
 import Synchronization
 
-/// The mapping index's load from the tables (`MappingTableBytesReads`, and `streamMappingTables`
-/// on top of it). Each table is one `COPY (query) TO STDOUT (FORMAT binary)`: PostgreSQL streams the
-/// rows as it reads them while this side decodes each in place (no result object per row or per
-/// batch, no `String` per row), so its work and ours overlap. No join in SQL: records come in
+/// The mapping index's load from the tables (`MappingTableBytesReads`). Each table is one
+/// `COPY (query) TO STDOUT (FORMAT binary)`: PostgreSQL streams the rows as it reads them while
+/// this side decodes each in place (no result object per row or per batch, no `String` per row),
+/// so its work and ours overlap. No join in SQL: records come in
 /// creation order, links give each object number its record's order (an array per device, by
 /// object number), and each device's objects come in number order (its primary key) and find their
 /// link there. The statements run in the read's snapshot (COPY of a query uses the transaction's).
@@ -135,70 +135,6 @@ extension PostgresTransaction: MappingTableBytesReads {
                 }
             }
         }
-    }
-
-    /// The same rows as strings (`MappingVersionReads`): records' GUIDs kept by creation order give
-    /// each linked object its record's GUID.
-    func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
-                             recordKeys: (String, ObjectKey) throws -> Void,
-                             objects: (MappingObjectRow) throws -> Void) throws {
-        try withoutActuallyEscaping(devices) { devices in
-            try withoutActuallyEscaping(records) { records in
-                try withoutActuallyEscaping(recordKeys) { recordKeys in
-                    try withoutActuallyEscaping(objects) { objects in
-                        try self.streamMappingTableBytes(into: MappingRowStrings(devices: devices, records: records, recordKeys: recordKeys, objects: objects))
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// `MappingTableSink` handing rows on as strings (`streamMappingTables`).
-private final class MappingRowStrings: MappingTableSink {
-    let devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void
-    let recordKeys: (String, ObjectKey) throws -> Void, objects: (MappingObjectRow) throws -> Void
-    var deviceIDs: [String] = []
-    /// GUIDs by creation order (from 1; a gap is nil).
-    var guidByOrder: [String?] = [nil]
-
-    init(devices: @escaping (String) throws -> Void, records: @escaping (CloudRecord, Int64) throws -> Void,
-         recordKeys: @escaping (String, ObjectKey) throws -> Void, objects: @escaping (MappingObjectRow) throws -> Void) {
-        self.devices = devices
-        self.records = records
-        self.recordKeys = recordKeys
-        self.objects = objects
-    }
-
-    func device(_ id: String, objects: Int) throws {
-        self.deviceIDs.append(id)
-        try self.devices(id)
-    }
-
-    func expectRecords(_ count: Int) { self.guidByOrder.reserveCapacity(count + 1) }
-
-    /// Never called here: PostgreSQL's GUIDs are `uuid`s, and a link names its record by order.
-    func markInexact() {}
-
-    func record(guid: UUIDBits, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>, fingerprintKey: UnsafeRawBufferPointer, order: Int64) throws {
-        let record = CloudRecord(guid: guid.string, type: type, fingerprint: String(decoding: fingerprint, as: UTF8.self))
-        if order >= 0, order < Int64(Int32.max) {
-            while self.guidByOrder.count < Int(order) { self.guidByOrder.append(nil) }
-            if self.guidByOrder.count == Int(order) { self.guidByOrder.append(record.guid) } else { self.guidByOrder[Int(order)] = record.guid }
-        }
-        try self.records(record, order)
-    }
-
-    func recordKey(guid: UUIDBits, type: ObjectType, a: UnsafeBufferPointer<UInt8>) throws {
-        try self.recordKeys(guid.string, ObjectKey(type: type, a: String(decoding: a, as: UTF8.self)))
-    }
-
-    func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
-                fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?, creationSecond: Int64?) throws {
-        let linked = linkedOrder > 0 && linkedOrder < Int64(self.guidByOrder.count) ? self.guidByOrder[Int(linkedOrder)] : nil
-        try self.objects(MappingObjectRow(deviceID: self.deviceIDs[device], localIdentifier: String(decoding: localIdentifier, as: UTF8.self),
-                                          type: type, fingerprint: String(decoding: fingerprint, as: UTF8.self), linkedGUID: linked,
-                                          keyA: keyA.map { String(decoding: $0, as: UTF8.self) }, creationSecond: creationSecond))
     }
 }
 

@@ -3,21 +3,20 @@ import ConcordDomain
 import CSQLite
 import Foundation
 
-/// The mapping index's load from SQLite's tables as bytes (`MappingTableBytesReads`): the rows of
-/// `streamMappingTables` with no `String` per identifier, fingerprint or GUID. A GUID or fingerprint
+/// The mapping index's load from SQLite's tables as bytes (`MappingTableBytesReads`): no `String`
+/// per identifier, fingerprint or GUID. A GUID or fingerprint
 /// stored in its binary form (`CompactText`) goes to the index as it is, a fingerprint spelled out
 /// in a buffer of the stack; a link comes as its record's creation order, from a table of the
 /// account's record GUIDs built while the records stream. One reader, one table scan per table.
 ///
-/// What the bytes cannot carry makes the index inexact (`markInexact`), as the rows of strings do:
-/// a GUID stored as text (only a non-canonical spelling stays text, and no record has one), and a
+/// What the bytes cannot carry makes the index inexact (`markInexact`): a GUID stored as text (only a non-canonical spelling stays text, and no record has one), and a
 /// link to a GUID no record has (storage allows it; the service never makes one).
 extension SQLiteTransaction: MappingTableBytesReads {
     func streamMappingTableBytes(into sink: any MappingTableSink) throws {
         guard let a = try self.accountKey(self.accountID) else { return }
         var devices: [(key: Int64, id: String)] = []
         try self.db.query("SELECT device_key, device_id FROM devices WHERE account_key = ?", [.int(a)]) { s in devices.append((s.int(0), s.text(1))) }
-        devices.sort { $0.id < $1.id }   // the order `streamMappingTables` gives them
+        devices.sort { $0.id < $1.id }   // in ID order, as PostgreSQL's come
         for d in devices {
             let count = try self.db.scalarInt("SELECT count(*) FROM objects WHERE account_key = ?1 AND device_key = ?2", [.int(a), .int(d.key)]) ?? 0
             try sink.device(d.id, objects: Int(count))

@@ -67,32 +67,6 @@ extension SQLiteTransaction: MappingReads, MappingVersionWrites {
         return try self.db.scalarInt("SELECT mapping_version FROM accounts WHERE account_key = ?", [.int(a)]) ?? 0
     }
 
-    func streamMappingTables(devices: (String) throws -> Void, records: (CloudRecord, Int64) throws -> Void,
-                             recordKeys: (String, ObjectKey) throws -> Void,
-                             objects: (MappingObjectRow) throws -> Void) throws {
-        guard let a = try self.accountKey(self.accountID) else { return }
-        var deviceIDs: [Int64: String] = [:]
-        try self.db.query("SELECT device_key, device_id FROM devices WHERE account_key = ?", [.int(a)]) { s in
-            deviceIDs[s.int(0)] = s.text(1)
-        }
-        for id in deviceIDs.values.sorted() { try devices(id) }
-        try self.db.query("SELECT guid, type, fingerprint, created_order FROM records WHERE account_key = ? ORDER BY created_order", [.int(a)]) { s in
-            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
-            try records(CloudRecord(guid: s.text(0), type: type, fingerprint: s.text(2)), s.int(3))
-        }
-
-        try self.db.query("SELECT guid, type, key_a FROM record_keys WHERE account_key = ?", [.int(a)]) { s in
-            guard let type = ObjectType(rawValue: Int(s.int(1))) else { return }
-            try recordKeys(s.text(0), ObjectKey(type: type, a: s.text(2)))
-        }
-        try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid, key_a, coalesce(creation_second, creation_date) FROM objects WHERE account_key = ?",
-                          [.int(a)]) { s in
-            guard let device = deviceIDs[s.int(0)], let type = ObjectType(rawValue: Int(s.int(2))) else { return }
-            try objects(MappingObjectRow(deviceID: device, localIdentifier: s.text(1), type: type, fingerprint: s.text(3), linkedGUID: s.optionalText(4),
-                                         keyA: s.optionalText(5), creationSecond: s.creationSecond(6)))
-        }
-    }
-
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         guard !keys.isEmpty, let k = try self.keys(device) else { return [] }
         var result: [StoredObject] = []
