@@ -181,6 +181,21 @@ public final class ServiceCore: Sendable {
         return result
     }
 
+    /// The objects the mapping's write path reads again (`MappingObjectReads.mappingObjects`), from
+    /// the mapping index when it holds the account at the transaction's mapping version and the
+    /// transaction has not changed the mapping yet: under the account's write lock nothing newer is
+    /// committed, so the index then holds exactly what storage would read. Else (or when the engine
+    /// prefers its own lookup) from storage.
+    func mappingObjects(_ tx: any AccountWriteTransaction, _ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
+        if let index = self.index, tx.prefersIndexedMappingObjects, !tx.changedMapping,
+           let answered = try index.readIfCurrent(account: device.accountID, version: try tx.mappingVersion(), { reads in
+               try (reads as? any MappingObjectAnswers)?.mappingObjects(device, localIdentifiers: localIdentifiers)
+           }), let objects = answered {
+            return objects
+        }
+        return try tx.mappingObjects(device, localIdentifiers: localIdentifiers)
+    }
+
     /// Marks the request's idempotency key applied, in the transaction that applies it.
     private static func markApplied(_ tx: any AccountWriteTransaction, _ scope: IdempotencyScope?) throws {
         if let scope { try tx.markIdempotencyApplied(owner: scope.owner, key: scope.key) }

@@ -72,12 +72,12 @@ extension JournalService {
             }
             try Self.checkPrecondition(ifMatch, current: entry.version)
             let notApplied: Bool? = session == nil ? nil : false
-            if cancelled { return SelectionOutcome(entry: try Self.resolvedView(tx, device: device, entry, limited: limited), applied: notApplied) }
+            if cancelled { return SelectionOutcome(entry: try Self.resolvedView(tx, device: device, entry, limited: limited, core: self.core), applied: notApplied) }
             if let session {
                 let forgottenBefore = now.timeIntervalSince1970 - PickerSessionStep.lifetime
                 if let applied = try tx.pickerSessionSequence(journalID: journalID, entryID: entryID, session: session.session, usedAfter: forgottenBefore),
                    session.sequence <= applied {
-                    return SelectionOutcome(entry: try Self.resolvedView(tx, device: device, entry, limited: limited), applied: false)
+                    return SelectionOutcome(entry: try Self.resolvedView(tx, device: device, entry, limited: limited, core: self.core), applied: false)
                 }
             }
 
@@ -85,7 +85,7 @@ extension JournalService {
             case .replace: try self.planSelection(tx, device: device, current: entry.photos, picked: picked, limited: limited)
             case .add: try self.planAddition(tx, device: device, current: entry.photos, given: picked, limited: limited)
             }
-            if !plan.links.isEmpty { try MappingService.storeFoundLinks(tx, device: device, plan.links) }
+            if !plan.links.isEmpty { try MappingService.storeFoundLinks(tx, device: device, plan.links, core: self.core) }
             if let session {
                 // Thrown errors above roll this back with the rest: an unmappable step is not applied.
                 let at = now.timeIntervalSince1970
@@ -102,7 +102,7 @@ extension JournalService {
                     try Self.touch(tx, &journal, seq: seq, now: now)
                 }
             }
-            return SelectionOutcome(entry: try Self.resolvedView(tx, device: device, entry, limited: limited), applied: session == nil ? nil : true)
+            return SelectionOutcome(entry: try Self.resolvedView(tx, device: device, entry, limited: limited, core: self.core), applied: session == nil ? nil : true)
         }
     }
 

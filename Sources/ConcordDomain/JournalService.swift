@@ -85,7 +85,7 @@ public struct JournalService: ServiceArea {
         }
         if !toLink.isEmpty {
             try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in
-                try MappingService.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt)
+                try MappingService.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt, core: self.core)
             } }
         }
         return detail
@@ -238,7 +238,7 @@ public struct JournalService: ServiceArea {
                     try Self.touch(tx, &journal, seq: seq, now: now)
                 }
             }
-            return try Self.resolvedView(tx, device: device, entry, limited: limited)
+            return try Self.resolvedView(tx, device: device, entry, limited: limited, core: self.core)
         }
     }
 
@@ -384,9 +384,9 @@ public struct JournalService: ServiceArea {
 
     /// The entry with its photos resolved for `device`, inside a write transaction: links found by
     /// content are stored right there.
-    static func resolvedView(_ tx: any AccountWriteTransaction, device: DeviceRef, _ entry: StoredJournalEntry, limited: Bool) throws -> JournalEntryView {
+    static func resolvedView(_ tx: any AccountWriteTransaction, device: DeviceRef, _ entry: StoredJournalEntry, limited: Bool, core: ServiceCore) throws -> JournalEntryView {
         let resolved = try Self.resolvePhotos(tx, device: device, [entry.photos], limited: limited)
-        if !resolved.links.isEmpty { try MappingService.storeFoundLinks(tx, device: device, resolved.links) }
+        if !resolved.links.isEmpty { try MappingService.storeFoundLinks(tx, device: device, resolved.links, core: core) }
         return Self.view(entry, resolved.answers)
     }
 

@@ -69,10 +69,10 @@ public struct MappingService: ServiceArea {
     /// found then still holds — the record unlinked here, matching the object by key or content —
     /// and only the objects are read again (for the keys their records take).
     static func storeFoundLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ toLink: [(localIdentifier: String, record: CloudRecord)],
-                                resolvedAt: Int64? = nil) throws {
+                                resolvedAt: Int64? = nil, core: ServiceCore) throws {
         // Sized for the batch up front: growing rehashes every key.
         var byID = [ByteKey: StoredObject](minimumCapacity: toLink.count)
-        for o in try tx.mappingObjects(device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[ByteKey(o.object.localIdentifier)] = o }
+        for o in try core.mappingObjects(tx, device, localIdentifiers: toLink.map(\.localIdentifier)) { byID[ByteKey(o.object.localIdentifier)] = o }
         if let resolvedAt, try tx.mappingVersion() == resolvedAt {
             var linkedObjects = Set<ByteKey>(minimumCapacity: toLink.count), linkedRecords = Set<String>(minimumCapacity: toLink.count)
             var links: [(object: LibraryObject, record: CloudRecord)] = []
@@ -131,7 +131,7 @@ public struct MappingService: ServiceArea {
         var result = [ByteKey: CloudRecord](minimumCapacity: localIdentifiers.count)
         // Objects stay in the array storage gave; the rest holds their positions (a copy of each
         // object's strings per step was a tenth of this function's CPU).
-        let stored = try tx.mappingObjects(device, localIdentifiers: localIdentifiers)
+        let stored = try core.mappingObjects(tx, device, localIdentifiers: localIdentifiers)
         var byID = [ByteKey: Int](minimumCapacity: stored.count)
         for (i, s) in stored.enumerated() { byID[ByteKey(s.object.localIdentifier)] = i }
         var unlinkedAt: [Int] = []   // each object once, in the batch's order
@@ -219,7 +219,7 @@ public struct MappingService: ServiceArea {
             // Store the links found by content so the next lookup takes step 2, checked again under the
             // write lock (in full unless nothing of the mapping changed since this read: `resolvedAt`).
             let toLink = resolved.links
-            try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt) } }
+            try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt, core: self.core) } }
         }
         // Local copies: the closure above captures these, and reading a captured variable inside a
         // loop would retain its array once per item.

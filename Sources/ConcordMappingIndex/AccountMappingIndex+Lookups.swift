@@ -245,6 +245,33 @@ extension AccountMappingIndex {
         return result.inLocalIdentifierOrder()
     }
 
+    /// What `MappingObjectReads.mappingObjects` reads from storage (`MappingObjectAnswers`): the
+    /// objects the device has of these identifiers with their links, each in the order asked (missing
+    /// ones omitted). The PhotoKit cloud identifier is spelled `A:C:` from the object's key (the
+    /// only part the mapping rules read). Nil when one has a link whose record the index does not
+    /// hold (an orphan link): storage answers then.
+    func mappingObjects(_ deviceID: String, localIdentifiers ids: [String]) -> [StoredObject]? {
+        guard let device = self.devices[deviceID] else { return [] }
+        let found = device.findAll(IdentifierBatch(ids))
+        var result: [StoredObject] = []
+        result.reserveCapacity(ids.count)
+        for (i, n) in found.enumerated() where n >= 0 {
+            let o = device.objectSlots[Int(n)]
+            var link: CloudRecord?
+            if o.record >= 0 {
+                let r = self.records[Int(o.record)]
+                link = CloudRecord(guid: r.guid.string, type: r.type, fingerprint: self.fingerprint(r.fingerprint))
+            } else if o.hasLink {
+                return nil
+            }
+            let photoKitCloudIdentifier = o.key == Self.noKey ? nil : "\(self.keyTable.a(o.key)):\(o.type.code):"
+            result.append(StoredObject(object: LibraryObject(localIdentifier: ids[i], type: o.type, fingerprint: self.fingerprint(o.fingerprint),
+                                                             photoKitCloudIdentifier: photoKitCloudIdentifier),
+                                       link: link))
+        }
+        return result
+    }
+
     /// Appends `<GUID>:<type>:<fingerprint>` to `bytes`.
     /// "GUID:TYP:" before the fingerprint of a cloud identifier.
     static let cloudIdentifierPrefix = 41

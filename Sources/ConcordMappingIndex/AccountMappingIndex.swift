@@ -80,7 +80,7 @@ final class AccountMappingIndex {
 }
 
 /// The index's answers through the `MappingReads` protocol the mapping rules read.
-struct IndexedMappingReads: MappingReads {
+struct IndexedMappingReads: MappingReads, MappingObjectAnswers {
     let index: AccountMappingIndex
 
     func linkLookups(_ device: DeviceRef, localIdentifiers: IdentifierBatch) throws -> LinkLookups {
@@ -97,6 +97,10 @@ struct IndexedMappingReads: MappingReads {
 
     func objects(_ device: DeviceRef, matching keys: [ContentKey]) throws -> [StoredObject] {
         self.index.objects(device.deviceID, matching: keys)
+    }
+
+    func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]? {
+        self.index.mappingObjects(device.deviceID, localIdentifiers: localIdentifiers)
     }
 
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {

@@ -180,6 +180,14 @@ struct KeyTable {
         Self.withBytes(type, a) { self.table.number($0) }
     }
 
+    /// The A of key number `n` (its bytes after the type byte).
+    func a(_ n: UInt32) -> String {
+        let slice = self.table.slices[Int(n)]
+        return self.table.arena.withUnsafeBufferPointer { b in
+            String(decoding: UnsafeBufferPointer(rebasing: b[Int(slice.offset) + 1..<Int(slice.offset) + Int(slice.length)]), as: UTF8.self)
+        }
+    }
+
     /// The key's number, numbering it when new.
     mutating func intern(type: ObjectType, a: String) -> UInt32 {
         Self.withBytes(type, a) { self.table.intern($0) }

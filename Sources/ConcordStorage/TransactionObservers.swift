@@ -8,10 +8,13 @@ import ConcordDomain
 /// learned is dropped with it (they act only after a commit).
 final class TransactionObservers {
     private var observers: [any TransactionObserver] = []
+    /// Whether any mapping change was reported (`AccountWriteTransaction.changedMapping`).
+    private(set) var changedMapping = false
 
     func add(_ observer: any TransactionObserver) { self.observers.append(observer) }
 
     func didChange(_ mutation: @autoclosure () -> MappingMutation) {
+        self.changedMapping = true
         for observer in self.observers { observer.transactionDidChange(mutation()) }
     }
 

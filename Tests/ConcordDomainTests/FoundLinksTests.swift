@@ -28,7 +28,7 @@ import Testing
         let env = try TestEnv(engine)
         let (_, two, record, version) = try self.world(env)
         try env.service.core.write(account: env.account.accountID, idempotency: nil) { tx in
-            try MappingService.storeFoundLinks(tx, device: two, [("Y/L0/001", record)], resolvedAt: version)
+            try MappingService.storeFoundLinks(tx, device: two, [("Y/L0/001", record)], resolvedAt: version, core: env.service.core)
         }
         #expect(try self.linkOf(env, two, "Y/L0/001") == record.guid)
     }
@@ -39,7 +39,7 @@ import Testing
         // Meanwhile the person linked R to Y2 on device two (a record links one object per device).
         try env.service.mapping.link(cloudIdentifier: try env.cloudID(one, "X/L0/001"), localIdentifier: "Y2/L0/001", device: two)
         try env.service.core.write(account: env.account.accountID, idempotency: nil) { tx in
-            try MappingService.storeFoundLinks(tx, device: two, [("Y/L0/001", record)], resolvedAt: version)
+            try MappingService.storeFoundLinks(tx, device: two, [("Y/L0/001", record)], resolvedAt: version, core: env.service.core)
         }
         #expect(try self.linkOf(env, two, "Y/L0/001") == nil)
         #expect(try self.linkOf(env, two, "Y2/L0/001") == record.guid)

@@ -52,4 +52,7 @@ public protocol AccountWriteTransaction: AccountReadTransaction, MappingVersionW
                                          JournalWrites, WebhookWrites {
     /// Adds an observer told of every mapping change and feed append this transaction makes from now on.
     func add(observer: any TransactionObserver)
+    /// Whether this transaction has changed the account's mapping tables so far (made any change
+    /// its observers hear of as a `MappingMutation`).
+    var changedMapping: Bool { get }
 }

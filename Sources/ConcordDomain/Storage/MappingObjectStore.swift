@@ -6,9 +6,21 @@ public protocol MappingObjectReads: ObjectReads {
     /// PhotoKit cloud identifier (the object's key). An engine may leave the other fields at their
     /// defaults: these objects go into links and record keys, never back into the library.
     func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
+    /// Whether the write path should take these objects from the mapping index when it holds the
+    /// account at the transaction's version (`ServiceCore.mappingObjects`): false for an engine
+    /// whose own lookup also finds what its link writes use next.
+    var prefersIndexedMappingObjects: Bool { get }
+}
+
+/// `mappingObjects` answered by a `MappingReads` that can (the mapping index).
+public protocol MappingObjectAnswers {
+    /// As `MappingObjectReads.mappingObjects`; nil when this reader cannot answer for these objects.
+    func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]?
 }
 
 extension MappingObjectReads {
+    public var prefersIndexedMappingObjects: Bool { true }
+
     /// The whole objects (`objects(_:localIdentifiers:)`): an engine whose full row costs no more.
     public func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         try self.objects(device, localIdentifiers: localIdentifiers)

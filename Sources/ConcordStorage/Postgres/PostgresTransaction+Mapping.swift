@@ -117,6 +117,10 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
 /// dates, title or members to send and decode for each of a batch's thousand objects — and each
 /// object's number for the links that follow (`UnlinkedObjectNumbers`).
 extension PostgresTransaction: MappingObjectReads {
+    /// This lookup also finds the objects' numbers, which the links inserted next take as they are:
+    /// answered by the mapping index instead, each link would look its object up again.
+    var prefersIndexedMappingObjects: Bool { false }
+
     func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
         guard !localIdentifiers.isEmpty else { return [] }
         try self.planGenerically()

@@ -45,6 +45,7 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     }
 
     func add(observer: any TransactionObserver) { self.observers.add(observer) }
+    var changedMapping: Bool { self.observers.changedMapping }
 
     /// Key space of the advisory locks: (class, hash) pairs, so account and settings locks never collide.
     private static let accountLockClass: Int64 = 1, settingsLockClass: Int64 = 2

@@ -24,6 +24,7 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     }
 
     func add(observer: any TransactionObserver) { self.observers.add(observer) }
+    var changedMapping: Bool { self.observers.changedMapping }
 
     // MARK: - Keys
 
