@@ -181,19 +181,35 @@ public final class ServiceCore: Sendable {
         return result
     }
 
-    /// The objects the mapping's write path reads again (`MappingObjectReads.mappingObjects`), from
-    /// the mapping index when it holds the account at the transaction's mapping version and the
-    /// transaction has not changed the mapping yet: under the account's write lock nothing newer is
-    /// committed, so the index then holds exactly what storage would read. Else (or when the engine
-    /// prefers its own lookup) from storage.
+    /// `body` on the mapping index's answers for the write path (`WritePathReads`) when they are
+    /// exact for `tx`: the index holds the account at the transaction's mapping version, and the
+    /// transaction has not changed the mapping yet. Under the account's write lock nothing newer is
+    /// committed, so the index then holds exactly what storage would read. Nil otherwise.
+    private func fromIndex<T>(_ tx: any AccountWriteTransaction, account accountID: String, _ body: (any WritePathReads) throws -> T?) throws -> T? {
+        guard let index = self.index, !tx.changedMapping else { return nil }
+        let answer = try index.readIfCurrent(account: accountID, version: try tx.mappingVersion()) { reads in
+            try (reads as? any WritePathReads).flatMap(body)
+        }
+        return answer ?? nil
+    }
+
+    /// The objects the mapping's write path reads again (`MappingObjectReads.mappingObjects`): from
+    /// the mapping index when it is exact for `tx` (`fromIndex`) and the engine does not prefer its
+    /// own lookup, else from storage.
     func mappingObjects(_ tx: any AccountWriteTransaction, _ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
-        if let index = self.index, tx.prefersIndexedMappingObjects, !tx.changedMapping,
-           let answered = try index.readIfCurrent(account: device.accountID, version: try tx.mappingVersion(), { reads in
-               try (reads as? any MappingObjectAnswers)?.mappingObjects(device, localIdentifiers: localIdentifiers)
-           }), let objects = answered {
+        if tx.prefersIndexedMappingObjects,
+           let objects = try self.fromIndex(tx, account: device.accountID, { try $0.mappingObjects(device, localIdentifiers: localIdentifiers) }) {
             return objects
         }
         return try tx.mappingObjects(device, localIdentifiers: localIdentifiers)
+    }
+
+    /// `unlinkedRecords(_:matching:)`, asked of storage only for the contents some record may carry
+    /// (the mapping index knows which when it is exact for `tx`): a first mapping of new photos
+    /// looks up no records by content.
+    func unlinkedRecords(_ tx: any AccountWriteTransaction, _ device: DeviceRef, matching contents: [ContentKey]) throws -> [CloudRecord] {
+        let asked = try self.fromIndex(tx, account: device.accountID, { try $0.contentsSomeRecordCarries(contents) }) ?? contents
+        return asked.isEmpty ? [] : try tx.unlinkedRecords(device, matching: asked)
     }
 
     /// Marks the request's idempotency key applied, in the transaction that applies it.

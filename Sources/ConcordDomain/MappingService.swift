@@ -155,8 +155,8 @@ public struct MappingService: ServiceArea {
         let contents = Array(Set(unlinked.filter(\.hasFingerprint).map { ContentKey(type: $0.type, fingerprint: $0.fingerprint) }))
         var contentQueues = RecordQueues<ContentKey>()
         if !contents.isEmpty {
-            let candidates = try tx.unlinkedRecords(device, matching: contents)
-            let keyed = try tx.recordsCarryingKeys(of: device, guids: candidates.map(\.guid))
+            let candidates = try core.unlinkedRecords(tx, device, matching: contents)
+            let keyed = candidates.isEmpty ? [] : try tx.recordsCarryingKeys(of: device, guids: candidates.map(\.guid))
             for r in candidates where !keyed.contains(r.guid) { contentQueues.append(r, to: ContentKey(type: r.type, fingerprint: r.fingerprint)) }
         }
         var taken = Set<String>()   // a record found both by key and by content is taken once

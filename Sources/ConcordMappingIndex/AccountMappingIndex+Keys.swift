@@ -19,7 +19,9 @@ extension AccountMappingIndex {
     func appendRecord(_ record: CloudRecord) {
         guard let key = UUIDBits(record.guid) else { self.isExact = false; return }
         let number = UInt32(self.records.count)
-        self.records.append(Record(guid: key, fingerprint: self.intern(record.fingerprint), type: record.type, key: Self.noKey))
+        let fingerprint = self.intern(record.fingerprint)
+        self.records.append(Record(guid: key, fingerprint: fingerprint, type: record.type, key: Self.noKey))
+        self.recordFingerprints.insert(fingerprint)
         self.recordTable.insert(key, number: number) { self.records[Int($0)].guid }
         for device in self.devices.values { device.recordAdded(key, number: number) }
     }

@@ -99,6 +99,8 @@ extension AccountMappingIndex {
         self.isExact = isExact
         self.fingerprints = fingerprints
         self.records = records
+        self.recordFingerprints = FingerprintBits()
+        for r in records { self.recordFingerprints.insert(r.fingerprint) }
         self.moreRecordKeys = moreRecordKeys
         self.keyTable = keyTable
         self.recordTable = recordTable
@@ -197,6 +199,7 @@ private final class TableBytesLoader: MappingTableSink {
                     let number = UInt32(index.records.count)
                     let f = index.fingerprints.intern(UnsafeBufferPointer(rebasing: bytes[r.fingerprint]), hash: hashes[i])
                     index.records.append(AccountMappingIndex.Record(guid: r.guid, fingerprint: f, type: r.type, key: AccountMappingIndex.noKey))
+                    index.recordFingerprints.insert(f)
                     index.recordTable.insert(r.guid, number: number) { index.records[Int($0)].guid }
                     self.links.set(order: r.order, record: Int32(number), fingerprint: f, guid: r.guid, key: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[r.key])))
                     try self.counted()

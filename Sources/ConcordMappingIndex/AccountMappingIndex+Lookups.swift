@@ -245,7 +245,7 @@ extension AccountMappingIndex {
         return result.inLocalIdentifierOrder()
     }
 
-    /// What `MappingObjectReads.mappingObjects` reads from storage (`MappingObjectAnswers`): the
+    /// What `MappingObjectReads.mappingObjects` reads from storage (`WritePathReads`): the
     /// objects the device has of these identifiers with their links, each in the order asked (missing
     /// ones omitted). The PhotoKit cloud identifier is spelled `A:C:` from the object's key (the
     /// only part the mapping rules read). Nil when one has a link whose record the index does not
@@ -270,6 +270,16 @@ extension AccountMappingIndex {
                                        link: link))
         }
         return result
+    }
+
+    /// Of `keys`, those whose fingerprint some record of the account carries (any type): the others
+    /// have no record to find by content (`WritePathReads`).
+    func contentsSomeRecordCarries(_ keys: [ContentKey]) -> [ContentKey] {
+        keys.filter { key in
+            var wanted = key.fingerprint
+            guard let n = wanted.withUTF8({ self.fingerprints.number($0) }) else { return false }
+            return self.recordFingerprints.contains(n)
+        }
     }
 
     /// Appends `<GUID>:<type>:<fingerprint>` to `bytes`.

@@ -84,6 +84,7 @@ extension AccountMappingIndex {
             for (guid, fingerprint) in fills where !fingerprint.isEmpty {
                 guard let n = self.recordNumber(for: guid), self.isEmpty(fingerprint: self.records[Int(n)].fingerprint) else { continue }
                 self.records[Int(n)].fingerprint = self.intern(fingerprint)
+                self.recordFingerprints.insert(self.records[Int(n)].fingerprint)
             }
         }
     }

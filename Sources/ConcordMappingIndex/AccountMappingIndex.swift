@@ -46,6 +46,10 @@ final class AccountMappingIndex {
         }
     }
     var records: [Record] = []
+    /// The fingerprint numbers some record carries, as bits: the write path asks storage for records
+    /// by content only for the fingerprints set here (`contentsSomeRecordCarries`). Kept with
+    /// `records` wherever a record's fingerprint is set; rebuilt from them after a snapshot.
+    var recordFingerprints = FingerprintBits()
     /// Record number → its keys after the first (rare: a record whose objects' keys differed).
     var moreRecordKeys: [UInt32: [UInt32]] = [:]
 
@@ -73,14 +77,14 @@ final class AccountMappingIndex {
         // An interned key: its dictionary entry (twice its size) and the string's heap copy.
         total += self.keyTable.estimatedBytes + self.moreRecordKeys.count * 2 * 48
         for answers in self.deviceAnswers.values { total += answers.wanted.capacity * 4 + 96 }
-        total += self.records.capacity * MemoryLayout<Record>.stride + self.recordTable.estimatedBytes
+        total += self.records.capacity * MemoryLayout<Record>.stride + self.recordTable.estimatedBytes + self.recordFingerprints.estimatedBytes
         for device in self.devices.values { total += device.estimatedBytes }
         return total
     }
 }
 
 /// The index's answers through the `MappingReads` protocol the mapping rules read.
-struct IndexedMappingReads: MappingReads, MappingObjectAnswers {
+struct IndexedMappingReads: MappingReads, WritePathReads {
     let index: AccountMappingIndex
 
     func linkLookups(_ device: DeviceRef, localIdentifiers: IdentifierBatch) throws -> LinkLookups {
@@ -103,11 +107,33 @@ struct IndexedMappingReads: MappingReads, MappingObjectAnswers {
         self.index.mappingObjects(device.deviceID, localIdentifiers: localIdentifiers)
     }
 
+    func contentsSomeRecordCarries(_ keys: [ContentKey]) throws -> [ContentKey]? {
+        self.index.contentsSomeRecordCarries(keys)
+    }
+
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
         self.index.wantedPage(device.deviceID, after: after, limit: limit)
     }
 
     func libraryStatus(_ device: DeviceRef) throws -> LibraryStatus {
         self.index.libraryStatus(device.deviceID)
+    }
+}
+
+/// A set of fingerprint numbers as bits (a million fingerprints: 125 KB).
+struct FingerprintBits {
+    private var words: [UInt64] = []
+
+    var estimatedBytes: Int { self.words.capacity * 8 }
+
+    mutating func insert(_ n: UInt32) {
+        let word = Int(n >> 6)
+        if word >= self.words.count { self.words.append(contentsOf: repeatElement(0, count: max(word + 1 - self.words.count, self.words.count))) }
+        self.words[word] |= 1 << UInt64(n & 63)
+    }
+
+    func contains(_ n: UInt32) -> Bool {
+        let word = Int(n >> 6)
+        return word < self.words.count && self.words[word] & (1 << UInt64(n & 63)) != 0
     }
 }

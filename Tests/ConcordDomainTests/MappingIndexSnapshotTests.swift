@@ -72,6 +72,19 @@ import Testing
         #expect(restarted.mappingIndex?.statistics.appliedWrites ?? 0 > 0)
     }
 
+    /// The index restored from a snapshot knows which contents records carry: a new photo of
+    /// device two with one of device one's contents links to that record, not to a new one.
+    @Test(arguments: TestEngine.available) func aRestoredIndexFindsRecordsByContent(_ engine: TestEngine) throws {
+        let world = try World(engine)
+        _ = world.env.service.saveMappingIndexSnapshots()
+        let restarted = try world.restart()
+        #expect(try restarted.mapping.status(device: world.two).objects == 40)   // loads the index
+        #expect(restarted.mappingIndex?.statistics.snapshotLoads == 1)
+        try restarted.library.applyChanges(LibraryChangeRequest(assets: LibraryChangePart(upsert: [.asset("N-5/L0/001", fingerprint: fp(5))])), device: world.two)
+        let mapped = try restarted.mapping.cloudIdentifiers(forLocalIdentifiers: ["N-5/L0/001"], device: world.two)
+        #expect(mapped.map(\.result) == [.found(world.clouds[5])])
+    }
+
     @Test(arguments: TestEngine.available) func aSnapshotOfAnOlderStateIsRemovedAndTheTablesLoaded(_ engine: TestEngine) throws {
         let world = try World(engine)
         _ = world.env.service.saveMappingIndexSnapshots()
