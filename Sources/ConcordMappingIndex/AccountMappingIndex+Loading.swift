@@ -109,9 +109,10 @@ extension AccountMappingIndex {
     }
 }
 
-/// `AccountMappingIndex.load` from bytes (`MappingTableBytesReads`), with no `String` per row. A link comes as its record's creation order, which gives the record
-/// here (`LinkTargets`: no GUID to parse and look up); an identifier's bytes go straight into its
-/// device's arena; each device's table is sized from its object count first.
+/// `AccountMappingIndex.load` from bytes (`MappingTableBytesReads`), with no `String` per row. A
+/// link comes as its record's creation order, which gives the record here (`LinkTargets`: no GUID
+/// to parse and look up); an identifier's bytes go straight into its device's arena; each device's
+/// table is sized from its object count first.
 ///
 /// Devices may load at the same time on different threads (`takesDevicesConcurrently`): each
 /// thread writes only its device's table and reads the records through `LinkTargets`, which no

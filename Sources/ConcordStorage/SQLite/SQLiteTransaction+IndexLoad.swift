@@ -4,13 +4,14 @@ import CSQLite
 import Foundation
 
 /// The mapping index's load from SQLite's tables as bytes (`MappingTableBytesReads`): no `String`
-/// per identifier, fingerprint or GUID. A GUID or fingerprint
-/// stored in its binary form (`CompactText`) goes to the index as it is, a fingerprint spelled out
-/// in a buffer of the stack; a link comes as its record's creation order, from a table of the
-/// account's record GUIDs built while the records stream. One reader, one table scan per table.
+/// per identifier, fingerprint or GUID. A GUID or fingerprint stored in its binary form
+/// (`CompactText`) goes to the index as it is, a fingerprint spelled out in a buffer of the stack;
+/// a link comes as its record's creation order, from a table of the account's record GUIDs built
+/// while the records stream. One reader, one table scan per table.
 ///
-/// What the bytes cannot carry makes the index inexact (`markInexact`): a GUID stored as text (only a non-canonical spelling stays text, and no record has one), and a
-/// link to a GUID no record has (storage allows it; the service never makes one).
+/// What the bytes cannot carry makes the index inexact (`markInexact`): a GUID stored as text (only
+/// a non-canonical spelling stays text, and no record has one), and a link to a GUID no record has
+/// (storage allows it; the service never makes one).
 extension SQLiteTransaction: MappingTableBytesReads {
     func streamMappingTableBytes(into sink: any MappingTableSink) throws {
         guard let a = try self.accountKey(self.accountID) else { return }
