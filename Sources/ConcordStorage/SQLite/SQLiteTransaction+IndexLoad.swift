@@ -37,12 +37,17 @@ extension SQLiteTransaction: MappingTableBytesReads {
             try s.withUTF8(2) { try sink.recordKey(guid: guid, type: type, a: $0) }
         }
         try sink.beginObjects()
+        // A device's number in the sink's order, by storage key: an account may have many devices,
+        // and rows of one device mostly follow each other (the last one found is tried first).
+        let deviceNumbers = Dictionary(uniqueKeysWithValues: devices.enumerated().map { ($0.element.key, $0.offset) })
+        var last: (key: Int64, number: Int)?
         // Objects in the table's order, devices interleaved (one scan of the account's rows, not one
         // per device through an index): each device's objects still come one after the other.
         try self.db.query("SELECT device_key, local_id, type, fingerprint, record_guid, key_a, coalesce(creation_second, creation_date) FROM objects WHERE account_key = ?",
                           [.int(a)]) { s in
             let key = s.int(0)
-            guard let device = devices.firstIndex(where: { $0.key == key }), let type = ObjectType(rawValue: Int(s.int(2))) else { return }
+            if key != last?.key { last = deviceNumbers[key].map { (key, $0) } }
+            guard let device = last?.number, let type = ObjectType(rawValue: Int(s.int(2))) else { return }
             var linkedOrder: Int64 = 0
             if !s.isNull(4) {
                 if let guid = Self.storedGUID(s, 4), let order = orderOfGUID[guid] { linkedOrder = order } else { sink.markInexact() }
