@@ -8,7 +8,10 @@ checkpointer's, and the bytes the process wrote. Alternate two binaries' runs to
 run is a sample: on a shared 2-core machine runs of one binary differ by a fifth).
 
   sqlite-first-mapping.py --bin BIN --work DIR [--assets 100000] [--batch 10000] [--perf PREFIX]
+      [--order upload|stored]
       --perf: perf record -g of the server during each direction, into PREFIX.l2c / PREFIX.c2l
+      --order: the requests take the identifiers in the order they were uploaded (default), or in the
+               byte order of each device's identifiers (the order its rows were stored)
 Python stdlib only; every cloud → local answer is checked."""
 import argparse, base64, collections, hashlib, os, random, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -18,6 +21,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True); ap.add_argument("--work", required=True)
 ap.add_argument("--assets", type=int, default=100000); ap.add_argument("--batch", type=int, default=10000)
 ap.add_argument("--perf", default="")
+# upload: the library in the order the client lists it; stored: each device's identifiers in byte order (the order a
+# whole-library upload stores its rows), an upper bound on what row locality gives the requests.
+ap.add_argument("--order", default="upload", choices=["upload", "stored"])
 a = ap.parse_args()
 os.makedirs(a.work, exist_ok=True)
 db = os.path.join(a.work, "first-mapping.sqlite")
@@ -61,6 +67,8 @@ for token, device_ids in zip(tokens, ids):
 time.sleep(3)   # the uploads' background work settles
 clouds = [None] * a.assets
 per = a.assets / 1000
+# The positions each direction's requests take, in order: device 1's for local → cloud, device 2's for cloud → local.
+orders = [sorted(range(a.assets), key=lambda i: ids[d][i].encode()) if a.order == "stored" else list(range(a.assets)) for d in (0, 1)]
 for direction in ("l2c", "c2l"):
     perf = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-o", f"{a.perf}.{direction}", "-p", str(pid)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if a.perf else None
@@ -68,11 +76,13 @@ for direction in ("l2c", "c2l"):
     for lo in range(0, a.assets, a.batch):
         hi = min(a.assets, lo + a.batch)
         if direction == "l2c":
-            m = server.call("POST", "/v1/library/cloud-identifiers", tokens[0], '{"localIdentifiers":[%s]}' % ",".join('"%s"' % x for x in ids[0][lo:hi]))["mappings"]
-            for k, i in enumerate(range(lo, hi)): clouds[i] = m[k]["cloudIdentifier"]
+            batch = orders[0][lo:hi]
+            m = server.call("POST", "/v1/library/cloud-identifiers", tokens[0], '{"localIdentifiers":[%s]}' % ",".join('"%s"' % ids[0][i] for i in batch))["mappings"]
+            for k, i in enumerate(batch): clouds[i] = m[k]["cloudIdentifier"]
         else:
-            m = server.call("POST", "/v1/library/local-identifiers", tokens[1], '{"cloudIdentifiers":[%s]}' % ",".join('"%s"' % clouds[i] for i in range(lo, hi)))["mappings"]
-            for k, i in enumerate(range(lo, hi)):
+            batch = orders[1][lo:hi]
+            m = server.call("POST", "/v1/library/local-identifiers", tokens[1], '{"cloudIdentifiers":[%s]}' % ",".join('"%s"' % clouds[i] for i in batch))["mappings"]
+            for k, i in enumerate(batch):
                 if m[k].get("localIdentifier") != ids[1][i]: sys.exit(f"cloud → local item {i}: {m[k]}")
     wall, t1, w1 = time.time() - start, threads(), written()
     if perf: perf.send_signal(2); perf.wait()

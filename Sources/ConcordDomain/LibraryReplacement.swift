@@ -1,3 +1,4 @@
+import ConcordBytes
 import Foundation
 
 /// A whole library replacing what a device has stored (`PUT /v1/library`, an upload's commit),
@@ -5,6 +6,12 @@ import Foundation
 /// time from its source, and the stored library, a page at a time from storage. Neither side is
 /// ever held whole, so an upload of a million objects costs a few pages of memory (plus the change's
 /// list of identifiers), and its writes go to storage in chunks inside the one write transaction.
+///
+/// New objects are stored in the order they arrived, not in byte order, when the library grows by a
+/// page or more (`run`'s `nextArrived`): a device that uploads its library and then maps it in the
+/// same order finds each request's objects in neighbouring rows (an upload's parts one after the
+/// other; a `PUT /v1/library` body in its own order). The merge then only counts them, and a second
+/// pass over the sent library in arrival order writes those the merge found new.
 ///
 /// The caller has checked the sent library's own rules (identifiers valid and distinct, members
 /// present); what needs the stored library (an identifier keeping its type), the precondition and
@@ -29,19 +36,30 @@ struct LibraryReplacement {
     private var deletes: [String] = []
     private var takes: [(object: LibraryObject, record: CloudRecord)] = []
     private var writes: Bool { self.preconditionFailure == nil && self.quotaFailure == nil }
+    /// New objects wait for the pass in arrival order (`insertNewInArrivalOrder`) instead of going
+    /// out with the merge's chunks.
+    private let insertsInArrivalOrder: Bool
+    private var newObjects = 0
 
-    init(tx: any AccountWriteTransaction, device: DeviceRef, reset: Bool, preconditionFailure: DomainError?, quotaFailure: DomainError?) {
+    /// `storedCount` and `sentCount`: the objects the device has and the objects sent, which decide
+    /// whether new objects are written in arrival order.
+    init(tx: any AccountWriteTransaction, device: DeviceRef, reset: Bool, preconditionFailure: DomainError?, quotaFailure: DomainError?,
+         storedCount: Int = 0, sentCount: Int = 0) {
         self.tx = tx
         self.device = device
         self.reset = reset
         self.preconditionFailure = preconditionFailure
         self.quotaFailure = quotaFailure
+        // A library that grows by less than a page keeps the merge's order: the second pass would
+        // read the whole sent library again for a few objects.
+        self.insertsInArrivalOrder = sentCount - storedCount >= Self.pageSize
     }
 
-    /// Runs the merge. `nextSent` gives the sent library's next page in byte order (empty: done).
-    /// Returns the change (nil details: nothing changed) and the counts; the caller appends it to
-    /// the history.
-    mutating func run(nextSent: () throws -> [LibraryObject]) throws -> (changed: Bool, details: ChangeDetails, unchanged: Int) {
+    /// Runs the merge. `nextSent` gives the sent library's next page in byte order, `nextArrived` the
+    /// same objects' next page in the order they arrived (empty: done). Returns the change (nil
+    /// details: nothing changed) and the counts; the caller appends it to the history.
+    mutating func run(nextSent: () throws -> [LibraryObject],
+                      nextArrived: () throws -> [LibraryObject]) throws -> (changed: Bool, details: ChangeDetails, unchanged: Int) {
         if self.reset && self.writes { try self.tx.dropAllLinks(self.device) }
         var sent = try nextSent()
         var si = 0
@@ -65,6 +83,7 @@ struct LibraryReplacement {
             switch (new, old) {
             case (nil, nil):
                 try self.flush()
+                if self.insertsInArrivalOrder, self.newObjects > 0, self.writes { try self.insertNewInArrivalOrder(nextArrived) }
                 let changed = self.reset || !self.details.isEmpty
                 if let failure = self.preconditionFailure { throw failure }
                 if changed, let failure = self.quotaFailure { throw failure }
@@ -87,8 +106,37 @@ struct LibraryReplacement {
     }
 
     private mutating func insert(_ o: LibraryObject) {
-        self.puts.append(StoredObject(object: o, link: nil))
+        if self.insertsInArrivalOrder { self.newObjects += 1 } else { self.puts.append(StoredObject(object: o, link: nil)) }
         self.details[o.type].inserted.append(o.localIdentifier)
+    }
+
+    /// The second pass: the sent library in arrival order, its new objects (those the merge listed as
+    /// inserted, found by binary search in those lists, which are in byte order) written a chunk at
+    /// a time. Every stored page was read before: the pass never meets its own writes.
+    private mutating func insertNewInArrivalOrder(_ nextArrived: () throws -> [LibraryObject]) throws {
+        var remaining = self.newObjects
+        while remaining > 0 {
+            let page = try nextArrived()
+            guard !page.isEmpty else { break }
+            for o in page where Self.contains(self.details[o.type].inserted, o.localIdentifier) {
+                self.puts.append(StoredObject(object: o, link: nil))
+            }
+            remaining -= self.puts.count
+            if !self.puts.isEmpty { try self.flush() }
+        }
+    }
+
+    /// Whether `sorted` (in byte order) holds `id`, by bytes.
+    private static func contains(_ sorted: IdentifierList, _ id: String) -> Bool {
+        var id = id
+        return id.withUTF8 { key in
+            var lo = 0, hi = sorted.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if sorted.withUTF8(at: mid, { $0.lexicographicallyPrecedes(key) }) { lo = mid + 1 } else { hi = mid }
+            }
+            return lo < sorted.count && sorted.withUTF8(at: lo) { $0.elementsEqual(key) }
+        }
     }
 
     private mutating func delete(_ old: StoredObject) {

@@ -128,30 +128,36 @@ public struct LibraryService: ServiceArea {
             try Self.checkMembers([snapshot[i]], typeOf: { identifiers.number(of: $0, in: snapshot).map(snapshot.type(at:)) })
         }
         identifiers = SnapshotIdentifiers(capacity: 0)
-        // The merge takes the sent library in byte order, a page at a time.
+        // The merge takes the sent library in byte order, a page at a time; new objects are written
+        // in the body's order.
         let order = snapshot.numbersInIdentifierOrder()
         let precondition = self.precondition(ifMatch, device: device)
         return try self.write(device, idempotency: nil) { tx, state in
-            var offset = 0
-            return try self.replace(tx, state, reset: reset, sentCount: order.count, precondition: precondition) {
+            var offset = 0, arrived = 0
+            return try self.replace(tx, state, reset: reset, sentCount: order.count, precondition: precondition, nextSent: {
                 let page = order[offset..<min(offset + LibraryReplacement.pageSize, order.count)].map { snapshot[$0] }
                 offset += page.count
                 return page
-            }
+            }, nextArrived: {
+                let page = (arrived..<min(arrived + LibraryReplacement.pageSize, snapshot.count)).map { snapshot[$0] }
+                arrived += page.count
+                return page
+            })
         }
     }
 
-    /// Replaces the device's library by the one `nextSent` gives, a page at a time in byte order, its
-    /// own rules checked already (`LibraryReplacement`), and appends the change to the history.
+    /// Replaces the device's library by the one `nextSent` gives, a page at a time in byte order
+    /// (`nextArrived`: the same in arrival order), its own rules checked already
+    /// (`LibraryReplacement`), and appends the change to the history.
     func replace(_ tx: any AccountWriteTransaction, _ state: DeviceState, reset: Bool, sentCount: Int, precondition: Precondition?,
-                 nextSent: () throws -> [LibraryObject]) throws -> LibraryChangeResult {
+                 nextSent: () throws -> [LibraryObject], nextArrived: () throws -> [LibraryObject]) throws -> LibraryChangeResult {
         var preconditionFailure: DomainError?
         do { try Self.checkPrecondition(precondition, state: state, tokens: self.tokens) } catch { preconditionFailure = error }
         var quotaFailure: DomainError?
         do { try self.checkObjectQuota(sentCount) } catch { quotaFailure = error }
         var replacement = LibraryReplacement(tx: tx, device: state.ref, reset: reset, preconditionFailure: preconditionFailure,
-                                             quotaFailure: quotaFailure)
-        let (changed, details, unchanged) = try replacement.run(nextSent: nextSent)
+                                             quotaFailure: quotaFailure, storedCount: state.objectCount, sentCount: sentCount)
+        let (changed, details, unchanged) = try replacement.run(nextSent: nextSent, nextArrived: nextArrived)
         var seq = state.lastChangeSeq
         if changed {
             seq = try HistoryService.appendChange(self.core, tx, state, details: reset ? nil : details, now: self.now, objectCount: sentCount)

@@ -84,12 +84,16 @@ public struct UploadService: ServiceArea {
             }
             try self.checkMembers(tx, uploadID)
             let total = try tx.uploadTotals(uploadID: uploadID).objects
-            var after: String?
-            let result = try LibraryService(core: self.core).replace(tx, state, reset: reset, sentCount: total, precondition: precondition) {
+            var after: String?, arrivedAfter: UploadPosition?
+            let result = try LibraryService(core: self.core).replace(tx, state, reset: reset, sentCount: total, precondition: precondition, nextSent: {
                 let page = try tx.uploadObjectPage(uploadID: uploadID, containersOnly: false, after: after, limit: LibraryReplacement.pageSize)
                 after = page.last?.localIdentifier ?? after
                 return page
-            }
+            }, nextArrived: {
+                let page = try tx.uploadObjectPageInPartOrder(uploadID: uploadID, after: arrivedAfter, limit: LibraryReplacement.pageSize)
+                arrivedAfter = page.last ?? arrivedAfter
+                return page.objects
+            })
             try tx.deleteUpload(uploadID: uploadID)
             return result
         }

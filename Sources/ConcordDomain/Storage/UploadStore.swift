@@ -22,6 +22,19 @@ public protocol UploadWrites {
     /// The upload's objects strictly after `after`, in local identifier byte order; only albums and
     /// folders when `containersOnly`.
     func uploadObjectPage(uploadID: String, containersOnly: Bool, after: String?, limit: Int) throws -> [LibraryObject]
+    /// The upload's objects strictly after `after`, in the order they arrived: part by part in part
+    /// number order, a part's objects in local identifier byte order. `last`: where the page ends.
+    func uploadObjectPageInPartOrder(uploadID: String, after: UploadPosition?, limit: Int) throws -> (objects: [LibraryObject], last: UploadPosition?)
     /// The types of those of `localIdentifiers` the upload holds.
     func uploadObjectTypes(uploadID: String, localIdentifiers: [String]) throws -> [(localIdentifier: String, type: ObjectType)]
+}
+
+/// An object's place in an upload: its part and its local identifier.
+public struct UploadPosition: Sendable, Equatable {
+    public var part: Int
+    public var localIdentifier: String
+    public init(part: Int, localIdentifier: String) {
+        self.part = part
+        self.localIdentifier = localIdentifier
+    }
 }

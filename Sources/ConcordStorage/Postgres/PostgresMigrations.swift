@@ -151,6 +151,8 @@ enum PostgresMigrations {
         (19, PostgresPackedSchema.migration),
         // Migration 20: history details in binary; the fingerprints' hash indexes at their default fill (PostgresBinaryHistorySchema).
         (20, PostgresBinaryHistorySchema.migration),
+        // Migration 21: uploads in flight have their staging tables indexed by part and local identifier (UploadStagingSchema).
+        (21, UploadStagingSchema.partOrderMigration),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }

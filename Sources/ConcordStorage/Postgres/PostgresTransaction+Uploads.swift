@@ -149,6 +149,21 @@ extension PostgresTransaction: UploadWrites {
         return result
     }
 
+    /// Through the staging table's index by (part, local identifier): no sort.
+    func uploadObjectPageInPartOrder(uploadID: String, after: UploadPosition?, limit: Int) throws -> (objects: [LibraryObject], last: UploadPosition?) {
+        guard let table = try self.staging(uploadID) else { return ([], nil) }
+        var objects: [LibraryObject] = [], lastPart: Int?
+        objects.reserveCapacity(min(limit, 4096))
+        try self.db.queryUnprepared("""
+            SELECT \(StorageRows.uploadObjectColumns), u.part FROM \(table) u
+            WHERE (u.part, u.local_id) > ($1, $2) ORDER BY u.part, u.local_id LIMIT $3
+            """, [.int(Int64(after?.part ?? Int.min)), .text(after?.localIdentifier ?? ""), .int(Int64(limit))]) { r in
+            objects.append(StorageRows.libraryObject(r))
+            lastPart = Int(r.int(15))
+        }
+        return (objects, lastPart.flatMap { p in objects.last.map { UploadPosition(part: p, localIdentifier: $0.localIdentifier) } })
+    }
+
     func uploadObjectTypes(uploadID: String, localIdentifiers: [String]) throws -> [(localIdentifier: String, type: ObjectType)] {
         guard !localIdentifiers.isEmpty, let table = try self.staging(uploadID) else { return [] }
         var result: [(localIdentifier: String, type: ObjectType)] = []

@@ -19,7 +19,8 @@ enum UploadStagingSchema {
     /// The statements creating staging table `name` (`%1$s` in migration 15's text): the columns of
     /// `objects` after the local identifier and the part, keyed by local identifier (byte order,
     /// COLLATE "C") and part so that the commit reads them in order and finds an identifier two
-    /// parts hold; an index by part finds a part sent again, and one of albums and folders lets the
+    /// parts hold; an index by part and local identifier finds a part sent again and gives the
+    /// commit the objects in the client's order (`uploadObjectPageInPartOrder`), and one of albums and folders lets the
     /// commit's check of their members skip the assets (a scan of the whole upload otherwise). Autovacuum has nothing to do there:
     /// rows are inserted, and go with the table (a part sent again deletes its old rows, which go
     /// with the table too).
@@ -34,7 +35,7 @@ enum UploadStagingSchema {
                 PRIMARY KEY (local_id, part)
             ) WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)
             """,
-            "CREATE INDEX \(name)_by_part ON \(name) (part)",
+            "CREATE INDEX \(name)_by_part ON \(name) (part, local_id)",
             "CREATE INDEX \(name)_containers ON \(name) (local_id) WHERE type <> \(ObjectType.asset.rawValue)",
         ]
     }
@@ -43,6 +44,20 @@ enum UploadStagingSchema {
     static let columns = """
         local_id, part, type, fingerprint, media_type, creation_date, modification_date, has_adjustments, is_favorite, \
         title, members, app_created, pk_identifier
+        """
+
+    /// Migration 21: the staging tables of uploads in flight index their objects by part and local
+    /// identifier, as new ones do (`createStatements`).
+    static let partOrderMigration = """
+        DO $$
+        DECLARE u record;
+        BEGIN
+            FOR u IN SELECT staging FROM uploads ORDER BY staging LOOP
+                EXECUTE format('DROP INDEX IF EXISTS %1$s_by_part', 'upload_staging_' || u.staging);
+                EXECUTE format('CREATE INDEX %1$s_by_part ON %1$s (part, local_id)', 'upload_staging_' || u.staging);
+            END LOOP;
+        END
+        $$;
         """
 
     /// Migration 15: `uploads.staging` numbers each upload's table; the uploads in flight get

@@ -90,20 +90,20 @@ extension SQLiteTransaction: ObjectWrites {
         let k = try self.requireKeys(device)
         // objects_by_local_id is not unique (migration 20): the objects already stored are found by
         // row number and updated, the others inserted. Of duplicates in the batch the last one
-        // counts, as row by row. In byte order of the identifiers, so the index's leaf pages are
-        // visited once each, in order, however large the library; new rows append.
+        // counts, as row by row. They are looked up in byte order of the identifiers, so the index's
+        // leaf pages are visited once each, in order, however large the library; new rows append in
+        // the order given (the order the client sent them: `LibraryReplacement`).
         // Keyed by bytes: Swift's String equality would make an NFC and an NFD identifier one object.
         var last: [[UInt8]: Int] = [:]
-        let ordered = Self.inByteOrder(objects)
-        for (i, s) in ordered.enumerated() { last[Array(s.object.localIdentifier.utf8)] = i }
+        for (i, s) in objects.enumerated() { last[Array(s.object.localIdentifier.utf8)] = i }
         var stored: [[UInt8]: Int64] = [:]
-        try self.db.query(Self.rowsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(ordered.map(\.object.localIdentifier)))]) { s in
+        try self.db.query(Self.rowsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(objects.map(\.object.localIdentifier))))]) { s in
             stored[Array(s.text(0).utf8)] = s.int(1)
         }
         var inserts: [SQLValue] = [], updates: [SQLValue] = []
         inserts.reserveCapacity(max(0, objects.count - stored.count) * 15)
         updates.reserveCapacity(stored.count * 15)
-        for (i, s) in ordered.enumerated() {
+        for (i, s) in objects.enumerated() {
             let o = s.object, bytes = Array(o.localIdentifier.utf8)
             guard last[bytes] == i else { continue }
             if let row = stored[bytes] { Self.appendColumns(of: s, rowKey: .int(row), to: &updates) }
@@ -145,11 +145,6 @@ extension SQLiteTransaction: ObjectWrites {
         rows.append(.int(o.appCreated ? 1 : 0)); rows.append(s.link.map { .compact($0.guid) } ?? .null)
         rows.append(o.photoKitCloudIdentifier.map { .text($0) } ?? .null); rows.append(o.key.map { .text($0.a) } ?? .null)
         rows.append(creation != nil ? .null : o.creationSecond.map { .int($0) } ?? .null)
-    }
-
-    /// `objects` stably sorted by local identifier bytes (duplicates keep their order).
-    private static func inByteOrder(_ objects: [StoredObject]) -> [StoredObject] {
-        ByteOrder.positions(of: objects.map(\.object.localIdentifier)).map { objects[$0] }
     }
 
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws {

@@ -112,6 +112,23 @@ extension SQLiteTransaction: UploadWrites {
         return result
     }
 
+    /// Through upload_objects_by_part, whose entries end with the primary key's local identifier:
+    /// in (part, local identifier) order already, no sort.
+    func uploadObjectPageInPartOrder(uploadID: String, after: UploadPosition?, limit: Int) throws -> (objects: [LibraryObject], last: UploadPosition?) {
+        guard let a = try self.accountKey(self.accountID) else { return ([], nil) }
+        var objects: [LibraryObject] = [], lastPart: Int?
+        objects.reserveCapacity(min(limit, 4096))
+        try self.db.query("""
+            SELECT \(StorageRows.uploadObjectColumns), u.part FROM upload_objects u INDEXED BY upload_objects_by_part
+            WHERE u.account_key = ?1 AND u.upload_id = ?2 AND (u.part, u.local_id) > (?3, ?4)
+            ORDER BY u.part, u.local_id LIMIT ?5
+            """, [.int(a), .text(uploadID), .int(Int64(after?.part ?? Int.min)), .text(after?.localIdentifier ?? ""), .int(Int64(limit))]) { s in
+            objects.append(StorageRows.libraryObject(s))
+            lastPart = Int(s.int(15))
+        }
+        return (objects, lastPart.flatMap { p in objects.last.map { UploadPosition(part: p, localIdentifier: $0.localIdentifier) } })
+    }
+
     func uploadObjectTypes(uploadID: String, localIdentifiers: [String]) throws -> [(localIdentifier: String, type: ObjectType)] {
         guard !localIdentifiers.isEmpty, let a = try self.accountKey(self.accountID) else { return [] }
         var result: [(localIdentifier: String, type: ObjectType)] = []
