@@ -29,7 +29,7 @@ struct PostgresBinaryHistorySchemaTests {
             defer { store.close() }
             let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)
             defer { probe.close() }
-            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == 20)
+            #expect(try probe.scalarInt("SELECT max(version) FROM schema_migrations") == Int64(PostgresMigrations.latestVersion))
             #expect(try probe.scalarInt("""
                 SELECT count(*) FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND reloptions IS NULL
                 AND relname IN ('objects_by_content', 'records_by_content')

@@ -172,6 +172,19 @@ struct UploadStagingTests {
             #expect(totals == (parts: 2, objects: 4))
             #expect(noRepeat == nil && twice == "x")
             #expect(containers == ["c1"])
+            // Migration 21: both tables are indexed by part and local identifier, and give their
+            // objects part by part, two to a page.
+            #expect(try Self.scalar(store, """
+                SELECT count(*)::int8 FROM pg_indexes WHERE schemaname = current_schema()
+                AND indexname LIKE 'upload\\_staging\\_%\\_by\\_part' AND indexdef LIKE '%(part, local_id)'
+                """) == 2)
+            let inPartOrder = try store.write(account: account) { tx in
+                let first = try tx.uploadObjectPageInPartOrder(uploadID: good, after: nil, limit: 2)
+                let second = try tx.uploadObjectPageInPartOrder(uploadID: good, after: first.last, limit: 2)
+                let third = try tx.uploadObjectPageInPartOrder(uploadID: good, after: second.last, limit: 2)
+                return [first, second, third].map { $0.objects.map(\.localIdentifier) } + [[third.last == nil ? "end" : "more"]]
+            }
+            #expect(inPartOrder == [["a1", "a3"], ["a2", "c1"], [], ["end"]])
             #expect(throws: DomainError.self) { try service.uploads.commit(repeated, reset: false, device: phone) }
             let result = try service.uploads.commit(good, reset: false, device: phone)
             #expect(result.inserted == 4)

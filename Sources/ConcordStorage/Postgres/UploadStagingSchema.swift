@@ -24,7 +24,10 @@ enum UploadStagingSchema {
     /// commit's check of their members skip the assets (a scan of the whole upload otherwise). Autovacuum has nothing to do there:
     /// rows are inserted, and go with the table (a part sent again deletes its old rows, which go
     /// with the table too).
-    static func createStatements(_ name: String) -> [String] {
+    ///
+    /// `byPart`: the columns of the index by part; migration 15 keeps the statements it ran (an
+    /// index of the part alone, which migration 21 replaces).
+    static func createStatements(_ name: String, byPart: String = "part, local_id") -> [String] {
         [
             """
             CREATE TABLE \(name) (
@@ -35,7 +38,7 @@ enum UploadStagingSchema {
                 PRIMARY KEY (local_id, part)
             ) WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)
             """,
-            "CREATE INDEX \(name)_by_part ON \(name) (part, local_id)",
+            "CREATE INDEX \(name)_by_part ON \(name) (\(byPart))",
             "CREATE INDEX \(name)_containers ON \(name) (local_id) WHERE type <> \(ObjectType.asset.rawValue)",
         ]
     }
@@ -63,7 +66,7 @@ enum UploadStagingSchema {
     /// Migration 15: `uploads.staging` numbers each upload's table; the uploads in flight get
     /// theirs, their staged objects move there, and `upload_objects` goes.
     static var migration: String {
-        let create = self.createStatements("%1$s")
+        let create = self.createStatements("%1$s", byPart: "part")
         return """
         CREATE SEQUENCE upload_staging_numbers;
         ALTER TABLE uploads ADD COLUMN staging bigint NOT NULL DEFAULT nextval('upload_staging_numbers');
