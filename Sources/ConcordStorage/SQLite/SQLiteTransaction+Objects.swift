@@ -92,7 +92,8 @@ extension SQLiteTransaction: ObjectWrites {
         // row number and updated, the others inserted. Of duplicates in the batch the last one
         // counts, as row by row. They are looked up in byte order of the identifiers, so the index's
         // leaf pages are visited once each, in order, however large the library; new rows append in
-        // the order given (the order the client sent them: `LibraryReplacement`).
+        // the order given (the order the client sent them: `LibraryReplacement`), and the index takes
+        // their entries in that order.
         // Keyed by bytes: Swift's String equality would make an NFC and an NFD identifier one object.
         var last: [[UInt8]: Int] = [:]
         for (i, s) in objects.enumerated() { last[Array(s.object.localIdentifier.utf8)] = i }
