@@ -40,11 +40,12 @@ struct LibraryReplacement {
     /// out with the merge's chunks.
     private let insertsInArrivalOrder: Bool
     private var newObjects = 0
+    private var sentObjects = 0
 
     /// `storedCount` and `sentCount`: the objects the device has and the objects sent, which decide
     /// whether new objects are written in arrival order.
     init(tx: any AccountWriteTransaction, device: DeviceRef, reset: Bool, preconditionFailure: DomainError?, quotaFailure: DomainError?,
-         storedCount: Int = 0, sentCount: Int = 0) {
+         storedCount: Int, sentCount: Int) {
         self.tx = tx
         self.device = device
         self.reset = reset
@@ -62,13 +63,14 @@ struct LibraryReplacement {
                       nextArrived: () throws -> [LibraryObject]) throws -> (changed: Bool, details: ChangeDetails, unchanged: Int) {
         if self.reset && self.writes { try self.tx.dropAllLinks(self.device) }
         var sent = try nextSent()
+        self.sentObjects = sent.count
         var si = 0
         var stored: [StoredObject] = []
         var ti = 0
         var storedAfter: String?
         var storedDone = false
         while true {
-            if si == sent.count, !sent.isEmpty { sent = try nextSent(); si = 0 }
+            if si == sent.count, !sent.isEmpty { sent = try nextSent(); si = 0; self.sentObjects += sent.count }
             // A stored page is read only once every decision before its first key is made, and the
             // writes so far are all at or before the last key read: paging never sees its own writes.
             if ti == stored.count, !storedDone {
@@ -111,18 +113,24 @@ struct LibraryReplacement {
     }
 
     /// The second pass: the sent library in arrival order, its new objects (those the merge listed as
-    /// inserted, found by binary search in those lists, which are in byte order) written a chunk at
-    /// a time. Every stored page was read before: the pass never meets its own writes.
+    /// inserted, found by binary search in those lists, which are in byte order; all of them when
+    /// every object sent is new, as in a first upload) written a chunk at a time. Every stored page
+    /// was read before: the pass never meets its own writes. A sent library that gives fewer new
+    /// objects in arrival order than in byte order fails the write rather than lose them.
     private mutating func insertNewInArrivalOrder(_ nextArrived: () throws -> [LibraryObject]) throws {
+        let allNew = self.newObjects == self.sentObjects
         var remaining = self.newObjects
         while remaining > 0 {
             let page = try nextArrived()
             guard !page.isEmpty else { break }
-            for o in page where Self.contains(self.details[o.type].inserted, o.localIdentifier) {
+            for o in page where allNew || Self.contains(self.details[o.type].inserted, o.localIdentifier) {
                 self.puts.append(StoredObject(object: o, link: nil))
             }
             remaining -= self.puts.count
             if !self.puts.isEmpty { try self.flush() }
+        }
+        guard remaining == 0 else {
+            throw DomainError.internalError(message: "The library sent gave \(self.newObjects - remaining) of its \(self.newObjects) new objects in arrival order.")
         }
     }
 

@@ -19,11 +19,11 @@ enum UploadStagingSchema {
     /// The statements creating staging table `name` (`%1$s` in migration 15's text): the columns of
     /// `objects` after the local identifier and the part, keyed by local identifier (byte order,
     /// COLLATE "C") and part so that the commit reads them in order and finds an identifier two
-    /// parts hold; an index by part and local identifier finds a part sent again and gives the
-    /// commit the objects in the client's order (`uploadObjectPageInPartOrder`), and one of albums and folders lets the
-    /// commit's check of their members skip the assets (a scan of the whole upload otherwise). Autovacuum has nothing to do there:
-    /// rows are inserted, and go with the table (a part sent again deletes its old rows, which go
-    /// with the table too).
+    /// parts hold. An index by part and local identifier finds a part sent again and gives the
+    /// commit the objects part by part (`uploadObjectPageInPartOrder`); one of albums and folders
+    /// lets the commit's check of their members skip the assets (a scan of the whole upload
+    /// otherwise). Autovacuum has nothing to do there: rows are inserted, and go with the table (a
+    /// part sent again deletes its old rows, which go with the table too).
     ///
     /// `byPart`: the columns of the index by part; migration 15 keeps the statements it ran (an
     /// index of the part alone, which migration 21 replaces).
