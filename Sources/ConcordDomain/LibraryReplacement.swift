@@ -127,7 +127,7 @@ struct LibraryReplacement {
                 self.puts.append(StoredObject(object: o, link: nil))
             }
             remaining -= self.puts.count
-            if !self.puts.isEmpty { try self.flush() }
+            if !self.puts.isEmpty { try self.flush(newObjectsOnly: true) }
         }
         guard remaining == 0 else {
             throw DomainError.internalError(message: "The library sent gave \(self.newObjects - remaining) of its \(self.newObjects) new objects in arrival order.")
@@ -169,11 +169,12 @@ struct LibraryReplacement {
     }
 
     /// Writes the chunk decided so far (deletes first: a retyped identifier is deleted, then put).
-    private mutating func flush() throws {
+    /// `newObjectsOnly`: the second pass's chunk, objects the merge found the device does not have.
+    private mutating func flush(newObjectsOnly: Bool = false) throws {
         defer { self.puts.removeAll(keepingCapacity: true); self.deletes.removeAll(keepingCapacity: true); self.takes.removeAll(keepingCapacity: true) }
         guard self.writes else { return }
         if !self.deletes.isEmpty { try self.tx.deleteObjects(self.device, localIdentifiers: self.deletes) }
-        if !self.puts.isEmpty { try self.tx.putObjects(self.device, self.puts) }
+        if newObjectsOnly { try self.tx.insertNewObjects(self.device, self.puts) } else if !self.puts.isEmpty { try self.tx.putObjects(self.device, self.puts) }
         if !self.takes.isEmpty { try MappingService.recordsTake(self.tx, self.takes) }
     }
 }

@@ -52,6 +52,41 @@ import Testing
         #expect(page.map(\.localIdentifier) == ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
     }
 
+    /// `insertNewObjects` stores what `putObjects` stores for objects a device does not have: every
+    /// column, a link, the order given; the stored rows then update and list as any other.
+    @Test(arguments: TestEngine.available) func newObjectsInsertedAsPutWouldStoreThem(_ engine: TestEngine) throws {
+        let db = try TestDatabase(engine)
+        let put = DeviceRef(accountID: "acc", deviceID: "put"), inserted = DeviceRef(accountID: "acc", deviceID: "inserted")
+        try db.store.writeServer { tx in try tx.insertAccount(accountID: "acc", name: "A", tokenHash: [7], createdAt: Date()) }
+        let record = CloudRecord(guid: Self.guid(1), type: .asset, fingerprint: "fp-linked")
+        let objects = [
+            StoredObject(object: LibraryObject(localIdentifier: "z-linked", type: .asset, fingerprint: "fp-linked", mediaType: .video,
+                                               creationDate: "2024-05-01T10:00:00Z", modificationDate: "2024-05-02T10:00:00.5Z",
+                                               hasAdjustments: true, isFavorite: true, title: "T", photoKitCloudIdentifier: "PK:1"), link: record),
+            StoredObject(object: .assetCollection("a-album", fingerprint: "", title: "Album", assets: ["z-linked", "m-plain"]), link: nil),
+            StoredObject(object: .asset("m-plain", fingerprint: "fp-plain"), link: nil),
+        ]
+        try db.store.write(account: "acc") { tx in
+            try tx.insertDevice(put, name: "p", platform: nil, tokenHash: [1], createdAt: Date())
+            try tx.insertDevice(inserted, name: "i", platform: nil, tokenHash: [2], createdAt: Date())
+            try tx.insertRecords([record], createdAt: Date())
+            try tx.putObjects(put, objects)
+            try tx.insertNewObjects(inserted, objects)
+        }
+        let ids = objects.map(\.object.localIdentifier)
+        func stored(_ device: DeviceRef) throws -> [StoredObject] {
+            try db.store.read(account: "acc") { tx in try tx.objects(device, localIdentifiers: ids) }
+                .sorted { $0.object.localIdentifier < $1.object.localIdentifier }
+        }
+        #expect(try stored(inserted) == stored(put))
+        #expect(try stored(inserted).first { $0.object.localIdentifier == "z-linked" }?.link == record)
+        #expect(try ArrivalOrderTests.storedOrder(db, inserted) == ids)
+        // An update by putObjects finds the inserted row.
+        try db.store.write(account: "acc") { tx in try tx.putObjects(inserted, [StoredObject(object: .asset("m-plain", fingerprint: "fp-new"), link: nil)]) }
+        #expect(try stored(inserted).map(\.object.fingerprint) == ["", "fp-new", "fp-linked"])
+        #expect(try ArrivalOrderTests.storedOrder(db, inserted) == ids)
+    }
+
     /// The journal storage protocols behave the same on every engine: upserts replace, listings come
     /// in creation order, deleting a journal takes its entries, the feed counts and prunes, and a
     /// write on a missing account is notFound.

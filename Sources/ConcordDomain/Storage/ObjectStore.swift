@@ -17,5 +17,14 @@ public protocol ObjectReads {
 public protocol ObjectWrites: ObjectReads {
     /// Inserts or replaces objects with the given link (nil: unlinked).
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws
+    /// `putObjects` for objects the caller knows the device does not have, each identifier once (a
+    /// whole library's new objects): an engine may skip looking for stored rows.
+    func insertNewObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws
     func deleteObjects(_ device: DeviceRef, localIdentifiers: [String]) throws
+}
+
+extension ObjectWrites {
+    public func insertNewObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        try self.putObjects(device, objects)
+    }
 }

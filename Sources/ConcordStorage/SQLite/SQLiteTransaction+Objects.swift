@@ -114,14 +114,30 @@ extension SQLiteTransaction: ObjectWrites {
             try self.db.runRows("UPDATE objects SET \(Self.objectUpdateSet) FROM (", width: 15,
                                 tail: ") AS v WHERE objects.rowid = v.column1", updates)
         }
-        if !inserts.isEmpty {
-            try self.db.runRows("""
-                INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
-                                     has_adjustments, is_favorite, title, members, app_created, record_guid,
-                                     pk_identifier, key_a, creation_second)
-                SELECT ?1, ?2, v.* FROM (
-                """, width: 15, tail: ") AS v", fixed: [.int(k.account), .int(k.device)], inserts)
-        }
+        try self.insertRows(inserts, keys: k)
+    }
+
+    /// New objects go straight to the insert: the lookup `putObjects` makes first would find none
+    /// of them, at a random place in objects_by_local_id each (a million seeks for a first upload).
+    func insertNewObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        self.observers.didChange(.putting(objects, on: device))
+        guard !objects.isEmpty else { return }
+        let k = try self.requireKeys(device)
+        var inserts: [SQLValue] = []
+        inserts.reserveCapacity(objects.count * 15)
+        for s in objects { Self.appendColumns(of: s, rowKey: .text(s.object.localIdentifier), to: &inserts) }
+        try self.insertRows(inserts, keys: k)
+    }
+
+    /// Inserts rows of `appendColumns`' values, in their order.
+    private func insertRows(_ inserts: [SQLValue], keys k: (account: Int64, device: Int64)) throws {
+        guard !inserts.isEmpty else { return }
+        try self.db.runRows("""
+            INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
+                                 has_adjustments, is_favorite, title, members, app_created, record_guid,
+                                 pk_identifier, key_a, creation_second)
+            SELECT ?1, ?2, v.* FROM (
+            """, width: 15, tail: ") AS v", fixed: [.int(k.account), .int(k.device)], inserts)
     }
 
     /// The columns an update by row number sets, from `VALUES` in `appendColumns`' order.
