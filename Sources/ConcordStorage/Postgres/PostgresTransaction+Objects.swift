@@ -71,6 +71,16 @@ extension PostgresTransaction: ObjectWrites {
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        try self.writeObjects(device, objects, newOnly: false)
+    }
+
+    /// The objects are new: no probe of the local-identifier index, a plain insert (the unique
+    /// index on `(device_key, local_id)` still refuses one that is not).
+    func insertNewObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
+        try self.writeObjects(device, objects, newOnly: true)
+    }
+
+    private func writeObjects(_ device: DeviceRef, _ objects: [StoredObject], newOnly: Bool) throws {
         // What this transaction's lookups found, taken before the change is reported (which forgets it).
         let looked = self.lookedUpObjects.taken()
         self.observers.didChange(.putting(objects, on: device))
@@ -105,8 +115,9 @@ extension PostgresTransaction: ObjectWrites {
         //
         // When this transaction's lookup (`objects(_:localIdentifiers:)`, which a change batch makes
         // first) already answered for every row, its numbers are bound (`$19`, NULL: new) instead:
-        // the local-identifier index is not probed a second time for the same identifiers.
-        let known = looked?.numbers(device: keys.device, rows.map(\.object.localIdentifier))
+        // the local-identifier index is not probed a second time for the same identifiers. New
+        // objects (`insertNewObjects`) bind NULL for every row without a lookup.
+        let known = newOnly ? [Int64?](repeating: nil, count: rows.count) : looked?.numbers(device: keys.device, rows.map(\.object.localIdentifier))
         let existing = known == nil ? """
                 SELECT u.*, e.object_no AS existing, e.object_no IS NULL AS is_new
                 FROM unnest($3::text[], $4::int8[], $5::bytea[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[],
