@@ -93,11 +93,12 @@ extension PostgresTransaction: ObjectWrites {
         self.objectRowsWritten += objects.count
         // One statement for the whole batch; a later duplicate of an identifier wins, as row-by-row would.
         // Duplicates by bytes: Swift's String == would merge an NFC and an NFD spelling.
-        var index: [[UInt8]: Int] = [:]
+        var index: [ByteKey: Int] = [:]
+        index.reserveCapacity(objects.count)
         var rows: [StoredObject] = []
         rows.reserveCapacity(objects.count)
         for s in objects {
-            let key = Array(s.object.localIdentifier.utf8)
+            let key = ByteKey(s.object.localIdentifier)
             if let i = index[key] { rows[i] = s } else { index[key] = rows.count; rows.append(s) }
         }
         let creation = rows.map { PostgresCompact.creation($0.object) }

@@ -95,17 +95,19 @@ extension SQLiteTransaction: ObjectWrites {
         // the order given (the order the client sent them: `LibraryReplacement`), and the index takes
         // their entries in that order.
         // Keyed by bytes: Swift's String equality would make an NFC and an NFD identifier one object.
-        var last: [[UInt8]: Int] = [:]
-        for (i, s) in objects.enumerated() { last[Array(s.object.localIdentifier.utf8)] = i }
-        var stored: [[UInt8]: Int64] = [:]
+        // (`ByteKey` hashes the bytes in place; an array of them was a copy hashed byte by byte.)
+        var last: [ByteKey: Int] = [:]
+        last.reserveCapacity(objects.count)
+        for (i, s) in objects.enumerated() { last[ByteKey(s.object.localIdentifier)] = i }
+        var stored: [ByteKey: Int64] = [:]
         try self.db.query(Self.rowsByLocalIDsSQL, [.int(k.account), .int(k.device), .text(jsonArray(Self.inKeyOrder(objects.map(\.object.localIdentifier))))]) { s in
-            stored[Array(s.text(0).utf8)] = s.int(1)
+            stored[ByteKey(s.text(0))] = s.int(1)
         }
         var inserts: [SQLValue] = [], updates: [SQLValue] = []
         inserts.reserveCapacity(max(0, objects.count - stored.count) * 15)
         updates.reserveCapacity(stored.count * 15)
         for (i, s) in objects.enumerated() {
-            let o = s.object, bytes = Array(o.localIdentifier.utf8)
+            let o = s.object, bytes = ByteKey(o.localIdentifier)
             guard last[bytes] == i else { continue }
             if let row = stored[bytes] { Self.appendColumns(of: s, rowKey: .int(row), to: &updates) }
             else { Self.appendColumns(of: s, rowKey: .text(o.localIdentifier), to: &inserts) }
