@@ -174,7 +174,9 @@ struct LibraryReplacement {
         defer { self.puts.removeAll(keepingCapacity: true); self.deletes.removeAll(keepingCapacity: true); self.takes.removeAll(keepingCapacity: true) }
         guard self.writes else { return }
         if !self.deletes.isEmpty { try self.tx.deleteObjects(self.device, localIdentifiers: self.deletes) }
-        if newObjectsOnly { try self.tx.insertNewObjects(self.device, self.puts) } else if !self.puts.isEmpty { try self.tx.putObjects(self.device, self.puts) }
+        if !self.puts.isEmpty {
+            if newObjectsOnly { try self.tx.insertNewObjects(self.device, self.puts) } else { try self.tx.putObjects(self.device, self.puts) }
+        }
         if !self.takes.isEmpty { try MappingService.recordsTake(self.tx, self.takes) }
     }
 }

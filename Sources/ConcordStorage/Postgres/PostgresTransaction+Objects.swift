@@ -145,9 +145,10 @@ extension PostgresTransaction: ObjectWrites {
             .boolArray(rows.map { $0.link == nil }),
         ]
         if let known { parameters.append(.optionalIntArray(known)) }
-        // Every row new by this transaction's lookup (a batch of new objects): a plain insert. The
-        // upsert's speculative insertion probes the local-identifier index once more per row
-        // before inserting; the account's lock keeps other writers off the device.
+        // Every row new by this transaction's lookup (a batch of new objects) or by the caller's word
+        // (`insertNewObjects`): a plain insert. The upsert's speculative insertion probes the
+        // local-identifier index once more per row before inserting; the account's lock keeps other
+        // writers off the device.
         let allNew = known?.allSatisfy { $0 == nil } ?? false
         try self.db.query("""
             WITH u AS (

@@ -92,8 +92,8 @@ extension SQLiteTransaction: ObjectWrites {
         // row number and updated, the others inserted. Of duplicates in the batch the last one
         // counts, as row by row. They are looked up in byte order of the identifiers, so the index's
         // leaf pages are visited once each, in order, however large the library; new rows append in
-        // the order given (the order the client sent them: `LibraryReplacement`), and the index takes
-        // their entries in that order.
+        // the order given (a change batch's order; a whole library's new objects come through
+        // `insertNewObjects`), and the index takes their entries in that order.
         // Keyed by bytes: Swift's String equality would make an NFC and an NFD identifier one object.
         // (`ByteKey` hashes the bytes in place; an array of them was a copy hashed byte by byte.)
         var last: [ByteKey: Int] = [:]
@@ -120,7 +120,8 @@ extension SQLiteTransaction: ObjectWrites {
     }
 
     /// New objects go straight to the insert: the lookup `putObjects` makes first would find none
-    /// of them, at a random place in objects_by_local_id each (a million seeks for a first upload).
+    /// of them (a seek in objects_by_local_id each, a million for a first upload). Nothing here
+    /// refuses an identifier the device has (the index is not unique): the caller guarantees it.
     func insertNewObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
         self.observers.didChange(.putting(objects, on: device))
         guard !objects.isEmpty else { return }
