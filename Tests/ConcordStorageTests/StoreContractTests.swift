@@ -85,6 +85,15 @@ import Testing
         try db.store.write(account: "acc") { tx in try tx.putObjects(inserted, [StoredObject(object: .asset("m-plain", fingerprint: "fp-new"), link: nil)]) }
         #expect(try stored(inserted).map(\.object.fingerprint) == ["", "fp-new", "fp-linked"])
         #expect(try ArrivalOrderTests.storedOrder(db, inserted) == ids)
+        // PostgreSQL's unique index refuses an identifier the device has, and the write rolls back
+        // (SQLite's index by local identifier is not unique: there the caller's guarantee is all).
+        if engine == .postgres {
+            #expect(throws: (any Error).self) {
+                try db.store.write(account: "acc") { tx in try tx.insertNewObjects(inserted, [StoredObject(object: .asset("m-plain", fingerprint: "fp-again"), link: nil)]) }
+            }
+            #expect(try stored(inserted).map(\.object.fingerprint) == ["", "fp-new", "fp-linked"])
+            #expect(try ArrivalOrderTests.storedOrder(db, inserted) == ids)
+        }
     }
 
     /// The journal storage protocols behave the same on every engine: upserts replace, listings come
