@@ -18,9 +18,10 @@ public enum MappingMutation: Sendable {
 }
 
 extension MappingMutation {
-    /// `putObjects` of stored objects: the columns the index keeps of each.
-    public static func putting(_ objects: [StoredObject], on device: DeviceRef) -> MappingMutation {
-        .putObjects(device: device.deviceID, PackedObjectRows(objects))
+    /// `putObjects` of stored objects: the columns the index keeps of each. `rows`: where the store
+    /// put each one (`StoredObject.storageRow`; 0 where not known), when it reports them.
+    public static func putting(_ objects: [StoredObject], on device: DeviceRef, rows: [Int64]? = nil) -> MappingMutation {
+        .putObjects(device: device.deviceID, PackedObjectRows(objects, rows: rows))
     }
 }
 
@@ -36,20 +37,25 @@ public struct PackedObjectRows: Sendable {
         static let link: UInt8 = 1
         static let key: UInt8 = 2
         static let creationSecond: UInt8 = 4
+        static let storageRow: UInt8 = 8
     }
 
     /// Layout (`PackedWriter`): type (1 byte), flags (1), the creation second (8, when flagged),
-    /// the local identifier, the fingerprint, then the linked GUID and the key's A when flagged.
-    public init(_ objects: [StoredObject]) {
-        for s in objects {
-            let key = s.object.key?.a, second = s.object.creationSecond
+    /// the store's row (8, when flagged), the local identifier, the fingerprint, then the linked
+    /// GUID and the key's A when flagged. `rows`: one per object (0: not known).
+    public init(_ objects: [StoredObject], rows: [Int64]? = nil) {
+        precondition(rows == nil || rows!.count == objects.count)
+        for (i, s) in objects.enumerated() {
+            let key = s.object.key?.a, second = s.object.creationSecond, row = rows?[i] ?? 0
             var flags: UInt8 = 0
             if s.link != nil { flags |= Flag.link }
             if key != nil { flags |= Flag.key }
             if second != nil { flags |= Flag.creationSecond }
+            if row != 0 { flags |= Flag.storageRow }
             self.packed.byte(UInt8(s.object.type.rawValue))
             self.packed.byte(flags)
             if let second { self.packed.int64(second) }
+            if row != 0 { self.packed.int64(row) }
             self.packed.string(s.object.localIdentifier)
             self.packed.string(s.object.fingerprint)
             if let guid = s.link?.guid { self.packed.string(guid) }
@@ -81,6 +87,7 @@ public struct PackedObjectRows: Sendable {
             let flags = packedBytes[at + 1]
             at += 2
             if flags & Flag.creationSecond != 0, !take(8) { return nil }
+            if flags & Flag.storageRow != 0, !take(8) { return nil }
             guard string(), string() else { return nil }
             if flags & Flag.link != 0, !string() { return nil }
             if flags & Flag.key != 0, !string() { return nil }
@@ -98,12 +105,13 @@ public struct PackedObjectRows: Sendable {
                 let type = ObjectType(rawValue: Int(r.byte())) ?? .asset
                 let flags = r.byte()
                 let second = flags & Flag.creationSecond != 0 ? r.int64() : nil
+                let row = flags & Flag.storageRow != 0 ? r.int64() : nil
                 let localIdentifier = r.string()
                 let fingerprint = r.string()
                 let guid = flags & Flag.link != 0 ? r.string() : nil
                 let key = flags & Flag.key != 0 ? r.string() : nil
                 try body(MappingObjectRow(deviceID: deviceID, localIdentifier: localIdentifier, type: type, fingerprint: fingerprint,
-                                          linkedGUID: guid, keyA: key, creationSecond: second))
+                                          linkedGUID: guid, keyA: key, creationSecond: second, storageRow: row))
             }
         }
     }

@@ -76,15 +76,18 @@ public struct MappingService: ServiceArea {
         if let resolvedAt, try tx.mappingVersion() == resolvedAt {
             var linkedObjects = Set<ByteKey>(minimumCapacity: toLink.count), linkedRecords = Set<String>(minimumCapacity: toLink.count)
             var links: [(object: LibraryObject, record: CloudRecord)] = []
+            var rows: [Int64?] = []
             links.reserveCapacity(toLink.count)
+            rows.reserveCapacity(toLink.count)
             for (id, record) in toLink {
                 guard let o = byID[ByteKey(id)], o.link == nil, o.object.type == record.type,
                       !linkedObjects.contains(ByteKey(id)), !linkedRecords.contains(record.guid) else { continue }
                 linkedObjects.insert(ByteKey(id))
                 linkedRecords.insert(record.guid)
                 links.append((o.object, record))
+                rows.append(o.storageRow)
             }
-            try Self.storeLinks(tx, device: device, links)
+            try Self.storeLinks(tx, device: device, links, rows: rows)
             return
         }
         let taken = Set(try tx.linkedObjects(device, guids: toLink.map(\.record.guid)).map(\.guid))
@@ -93,6 +96,7 @@ public struct MappingService: ServiceArea {
         var linkedObjects = Set<ByteKey>()
         var linkedRecords = Set<String>()
         var links: [(object: LibraryObject, record: CloudRecord)] = []
+        var rows: [Int64?] = []
         for (id, found) in toLink {
             guard let o = byID[ByteKey(id)], o.link == nil, let record = current[found.guid], o.object.type == record.type,
                   !taken.contains(record.guid), !linkedObjects.contains(ByteKey(id)), !linkedRecords.contains(record.guid) else { continue }
@@ -102,15 +106,19 @@ public struct MappingService: ServiceArea {
             linkedObjects.insert(ByteKey(id))
             linkedRecords.insert(record.guid)
             links.append((o.object, record))
+            rows.append(o.storageRow)
         }
-        try Self.storeLinks(tx, device: device, links)
+        try Self.storeLinks(tx, device: device, links, rows: rows)
     }
 
     /// Stores links (each object and record free of other links on this device) and what a link
-    /// gives its record: the object's key, and its fingerprint when the record has none.
-    static func storeLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ links: [(object: LibraryObject, record: CloudRecord)]) throws {
+    /// gives its record: the object's key, and its fingerprint when the record has none. `rows`:
+    /// each object's `StoredObject.storageRow`, when the objects were read as stored objects.
+    static func storeLinks(_ tx: any AccountWriteTransaction, device: DeviceRef, _ links: [(object: LibraryObject, record: CloudRecord)],
+                           rows: [Int64?]? = nil) throws {
         guard !links.isEmpty else { return }
-        try tx.setLinks(device, links.map { ($0.object.localIdentifier, $0.record.guid) })
+        let pairs = links.map { ($0.object.localIdentifier, $0.record.guid) }
+        if let rows { try tx.setLinks(device, pairs, rows: rows) } else { try tx.setLinks(device, pairs) }
         try Self.recordsTake(tx, links)
     }
 
@@ -163,8 +171,11 @@ public struct MappingService: ServiceArea {
         var created: [CloudRecord] = []
         created.reserveCapacity(unlinked.count)
         var links: [(object: LibraryObject, record: CloudRecord)] = []
+        var rows: [Int64?] = []
         links.reserveCapacity(unlinked.count)
-        for o in unlinked {
+        rows.reserveCapacity(unlinked.count)
+        for i in unlinkedAt {
+            let o = stored[i].object
             var record = o.key.flatMap { keyQueues.next($0, skipping: &taken) }
             if record == nil, o.hasFingerprint { record = contentQueues.next(ContentKey(type: o.type, fingerprint: o.fingerprint), skipping: &taken) }
             if record == nil {
@@ -177,13 +188,14 @@ public struct MappingService: ServiceArea {
             if linked.fingerprint.isEmpty && o.hasFingerprint { linked.fingerprint = o.fingerprint }
             result[ByteKey(o.localIdentifier)] = linked
             links.append((o, record!))
+            rows.append(stored[i].storageRow)
         }
         if !created.isEmpty {
             let quota = core.configuration.quotas.recordsPerAccount
             if try tx.recordCount() + created.count > quota { throw DomainError.quotaExceeded(quota: "recordsPerAccount", limit: quota) }
             try tx.insertRecords(created, createdAt: core.clock())
         }
-        try Self.storeLinks(tx, device: device, links)
+        try Self.storeLinks(tx, device: device, links, rows: rows)
         return result
     }
 

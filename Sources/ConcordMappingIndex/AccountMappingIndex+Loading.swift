@@ -237,7 +237,7 @@ private final class TableBytesLoader: MappingTableSink {
 
     func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
                 fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?,
-                creationSecond: Int64?) throws {
+                creationSecond: Int64?, storageRow: Int64) throws {
         self.links.prefetch(order: laterLinkedOrder)
         var record: Int32 = -1, guid: UUIDBits?
         var fingerprintNumber: UInt32?
@@ -251,7 +251,8 @@ private final class TableBytesLoader: MappingTableSink {
         precondition(device >= 0 && device < self.pendingCount)
         let batch = self.pending! + device
         batch.pointee.append(localIdentifier, type: type, fingerprint: fingerprintNumber ?? self.sharing { self.target.fingerprints.intern(fingerprint) },
-                             record: record, linkedGUID: guid, key: key, creationSecond: creationSecond)
+                             record: record, linkedGUID: guid, key: key, creationSecond: creationSecond,
+                             storageRow: DeviceTable.Slot.storageRow(storageRow))
         if batch.pointee.isFull { self.tables[device].putNew(&batch.pointee) }
         if !self.concurrent { try self.counted() }
     }

@@ -220,7 +220,7 @@ extension AccountMappingIndex {
             }
         }
         return StoredObject(object: LibraryObject(localIdentifier: device.identifier(of: o), type: o.type, fingerprint: self.fingerprint(o.fingerprint)),
-                            link: link)
+                            link: link, storageRow: o.storageRow == 0 ? nil : Int64(o.storageRow))
     }
 
 
@@ -239,7 +239,8 @@ extension AccountMappingIndex {
                     let r = self.records[Int(o.record)]
                     link = CloudRecord(guid: r.guid.string, type: r.type, fingerprint: self.fingerprint(r.fingerprint))
                 }
-                result.append(StoredObject(object: LibraryObject(localIdentifier: id, type: o.type, fingerprint: key.fingerprint), link: link))
+                result.append(StoredObject(object: LibraryObject(localIdentifier: id, type: o.type, fingerprint: key.fingerprint), link: link,
+                                           storageRow: o.storageRow == 0 ? nil : Int64(o.storageRow)))
             }
         }
         return result.inLocalIdentifierOrder()
@@ -267,7 +268,7 @@ extension AccountMappingIndex {
             let photoKitCloudIdentifier = o.key == Self.noKey ? nil : "\(self.keyTable.a(o.key)):\(o.type.code):"
             result.append(StoredObject(object: LibraryObject(localIdentifier: ids[i], type: o.type, fingerprint: self.fingerprint(o.fingerprint),
                                                              photoKitCloudIdentifier: photoKitCloudIdentifier),
-                                       link: link))
+                                       link: link, storageRow: o.storageRow == 0 ? nil : Int64(o.storageRow)))
         }
         return result
     }

@@ -60,7 +60,8 @@ extension AccountMappingIndex {
             }
             device.put(s.localIdentifier, type: s.type, fingerprint: self.intern(s.fingerprint),
                        record: key.flatMap { self.number(of: $0) }.map(Int32.init) ?? -1, linkedGUID: key,
-                       key: s.keyA.map { self.keyTable.intern(type: s.type, a: $0) } ?? Self.noKey, creationSecond: s.creationSecond)
+                       key: s.keyA.map { self.keyTable.intern(type: s.type, a: $0) } ?? Self.noKey, creationSecond: s.creationSecond,
+                       storageRow: s.storageRow.map(DeviceTable.Slot.storageRow) ?? 0)
         }
     }
 

@@ -11,8 +11,8 @@ import Darwin
 /// over an array of plain slots, with the local identifiers' bytes in one arena. Identifiers are
 /// hashed and compared as bytes. Not thread-safe (the account's lock guards it).
 final class DeviceTable {
-    /// 36 bytes a slot, every field 4 bytes wide or less (an `Int64` would pad it to 48): a
-    /// million-object library's slots take 36 MB. The identifier's hash is not kept (its bytes are
+    /// 40 bytes a slot, every field 4 bytes wide or less (an `Int64` would pad it to 48): a
+    /// million-object library's slots take 40 MB. The identifier's hash is not kept (its bytes are
     /// compared instead, and a rehash reads them again), nor the GUID of a link (its record's).
     struct Slot: BitwiseCopyable {
         /// The identifier's bytes in `arena`.
@@ -27,6 +27,9 @@ final class DeviceTable {
         /// with the same key (-1 ends it; several objects of a device rarely share one).
         var key: UInt32
         var nextSameKey: Int32
+        /// The store's number for the object's row (`StoredObject.storageRow`), 0 when not known
+        /// (the store keeps none, or the number does not fit in 32 bits).
+        var storageRow: UInt32
         /// `creationDate` in whole seconds (`Int64.min`: none), in two halves.
         private var creationLow: UInt32
         private var creationHigh: Int32
@@ -34,13 +37,15 @@ final class DeviceTable {
         var type: ObjectType
         private var flags: UInt8
 
-        init(offset: UInt32, fingerprint: UInt32, record: Int32, key: UInt32, creationSecond: Int64, length: UInt16, type: ObjectType, hasLink: Bool) {
+        init(offset: UInt32, fingerprint: UInt32, record: Int32, key: UInt32, creationSecond: Int64, length: UInt16, type: ObjectType, hasLink: Bool,
+             storageRow: UInt32) {
             self.offset = offset
             self.fingerprint = fingerprint
             self.record = record
             self.nextSameContent = -1
             self.key = key
             self.nextSameKey = -1
+            self.storageRow = storageRow
             self.creationLow = UInt32(truncatingIfNeeded: creationSecond)
             self.creationHigh = Int32(truncatingIfNeeded: creationSecond >> 32)
             self.length = length
@@ -49,6 +54,9 @@ final class DeviceTable {
         }
 
         var creationSecond: Int64 { Int64(self.creationHigh) << 32 | Int64(self.creationLow) }
+
+        /// A store's row number as a slot keeps it: 0 (not known) when it does not fit.
+        static func storageRow(_ row: Int64) -> UInt32 { row > 0 && row <= Int64(UInt32.max) ? UInt32(row) : 0 }
         var live: Bool {
             get { self.flags & 1 != 0 }
             set { self.flags = newValue ? self.flags | 1 : self.flags & ~1 }
@@ -399,25 +407,25 @@ final class DeviceTable {
     /// Inserts or replaces the object.
     /// `isNew`: the device does not have the identifier (a load from storage), so no lookup first.
     func put(_ id: String, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: UUIDBits?,
-             key: UInt32 = AccountMappingIndex.noKey, creationSecond: Int64? = nil, isNew: Bool = false) {
+             key: UInt32 = AccountMappingIndex.noKey, creationSecond: Int64? = nil, isNew: Bool = false, storageRow: UInt32 = 0) {
         Self.withStored(id) { bytes in
             let h = Self.hash(UnsafeRawBufferPointer(bytes))
             if !isNew, let (bucket, n) = self.withLookup({ $0.locate(bytes, hash: h, from: Int(h) & ($0.buckets.count - 1)) }) {
                 self.remove(bucket: bucket, slot: n)
             }
             self.insert(stored: bytes, hash: h, type: type, fingerprint: fingerprint, record: record, linkedGUID: linkedGUID,
-                        key: key, creationSecond: creationSecond)
+                        key: key, creationSecond: creationSecond, storageRow: storageRow)
         }
     }
 
     /// `put` of an object the device does not have yet (a load from storage), its identifier given
     /// as UTF-8: no `String`, no lookup first.
     func putNew(_ id: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: UUIDBits?,
-                key: UInt32, creationSecond: Int64?) {
+                key: UInt32, creationSecond: Int64?, storageRow: UInt32 = 0) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, id.count)) { out in
             let stored = UnsafeBufferPointer(start: out.baseAddress!, count: Self.store(id, into: out.baseAddress!))
             self.insert(stored: stored, hash: Self.hash(UnsafeRawBufferPointer(stored)), type: type, fingerprint: fingerprint, record: record,
-                        linkedGUID: linkedGUID, key: key, creationSecond: creationSecond)
+                        linkedGUID: linkedGUID, key: key, creationSecond: creationSecond, storageRow: storageRow)
         }
     }
 
@@ -436,6 +444,7 @@ final class DeviceTable {
             var type: ObjectType
             var creationSecond: Int64
             var linkedGUID: UUIDBits?
+            var storageRow: UInt32
         }
 
         fileprivate var bytes: [UInt8] = []
@@ -450,12 +459,12 @@ final class DeviceTable {
 
         /// `putNew`'s arguments, kept for the batch.
         mutating func append(_ id: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UInt32, record: Int32, linkedGUID: UUIDBits?,
-                             key: UInt32, creationSecond: Int64?) {
+                             key: UInt32, creationSecond: Int64?, storageRow: UInt32) {
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, id.count)) { out in
                 let stored = UnsafeBufferPointer(start: out.baseAddress!, count: DeviceTable.store(id, into: out.baseAddress!))
                 self.objects.append(Object(offset: UInt32(self.bytes.count), hash: DeviceTable.hash(UnsafeRawBufferPointer(stored)),
                                            fingerprint: fingerprint, record: record, key: key, length: UInt16(stored.count), type: type,
-                                           creationSecond: creationSecond ?? Int64.min, linkedGUID: linkedGUID))
+                                           creationSecond: creationSecond ?? Int64.min, linkedGUID: linkedGUID, storageRow: storageRow))
                 self.bytes.append(contentsOf: stored)
             }
         }
@@ -481,7 +490,7 @@ final class DeviceTable {
                 for o in batch.objects {
                     self.insert(stored: UnsafeBufferPointer(rebasing: bytes[Int(o.offset)..<Int(o.offset) + Int(o.length)]), hash: o.hash,
                                 type: o.type, fingerprint: o.fingerprint, record: o.record, linkedGUID: o.linkedGUID, key: o.key,
-                                creationSecond: o.creationSecond)
+                                creationSecond: o.creationSecond, storageRow: o.storageRow)
                 }
             }
             return
@@ -501,7 +510,7 @@ final class DeviceTable {
         let first = self.objectSlots.count
         self.objectSlots.append(contentsOf: batch.objects.lazy.map { o in
             Slot(offset: base + o.offset, fingerprint: o.fingerprint, record: o.linkedGUID == nil ? -1 : o.record, key: o.key,
-                 creationSecond: o.creationSecond, length: o.length, type: o.type, hasLink: o.linkedGUID != nil)
+                 creationSecond: o.creationSecond, length: o.length, type: o.type, hasLink: o.linkedGUID != nil, storageRow: o.storageRow)
         })
         var reusedTombstones = 0
         var orphans: [(slot: Int32, guid: UUIDBits)] = []
@@ -567,12 +576,13 @@ final class DeviceTable {
     }
 
     private func insert(stored bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32, type: ObjectType, fingerprint: UInt32, record: Int32,
-                        linkedGUID: UUIDBits?, key: UInt32, creationSecond: Int64?) {
+                        linkedGUID: UUIDBits?, key: UInt32, creationSecond: Int64?, storageRow: UInt32 = 0) {
         if (self.live + self.tombstones + 1) * 2 >= self.buckets.count { self.rehash() }   // at most half full
         let offset = UInt32(self.arena.count)
         self.arena.append(contentsOf: bytes)
         let slot = Slot(offset: offset, fingerprint: fingerprint, record: linkedGUID == nil ? -1 : record, key: key,
-                        creationSecond: creationSecond ?? Int64.min, length: UInt16(bytes.count), type: type, hasLink: linkedGUID != nil)
+                        creationSecond: creationSecond ?? Int64.min, length: UInt16(bytes.count), type: type, hasLink: linkedGUID != nil,
+                        storageRow: storageRow)
         let n: Int32
         if let free = self.freeSlots.popLast() {
             n = free
@@ -791,7 +801,7 @@ extension DeviceTable.Slot {
     /// Size, stride and each field's offset (IndexSnapshot's layout check).
     static var snapshotLayout: [Int] {
         [MemoryLayout<Self>.size, MemoryLayout<Self>.stride]
-            + ([\Self.offset, \Self.fingerprint, \Self.record, \Self.nextSameContent, \Self.key, \Self.nextSameKey, \Self.creationLow,
+            + ([\Self.offset, \Self.fingerprint, \Self.record, \Self.nextSameContent, \Self.key, \Self.nextSameKey, \Self.storageRow, \Self.creationLow,
                \Self.creationHigh, \Self.length, \Self.type, \Self.flags] as [PartialKeyPath<Self>]).map { MemoryLayout<Self>.offset(of: $0) ?? -1 }
     }
 }

@@ -14,10 +14,17 @@ enum RowByRow {
     /// replaces an earlier one (`setLinks`). In input order.
     /// A batch naming each object once (nearly every one) comes back as it is.
     static func lastLinkPerObject(_ links: [(localIdentifier: String, guid: String)]) -> [(localIdentifier: String, guid: String)] {
+        guard let positions = self.lastLinkPositions(links) else { return links }
+        return positions.map { links[$0] }
+    }
+
+    /// The positions of `lastLinkPerObject`'s links in `links`, in order; nil when every object
+    /// is named once (all of them).
+    static func lastLinkPositions(_ links: [(localIdentifier: String, guid: String)]) -> [Int]? {
         var last = [ByteKey: Int](minimumCapacity: links.count)
         var repeated = false
         for (i, l) in links.enumerated() where last.updateValue(i, forKey: ByteKey(l.localIdentifier)) != nil { repeated = true }
-        guard repeated else { return links }
-        return links.enumerated().filter { last[ByteKey($0.element.localIdentifier)] == $0.offset }.map(\.element)
+        guard repeated else { return nil }
+        return links.indices.filter { last[ByteKey(links[$0].localIdentifier)] == $0 }
     }
 }

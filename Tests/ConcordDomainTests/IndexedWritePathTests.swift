@@ -36,6 +36,42 @@ import Testing
         #expect(answered.first { $0.object.localIdentifier == "k1/L0/001" }?.link != nil)
     }
 
+    /// The index hands back the rows storage keeps (`StoredObject.storageRow`: SQLite's rowids),
+    /// whether it learned them from the writes that stored the objects (new ones, updated ones, a
+    /// whole library's) or from a load of the tables. PostgreSQL keeps none for it.
+    @Test(arguments: TestEngine.available) func theIndexHandsBackTheRowsStorageKeeps(_ engine: TestEngine) throws {
+        let (env, a, b) = try TestEnv.twoDevices(engine)
+        try env.put(a, assets: [("k1/L0/001", fp(1)), ("k2/L0/001", fp(2))])
+        _ = try env.cloudID(a, "k1/L0/001")   // the index holds the account from here on
+        _ = try env.service.library.replaceLibrary(LibrarySnapshot(objects: [.asset("m1/L0/001", fingerprint: fp(1)), .asset("m2/L0/001", fingerprint: fp(3))]),
+                                                   reset: false, device: b)
+        try env.put(a, assets: [("k2/L0/001", fp(4)), ("k3/L0/001", fp(5))])
+        let asked: [(DeviceRef, [String])] = [(a, ["k1/L0/001", "k2/L0/001", "k3/L0/001"]), (b, ["m1/L0/001", "m2/L0/001"])]
+        func rows(_ service: ConcordService) throws -> (indexed: [[String: Int64?]], stored: [[String: Int64?]]) {
+            try service.core.write(account: env.account.accountID, idempotency: nil) { tx in
+                let version = try tx.mappingVersion()
+                var indexed: [[String: Int64?]] = [], stored: [[String: Int64?]] = []
+                for (d, ids) in asked {
+                    let fromIndex = try service.core.index?.readIfCurrent(account: env.account.accountID, version: version) { reads in
+                        try (reads as? any WritePathReads)?.mappingObjects(d, localIdentifiers: ids)
+                    }
+                    let objects = try #require(fromIndex ?? nil, "the index holds the account")
+                    indexed.append(Dictionary(uniqueKeysWithValues: objects.map { ($0.object.localIdentifier, $0.storageRow) }))
+                    stored.append(Dictionary(uniqueKeysWithValues: try tx.mappingObjects(d, localIdentifiers: ids).map { ($0.object.localIdentifier, $0.storageRow) }))
+                }
+                return (indexed, stored)
+            }
+        }
+        let written = try rows(env.service)
+        #expect(written.indexed == written.stored)
+        #expect(written.stored.allSatisfy { $0.values.allSatisfy { engine == .sqlite ? $0 != nil : $0 == nil } })
+        let restarted = try env.restartedService()
+        _ = try restarted.mapping.cloudIdentifiers(forLocalIdentifiers: ["k1/L0/001"], device: a)   // loads the account from the tables
+        let loaded = try rows(restarted)
+        #expect(loaded.indexed == loaded.stored)
+        #expect(loaded.stored == written.stored)
+    }
+
     @Test(arguments: TestEngine.available) func afterAChangeInTheTransactionStorageAnswers(_ engine: TestEngine) throws {
         let env = try TestEnv(engine)
         let d = try env.device()

@@ -38,7 +38,7 @@ private final class MappingRowCollector: MappingTableSink {
 
     func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
                 fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?,
-                creationSecond: Int64?) throws {
+                creationSecond: Int64?, storageRow: Int64) throws {
         let linked = linkedOrder > 0 && linkedOrder < Int64(self.guidByOrder.count) ? self.guidByOrder[Int(linkedOrder)] : nil
         self.rows.append(MappingObjectRow(deviceID: self.deviceIDs[device], localIdentifier: String(decoding: localIdentifier, as: UTF8.self),
                                           type: type, fingerprint: String(decoding: fingerprint, as: UTF8.self), linkedGUID: linked,

@@ -33,9 +33,10 @@ public protocol MappingTableSink: AnyObject {
     /// An object of device number `device`; `linkedOrder` is its linked record's creation order
     /// (0: no link); `keyA` nil without a key. `fingerprintKey` as for records. `laterLinkedOrder`:
     /// the linked order of an object a few rows on (0: none), a hint to fetch its record meanwhile.
+    /// `storageRow`: the store's number for the row (`StoredObject.storageRow`), 0 when it keeps none.
     func object(device: Int, localIdentifier: UnsafeBufferPointer<UInt8>, type: ObjectType, fingerprint: UnsafeBufferPointer<UInt8>,
                 fingerprintKey: UnsafeRawBufferPointer, linkedOrder: Int64, laterLinkedOrder: Int64, keyA: UnsafeBufferPointer<UInt8>?,
-                creationSecond: Int64?) throws
+                creationSecond: Int64?, storageRow: Int64) throws
 }
 
 extension MappingTableSink {

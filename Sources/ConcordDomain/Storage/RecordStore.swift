@@ -40,8 +40,19 @@ public protocol RecordWrites: RecordReads {
     /// Links each object to a record (replacing the object's link). The caller has dropped any
     /// other link of those records on this device first.
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws
+    /// `setLinks`, with each object's `StoredObject.storageRow` where the caller has it (nil where
+    /// not; one per link): a store may find the rows by them. A row that is not the object's is
+    /// found out and the object found by its identifier, so a stale one costs time, never a link.
+    func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)], rows: [Int64?]) throws
     /// Drops the links of these records on `device`.
     func dropLinks(_ device: DeviceRef, guids: [String]) throws
     /// Drops every link of `device` (a reset library).
     func dropAllLinks(_ device: DeviceRef) throws
+}
+
+extension RecordWrites {
+    /// A store that keeps no row numbers finds the objects by their identifiers.
+    public func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)], rows: [Int64?]) throws {
+        try self.setLinks(device, links)
+    }
 }

@@ -8,9 +8,18 @@ public struct StoredObject: Sendable, Equatable {
     public var object: LibraryObject
     /// The linked record; its fingerprint is the one the record was created from.
     public var link: CloudRecord?
-    public init(object: LibraryObject, link: CloudRecord?) {
+    /// The store's own number for the object's row (SQLite's rowid), when the reader knew it: a
+    /// write may find the row by it (`RecordWrites.setLinks(_:_:rows:)`), and checks it there. Not
+    /// part of the object's value: two readers of one object are equal whether or not they knew it.
+    public var storageRow: Int64?
+    public init(object: LibraryObject, link: CloudRecord?, storageRow: Int64? = nil) {
         self.object = object
         self.link = link
+        self.storageRow = storageRow
+    }
+
+    public static func == (a: StoredObject, b: StoredObject) -> Bool {
+        a.object == b.object && a.link == b.link
     }
 }
 
@@ -133,8 +142,11 @@ public struct MappingObjectRow: Sendable {
     public var keyA: String?
     /// `creationDate` in whole seconds (the wanted rule), nil without one.
     public var creationSecond: Int64?
+    /// `StoredObject.storageRow`, when the store reported it.
+    public var storageRow: Int64?
     public init(deviceID: String, localIdentifier: String, type: ObjectType, fingerprint: String, linkedGUID: String?,
-                keyA: String? = nil, creationSecond: Int64? = nil) {
+                keyA: String? = nil, creationSecond: Int64? = nil, storageRow: Int64? = nil) {
+        self.storageRow = storageRow
         self.deviceID = deviceID
         self.localIdentifier = localIdentifier
         self.type = type

@@ -129,10 +129,12 @@ final class Connection {
     /// `head` and `tail` may use them). Chunks are powers of two up to `maxRows`, so a handful of
     /// statement shapes are prepared and cached per connection however large the batch; a batch is
     /// then a few statements instead of one per row. `rows` is flat: `width` values per row.
-    func runRows(_ head: String, width: Int, tail: String = "", fixed: [SQLValue] = [], _ rows: [SQLValue], maxRows: Int = 512) throws {
+    /// Returns the number of rows the statements changed.
+    @discardableResult
+    func runRows(_ head: String, width: Int, tail: String = "", fixed: [SQLValue] = [], _ rows: [SQLValue], maxRows: Int = 512) throws -> Int {
         precondition(width > 0 && rows.count % width == 0)
         let total = rows.count / width
-        var done = 0
+        var done = 0, changed = 0
         while done < total {
             var n = maxRows
             while n > total - done { n /= 2 }
@@ -144,9 +146,10 @@ final class Connection {
                 sql = Self.valuesSQL(head, width: width, rows: n, first: fixed.count + 1, tail: tail)
                 self.valuesSQLCache[key] = sql
             }
-            try self.run(sql, fixed + rows[(done * width)..<((done + n) * width)])
+            changed += try self.run(sql, fixed + rows[(done * width)..<((done + n) * width)])
             done += n
         }
+        return changed
     }
 
     /// `head VALUES (?first, …), … tail` for `rows` rows of `width` numbered parameters.

@@ -50,7 +50,7 @@ extension SQLiteTransaction: MappingTableBytesReads {
         // at 300 000 × 2). So the table is read in its own order, other accounts' rows skipped,
         // when it has at most `tableScanSlack` rows per object of the account (its largest row
         // number bounds its rows, and costs one seek).
-        let columns = "device_key, local_id, type, fingerprint, record_guid, key_a, coalesce(creation_second, creation_date)"
+        let columns = "device_key, local_id, type, fingerprint, record_guid, key_a, coalesce(creation_second, creation_date), rowid"
         let tableRows = try self.db.scalarInt("SELECT max(rowid) FROM objects") ?? 0
         let sql = tableRows <= Self.tableScanSlack * objectCount
             ? "SELECT \(columns) FROM objects NOT INDEXED WHERE account_key = ?1"
@@ -63,16 +63,16 @@ extension SQLiteTransaction: MappingTableBytesReads {
             if !s.isNull(4) {
                 if let guid = Self.storedGUID(s, 4), let order = orderOfGUID[guid] { linkedOrder = order } else { sink.markInexact() }
             }
-            let creationSecond = s.creationSecond(6)
+            let creationSecond = s.creationSecond(6), row = s.int(7)
             try s.withUTF8(1) { localIdentifier in
                 try Self.withFingerprint(s, 3) { text, fingerprintKey in
                     if s.isNull(5) {
                         try sink.object(device: device, localIdentifier: localIdentifier, type: type, fingerprint: text, fingerprintKey: fingerprintKey,
-                                        linkedOrder: linkedOrder, laterLinkedOrder: 0, keyA: nil, creationSecond: creationSecond)
+                                        linkedOrder: linkedOrder, laterLinkedOrder: 0, keyA: nil, creationSecond: creationSecond, storageRow: row)
                     } else {
                         try s.withUTF8(5) { keyA in
                             try sink.object(device: device, localIdentifier: localIdentifier, type: type, fingerprint: text, fingerprintKey: fingerprintKey,
-                                            linkedOrder: linkedOrder, laterLinkedOrder: 0, keyA: keyA, creationSecond: creationSecond)
+                                            linkedOrder: linkedOrder, laterLinkedOrder: 0, keyA: keyA, creationSecond: creationSecond, storageRow: row)
                         }
                     }
                 }

@@ -85,8 +85,7 @@ extension SQLiteTransaction: ObjectWrites {
     }
 
     func putObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
-        self.observers.didChange(.putting(objects, on: device))
-        guard !objects.isEmpty else { return }
+        guard !objects.isEmpty else { return self.observers.didChange(.putting(objects, on: device)) }
         let k = try self.requireKeys(device)
         // objects_by_local_id is not unique (migration 20): the objects already stored are found by
         // row number and updated, the others inserted. Of duplicates in the batch the last one
@@ -106,41 +105,61 @@ extension SQLiteTransaction: ObjectWrites {
         var inserts: [SQLValue] = [], updates: [SQLValue] = []
         inserts.reserveCapacity(max(0, objects.count - stored.count) * 15)
         updates.reserveCapacity(stored.count * 15)
+        // Each object's row for the mapping index (`StoredObject.storageRow`): an earlier duplicate's
+        // is the last one's, which replaces it there too.
+        var rows = [Int64](repeating: 0, count: objects.count)
+        var inserted: [Int] = []
         for (i, s) in objects.enumerated() {
             let o = s.object, bytes = ByteKey(o.localIdentifier)
             guard last[bytes] == i else { continue }
-            if let row = stored[bytes] { Self.appendColumns(of: s, rowKey: .int(row), to: &updates) }
-            else { Self.appendColumns(of: s, rowKey: .text(o.localIdentifier), to: &inserts) }
+            if let row = stored[bytes] {
+                Self.appendColumns(of: s, rowKey: .int(row), to: &updates)
+                rows[i] = row
+            } else {
+                Self.appendColumns(of: s, rowKey: .text(o.localIdentifier), to: &inserts)
+                inserted.append(i)
+            }
         }
         if !updates.isEmpty {
             try self.db.runRows("UPDATE objects SET \(Self.objectUpdateSet) FROM (", width: 15,
                                 tail: ") AS v WHERE objects.rowid = v.column1", updates)
         }
-        try self.insertRows(inserts, keys: k)
+        if let first = try self.insertRows(inserts, count: inserted.count, keys: k) {
+            for (n, i) in inserted.enumerated() { rows[i] = first + Int64(n) }
+        }
+        for (i, s) in objects.enumerated() where last[ByteKey(s.object.localIdentifier)] != i {
+            rows[i] = rows[last[ByteKey(s.object.localIdentifier)]!]
+        }
+        self.observers.didChange(.putting(objects, on: device, rows: rows))
     }
 
     /// New objects go straight to the insert: the lookup `putObjects` makes first would find none
     /// of them (a seek in objects_by_local_id each, a million for a first upload). Nothing here
     /// refuses an identifier the device has (the index is not unique): the caller guarantees it.
     func insertNewObjects(_ device: DeviceRef, _ objects: [StoredObject]) throws {
-        self.observers.didChange(.putting(objects, on: device))
-        guard !objects.isEmpty else { return }
+        guard !objects.isEmpty else { return self.observers.didChange(.putting(objects, on: device)) }
         let k = try self.requireKeys(device)
         var inserts: [SQLValue] = []
         inserts.reserveCapacity(objects.count * 15)
         for s in objects { Self.appendColumns(of: s, rowKey: .text(s.object.localIdentifier), to: &inserts) }
-        try self.insertRows(inserts, keys: k)
+        let first = try self.insertRows(inserts, count: objects.count, keys: k)
+        self.observers.didChange(.putting(objects, on: device, rows: first.map { first in (0..<Int64(objects.count)).map { first + $0 } }))
     }
 
-    /// Inserts rows of `appendColumns`' values, in their order.
-    private func insertRows(_ inserts: [SQLValue], keys k: (account: Int64, device: Int64)) throws {
-        guard !inserts.isEmpty else { return }
+    /// Inserts `count` rows of `appendColumns`' values, in their order. Returns the first one's row
+    /// number when they took consecutive ones (as SQLite numbers a row: one past the largest, so
+    /// always but when the largest is the largest integer); nil when not, or none was inserted.
+    private func insertRows(_ inserts: [SQLValue], count: Int, keys k: (account: Int64, device: Int64)) throws -> Int64? {
+        guard count > 0 else { return nil }
+        let before = try self.db.scalarInt("SELECT max(rowid) FROM objects") ?? 0
         try self.db.runRows("""
             INSERT INTO objects (account_key, device_key, local_id, type, fingerprint, media_type, creation_date, modification_date,
                                  has_adjustments, is_favorite, title, members, app_created, record_guid,
                                  pk_identifier, key_a, creation_second)
             SELECT ?1, ?2, v.* FROM (
             """, width: 15, tail: ") AS v", fixed: [.int(k.account), .int(k.device)], inserts)
+        let last = sqlite3LastInsertRowID(self.db)
+        return before <= Int64.max - Int64(count) && last == before + Int64(count) ? before + 1 : nil
     }
 
     /// The columns an update by row number sets, from `VALUES` in `appendColumns`' order.
@@ -185,7 +204,7 @@ extension SQLiteTransaction: ObjectWrites {
 /// back to text), and a batch of 10 000 reads 10 000 of them only to drop those fields.
 extension SQLiteTransaction: MappingObjectReads {
     static let mappingObjectsByLocalIDsSQL = """
-        SELECT o.local_id, o.type, o.fingerprint, o.pk_identifier, o.record_guid, r.type, r.fingerprint FROM json_each(?3) j
+        SELECT o.local_id, o.type, o.fingerprint, o.pk_identifier, o.record_guid, r.type, r.fingerprint, o.rowid FROM json_each(?3) j
         CROSS JOIN objects o ON o.account_key = ?1 AND o.device_key = ?2 AND \(SQLiteTransaction.localIDIs("o", "j.value"))
         \(SQLiteTransaction.linkJoin)
         """
@@ -201,7 +220,7 @@ extension SQLiteTransaction: MappingObjectReads {
             }
             let object = LibraryObject(localIdentifier: s.text(0), type: ObjectType(rawValue: Int(s.int(1))) ?? .asset, fingerprint: s.text(2),
                                        photoKitCloudIdentifier: s.optionalText(3))
-            result.append(StoredObject(object: object, link: link))
+            result.append(StoredObject(object: object, link: link, storageRow: s.int(7)))
         }
         return result
     }

@@ -205,19 +205,51 @@ extension SQLiteTransaction: RecordWrites {
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
+        try self.setLinks(device, links, rows: [])
+    }
+
+    /// Objects whose row number the caller gives are found by it, in row order: a seek in the
+    /// table each, where finding one by its identifier is a seek in objects_by_local_id at a
+    /// random place first (a first mapping's batch of 10 000 identifiers goes through most of that
+    /// index's pages). Each such row must still hold the object (account, device, identifier); if
+    /// fewer rows than given were changed, a number was stale, and all of them are found again by
+    /// identifier (setting a link twice to the same record changes nothing more).
+    func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)], rows: [Int64?]) throws {
         self.observers.didChange(.setLinks(device: device.deviceID, links))
         guard !links.isEmpty else { return }
         let k = try self.requireKeys(device)
+        let fixed: [SQLValue] = [.int(k.account), .int(k.device)]
+        let positions = RowByRow.lastLinkPositions(links) ?? Array(links.indices)
+        var byRow: [(row: Int64, at: Int)] = []
+        var byIdentifier: [Int] = []
+        if rows.count == links.count {
+            byRow.reserveCapacity(positions.count)
+            for i in positions {
+                if let row = rows[i] { byRow.append((row, i)) } else { byIdentifier.append(i) }
+            }
+        } else {
+            byIdentifier = positions
+        }
+        if !byRow.isEmpty {
+            byRow.sort { $0.row < $1.row }
+            var values: [SQLValue] = []
+            values.reserveCapacity(byRow.count * 3)
+            for (row, i) in byRow { values.append(.int(row)); values.append(.compact(links[i].guid)); values.append(.text(links[i].localIdentifier)) }
+            let changed = try self.db.runRows("UPDATE objects SET record_guid = v.column2 FROM (", width: 3,
+                                              tail: ") AS v WHERE objects.rowid = v.column1 AND objects.account_key = ?1 AND objects.device_key = ?2 AND objects.local_id = v.column3",
+                                              fixed: fixed, values)
+            if changed == byRow.count { self.linksSetByRow += changed } else { byIdentifier += byRow.map(\.at) }
+        }
+        guard !byIdentifier.isEmpty else { return }
         // One UPDATE … FROM per chunk, the VALUES list driving lookups by local identifier.
-        var rows: [SQLValue] = []
-        rows.reserveCapacity(links.count * 2)
-        let lastLinks = RowByRow.lastLinkPerObject(links)
-        for i in ByteOrder.positions(of: lastLinks.map(\.localIdentifier)) {
-            rows.append(.text(lastLinks[i].localIdentifier)); rows.append(.compact(lastLinks[i].guid))
+        var values: [SQLValue] = []
+        values.reserveCapacity(byIdentifier.count * 2)
+        for j in ByteOrder.positions(of: byIdentifier.map { links[$0].localIdentifier }) {
+            values.append(.text(links[byIdentifier[j]].localIdentifier)); values.append(.compact(links[byIdentifier[j]].guid))
         }
         try self.db.runRows("UPDATE objects SET record_guid = v.column2 FROM (", width: 2,
                             tail: ") AS v WHERE objects.account_key = ?1 AND objects.device_key = ?2 AND \(Self.localIDIs("objects", "v.column1"))",
-                            fixed: [.int(k.account), .int(k.device)], rows)
+                            fixed: fixed, values)
     }
 
     func dropLinks(_ device: DeviceRef, guids: [String]) throws {

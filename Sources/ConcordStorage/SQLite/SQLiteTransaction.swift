@@ -17,6 +17,8 @@ final class SQLiteTransaction: AccountWriteTransaction, ServerWriteTransaction {
     var deviceKeys: [DeviceRef: Int64] = [:]
     /// Told of each mapping change and feed append (`TransactionObservers`).
     let observers = TransactionObservers()
+    /// Links this transaction set by the row numbers it was given (`setLinks(_:_:rows:)`; tests).
+    var linksSetByRow = 0
 
     init(_ db: Connection, accountID: String) {
         self.db = db
