@@ -8,8 +8,7 @@ public protocol MappingObjectReads: ObjectReads {
     func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
     /// Whether the write path should take these objects from the mapping index when it holds the
     /// account at the transaction's version (`ServiceCore.mappingObjects`): false for an engine
-    /// whose own lookup also finds what its link writes use next (the write path then takes the
-    /// index's objects only when each carries its `storageRow`).
+    /// whose own lookup also finds what its link writes use next.
     var prefersIndexedMappingObjects: Bool { get }
 }
 
