@@ -195,10 +195,11 @@ public final class ServiceCore: Sendable {
 
     /// The objects the mapping's write path reads again (`MappingObjectReads.mappingObjects`): from
     /// the mapping index when it is exact for `tx` (`fromIndex`) and the engine does not prefer its
-    /// own lookup, else from storage.
+    /// own lookup — or the index knows where storage keeps each of them (`StoredObject.storageRow`),
+    /// which is what that lookup would have found — else from storage.
     func mappingObjects(_ tx: any AccountWriteTransaction, _ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
-        if tx.prefersIndexedMappingObjects,
-           let objects = try self.fromIndex(tx, account: device.accountID, { try $0.mappingObjects(device, localIdentifiers: localIdentifiers) }) {
+        if let objects = try self.fromIndex(tx, account: device.accountID, { try $0.mappingObjects(device, localIdentifiers: localIdentifiers) }),
+           tx.prefersIndexedMappingObjects || objects.allSatisfy({ $0.storageRow != nil }) {
             return objects
         }
         return try tx.mappingObjects(device, localIdentifiers: localIdentifiers)

@@ -8,7 +8,8 @@ public protocol MappingObjectReads: ObjectReads {
     func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]
     /// Whether the write path should take these objects from the mapping index when it holds the
     /// account at the transaction's version (`ServiceCore.mappingObjects`): false for an engine
-    /// whose own lookup also finds what its link writes use next.
+    /// whose own lookup also finds what its link writes use next (the write path then takes the
+    /// index's objects only when each carries its `storageRow`).
     var prefersIndexedMappingObjects: Bool { get }
 }
 

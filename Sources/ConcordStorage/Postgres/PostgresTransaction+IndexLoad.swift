@@ -132,7 +132,7 @@ extension PostgresTransaction: MappingTableBytesReads {
                 try FingerprintBytes.withText(stored) { fingerprint in
                     try sink.object(device: d.number, localIdentifier: r.utf8(1), type: type, fingerprint: fingerprint, fingerprintKey: stored,
                                     linkedOrder: linked, laterLinkedOrder: later, keyA: r.isNull(4) ? nil : r.utf8(4), creationSecond: r.isNull(5) ? nil : r.int(5),
-                                    storageRow: 0)
+                                    storageRow: number)
                 }
             }
         }

@@ -118,7 +118,8 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
 /// object's number for the links that follow (`UnlinkedObjectNumbers`).
 extension PostgresTransaction: MappingObjectReads {
     /// This lookup also finds the objects' numbers, which the links inserted next take as they are:
-    /// answered by the mapping index instead, each link would look its object up again.
+    /// answered by the mapping index without them (objects written since its load), each link would
+    /// look its object up again. With them, the index answers (`ServiceCore.mappingObjects`).
     var prefersIndexedMappingObjects: Bool { false }
 
     func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
@@ -136,7 +137,7 @@ extension PostgresTransaction: MappingObjectReads {
             let object = LibraryObject(localIdentifier: r.text(0), type: ObjectType(rawValue: Int(r.int(1))) ?? .asset, fingerprint: r.fingerprint(2),
                                        photoKitCloudIdentifier: r.optionalText(3))
             if r.bool(8) { found.add(object.localIdentifier, number: r.int(7)) }
-            result.append(StoredObject(object: object, link: link))
+            result.append(StoredObject(object: object, link: link, storageRow: r.int(7)))
         }
         return result
     }

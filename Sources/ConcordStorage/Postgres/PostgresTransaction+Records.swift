@@ -223,6 +223,16 @@ extension PostgresTransaction: RecordWrites {
     }
 
     func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)]) throws {
+        try self.setLinks(device, links, rows: [])
+    }
+
+    /// Objects whose number the caller gives (`StoredObject.storageRow`: the mapping index's, from
+    /// its load) are found by it, their local identifier checked in the same statement: a probe of
+    /// the objects' primary key, where finding one by its identifier probes `objects_by_local_id`
+    /// at a random place. If fewer links than given were inserted or changed, a number was stale
+    /// (or a link was there already): all of them go the way of links without numbers, which
+    /// changes nothing more for those already set.
+    func setLinks(_ device: DeviceRef, _ links: [(localIdentifier: String, guid: String)], rows: [Int64?]) throws {
         // The objects given are taken out of `unlinkedObjects` as their links are inserted.
         self.unlinkedObjects.keeping { self.observers.didChange(.setLinks(device: device.deviceID, links)) }
         guard !links.isEmpty else { return }
@@ -230,8 +240,37 @@ extension PostgresTransaction: RecordWrites {
         self.linkRowsWritten += links.count
         try self.planGenerically()
         // Links of objects the device has; inserted in record order (new records' GUIDs increase).
-        let links = RowByRow.lastLinkPerObject(links)
-        try self.insertLinks(keys, links)
+        let positions = RowByRow.lastLinkPositions(links) ?? Array(links.indices)
+        guard rows.count == links.count, rows.contains(where: { $0 != nil }) else { return try self.insertLinks(keys, positions.map { links[$0] }) }
+        var numbered = (known: (orders: [Int64](), numbers: [Int64](), localIDs: [String]()),
+                        looked: (guids: [[UInt8]](), numbers: [Int64](), localIDs: [String]()))
+        var numberedLinks: [(localIdentifier: String, guid: String)] = [], rest: [(localIdentifier: String, guid: String)] = []
+        for i in positions {
+            let link = links[i]
+            // An object this transaction's own lookup found unlinked goes in by its number unchecked (`insertLinks`).
+            guard let number = rows[i], !self.unlinkedObjects.has(link.localIdentifier, device: keys.device) else { rest.append(link); continue }
+            let guid = try PostgresCompact.storedGUID(link.guid)
+            if let order = self.insertedRecordOrders[guid] {
+                numbered.known.orders.append(order); numbered.known.numbers.append(number); numbered.known.localIDs.append(link.localIdentifier)
+            } else {
+                numbered.looked.guids.append(guid); numbered.looked.numbers.append(number); numbered.looked.localIDs.append(link.localIdentifier)
+            }
+            numberedLinks.append(link)
+        }
+        let (account, device) = (PGValue.int(keys.account), PGValue.int(keys.device))
+        var changed = 0
+        if !numbered.known.orders.isEmpty {
+            let sorted = (0..<numbered.known.orders.count).sorted { numbered.known.orders[$0] < numbered.known.orders[$1] }
+            changed += try self.db.query(Self.linksByOrderAndCheckedNumber, [account, device, .intArray(sorted.map { numbered.known.orders[$0] }),
+                                                                            .intArray(sorted.map { numbered.known.numbers[$0] }),
+                                                                            .textArray(sorted.map { numbered.known.localIDs[$0] })])
+        }
+        if !numbered.looked.guids.isEmpty {
+            changed += try self.db.query(Self.linksByGUIDAndCheckedNumber, [account, device, .uuidArray(numbered.looked.guids),
+                                                                           .intArray(numbered.looked.numbers), .textArray(numbered.looked.localIDs)])
+        }
+        if changed != numberedLinks.count { rest += numberedLinks } else { self.linksSetByNumber += changed }
+        if !rest.isEmpty { try self.insertLinks(keys, rest) }
     }
 
     /// Inserts or changes links (one per object) of objects the device has to records the account
@@ -284,6 +323,25 @@ extension PostgresTransaction: RecordWrites {
     static let linksByGUIDAndNumber = PostgresTransaction.insertLinksStatement(recordOrderKnown: false, objectNumberKnown: true)
     static let linksByOrderAndLocalID = PostgresTransaction.insertLinksStatement(recordOrderKnown: true, objectNumberKnown: false)
     static let linksByGUIDAndLocalID = PostgresTransaction.insertLinksStatement(recordOrderKnown: false, objectNumberKnown: false)
+    static let linksByOrderAndCheckedNumber = PostgresTransaction.insertCheckedLinksStatement(recordOrderKnown: true)
+    static let linksByGUIDAndCheckedNumber = PostgresTransaction.insertCheckedLinksStatement(recordOrderKnown: false)
+
+    /// Links inserted from three arrays: the record as in `insertLinksStatement`, the object by its
+    /// number (`$4::int8[]`) joined to objects by the primary key with its local identifier
+    /// (`$5::text[]`) checked, replacing the object's link. A number that is not the object's
+    /// inserts nothing (the caller counts).
+    static func insertCheckedLinksStatement(recordOrderKnown: Bool) -> String {
+        let recordArray = recordOrderKnown ? "$3::int8[]" : "$3::uuid[]", recordColumn = recordOrderKnown ? "record_order" : "record"
+        var statement = """
+            INSERT INTO links (account_key, record_order, device_key, object_no)
+            SELECT $1, \(recordOrderKnown ? "u.record_order" : "r.created_order"), $2, o.object_no
+            FROM unnest(\(recordArray), $4::int8[], $5::text[]) AS u(\(recordColumn), object_no, local_id)
+            """
+        if !recordOrderKnown { statement += "\nJOIN records r ON r.account_key = $1 AND r.record = u.record" }
+        statement += "\nJOIN objects o ON o.device_key = $2 AND o.object_no = u.object_no AND o.local_id = u.local_id"
+        statement += recordOrderKnown ? "\nORDER BY u.record_order" : "\nORDER BY r.created_order"
+        return statement + "\n" + Self.linkConflict
+    }
 
     /// Links inserted from two arrays ($1 the account's key, $2 the device's), by what the
     /// transaction knows of each side: the record by its creation order (`$3::int8[]`) or by its
@@ -355,6 +413,11 @@ final class UnlinkedObjectNumbers: TransactionObserver {
     }
 
     func add(_ localIdentifier: String, number: Int64) { self.numbers[ByteKey(localIdentifier)] = number }
+
+    /// Whether the object is known unlinked (`take` would give its number).
+    func has(_ localIdentifier: String, device: Int64) -> Bool {
+        device == self.device && !self.numbers.isEmpty && self.numbers[ByteKey(localIdentifier)] != nil
+    }
 
     /// The object's number if it is known unlinked, no longer kept: its link is about to be inserted.
     func take(_ localIdentifier: String, device: Int64) -> Int64? {

@@ -17,6 +17,8 @@ final class PostgresTransaction: AccountWriteTransaction, ServerWriteTransaction
     /// Rows of `objects`, `records` and `links` this transaction wrote (`TableStatistics`); counted
     /// by the object and record concerns' writes.
     var objectRowsWritten = 0, recordRowsWritten = 0, linkRowsWritten = 0
+    /// Links this transaction set by the object numbers it was given (`setLinks(_:_:rows:)`; tests).
+    var linksSetByNumber = 0
     /// Bytes this transaction appended to the mapping log (`PostgresStore.logWritten`).
     var mappingLogBytesWritten = 0
     /// Creation orders of the records this transaction inserted, by GUID bytes: their links take
