@@ -198,8 +198,8 @@ public final class ServiceCore: Sendable {
     /// own lookup — or the index knows where storage keeps each of them (`StoredObject.storageRow`),
     /// which is what that lookup would have found — else from storage.
     func mappingObjects(_ tx: any AccountWriteTransaction, _ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
-        if let objects = try self.fromIndex(tx, account: device.accountID, { try $0.mappingObjects(device, localIdentifiers: localIdentifiers) }),
-           tx.prefersIndexedMappingObjects || objects.allSatisfy({ $0.storageRow != nil }) {
+        let withRows = !tx.prefersIndexedMappingObjects
+        if let objects = try self.fromIndex(tx, account: device.accountID, { try $0.mappingObjects(device, localIdentifiers: localIdentifiers, withStorageRows: withRows) }) {
             return objects
         }
         return try tx.mappingObjects(device, localIdentifiers: localIdentifiers)

@@ -250,10 +250,12 @@ extension AccountMappingIndex {
     /// objects the device has of these identifiers with their links, each in the order asked (missing
     /// ones omitted). The PhotoKit cloud identifier is spelled `A:C:` from the object's key (the
     /// only part the mapping rules read). Nil when one has a link whose record the index does not
-    /// hold (an orphan link): storage answers then.
-    func mappingObjects(_ deviceID: String, localIdentifiers ids: [String]) -> [StoredObject]? {
+    /// hold (an orphan link): storage answers then. With `withStorageRows`, nil as well when one's
+    /// storage row is not known, found before any object is built.
+    func mappingObjects(_ deviceID: String, localIdentifiers ids: [String], withStorageRows: Bool = false) -> [StoredObject]? {
         guard let device = self.devices[deviceID] else { return [] }
         let found = device.findAll(IdentifierBatch(ids))
+        if withStorageRows, found.contains(where: { $0 >= 0 && device.objectSlots[Int($0)].storageRow == 0 }) { return nil }
         var result: [StoredObject] = []
         result.reserveCapacity(ids.count)
         for (i, n) in found.enumerated() where n >= 0 {

@@ -103,8 +103,8 @@ struct IndexedMappingReads: MappingReads, WritePathReads {
         self.index.objects(device.deviceID, matching: keys)
     }
 
-    func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]? {
-        self.index.mappingObjects(device.deviceID, localIdentifiers: localIdentifiers)
+    func mappingObjects(_ device: DeviceRef, localIdentifiers: [String], withStorageRows: Bool) throws -> [StoredObject]? {
+        self.index.mappingObjects(device.deviceID, localIdentifiers: localIdentifiers, withStorageRows: withStorageRows)
     }
 
     func contentsSomeRecordCarries(_ keys: [ContentKey]) throws -> [ContentKey]? {

@@ -16,8 +16,9 @@ public protocol MappingObjectReads: ObjectReads {
 /// What the mapping's write path can take from a `MappingReads` that holds the account (the mapping
 /// index) instead of storage, when it is exact for the write transaction (`ServiceCore`).
 public protocol WritePathReads {
-    /// As `MappingObjectReads.mappingObjects`; nil when this reader cannot answer for these objects.
-    func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject]?
+    /// As `MappingObjectReads.mappingObjects`; nil when this reader cannot answer for these objects,
+    /// or (`withStorageRows`) does not know where storage keeps each one (`StoredObject.storageRow`).
+    func mappingObjects(_ device: DeviceRef, localIdentifiers: [String], withStorageRows: Bool) throws -> [StoredObject]?
     /// Of `keys`, those some record of the account may carry (by fingerprint; at least every one a
     /// record carries): `unlinkedRecords(_:matching:)` finds nothing for the others. Nil: all.
     func contentsSomeRecordCarries(_ keys: [ContentKey]) throws -> [ContentKey]?
