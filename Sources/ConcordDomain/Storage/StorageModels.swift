@@ -8,9 +8,10 @@ public struct StoredObject: Sendable, Equatable {
     public var object: LibraryObject
     /// The linked record; its fingerprint is the one the record was created from.
     public var link: CloudRecord?
-    /// The store's own number for the object's row (SQLite's rowid), when the reader knew it: a
-    /// write may find the row by it (`RecordWrites.setLinks(_:_:rows:)`), and checks it there. Not
-    /// part of the object's value: two readers of one object are equal whether or not they knew it.
+    /// The store's own number for the object's row (SQLite's rowid, PostgreSQL's object number),
+    /// when the reader knew it: a write may find the row by it (`RecordWrites.setLinks(_:_:rows:)`),
+    /// and checks it there. Not part of the object's value: two readers of one object are equal
+    /// whether or not they knew it.
     public var storageRow: Int64?
     public init(object: LibraryObject, link: CloudRecord?, storageRow: Int64? = nil) {
         self.object = object
