@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SQLite warm batches at N x 2: build once (--build), then measure warm batches with the server's env as given."""
 import argparse, base64, hashlib, os, random, sys, time, json
-sys.path.insert(0, "/tmp/lead")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from concord_server import ConcordServer
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True); ap.add_argument("--db", required=True)
@@ -11,7 +11,7 @@ args = ap.parse_args()
 ADMIN = "warm1m-admin-token-0123456789abcdef"
 state = args.db + ".json"
 env = {**os.environ, "CONCORD_LIMITS_BODY_BYTES": str(400 << 20), "CONCORD_MAPPING_INDEX_SNAPSHOTS": args.db + ".snap"}
-s = ConcordServer(args.bin, args.db, ADMIN, "/tmp/lead/warm1m.log", env=env, call_timeout=3600); s.start()
+s = ConcordServer(args.bin, args.db, ADMIN, args.db + ".log", env=env, call_timeout=3600); s.start()
 try:
     if args.build:
         def fp(i): return base64.urlsafe_b64encode(hashlib.sha256(f"w-{i}".encode()).digest()).decode().rstrip("=")
