@@ -108,10 +108,10 @@ extension SQLiteTransaction: ObjectWrites {
         // Each object's row for the mapping index (`StoredObject.storageRow`): an earlier duplicate's
         // is the last one's, which replaces it there too.
         var rows = [Int64](repeating: 0, count: objects.count)
-        var inserted: [Int] = []
+        var inserted: [Int] = [], earlier: [(at: Int, last: Int)] = []
         for (i, s) in objects.enumerated() {
-            let o = s.object, bytes = ByteKey(o.localIdentifier)
-            guard last[bytes] == i else { continue }
+            let o = s.object, bytes = ByteKey(o.localIdentifier), l = last[bytes]!   // every identifier is in `last`
+            guard l == i else { earlier.append((i, l)); continue }
             if let row = stored[bytes] {
                 Self.appendColumns(of: s, rowKey: .int(row), to: &updates)
                 rows[i] = row
@@ -127,9 +127,7 @@ extension SQLiteTransaction: ObjectWrites {
         if let first = try self.insertRows(inserts, count: inserted.count, keys: k) {
             for (n, i) in inserted.enumerated() { rows[i] = first + Int64(n) }
         }
-        for (i, s) in objects.enumerated() where last[ByteKey(s.object.localIdentifier)] != i {
-            rows[i] = rows[last[ByteKey(s.object.localIdentifier)]!]
-        }
+        for (i, l) in earlier { rows[i] = rows[l] }
         self.observers.didChange(.putting(objects, on: device, rows: rows))
     }
 
