@@ -227,7 +227,8 @@ extension PostgresTransaction: RecordWrites {
     }
 
     /// Objects whose number the caller gives (`StoredObject.storageRow`: the mapping index's, from
-    /// its load) are found by it, their local identifier checked in the same statement: a probe of
+    /// its load) are found by it, their local identifier checked in the same statement (objects this
+    /// transaction's own lookup found unlinked keep `insertLinks`' unchecked insert): a probe of
     /// the objects' primary key, where finding one by its identifier probes `objects_by_local_id`
     /// at a random place. If fewer links than given were inserted or changed, a number was stale
     /// (or a link was there already): all of them go the way of links without numbers, which
