@@ -72,23 +72,31 @@ public struct IdentifierBatch: Sendable {
         }
     }
 
-    /// Whether every byte is in 0x20…0x7E and none is `"` or `\` (8 bytes at a time; see
-    /// `Identifiers.mayHoldControl` for the trick).
+    /// Whether every byte is in 0x20…0x7E and none is `"` or `\`: 16 bytes a step, one test at
+    /// the end. Per byte, the high bit of `bad` is set where the byte is below 0x20 (`w - 0x20`
+    /// borrows), 0x7F or above (`w + 1` reaches 0x80, or the byte has it), a quote or a backslash
+    /// (`x - 1` borrows where `x`, the byte xor the character, is zero). A borrow or carry runs only
+    /// out of a byte flagged already, so `bad` flags some byte exactly when one is not plain.
     public static func isPlainASCII(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func notPlain(_ w: UInt64) -> UInt64 {
+            (w &- ones &* 0x20) | (w &+ ones) | w | ((w ^ (ones &* 0x22)) &- ones) | ((w ^ (ones &* 0x5C)) &- ones)
+        }
         var i = 0
+        var bad: UInt64 = 0
         if let base = b.baseAddress {
             let raw = UnsafeRawPointer(base)
-            while i + 8 <= b.count {
-                let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C), del = w ^ (ones &* 0x7F)
-                // Below 0x20, 0x80 and above (the high bit), a quote, a backslash or DEL.
-                let bad = (w &- ones &* 0x20) & ~w | w | (quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (del &- ones) & ~del
-                if bad & high != 0 { return false }
+            while i + 16 <= b.count {
+                bad |= notPlain(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) | notPlain(raw.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self))
+                i += 16
+            }
+            if i + 8 <= b.count {
+                bad |= notPlain(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
                 i += 8
             }
         }
+        if bad & high != 0 { return false }
         while i < b.count {
             let c = b[i]
             if c < 0x20 || c > 0x7E || c == 0x22 || c == 0x5C { return false }

@@ -38,6 +38,22 @@ public struct JSONWriter: Sendable {
         self.needsComma = true
     }
 
+    /// Starts a fragment of its own after what is written: the next key or value takes no comma.
+    /// Several separate pieces of JSON (each error of an answer once) then share one buffer.
+    @inlinable
+    public mutating func beginFragment() {
+        self.needsComma = false
+    }
+
+    /// Writes `prefix`, JSON that another writer wrote up to just inside an object or array it
+    /// opened (the constant head of a value, rendered once): the next key or value takes no comma.
+    @inlinable
+    public mutating func appendOpened(_ prefix: [UInt8]) {
+        self.separate()
+        self.bytes.append(contentsOf: prefix)
+        self.needsComma = false
+    }
+
     /// Writes `[`.
     @inlinable
     public mutating func beginArray() {

@@ -26,18 +26,27 @@ public enum PlainStringArrayScanner {
                 var i = start
                 defer { s.index = i }
                 // 16 bytes at a time (two words, one branch), then 8, while none is a quote, a
-                // backslash, a control character or outside printable ASCII; bytes one by one after.
-                // `stop` may flag a byte after the first real stop (a borrow or carry from it), never
-                // miss one: the byte loop decides exactly.
+                // backslash, a control character or outside printable ASCII. `stop` may flag a byte
+                // after the first real stop (a borrow or carry from it), never before it nor miss
+                // one: the lowest flagged byte is the first stop. A quote there ends the string;
+                // anything else makes it not plain. Bytes one by one only in the body's last 8.
                 let raw = UnsafeRawPointer(b.baseAddress!)
+                @inline(__always) func end(at at: Int) -> (Int, Int)? {
+                    guard b[at] == UInt8(ascii: "\"") else { return nil }
+                    i = at + 1
+                    return (start, at - start)
+                }
                 while n - i >= 16 {
-                    let stops = Self.stop(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-                        | Self.stop(raw.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self))
-                    if stops & Self.high != 0 { break }
+                    let first = Self.stop(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) & Self.high
+                    let second = Self.stop(raw.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self)) & Self.high
+                    if first | second != 0 {
+                        return first != 0 ? end(at: i + first.trailingZeroBitCount >> 3) : end(at: i + 8 + second.trailingZeroBitCount >> 3)
+                    }
                     i += 16
                 }
                 while n - i >= 8 {
-                    if Self.stop(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) & Self.high != 0 { break }
+                    let stops = Self.stop(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) & Self.high
+                    if stops != 0 { return end(at: i + stops.trailingZeroBitCount >> 3) }
                     i += 8
                 }
                 while i < n {

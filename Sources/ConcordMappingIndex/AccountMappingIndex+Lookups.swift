@@ -110,6 +110,10 @@ extension AccountMappingIndex {
                     // No record, or a record without a fingerprint: no content to match.
                     guard record >= 0, !self.isEmpty(fingerprint: self.records[Int(record)].fingerprint) else { result.set(i, .notFound); continue }
                     recordContents.append(Int32(self.records[Int(record)].fingerprint))
+                } else if record >= 0, self.fingerprint(self.records[Int(record)].fingerprint, isBytes: fingerprint) {
+                    // Spelled with its record's own fingerprint (the usual identifier): its number
+                    // is the record's, no lookup by the bytes.
+                    recordContents.append(Int32(self.records[Int(record)].fingerprint))
                 } else {
                     recordContents.append(-1)
                     contents.append(fingerprint)
@@ -138,7 +142,9 @@ extension AccountMappingIndex {
                         answers[i] = slots[0]
                     }
                 default:
-                    result.set(i, .multiple(slots.map { device.identifier(ofSlot: $0) }.sorted { $0.utf8Precedes($1) }))
+                    var candidates = slots.map { device.identifier(ofSlot: $0) }
+                    candidates.sort { $0.utf8Precedes($1) }
+                    result.set(i, .multiple(candidates))
                 }
             }
         }

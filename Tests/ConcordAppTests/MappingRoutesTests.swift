@@ -336,3 +336,20 @@ import Testing
         }
     }
 }
+
+/// A multipleIdentifiersFound error is written from a head rendered once: the same bytes as its
+/// name, message, domain, code and details written one by one, escapes included.
+@Test(arguments: [[], ["A/L0/001"], ["A/L0/001", "b\"c\\d/é"]]) func severalCandidatesAreWrittenAsTheirDetailsSay(_ candidates: [String]) {
+    let error = ItemError.multipleIdentifiersFound(localIdentifiers: candidates)
+    var fast = JSONWriter()
+    Codec.write(error, into: &fast)
+    var generic = JSONWriter()
+    generic.beginObject()
+    generic.key("name"); generic.string(error.name)
+    generic.key("message"); generic.string(error.message)
+    generic.key("domain"); generic.string(DomainError.photosErrorDomain)
+    generic.key("code"); generic.int(error.photosErrorCode ?? 0)
+    for detail in error.details { generic.key(detail.key); Codec.write(detail.value, into: &generic) }
+    generic.endObject()
+    #expect(fast.bytes == generic.bytes)
+}

@@ -32,6 +32,25 @@ struct IdentifierBatchTests {
         #expect((IdentifierBatch(bytes: batch.bytes, spans: batch.spans) != nil) == plain)
     }
 
+    /// `isPlainASCII` 16 and 8 bytes a step: every byte value at every position of runs up to
+    /// 40 bytes agrees with the byte-by-byte rule.
+    @Test func plainnessOfEveryByteInEveryLane() {
+        func plain(_ c: UInt8) -> Bool { c >= 0x20 && c <= 0x7E && c != 0x22 && c != 0x5C }
+        for length in 1...40 {
+            var run = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+            #expect(run.withUnsafeBufferPointer { IdentifierBatch.isPlainASCII($0) })
+            for at in 0..<length {
+                for c in 0...255 {
+                    run[at] = UInt8(c)
+                    if run.withUnsafeBufferPointer({ IdentifierBatch.isPlainASCII($0) }) != plain(UInt8(c)) {
+                        Issue.record("length \(length), byte \(c) at \(at)")
+                    }
+                }
+                run[at] = UInt8(ascii: "a")
+            }
+        }
+    }
+
     @Test func spansOutsideTheBytesAreRefused() {
         let bytes = Array("abcdef".utf8)
         #expect(IdentifierBatch(bytes: bytes, spans: [.init(start: 2, length: 4)])?.strings == ["cdef"])

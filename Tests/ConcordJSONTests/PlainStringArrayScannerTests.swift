@@ -44,6 +44,26 @@ struct PlainStringArrayScannerTests {
         #expect(PlainStringArrayScanner.scan(Array(body.utf8), member: "ids", maxCount: 10) { ($0, $1) } == nil)
     }
 
+    /// The word-at-a-time loops: strings of every length up to 40 (the closing quote in each
+    /// lane of a 16- or 8-byte step), and one byte that is not plain at each position of them.
+    @Test func findsTheFirstStopInEveryLane() {
+        let alphabet = Array("ABCDEF0123456789-/:_L".utf8)
+        for length in 0...40 {
+            let string = (0..<length).map { alphabet[$0 % alphabet.count] }
+            let body = Array(#"{"ids":[""#.utf8) + string + Array(#"","tail-string-of-some-length"]}"#.utf8)
+            let spans = PlainStringArrayScanner.scan(body, member: "ids", maxCount: 10) { ($0, $1) }
+            #expect(spans?.map { Array(body[$0.0..<$0.0 + $0.1]) } == [string, Array("tail-string-of-some-length".utf8)], "length \(length)")
+            for at in 0..<length {
+                for stop: [UInt8] in [[0x5C, 0x22], [0x5C, 0x5C], [0x01], [0x1F], [0x7F], [0xC3, 0xA9]] {
+                    var bad = string
+                    bad.replaceSubrange(at..<at + 1, with: stop)
+                    let badBody = Array(#"{"ids":[""#.utf8) + bad + Array(#""]}"#.utf8)
+                    #expect(PlainStringArrayScanner.scan(badBody, member: "ids", maxCount: 10) { ($0, $1) } == nil, "length \(length), at \(at), \(stop)")
+                }
+            }
+        }
+    }
+
     @Test func stopsPastMaxCount() {
         let body = Array(#"{"ids":["a","b","c"]}"#.utf8)
         #expect(PlainStringArrayScanner.scan(body, member: "ids", maxCount: 3) { $1 }?.count == 3)

@@ -60,16 +60,16 @@ enum MappingsBody {
     /// bytes, and a call into `memmove` per run (five or so per item) cost more than the copying.
     static func plain(_ ids: IdentifierBatch, asked: StaticString, answered: StaticString, _ answers: Answers) -> [UInt8] {
         precondition(ids.isPlainASCII, "a batch with identifiers to escape goes through written(_:asked:answered:_:)")
-        // Each error's bytes (`"error":{…}`) once, all in one buffer.
-        var errorBytes: [UInt8] = []
+        // Each error's bytes (`"error":{…}`) once, all in one buffer written by one writer.
+        var errorWriter = JSONWriter(capacity: answers.errors.count * 192)
         let errorRanges = answers.errors.map { error -> Range<Int> in
-            var w = JSONWriter()
-            w.key(plain: "error")
-            Codec.write(error, into: &w)
-            let start = errorBytes.count
-            errorBytes += w.bytes
-            return start..<errorBytes.count
+            let start = errorWriter.bytes.count
+            errorWriter.beginFragment()
+            errorWriter.key(plain: "error")
+            Codec.write(error, into: &errorWriter)
+            return start..<errorWriter.bytes.count
         }
+        let errorBytes = errorWriter.bytes
         // The fixed runs around each item, spelled once:
         // ,{"<asked>":"  <id>  ","<answered>":"  <answer>  "}      or      ,{"<asked>":"  <id>  ",  error  }
         // (the first item's opening without its comma).
@@ -180,13 +180,13 @@ enum CloudToLocalBody {
         // compared before any hashing.
         var last: (error: ItemError, number: Int)?
         let pieces = answers.mapOthers { error -> Int in
+            // Lists of candidates each their own, without hashing their strings.
+            if case .multipleIdentifiersFound = error { errors.append(error); return errors.count - 1 }
             if let last, last.error == error { return last.number }
             if let e = numbered[error] { last = (error, e); return e }
             errors.append(error)
-            if case .multipleIdentifiersFound = error {} else {
-                numbered[error] = errors.count - 1
-                last = (error, errors.count - 1)
-            }
+            numbered[error] = errors.count - 1
+            last = (error, errors.count - 1)
             return errors.count - 1
         }
         return MappingsBody.Answers(pieces: pieces, errors: errors)
