@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// `StoredObject.storageRow`: where storage keeps an object's row (SQLite's rowid, PostgreSQL's
-/// object number), read with the object, reported by SQLite's writes that store it, and taken by
+/// object number), read with the object, reported by the writes that store it, and taken by
 /// `setLinks(_:_:rows:)` to find the row without the index by local identifier. A row number is a
 /// hint: a wrong one costs a lookup, never a link.
 @Suite struct StorageRowTests {
@@ -47,11 +47,8 @@ import Testing
         let read = try db.store.write(account: "acc") { tx in try tx.mappingObjects(device, localIdentifiers: ids) }
         let rows = Dictionary(uniqueKeysWithValues: read.map { ($0.object.localIdentifier, $0.storageRow) })
         #expect(Set(rows.values.compactMap { $0 }).count == 4, "each object its own row")
-        if engine == .sqlite {
-            #expect(reported.rows == rows.compactMapValues { $0 })
-        } else {
-            #expect(reported.rows.isEmpty, "PostgreSQL numbers new objects in the statement: its writes report none")
-        }
+        #expect(reported.rows == rows.compactMapValues { $0 })
+        #expect(reported.rows.count == 4)
         #expect(read.first { $0.object.localIdentifier == "p2" }?.object.fingerprint == "z")
     }
 
