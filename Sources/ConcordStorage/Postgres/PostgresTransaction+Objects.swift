@@ -161,10 +161,9 @@ extension PostgresTransaction: ObjectWrites {
         // local-identifier index once more per row before inserting; the account's lock keeps other
         // writers off the device.
         let allNew = known?.allSatisfy { $0 == nil } ?? false
-        // The statement answers with the first new number only: new rows are numbered in row order
-        // from it, and the other rows keep the numbers bound (`known`). Without them, it also answers
-        // the rows the probe found, with their numbers (usually none: a batch of new objects) — never
-        // a row for each object, as `RETURNING` would.
+        // The statement answers the first new number: new rows are numbered from it in row order, the
+        // others keep their numbers — bound (`known`), or else answered with their position (those the
+        // probe found; none in a batch of new objects). Not a row per object, as `RETURNING` would send.
         let answer = known == nil ? "SELECT d.first, u.ord, u.existing FROM d LEFT JOIN u ON NOT u.is_new" : "SELECT d.first, NULL, NULL FROM d"
         var first: Int64?, numbers = known ?? [Int64?](repeating: nil, count: rows.count)
         try self.db.query("""
