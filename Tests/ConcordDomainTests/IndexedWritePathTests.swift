@@ -1,4 +1,5 @@
 @testable import ConcordDomain
+@testable import ConcordStorage
 import ConcordTestSupport
 import Foundation
 import Testing
@@ -37,9 +38,9 @@ import Testing
         #expect(answered.first { $0.object.localIdentifier == "k1/L0/001" }?.link != nil)
     }
 
-    /// The index hands back the rows storage keeps (`StoredObject.storageRow`: SQLite's rowids),
-    /// whether it learned them from the writes that stored the objects (new ones, updated ones, a
-    /// whole library's; SQLite) or from a load of the tables (PostgreSQL's object numbers too).
+    /// The index hands back the rows storage keeps (`StoredObject.storageRow`: SQLite's rowids,
+    /// PostgreSQL's object numbers), whether it learned them from the writes that stored the objects
+    /// (new ones, updated ones, a whole library's) or from a load of the tables.
     @Test(arguments: TestEngine.available) func theIndexHandsBackTheRowsStorageKeeps(_ engine: TestEngine) throws {
         let (env, a, b) = try TestEnv.twoDevices(engine)
         try env.put(a, assets: [("k1/L0/001", fp(1)), ("k2/L0/001", fp(2))])
@@ -65,17 +66,15 @@ import Testing
         }
         let written = try rows(env.service)
         #expect(written.stored.allSatisfy { $0.values.allSatisfy { $0 != nil } })
-        if engine == .sqlite {
-            #expect(written.indexed == written.stored)
-        } else {
-            // PostgreSQL's writes report no numbers: the index knows those of its load (k1), no other.
-            #expect(written.indexed[0]["k1/L0/001"] == written.stored[0]["k1/L0/001"])
-            #expect(written.indexed.flatMap { $0.filter { $0.key != "k1/L0/001" }.values }.allSatisfy { $0 == nil })
-        }
-        // The write path's objects carry their rows either way: on PostgreSQL, where the index lacks
-        // some, storage answers (its lookup finds them), not an index answer thrown away.
+        #expect(written.indexed == written.stored)
+        // The write path's objects carry their rows, from the index (which knows every one of them).
         let forLinks = try env.service.core.write(account: env.account.accountID, idempotency: nil) { tx in
-            try env.service.core.mappingObjects(tx, a, localIdentifiers: asked[0].1)
+            let version = try tx.mappingVersion()
+            let fromIndex = try env.service.core.index?.readIfCurrent(account: env.account.accountID, version: version) { reads in
+                try (reads as? any WritePathReads)?.mappingObjects(a, localIdentifiers: asked[0].1, withStorageRows: true)
+            }
+            #expect(fromIndex??.count == 3, "the index answers with the rows")
+            return try env.service.core.mappingObjects(tx, a, localIdentifiers: asked[0].1)
         }
         #expect(forLinks.count == 3 && forLinks.allSatisfy { $0.storageRow != nil })
         let restarted = try env.restartedService()
@@ -83,6 +82,63 @@ import Testing
         let loaded = try rows(restarted)
         #expect(loaded.indexed == loaded.stored)
         #expect(loaded.stored == written.stored)
+    }
+
+    /// A first mapping of `ids` on `device` through the write path (`MappingService.assignRecords`):
+    /// how many links storage set by the rows it was given.
+    static func firstMapping(_ service: ConcordService, _ device: DeviceRef, _ ids: [String]) throws -> Int? {
+        try service.core.write(account: device.accountID, idempotency: nil) { tx in
+            let assigned = try MappingService.assignRecords(tx, device: device, localIdentifiers: ids, core: service.core)
+            #expect(assigned.count == ids.count)
+            return (tx as? SQLiteTransaction)?.linksSetByRow ?? (tx as? PostgresTransaction)?.linksSetByNumber
+        }
+    }
+
+    /// Objects written after the index loaded the account (a change batch's, a whole library's) are
+    /// linked by their rows in their first mapping: their writes told the index the rows.
+    @Test(arguments: TestEngine.available) func aFirstMappingOfObjectsWrittenAfterTheLoadLinksByRow(_ engine: TestEngine) throws {
+        let (env, a, b) = try TestEnv.twoDevices(engine)
+        try env.put(a, assets: [("k1/L0/001", fp(1))])
+        _ = try env.cloudID(a, "k1/L0/001")   // the index holds the account from here on
+        try env.put(a, assets: [("k2/L0/001", fp(2)), ("k3/L0/001", fp(3))])
+        _ = try env.service.library.replaceLibrary(LibrarySnapshot(objects: [.asset("m1/L0/001", fingerprint: fp(2)), .asset("m2/L0/001", fingerprint: fp(4))]),
+                                                   reset: false, device: b)
+        #expect(try Self.firstMapping(env.service, a, ["k2/L0/001", "k3/L0/001"]) == 2)
+        #expect(try Self.firstMapping(env.service, b, ["m1/L0/001", "m2/L0/001"]) == 2)
+        let mapped = try env.cloud(a, ["k2/L0/001"]) + env.cloud(b, ["m1/L0/001", "m2/L0/001"])
+        #expect(mapped.allSatisfy { if case .found = $0 { true } else { false } })
+        #expect(mapped[0] == mapped[1], "same content, same record")
+    }
+
+    /// Another instance sharing the PostgreSQL database learns the numbers of objects written
+    /// through the first from the mapping log, and links them by number in their first mapping.
+    @Test(.enabled(if: TestEngine.postgresAvailable, Comment(rawValue: TestEngine.postgresSkipReason)))
+    func anotherInstanceLearnsTheNumbersFromTheMappingLog() throws {
+        let env = try TestEnv(.postgres)
+        let d = try env.device()
+        let other = try env.anotherInstance()
+        try env.put(d, assets: [("k1/L0/001", fp(1))])
+        let k1 = try env.cloudID(d, "k1/L0/001")
+        _ = try other.mapping.localIdentifiers(forCloudIdentifiers: [k1], device: d)   // its index loads the account
+        let before = try #require(other.mappingIndex?.statistics)
+        try env.put(d, assets: [("k2/L0/001", fp(2)), ("k3/L0/001", fp(3))])   // through the first instance
+        _ = try other.mapping.localIdentifiers(forCloudIdentifiers: [k1], device: d)   // a read: its index catches up
+        let after = try #require(other.mappingIndex?.statistics)
+        #expect(after.logCatchUps == before.logCatchUps + 1 && after.loads == before.loads, "caught up from the log")
+        let ids = ["k1/L0/001", "k2/L0/001", "k3/L0/001"]
+        func rows(_ objects: [StoredObject]) -> [String: Int64?] {
+            Dictionary(uniqueKeysWithValues: objects.map { ($0.object.localIdentifier, $0.storageRow) })
+        }
+        let (indexed, stored) = try other.core.write(account: env.account.accountID, idempotency: nil) { tx in
+            let version = try tx.mappingVersion()
+            let fromIndex = try other.core.index?.readIfCurrent(account: env.account.accountID, version: version) { reads in
+                try (reads as? any WritePathReads)?.mappingObjects(d, localIdentifiers: ids, withStorageRows: true)
+            }
+            return ((fromIndex ?? nil).map(rows), rows(try tx.mappingObjects(d, localIdentifiers: ids)))
+        }
+        #expect(indexed != nil, "the index knows every object's number")
+        #expect(indexed == stored && stored.count == 3)
+        #expect(try Self.firstMapping(other, d, ["k2/L0/001", "k3/L0/001"]) == 2)
     }
 
     @Test(arguments: TestEngine.available) func afterAChangeInTheTransactionStorageAnswers(_ engine: TestEngine) throws {

@@ -15,9 +15,9 @@ import Testing
     /// `PackedObjectRows`, `AccountMappingIndex+Loading` and `+Mutations` (`DeviceTable.put`),
     /// and the snapshot's layout (`DeviceTable.Slot`, docs/formats.md).
     static let indexedColumns = ["deviceID", "localIdentifier", "type", "fingerprint", "linkedGUID", "keyA", "creationSecond"]
-    /// Not a column of the object: where one engine keeps its row (`StoredObject.storageRow`, SQLite's
-    /// rowid), which the index hands back so that a write finds the row by it. Streamed and packed
-    /// by SQLite only; a wrong or missing one costs a lookup, never an answer.
+    /// Not a column of the object: where the engine keeps its row (`StoredObject.storageRow`, SQLite's
+    /// rowid, PostgreSQL's object number), which the index hands back so that a write finds the row
+    /// by it. Streamed and packed by both engines; a wrong or missing one costs a lookup, never an answer.
     static let hints = ["storageRow"]
 
     /// A row's columns by name, each as text ("nil" when absent).

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// `StoredObject.storageRow`: where storage keeps an object's row (SQLite's rowid, PostgreSQL's
-/// object number), read with the object, reported by SQLite's writes that store it, and taken by
+/// object number), read with the object, reported by the writes that store it, and taken by
 /// `setLinks(_:_:rows:)` to find the row without the index by local identifier. A row number is a
 /// hint: a wrong one costs a lookup, never a link.
 @Suite struct StorageRowTests {
@@ -16,13 +16,17 @@ import Testing
         (tx as? SQLiteTransaction)?.linksSetByRow ?? (tx as? PostgresTransaction)?.linksSetByNumber
     }
 
-    /// Collects the rows that `putObjects` mutations report, by local identifier.
+    /// Collects the rows that `putObjects` mutations report, by local identifier, and every object
+    /// reported without one or with a row other than one reported for it before.
     final class ReportedRows: TransactionObserver {
         var rows: [String: Int64] = [:]
+        var unreported: [String] = [], moved: [String] = []
         func transactionDidChange(_ mutation: @autoclosure () -> MappingMutation) {
             guard case .putObjects(_, let packed) = mutation() else { return }
             packed.forEach(device: "") { row in
-                if let r = row.storageRow { self.rows[row.localIdentifier] = r }
+                guard let r = row.storageRow else { return self.unreported.append(row.localIdentifier) }
+                if let earlier = self.rows[row.localIdentifier], earlier != r { self.moved.append(row.localIdentifier) }
+                self.rows[row.localIdentifier] = r
             }
         }
     }
@@ -47,11 +51,10 @@ import Testing
         let read = try db.store.write(account: "acc") { tx in try tx.mappingObjects(device, localIdentifiers: ids) }
         let rows = Dictionary(uniqueKeysWithValues: read.map { ($0.object.localIdentifier, $0.storageRow) })
         #expect(Set(rows.values.compactMap { $0 }).count == 4, "each object its own row")
-        if engine == .sqlite {
-            #expect(reported.rows == rows.compactMapValues { $0 })
-        } else {
-            #expect(reported.rows.isEmpty, "PostgreSQL numbers new objects in the statement: its writes report none")
-        }
+        // Each object's row, the updated one's as it was, both of the duplicate's the same.
+        #expect(reported.rows == rows.compactMapValues { $0 })
+        #expect(reported.rows.count == 4)
+        #expect(reported.unreported.isEmpty && reported.moved.isEmpty)
         #expect(read.first { $0.object.localIdentifier == "p2" }?.object.fingerprint == "z")
     }
 

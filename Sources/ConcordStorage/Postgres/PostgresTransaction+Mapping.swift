@@ -118,8 +118,9 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
 /// object's number for the links that follow (`UnlinkedObjectNumbers`).
 extension PostgresTransaction: MappingObjectReads {
     /// This lookup also finds the objects' numbers, which the links inserted next take as they are:
-    /// answered by the mapping index without them (objects written since its load), each link would
-    /// look its object up again. With them, the index answers (`ServiceCore.mappingObjects`).
+    /// answered by the mapping index without them (a number it does not know: one past 32 bits, or
+    /// an object a log entry without numbers put), each link would look its object up again. With
+    /// them, the index answers (`ServiceCore.mappingObjects`).
     var prefersIndexedMappingObjects: Bool { false }
 
     func mappingObjects(_ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {

@@ -81,10 +81,11 @@ extension PostgresTransaction: ObjectWrites {
     }
 
     private func writeObjects(_ device: DeviceRef, _ objects: [StoredObject], newOnly: Bool) throws {
-        // What this transaction's lookups found, taken before the change is reported (which forgets it).
+        // What this transaction's lookups found, taken: the write changes the objects, and its report
+        // (below) forgets it anyway.
         let looked = self.lookedUpObjects.taken()
-        self.observers.didChange(.putting(objects, on: device))
         guard !objects.isEmpty else {
+            self.observers.didChange(.putting(objects, on: device))
             // Nothing changed: what the lookup found still holds (for `deleteObjects`, next).
             self.lookedUpObjects.restore(looked)
             return
@@ -97,9 +98,19 @@ extension PostgresTransaction: ObjectWrites {
         index.reserveCapacity(objects.count)
         var rows: [StoredObject] = []
         rows.reserveCapacity(objects.count)
+        // Each object's row of the statement: an earlier duplicate's is the later one's, which replaced it.
+        var rowOf: [Int] = []
+        rowOf.reserveCapacity(objects.count)
         for s in objects {
             let key = ByteKey(s.object.localIdentifier)
-            if let i = index[key] { rows[i] = s } else { index[key] = rows.count; rows.append(s) }
+            if let i = index[key] {
+                rows[i] = s
+                rowOf.append(i)
+            } else {
+                index[key] = rows.count
+                rowOf.append(rows.count)
+                rows.append(s)
+            }
         }
         let creation = rows.map { PostgresCompact.creation($0.object) }
         let modification = rows.map { PostgresCompact.modification($0.object) }
@@ -150,6 +161,11 @@ extension PostgresTransaction: ObjectWrites {
         // local-identifier index once more per row before inserting; the account's lock keeps other
         // writers off the device.
         let allNew = known?.allSatisfy { $0 == nil } ?? false
+        // The statement answers the first new number: new rows are numbered from it in row order, the
+        // others keep their numbers — bound (`known`), or else answered with their position (those the
+        // probe found; none in a batch of new objects). Not a row per object, as `RETURNING` would send.
+        let answer = known == nil ? "SELECT d.first, u.ord, u.existing FROM d LEFT JOIN u ON NOT u.is_new" : "SELECT d.first, NULL, NULL FROM d"
+        var first: Int64?, numbers = known ?? [Int64?](repeating: nil, count: rows.count)
         try self.db.query("""
             WITH u AS (
             \(existing)
@@ -161,16 +177,34 @@ extension PostgresTransaction: ObjectWrites {
             ), d AS (
                 UPDATE devices SET next_object_no = next_object_no + (SELECT count(*) FROM u WHERE u.is_new) WHERE device_key = $2
                 RETURNING next_object_no - (SELECT count(*) FROM u WHERE u.is_new) AS first
+            ), w AS (
+                INSERT INTO objects (account_key, device_key, object_no, local_id, type, fingerprint, media_type, creation_second, creation_date,
+                                     modification_second, modification_date, has_adjustments, is_favorite, title, members, app_created,
+                                     pk_identifier, key_a)
+                SELECT $1, $2, CASE WHEN n.is_new THEN d.first + n.i - 1 ELSE 0 END, n.l, n.t, n.f, n.m, n.cs, n.cd, n.ms, n.md, n.ha, n.fa,
+                       n.ti, n.me, n.ac, n.pk, n.ka
+                FROM n CROSS JOIN d
+                ORDER BY n.ord
+                \(allNew ? "" : Self.upsertTail)
             )
-            INSERT INTO objects (account_key, device_key, object_no, local_id, type, fingerprint, media_type, creation_second, creation_date,
-                                 modification_second, modification_date, has_adjustments, is_favorite, title, members, app_created,
-                                 pk_identifier, key_a)
-            SELECT $1, $2, CASE WHEN n.is_new THEN d.first + n.i - 1 ELSE 0 END, n.l, n.t, n.f, n.m, n.cs, n.cd, n.ms, n.md, n.ha, n.fa, n.ti,
-                   n.me, n.ac, n.pk, n.ka
-            FROM n CROSS JOIN d
-            ORDER BY n.ord
-            \(allNew ? "" : Self.upsertTail)
-            """, parameters)
+            \(answer)
+            """, parameters) { r in
+            first = r.int(0)
+            if !r.isNull(1) { numbers[Int(r.int(1)) - 1] = r.int(2) }
+        }
+        // Reported after the statement, with each object's number (`StoredObject.storageRow`, which
+        // the mapping index keeps), and before the links are set: the report forgets what lookups
+        // found (`UnlinkedObjectNumbers` too), so the links go in as they did when it came first.
+        // No answer: the device has no row, and nothing was written.
+        var reported: [Int64]?
+        if var next = first {
+            for i in numbers.indices where numbers[i] == nil {
+                numbers[i] = next
+                next += 1
+            }
+            reported = rowOf.map { numbers[$0]! }
+        }
+        self.observers.didChange(.putting(objects, on: device, rows: reported))
         // The rows' links as given: kept, changed or (above) dropped.
         let linked = rows.compactMap { s in s.link.map { (localIdentifier: s.object.localIdentifier, guid: $0.guid) } }
         if !linked.isEmpty { try self.upsertLinks(keys, linked) }
