@@ -213,6 +213,14 @@ public final class ServiceCore: Sendable {
         return asked.isEmpty ? [] : try tx.unlinkedRecords(device, matching: asked)
     }
 
+    /// The stored objects of these identifiers (`ObjectReads.objects`), asked of storage only for
+    /// those the device has when the mapping index is exact for `tx` (`fromIndex`): a change batch
+    /// of new photos looks none up.
+    func storedObjects(_ tx: any AccountWriteTransaction, _ device: DeviceRef, localIdentifiers: [String]) throws -> [StoredObject] {
+        let asked = try self.fromIndex(tx, account: device.accountID, { try $0.identifiersPresent(device, among: localIdentifiers) }) ?? localIdentifiers
+        return asked.isEmpty ? [] : try tx.objects(device, localIdentifiers: asked)
+    }
+
     /// Marks the request's idempotency key applied, in the transaction that applies it.
     private static func markApplied(_ tx: any AccountWriteTransaction, _ scope: IdempotencyScope?) throws {
         if let scope { try tx.markIdempotencyApplied(owner: scope.owner, key: scope.key) }

@@ -43,10 +43,11 @@ public struct LibraryService: ServiceArea {
             var wanted = seen
             for o in upserts { wanted.formUnion(o.members.map(ByteKey.init)) }
             var existing: [ByteKey: StoredObject] = [:]
-            for s in try tx.objects(device, localIdentifiers: wanted.map(\.string)) { existing[ByteKey(s.object.localIdentifier)] = s }
+            for s in try self.core.storedObjects(tx, device, localIdentifiers: wanted.map(\.string)) { existing[ByteKey(s.object.localIdentifier)] = s }
 
             var details = ChangeDetails()
             var puts: [StoredObject] = []
+            var news: [StoredObject] = []   // not stored: inserted without a lookup of their identifiers
             var deleteIDs: [String] = []
             var unchanged = 0
             var takes: [(object: LibraryObject, record: CloudRecord)] = []
@@ -60,7 +61,7 @@ public struct LibraryService: ServiceArea {
                     if let link, Self.givesRecordMore(old.object, o) { takes.append((o, link)) }
                     details[o.type].updated.append(o.localIdentifier)
                 } else {
-                    puts.append(StoredObject(object: sent, link: nil))
+                    news.append(StoredObject(object: sent, link: nil))
                     details[sent.type].inserted.append(sent.localIdentifier)
                 }
             }
@@ -96,6 +97,7 @@ public struct LibraryService: ServiceArea {
             if !details.isEmpty {
                 try self.checkObjectQuota(state.objectCount + ins - del)
                 try tx.putObjects(device, puts)
+                if !news.isEmpty { try tx.insertNewObjects(device, news) }
                 try tx.deleteObjects(device, localIdentifiers: deleteIDs)
                 try MappingService.recordsTake(tx, takes)
                 seq = try HistoryService.appendChange(self.core, tx, state, details: details, now: now, objectCount: state.objectCount + ins - del)

@@ -281,6 +281,13 @@ extension AccountMappingIndex {
         return result
     }
 
+    /// Of `ids`, those the device has, in the order given (`WritePathReads`).
+    func identifiersPresent(_ deviceID: String, among ids: [String]) -> [String] {
+        guard let device = self.devices[deviceID], !ids.isEmpty else { return [] }
+        let found = device.findAll(IdentifierBatch(ids))
+        return found.indices.compactMap { found[$0] >= 0 ? ids[$0] : nil }
+    }
+
     /// Of `keys`, those whose fingerprint some record of the account carries (any type): the others
     /// have no record to find by content (`WritePathReads`).
     func contentsSomeRecordCarries(_ keys: [ContentKey]) -> [ContentKey] {

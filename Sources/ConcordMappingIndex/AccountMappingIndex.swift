@@ -111,6 +111,10 @@ struct IndexedMappingReads: MappingReads, WritePathReads {
         self.index.contentsSomeRecordCarries(keys)
     }
 
+    func identifiersPresent(_ device: DeviceRef, among localIdentifiers: [String]) throws -> [String]? {
+        self.index.identifiersPresent(device.deviceID, among: localIdentifiers)
+    }
+
     func wantedPage(_ device: DeviceRef, after: String?, limit: Int) throws -> WantedPage {
         self.index.wantedPage(device.deviceID, after: after, limit: limit)
     }

@@ -22,6 +22,9 @@ public protocol WritePathReads {
     /// Of `keys`, those some record of the account may carry (by fingerprint; at least every one a
     /// record carries): `unlinkedRecords(_:matching:)` finds nothing for the others. Nil: all.
     func contentsSomeRecordCarries(_ keys: [ContentKey]) throws -> [ContentKey]?
+    /// Of `localIdentifiers`, those the device has, in the order given: storage finds no object
+    /// for the others. Nil: this reader cannot say.
+    func identifiersPresent(_ device: DeviceRef, among localIdentifiers: [String]) throws -> [String]?
 }
 
 extension MappingObjectReads {
