@@ -1,7 +1,7 @@
 """`concord serve` as a child process of a scenario script: started on a free 127.0.0.1 port, waited
 for on /health, called over one kept-alive connection, its CPU (utime + stime) read from /proc.
 Shared by change-batches.py and webhooks.py (they import it from this folder)."""
-import http.client, json, os, socket, subprocess, sys, time
+import base64, hashlib, http.client, json, os, random, socket, subprocess, sys, time
 
 
 class ConcordServer:
@@ -63,3 +63,19 @@ class ConcordServer:
 
     def stop(self):
         self.p.terminate(); self.p.wait(timeout=60)
+
+
+def photo_fingerprint(i):
+    """Synthetic photo i's fingerprint: SHA-256 of "w-<i>", base64url without padding."""
+    return base64.urlsafe_b64encode(hashlib.sha256(f"w-{i}".encode()).digest()).decode().rstrip("=")
+
+
+def two_device_account(server, admin, assets, seed=9):
+    """A new account with devices "one" and "two", and `assets` PhotoKit-shaped random local
+    identifiers (`UUID/L0/001`, from `seed`) for each: (tokens, identifiers), both keyed 1 and 2."""
+    rng = random.Random(seed)
+    def rid(): return "%08X-%04X-4%03X-8%03X-%012X/L0/001" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12), rng.getrandbits(12), rng.getrandbits(48))
+    ids = {1: [rid() for _ in range(assets)], 2: [rid() for _ in range(assets)]}
+    account = server.call("POST", "/v1/accounts", admin, {"name": "w"})["accountToken"]
+    tokens = {d: server.call("POST", "/v1/devices", account, {"name": name})["deviceToken"] for d, name in ((1, "one"), (2, "two"))}
+    return tokens, ids

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """SQLite warm batches at N x 2: build once (--build), then measure warm batches with the server's env as given."""
-import argparse, base64, hashlib, os, random, sys, time, json
+import argparse, os, random, sys, time, json
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from concord_server import ConcordServer
+from concord_server import ConcordServer, photo_fingerprint, two_device_account
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True); ap.add_argument("--db", required=True)
 ap.add_argument("--assets", type=int, default=1000000); ap.add_argument("--batches", type=int, default=300)
@@ -14,12 +14,8 @@ env = {**os.environ, "CONCORD_LIMITS_BODY_BYTES": str(400 << 20), "CONCORD_MAPPI
 s = ConcordServer(args.bin, args.db, ADMIN, args.db + ".log", env=env, call_timeout=3600); s.start()
 try:
     if args.build:
-        def fp(i): return base64.urlsafe_b64encode(hashlib.sha256(f"w-{i}".encode()).digest()).decode().rstrip("=")
-        rng = random.Random(9)
-        def rid(): return "%08X-%04X-4%03X-8%03X-%012X/L0/001" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12), rng.getrandbits(12), rng.getrandbits(48))
-        ids = {1: [rid() for _ in range(args.assets)], 2: [rid() for _ in range(args.assets)]}
-        acct = s.call("POST", "/v1/accounts", ADMIN, {"name": "w"})["accountToken"]
-        tok = {1: s.call("POST", "/v1/devices", acct, {"name": "one"})["deviceToken"], 2: s.call("POST", "/v1/devices", acct, {"name": "two"})["deviceToken"]}
+        fp = photo_fingerprint
+        tok, ids = two_device_account(s, ADMIN, args.assets)
         for d in (1, 2):
             assets = ",".join('{"localIdentifier":"%s","fingerprint":"%s","creationDate":"2024-01-01T00:00:00Z","mediaType":"image"}' % (ids[d][i], fp(i)) for i in range(args.assets))
             s.call("PUT", "/v1/library", tok[d], '{"assets":[%s]}' % assets)

@@ -8,9 +8,9 @@ measured ones, a dump. Files under --work (callgrind.out per dump: read them wit
 
   warm-callgrind.py --bin BIN [--assets 5000] [--batches 50] [--dirs l2c,c2l] [--plain] [--work /tmp/warm-callgrind] [--tag x]
       --plain   both devices hold the same contents, no duplicates: every answer found"""
-import argparse, base64, hashlib, os, random, sys, time, json, subprocess, http.client, glob, re
+import argparse, os, random, sys, time, json, subprocess, http.client, glob, re
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from concord_server import ConcordServer
+from concord_server import ConcordServer, photo_fingerprint, two_device_account
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True); ap.add_argument("--assets", type=int, default=5000)
 ap.add_argument("--batches", type=int, default=50); ap.add_argument("--dirs", default="l2c,c2l")
@@ -29,12 +29,8 @@ for suf in ("", "-wal", "-shm"):
     try: os.remove(db + suf)
     except FileNotFoundError: pass
 s = ConcordServer(wrapper, "sqlite:" + db, ADMIN, f"{args.work}/{args.tag}.log", start_seconds=120, call_timeout=3600); s.start()
-def fp(i): return base64.urlsafe_b64encode(hashlib.sha256(f"w-{i}".encode()).digest()).decode().rstrip("=")
-rng = random.Random(9)
-def rid(): return "%08X-%04X-4%03X-8%03X-%012X/L0/001" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12), rng.getrandbits(12), rng.getrandbits(48))
-ids = {1: [rid() for _ in range(args.assets)], 2: [rid() for _ in range(args.assets)]}
-acct = s.call("POST", "/v1/accounts", ADMIN, {"name": "w"})["accountToken"]
-tok = {1: s.call("POST", "/v1/devices", acct, {"name": "one"})["deviceToken"], 2: s.call("POST", "/v1/devices", acct, {"name": "two"})["deviceToken"]}
+fp = photo_fingerprint
+tok, ids = two_device_account(s, ADMIN, args.assets)
 shared = int(args.assets * 1.1111)
 pick = {d: (list(range(args.assets)) if args.plain else random.Random(d).sample(range(shared), args.assets)) for d in (1, 2)}
 if not args.plain:
