@@ -38,6 +38,39 @@ import Testing
         #expect(answered.first { $0.object.localIdentifier == "k1/L0/001" }?.link != nil)
     }
 
+    /// Which identifiers a device has (`WritePathReads.identifiersPresent`, what a change batch asks
+    /// storage about): the index answers as storage finds, by bytes (an NFD spelling is another
+    /// identifier), albums included; and a change batch that inserts, updates and deletes through it
+    /// leaves what the storage path would.
+    @Test(arguments: TestEngine.available) func theIndexSaysWhichIdentifiersTheDeviceHas(_ engine: TestEngine) throws {
+        let (env, a, _) = try TestEnv.twoDevices(engine)
+        let nfc = "caf\u{E9}/L0/001", nfd = "cafe\u{301}/L0/001"
+        try env.service.library.applyChanges(LibraryChangeRequest(
+            assets: .init(upsert: [.asset("k1/L0/001", fingerprint: fp(1)), .asset(nfc, fingerprint: fp(2))]),
+            assetCollections: .init(upsert: [.assetCollection("c1", fingerprint: fp(10), title: "Trip", assets: ["k1/L0/001"])])), device: a)
+        _ = try env.cloudID(a, "k1/L0/001")   // the index holds the account from here on
+        let asked = ["missing/L0/001", nfd, "c1", "k1/L0/001", nfc]
+        let (present, stored) = try env.service.core.write(account: env.account.accountID, idempotency: nil) { tx in
+            let version = try tx.mappingVersion()
+            let fromIndex = try env.service.core.index?.readIfCurrent(account: env.account.accountID, version: version) { reads in
+                try (reads as? any WritePathReads)?.identifiersPresent(a, among: asked)
+            }
+            return (try #require(fromIndex ?? nil, "the index holds the account"), try tx.objects(a, localIdentifiers: asked))
+        }
+        #expect(present.map { Array($0.utf8) } == [Array("c1".utf8), Array("k1/L0/001".utf8), Array(nfc.utf8)])
+        #expect(Set(stored.map { Array($0.object.localIdentifier.utf8) }) == Set(present.map { Array($0.utf8) }))
+        // New, updated and deleted in one batch: new ones inserted without a lookup.
+        let result = try env.service.library.applyChanges(LibraryChangeRequest(assets: .init(
+            upsert: [.asset("n1/L0/001", fingerprint: fp(3)), .asset(nfd, fingerprint: fp(4)), .asset("k1/L0/001", fingerprint: fp(5))],
+            delete: [nfc])), device: a)
+        #expect((result.inserted, result.updated, result.deleted) == (2, 1, 1))
+        let after = try env.service.core.write(account: env.account.accountID, idempotency: nil) { tx in
+            try tx.objects(a, localIdentifiers: ["n1/L0/001", nfd, "k1/L0/001", nfc])
+        }
+        #expect(Dictionary(uniqueKeysWithValues: after.map { (Array($0.object.localIdentifier.utf8), $0.object.fingerprint) })
+                == [Array("n1/L0/001".utf8): fp(3), Array(nfd.utf8): fp(4), Array("k1/L0/001".utf8): fp(5)])
+    }
+
     /// The index hands back the rows storage keeps (`StoredObject.storageRow`: SQLite's rowids,
     /// PostgreSQL's object numbers), whether it learned them from the writes that stored the objects
     /// (new ones, updated ones, a whole library's) or from a load of the tables.
