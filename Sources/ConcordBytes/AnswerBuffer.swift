@@ -17,6 +17,14 @@ public struct AnswerBuffer<Other>: RandomAccessCollection {
     @usableFromInline var buffer: [UInt8]
     /// The bytes the `.bytes` answers point into.
     @inlinable public var bytes: [UInt8] { self.buffer }
+    /// Whether the writer of every answer's bytes vouched that they are plain ASCII
+    /// (`vouchPlainASCII`): bytes set or appended since make it false.
+    @usableFromInline var plainASCIIVouched = false
+    @inlinable public var bytesArePlainASCII: Bool { self.plainASCIIVouched }
+
+    /// The answers' bytes are plain ASCII (0x20–0x7E, no `"` nor `\`): the writer of the last
+    /// `write(capacity:_:)`, having tested what it wrote, says so.
+    @inlinable public mutating func vouchPlainASCII() { self.plainASCIIVouched = true }
 
     @inlinable public init() {
         self.answers = []
@@ -87,6 +95,7 @@ public struct AnswerBuffer<Other>: RandomAccessCollection {
 
     @inlinable
     mutating func appended<C: Collection>(_ bytes: C) -> Range<Int> where C.Element == UInt8 {
+        self.plainASCIIVouched = false
         let start = self.buffer.count
         self.buffer.append(contentsOf: bytes)
         return start..<self.buffer.count
@@ -97,6 +106,7 @@ public struct AnswerBuffer<Other>: RandomAccessCollection {
     public func mapOthers<T>(_ transform: (Other) throws -> T) rethrows -> AnswerBuffer<T> {
         var result = AnswerBuffer<T>()
         result.buffer = self.buffer
+        result.plainASCIIVouched = self.plainASCIIVouched
         result.answers = try self.answers.map { answer in
             switch answer {
             case .bytes(let range): .bytes(range)
@@ -111,6 +121,7 @@ public struct AnswerBuffer<Other>: RandomAccessCollection {
     /// `body` sets answers through the writer; what it leaves of the room is not kept.
     @inlinable
     public mutating func write(capacity: Int, _ body: (inout Writer) throws -> Void) rethrows {
+        self.plainASCIIVouched = false
         let start = self.buffer.count
         // The answers move into the writer and back: no copy of the array on the way.
         var answers: [Answer] = []

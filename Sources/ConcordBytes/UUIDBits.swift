@@ -43,10 +43,12 @@
     @inlinable @inline(__always)
     public static func hexDigits(_ w: UInt64, anyCase: Bool) -> (value: UInt64, bad: UInt64) {
         let ones = ByteLanes.ones
-        let digit = ByteLanes.within(w, 0x30, 0x39)
-        // 'A'–'F', or with anyCase also 'a'–'f' (folded to upper case first).
-        let letter = anyCase ? ByteLanes.within(w & ~(0x20 &* ones), 0x41, 0x46) : ByteLanes.within(w, 0x41, 0x46)
-        let bad = (w & ByteLanes.high) | ((digit | letter) ^ ByteLanes.high)
+        // The tests share one raise and one mask (`ByteLanes.atLeast(raised:_:)`).
+        let raised = w | ByteLanes.high
+        let digit = ByteLanes.within(raised: raised, 0x30, 0x39)
+        // 'A'–'F', or with anyCase also 'a'–'f' (folded to lower case first: 0x20 set).
+        let letter = anyCase ? ByteLanes.within(raised: raised | 0x20 &* ones, 0x61, 0x66) : ByteLanes.within(raised: raised, 0x41, 0x46)
+        let bad = (w | ~(digit | letter)) & ByteLanes.high
         // A digit's value is its low nibble; a letter's (bit 6 set) its low nibble + 9.
         var v = (w & (0x0F &* ones)) &+ ((w >> 6) & ones) &* 9
         // Byte 0 (the first digit) is the least significant: reverse, then pack nibbles pairwise.

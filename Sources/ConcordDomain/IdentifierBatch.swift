@@ -72,17 +72,11 @@ public struct IdentifierBatch: Sendable {
         }
     }
 
-    /// Whether every byte is in 0x20…0x7E and none is `"` or `\`: 16 bytes a step, one test at
-    /// the end. Per byte, the high bit of `bad` is set where the byte is below 0x20 (`w - 0x20`
-    /// borrows), 0x7F or above (`w + 1` reaches 0x80, or the byte has it), a quote or a backslash
-    /// (`x - 1` borrows where `x`, the byte xor the character, is zero). A borrow or carry runs only
-    /// out of a byte flagged already, so `bad` flags some byte exactly when one is not plain.
+    /// Whether every byte is in 0x20…0x7E and none is `"` or `\`: 16 bytes a step
+    /// (`ByteLanes.notPlainASCII`), one test at the end.
     public static func isPlainASCII(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let high: UInt64 = 0x8080_8080_8080_8080
-        @inline(__always) func notPlain(_ w: UInt64) -> UInt64 {
-            (w &- ones &* 0x20) | (w &+ ones) | w | ((w ^ (ones &* 0x22)) &- ones) | ((w ^ (ones &* 0x5C)) &- ones)
-        }
+        let high = ByteLanes.high
+        @inline(__always) func notPlain(_ w: UInt64) -> UInt64 { ByteLanes.notPlainASCII(w) }
         var i = 0
         var bad: UInt64 = 0
         if let base = b.baseAddress {

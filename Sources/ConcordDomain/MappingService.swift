@@ -14,9 +14,49 @@ public struct CloudIdentifierAnswers: Sendable {
     }
 }
 
-/// Cloud → local answers of a batch: per identifier the local identifier found (its bytes) or
-/// the item's error.
-public typealias LocalIdentifierAnswers = AnswerBuffer<ItemError>
+/// Cloud → local answers of a batch: per identifier the local identifier found (its bytes), or the
+/// number of its error in `errors`. Numbers, not errors, per item: nothing to release per item,
+/// and a writer renders each error once.
+public struct LocalIdentifierAnswers: Sendable {
+    public var answers: AnswerBuffer<Int>
+    /// The errors the answers name by number (one may be named by no answer).
+    public private(set) var errors: [ItemError]
+
+    public init(answers: AnswerBuffer<Int>, errors: [ItemError]) {
+        self.answers = answers
+        self.errors = errors
+    }
+
+    public init() { self.init(answers: AnswerBuffer(), errors: []) }
+
+    @inlinable public var count: Int { self.answers.count }
+
+    /// Answer `i`'s error, nil when it is a local identifier.
+    public func error(_ i: Int) -> ItemError? {
+        guard case .other(let e) = self.answers[i] else { return nil }
+        return self.errors[e]
+    }
+
+    /// Appends an answer of these bytes (a local identifier found).
+    public mutating func append<C: Collection>(bytes: C) where C.Element == UInt8 { self.answers.append(bytes: bytes) }
+
+    /// Appends an error answer.
+    public mutating func append(_ error: ItemError) { self.answers.append(self.number(error)) }
+
+    /// Answer `i` becomes these bytes.
+    public mutating func set<C: Collection>(_ i: Int, bytes: C) where C.Element == UInt8 { self.answers.set(i, bytes: bytes) }
+
+    /// Answer `i` becomes `error`.
+    public mutating func set(_ i: Int, _ error: ItemError) { self.answers.set(i, self.number(error)) }
+
+    /// `error`'s number: the last error's when it is the same (a batch's errors come mostly
+    /// repeated), otherwise a new one.
+    private mutating func number(_ error: ItemError) -> Int {
+        if let last = self.errors.last, last == error { return self.errors.count - 1 }
+        self.errors.append(error)
+        return self.errors.count - 1
+    }
+}
 
 /// Mapping identifiers both ways, and links chosen by the person.
 public struct MappingService: ServiceArea {
@@ -216,10 +256,10 @@ public struct MappingService: ServiceArea {
         let limited = try self.mappingLookup(device, checked: checked) { reads, state, mappingVersion in
             let limited = state.authorization == .limited
             quick = try reads.quickLocalIdentifiers(device, cloudIdentifiers: batch, contentMatch: contentMatch)
-                ?? QuickLocalIdentifiers(repeating: .undecided, count: batch.count)
-            quick.withAnswers { answers in   // a plain buffer: no copy of each item's answer
+                ?? QuickLocalIdentifiers(undecided: batch.count)
+            quick.answers.withAnswers { answers in   // a plain buffer: no copy of each item's answer
                 for i in answers.indices {
-                    guard case .other(.undecided) = answers[i] else { continue }
+                    guard case .other(QuickLocalIdentifiers.undecided) = answers[i] else { continue }
                     rest.append((i, batch.withIdentifier(i) { CloudIdentifier(parsing: $0) }))
                 }
             }
@@ -233,24 +273,22 @@ public struct MappingService: ServiceArea {
             let toLink = resolved.links
             try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt, core: self.core) } }
         }
+        // The quick answers' numbers are these errors' (`QuickLocalIdentifiers`): kept as they are.
+        let notFound = ItemError.identifierNotFound(limitedLibrary: limited)
+        var errors: [ItemError] = [notFound, .invalidIdentifier, .invalidIdentifier]   // undecided: replaced below, or step 1's
+        errors.reserveCapacity(errors.count + quick.candidates.count)
+        for candidates in quick.candidates { errors.append(.multipleIdentifiersFound(localIdentifiers: candidates)) }
+        var result = LocalIdentifierAnswers(answers: quick.answers, errors: errors)
         // Local copies: the closure above captures these, and reading a captured variable inside a
         // loop would retain its array once per item.
         let resolvedAnswers = resolved.answers, remaining = rest
-        let notFound = ItemError.identifierNotFound(limitedLibrary: limited)
-        var result = quick.mapOthers { lookup -> ItemError in
-            switch lookup {
-            case .notFound: notFound
-            case .multiple(let localIdentifiers): .multipleIdentifiersFound(localIdentifiers: localIdentifiers)
-            case .invalid, .undecided: .invalidIdentifier   // undecided: replaced below
-            }
-        }
         var answerIndex = 0
         for (item, identifier) in remaining {
             guard identifier != nil else { continue }   // stays invalidIdentifier
             switch resolvedAnswers[answerIndex] {
             case .found(let local)?: result.set(item, bytes: local.utf8)
             case .error(let error)?: result.set(item, error)
-            case nil: result.set(item, notFound)
+            case nil: result.answers.set(item, QuickLocalIdentifiers.notFound)
             }
             answerIndex += 1
         }

@@ -72,7 +72,7 @@ extension AccountMappingIndex {
     func quickLocalIdentifiers(_ deviceID: String, cloudIdentifiers batch: IdentifierBatch, contentMatch: Bool) -> QuickLocalIdentifiers {
         let n = batch.count
         // The misses are set in the answers themselves (no array of them to convert and let go).
-        var result = QuickLocalIdentifiers(repeating: .undecided, count: n)
+        var result = QuickLocalIdentifiers(undecided: n)
         guard let device = self.devices[deviceID], n > 0 else { return result }
         var keys = [UUIDBits?](repeating: nil, count: n)
         var types = [ObjectType](repeating: .asset, count: n)
@@ -81,7 +81,7 @@ extension AccountMappingIndex {
                 let id = UnsafeBufferPointer(rebasing: b[Int(span.start)..<Int(span.start) + Int(span.length)])
                 guard let type = CloudIdentifier.wellFormedType(id),
                       let key = UUIDBits(bytes: UnsafeBufferPointer(rebasing: id[id.startIndex..<id.startIndex + 36]), anyCase: true) else {
-                    result.set(i, .invalid)
+                    result.answers.set(i, QuickLocalIdentifiers.invalid)
                     continue
                 }
                 keys[i] = key
@@ -103,12 +103,15 @@ extension AccountMappingIndex {
             for i in 0..<n where answers[i] < 0 && keys[i] != nil {
                 let record = numbers[i]
                 if record >= 0 && self.deviceCarriesAKey(of: Int(record), device) { continue }
-                guard contentMatch else { result.set(i, .notFound); continue }
+                guard contentMatch else { result.answers.set(i, QuickLocalIdentifiers.notFound); continue }
                 let span = batch.spans[i]
                 let fingerprint = UnsafeBufferPointer(rebasing: b[Int(span.start) + Self.cloudIdentifierPrefix..<Int(span.start) + Int(span.length)])
                 if fingerprint.isEmpty {
                     // No record, or a record without a fingerprint: no content to match.
-                    guard record >= 0, !self.isEmpty(fingerprint: self.records[Int(record)].fingerprint) else { result.set(i, .notFound); continue }
+                    guard record >= 0, !self.isEmpty(fingerprint: self.records[Int(record)].fingerprint) else {
+                        result.answers.set(i, QuickLocalIdentifiers.notFound)
+                        continue
+                    }
                     recordContents.append(Int32(self.records[Int(record)].fingerprint))
                 } else if record >= 0, self.fingerprint(self.records[Int(record)].fingerprint, isBytes: fingerprint) {
                     // Spelled with its record's own fingerprint (the usual identifier): its number
@@ -132,7 +135,7 @@ extension AccountMappingIndex {
             for (j, i) in byContent.enumerated() {
                 let slots = fingerprints[j] < 0 ? [] : device.slots(withContent: UInt32(fingerprints[j]), type: types[i])
                 switch slots.count {
-                case 0: result.set(i, .notFound)
+                case 0: result.answers.set(i, QuickLocalIdentifiers.notFound)
                 case 1:
                     // A link is stored when the record exists with exactly this content and the
                     // object has none (`MappingService.resolve`): that case goes the full way.
@@ -144,18 +147,22 @@ extension AccountMappingIndex {
                 default:
                     var candidates = slots.map { device.identifier(ofSlot: $0) }
                     candidates.sort { $0.utf8Precedes($1) }
-                    result.set(i, .multiple(candidates))
+                    result.setMultiple(i, candidates)
                 }
             }
         }
         device.withLookup { l in
             var total = 0
             for s in answers where s >= 0 { total += device.spelledLength(ofSlot: s, l) }
-            result.write(capacity: total) { out in
+            // Whether the identifiers' own bytes are plain ASCII, tested as they are copied: the
+            // route then writes them without testing the answers again.
+            var notPlain: UInt64 = 0
+            result.answers.write(capacity: total) { out in
                 for (i, s) in answers.enumerated() where s >= 0 {
-                    out.set(i) { at in device.spell(slot: s, l, into: at) }
+                    out.set(i) { at in device.spell(slot: s, l, into: at, notPlain: &notPlain) }
                 }
             }
+            if notPlain == 0 { result.answers.vouchPlainASCII() }
         }
         return result
     }

@@ -319,6 +319,19 @@ final class DeviceTable {
         return Self.spell(l.arena! + Int(slot.offset), Int(slot.length), into: out)
     }
 
+    /// `spell(slot:_:into:)`, with the bytes copied from the stored form (a compact identifier's
+    /// UUID is spelled plain from its bits) tested for plain ASCII into `notPlain`
+    /// (`ByteLanes.notPlainASCII`: zero while every byte is).
+    @inline(__always)
+    func spell(slot n: Int32, _ l: Lookup, into out: UnsafeMutablePointer<UInt8>, notPlain: inout UInt64) -> Int {
+        let slot = l.slots[Int(n)]
+        let stored = l.arena! + Int(slot.offset)
+        let count = Self.spell(stored, Int(slot.length), into: out)
+        let spelledPlain = slot.length > 0 && stored[0] == Self.compactMarker ? 36 : 0
+        notPlain |= ByteLanes.notPlainASCII(out, from: spelledPlain, to: count)
+        return count
+    }
+
     /// The slot linked to each record number (-1 for none, or where the number is -1), and its
     /// identifier bytes prefetched: the answers are made of them next.
     func linkedSlots(records: [Int32]) -> [Int32] {

@@ -250,6 +250,31 @@ import Testing
     }
 }
 
+/// The index keeps a PhotoKit-shaped identifier as its UUID's bits and the rest as bytes, and tells
+/// the route whether the bytes it copied into a cloud → local answer need escaping. A byte to escape
+/// after the UUID, near or far from it, or in an identifier kept as it is, is answered escaped.
+@Test func localIdentifiersWithBytesToEscapeAfterTheirUUIDAreAnsweredEscaped() throws {
+    let server = try APIServer()
+    let account = try server.account()
+    let phone = try server.device(account.token, "Phone")
+    let tablet = try server.device(account.token, "Tablet")
+    let uuid = "9F983DBA-EC35-42B8-8773-B597CF782EDD"
+    let tabletIDs = [uuid + "/L0/001", uuid + "\"", uuid + "/L0/001\"", uuid + "/L0/001/caf\u{E9}", "x\"y", uuid + "/L0/001/" + String(repeating: "z", count: 20) + "\\"]
+    try server.upsert(phone.token, assets: tabletIDs.indices.map { ("p\($0)", fingerprint(70 + $0)) })
+    try server.upsert(tablet.token, assets: tabletIDs.enumerated().map { ($1, fingerprint(70 + $0)) })
+    let clouds = try server.cloudIDs(phone.token, tabletIDs.indices.map { "p\($0)" }).map { try #require($0["cloudIdentifier"]?.stringValue) }
+    // The first answer links by content; the next ones come from the links, through the index.
+    for round in 0..<3 {
+        let back = try server.localIDs(tablet.token, clouds)
+        #expect(back.map { $0["localIdentifier"]?.stringValue } == tabletIDs, "round \(round)")
+    }
+    // Each alone, beside a plain one: whichever answer needs escaping is escaped.
+    for (i, cloud) in clouds.enumerated() {
+        let back = try server.localIDs(tablet.token, [clouds[0], cloud])
+        #expect(back.map { $0["localIdentifier"]?.stringValue } == [tabletIDs[0], tabletIDs[i]])
+    }
+}
+
 /// The one-pass answer of a plain batch is the `JSONWriter` answer, byte for byte.
 /// Each batch mixes the three outcomes and identifier lengths by its index (no randomness needed).
 @Test(arguments: [0, 1, 2, 7, 300]) func thePlainLocalToCloudAnswerIsTheWrittenOne(_ count: Int) throws {

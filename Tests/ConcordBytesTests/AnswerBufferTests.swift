@@ -106,3 +106,25 @@ func anAnswerBufferReadsBackWhatWasPutInIt(_ name: String, _ placeholders: Int, 
     #expect(Array(mapped) == [.bytes(0..<1), .other("#3"), .bytes(1..<3), .other("#4")])
     #expect(Array(AnswerBuffer(others: [1, 2]).mapOthers { $0 * 10 }) == [.other(10), .other(20)])
 }
+
+/// A writer's word that its bytes are plain ASCII holds until bytes are added another way; the
+/// others' mapping keeps it.
+@Test func plainnessVouchedForLastsUntilOtherBytesCome() {
+    var buffer = AnswerBuffer<Int>(repeating: 0, count: 3)
+    #expect(!buffer.bytesArePlainASCII)
+    buffer.write(capacity: 2) { out in out.set(0) { $0[0] = 0x61; $0[1] = 0x62; return 2 } }
+    #expect(!buffer.bytesArePlainASCII)   // a write alone vouches for nothing
+    buffer.vouchPlainASCII()
+    #expect(buffer.bytesArePlainASCII)
+    buffer.set(1, 7)
+    #expect(buffer.bytesArePlainASCII && buffer.mapOthers { $0 + 1 }.bytesArePlainASCII)
+    var set = buffer
+    set.set(2, bytes: "\"".utf8)
+    #expect(!set.bytesArePlainASCII)
+    var appended = buffer
+    appended.append(bytes: "c".utf8)
+    #expect(!appended.bytesArePlainASCII)
+    var rewritten = buffer
+    rewritten.write(capacity: 1) { out in out.set(2) { $0[0] = 0x63; return 1 } }
+    #expect(!rewritten.bytesArePlainASCII)
+}

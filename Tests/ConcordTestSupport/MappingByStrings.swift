@@ -43,10 +43,10 @@ extension CloudIdentifierAnswers {
 extension LocalIdentifierAnswers {
     /// One `MappingResult` per identifier.
     public var results: [MappingResult] {
-        self.map { answer in
+        self.answers.map { answer in
             switch answer {
-            case .bytes(let range): .found(String(decoding: self.bytes[range], as: UTF8.self))
-            case .other(let error): .error(error)
+            case .bytes(let range): .found(String(decoding: self.answers.bytes[range], as: UTF8.self))
+            case .other(let error): .error(self.errors[error])
             }
         }
     }

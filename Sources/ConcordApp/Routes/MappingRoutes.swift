@@ -60,8 +60,7 @@ private func localToCloudAnswer(_ ids: IdentifierBatch, _ answers: CloudIdentifi
 /// the batch, escaped only when it needs to be), then its `localIdentifier` or `error`; counts
 /// each outcome for `/metrics`.
 private func cloudToLocalAnswer(_ ids: IdentifierBatch, _ answers: LocalIdentifierAnswers, _ metrics: AppMetrics) -> HTTPResponse {
-    // Each distinct error numbered once, then counted by its number: one pass over the items'
-    // plain numbers rather than another over their errors.
+    // Errors come numbered: counted by their number, one pass over the items' plain numbers.
     let numbered = CloudToLocalBody.answers(answers)
     var perError = [Int](repeating: 0, count: numbered.errors.count)
     var found = 0
@@ -75,7 +74,7 @@ private func cloudToLocalAnswer(_ ids: IdentifierBatch, _ answers: LocalIdentifi
     tally[AppMetrics.Outcome.found.rawValue] = found
     for (e, error) in numbered.errors.enumerated() { tally[AppMetrics.Outcome(.error(error)).rawValue] += perError[e] }
     metrics.recordMappings(.cloudToLocal, tally)
-    let plain = ids.isPlainASCII && answers.bytes.withUnsafeBufferPointer { IdentifierBatch.isPlainASCII($0) }
+    let plain = ids.isPlainASCII && (answers.answers.bytesArePlainASCII || answers.answers.bytes.withUnsafeBufferPointer { IdentifierBatch.isPlainASCII($0) })
     let body = plain ? MappingsBody.plain(ids, asked: "cloudIdentifier", answered: "localIdentifier", numbered)
         : MappingsBody.written(ids, asked: "cloudIdentifier", answered: "localIdentifier", numbered)
     return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json")]), body: body)

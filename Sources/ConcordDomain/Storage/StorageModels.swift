@@ -231,23 +231,40 @@ public struct LibraryStatus: Sendable, Equatable {
     }
 }
 
-/// A cloud → local answer a reader decided from a batch's bytes alone, when it is not a local
-/// identifier found (step 2, the linked object, or 4, the only object with the content).
-public enum QuickLocalIdentifierMiss: Sendable, Equatable {
-    /// Not a well-formed cloud identifier (step 1).
-    case invalid
+/// Cloud → local answers a reader decided from a batch's bytes alone (`MappingReads.quickLocalIdentifiers`):
+/// per identifier the local identifier's bytes (found: step 2, the linked object, or 4, the only
+/// object with the content), or a number saying why not. The numbers hold no reference (nothing to
+/// release per item of a batch), and they are the numbers of the errors `LocalIdentifierAnswers`
+/// gives these items, so the service keeps the answers as they are.
+public struct QuickLocalIdentifiers: Sendable {
     /// No link, no object carrying one of the record's keys, no object with the content (or no
     /// content match asked).
-    case notFound
-    /// Step 4: several objects have the identifier's content (their local identifiers, sorted).
-    case multiple([String])
+    public static let notFound = 0
+    /// Not a well-formed cloud identifier (step 1).
+    public static let invalid = 1
     /// To resolve in full.
-    case undecided
-}
+    public static let undecided = 2
+    /// The first number of step 4's several objects with the identifier's content: item `i` set to
+    /// `firstMultiple + k` has the candidates `candidates[k]`.
+    public static let firstMultiple = 3
 
-/// Cloud → local answers a reader decided from a batch's bytes alone (`MappingReads.quickLocalIdentifiers`):
-/// per identifier the local identifier's bytes, or a `QuickLocalIdentifierMiss`.
-public typealias QuickLocalIdentifiers = AnswerBuffer<QuickLocalIdentifierMiss>
+    public var answers: AnswerBuffer<Int>
+    /// The local identifiers of each `multiple`, sorted.
+    public private(set) var candidates: [[String]] = []
+
+    /// `count` answers, each undecided.
+    public init(undecided count: Int) {
+        self.answers = AnswerBuffer(repeating: Self.undecided, count: count)
+    }
+
+    public init() { self.init(undecided: 0) }
+
+    /// Item `i` has several objects with its content: these local identifiers, sorted.
+    public mutating func setMultiple(_ i: Int, _ localIdentifiers: [String]) {
+        self.answers.set(i, Self.firstMultiple + self.candidates.count)
+        self.candidates.append(localIdentifiers)
+    }
+}
 
 // MARK: - Journals and uploads
 

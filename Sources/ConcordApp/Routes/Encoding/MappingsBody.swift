@@ -171,25 +171,9 @@ enum ByteRuns {
 
 /// The body of a cloud → local answer, two ways with the same bytes (a table test holds them equal).
 enum CloudToLocalBody {
-    /// Each answer a run of the local identifiers' bytes, or its error (each distinct error once,
-    /// lists of candidates apart).
+    /// The answers as they are: each a run of the local identifiers' bytes, or the number of its error.
     static func answers(_ answers: LocalIdentifierAnswers) -> MappingsBody.Answers {
-        var errors: [ItemError] = []
-        var numbered: [ItemError: Int] = [:]
-        // A batch's errors are mostly one repeated (identifierNotFound): the last numbered one is
-        // compared before any hashing.
-        var last: (error: ItemError, number: Int)?
-        let pieces = answers.mapOthers { error -> Int in
-            // Lists of candidates each their own, without hashing their strings.
-            if case .multipleIdentifiersFound = error { errors.append(error); return errors.count - 1 }
-            if let last, last.error == error { return last.number }
-            if let e = numbered[error] { last = (error, e); return e }
-            errors.append(error)
-            numbered[error] = errors.count - 1
-            last = (error, errors.count - 1)
-            return errors.count - 1
-        }
-        return MappingsBody.Answers(pieces: pieces, errors: errors)
+        MappingsBody.Answers(pieces: answers.answers, errors: answers.errors)
     }
 
     static func written(_ ids: IdentifierBatch, _ answers: LocalIdentifierAnswers) -> [UInt8] {
