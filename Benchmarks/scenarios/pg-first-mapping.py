@@ -10,6 +10,8 @@ per 1000 identifiers each way. Alternate two binaries' runs to compare them (one
       [--pgss]    per-statement plan and execution time (needs pg_stat_statements preloaded, with
                   pg_stat_statements.track_planning = on, in DIR/data/postgresql.conf)
       [--perf F]  perf record -a of the mapping phases into F
+      [--state F] keep what pg-index-load.py needs (tokens, some identifiers, the URL) in F: the
+                  database stays in the cluster after the run
 Python stdlib only; every cloud → local answer is checked."""
 import argparse, base64, hashlib, http.client, json, os, random, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -19,6 +21,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True); ap.add_argument("--pg-dir", required=True)
 ap.add_argument("--assets", type=int, default=100000); ap.add_argument("--batch", type=int, default=10000)
 ap.add_argument("--options", default=""); ap.add_argument("--pgss", action="store_true"); ap.add_argument("--perf", default="")
+ap.add_argument("--state", default="")
 a = ap.parse_args()
 port = open(os.path.join(a.pg_dir, "port")).read().strip()
 sock = os.path.join(a.pg_dir, "sock")
@@ -27,7 +30,7 @@ def psql(sql, out=False):
 psql("DROP DATABASE IF EXISTS concord WITH (FORCE)"); psql("CREATE DATABASE concord OWNER concord")
 url = f"postgres://concord:concord@127.0.0.1:{port}/concord" + (("?options=" + a.options) if a.options else "")
 ADMIN = "firstmap-admin-token-0123456789abcdef0123"
-server = ConcordServer(a.bin, url, ADMIN, os.path.join(a.pg_dir, "concord.log"), env={**os.environ, "CONCORD_MAPPING_INDEX_SNAPSHOTS": "off"}, start_seconds=60)
+server = ConcordServer(a.bin, url, ADMIN, os.path.join(a.pg_dir, "concord.log"), env={**os.environ, "CONCORD_MAPPING_INDEX_SNAPSHOTS": "off", "CONCORD_LIMITS_BODY_BYTES": str(400 << 20)}, start_seconds=60)
 server.start()
 def call(method, path, token, body):
     c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=1800)
@@ -69,3 +72,5 @@ for direction in ("l2c", "c2l"):
 if perf: perf.send_signal(2); perf.wait()
 print(" | ".join(res), flush=True)
 server.p.kill(); server.p.wait()
+if a.state:
+    json.dump({"tok": toks, "ids0": ids[0][:20000], "ids1": ids[1][:20000], "clouds": clouds[:20000], "url": url}, open(a.state, "w"))
