@@ -76,17 +76,16 @@ public struct IdentifierBatch: Sendable {
     /// (`ByteLanes.notPlainASCII`), one test at the end.
     public static func isPlainASCII(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         let high = ByteLanes.high
-        @inline(__always) func notPlain(_ w: UInt64) -> UInt64 { ByteLanes.notPlainASCII(w) }
         var i = 0
         var bad: UInt64 = 0
         if let base = b.baseAddress {
             let raw = UnsafeRawPointer(base)
             while i + 16 <= b.count {
-                bad |= notPlain(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) | notPlain(raw.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self))
+                bad |= ByteLanes.notPlainASCII(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) | ByteLanes.notPlainASCII(raw.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self))
                 i += 16
             }
             if i + 8 <= b.count {
-                bad |= notPlain(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                bad |= ByteLanes.notPlainASCII(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
                 i += 8
             }
         }

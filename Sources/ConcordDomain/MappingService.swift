@@ -29,12 +29,14 @@ public struct LocalIdentifierAnswers: Sendable {
 
     public init() { self.init(answers: AnswerBuffer(), errors: []) }
 
-    @inlinable public var count: Int { self.answers.count }
-
-    /// Answer `i`'s error, nil when it is a local identifier.
-    public func error(_ i: Int) -> ItemError? {
-        guard case .other(let e) = self.answers[i] else { return nil }
-        return self.errors[e]
+    /// The reader's quick answers as they are, their numbers made errors: a miss's number is the
+    /// position of its error here. Undecided items are step 1's until the caller sets them.
+    init(_ quick: QuickLocalIdentifiers, notFound: ItemError) {
+        var errors = [ItemError](repeating: .invalidIdentifier, count: QuickLocalIdentifiers.firstMultiple)
+        errors[QuickLocalIdentifiers.notFound] = notFound
+        errors.reserveCapacity(errors.count + quick.candidates.count)
+        for candidates in quick.candidates { errors.append(.multipleIdentifiersFound(localIdentifiers: candidates)) }
+        self.init(answers: quick.answers, errors: errors)
     }
 
     /// Appends an answer of these bytes (a local identifier found).
@@ -273,12 +275,7 @@ public struct MappingService: ServiceArea {
             let toLink = resolved.links
             try self.run { try self.core.write(account: device.accountID, idempotency: nil) { tx in try Self.storeFoundLinks(tx, device: device, toLink, resolvedAt: resolvedAt, core: self.core) } }
         }
-        // The quick answers' numbers are these errors' (`QuickLocalIdentifiers`): kept as they are.
-        let notFound = ItemError.identifierNotFound(limitedLibrary: limited)
-        var errors: [ItemError] = [notFound, .invalidIdentifier, .invalidIdentifier]   // undecided: replaced below, or step 1's
-        errors.reserveCapacity(errors.count + quick.candidates.count)
-        for candidates in quick.candidates { errors.append(.multipleIdentifiersFound(localIdentifiers: candidates)) }
-        var result = LocalIdentifierAnswers(answers: quick.answers, errors: errors)
+        var result = LocalIdentifierAnswers(quick, notFound: .identifierNotFound(limitedLibrary: limited))
         // Local copies: the closure above captures these, and reading a captured variable inside a
         // loop would retain its array once per item.
         let resolvedAnswers = resolved.answers, remaining = rest
