@@ -197,12 +197,16 @@ class Meter:
     """Wall, server CPU and PostgreSQL CPU around a block."""
     def __enter__(self):
         self.w0 = time.perf_counter(); self.c0 = proc_cpu(SERVER.pid); self.p0 = pg_cpu() if args.pg_dir else 0.0
+        self.r0 = pg_cpu_by_role() if args.pg_dir else {}
         return self
 
     def __exit__(self, *exc):
         self.wall = time.perf_counter() - self.w0
         self.cpu = proc_cpu(SERVER.pid) - self.c0
         self.pg = (pg_cpu() - self.p0) if args.pg_dir else 0.0
+        # PostgreSQL's CPU by process: the backends serve the request; the others (checkpointer,
+        # autovacuum, exited workers) carry on with earlier writes.
+        self.roles = role_delta(self.r0, pg_cpu_by_role()) if args.pg_dir else {}
         return False
 
 
@@ -564,13 +568,13 @@ for k in range(5):
     with Meter() as mm:
         _, answer = CONN.call("POST", "/v1/library/changes", D1, body)
     check_counts(answer, "changes at the end", inserted=CHANGES)
-    end.append({"library_before": lo, "objects": CHANGES, "kind": "insert", "wall_s": round(mm.wall, 3), "cpu_s": round(mm.cpu, 3), "pg_cpu_s": round(mm.pg, 3)})
+    end.append({"library_before": lo, "objects": CHANGES, "kind": "insert", "wall_s": round(mm.wall, 3), "cpu_s": round(mm.cpu, 3), "pg_cpu_s": round(mm.pg, 3), "pg_cpu_by_role_s": mm.roles})
 for k in range(5):
     lo, hi = N + k * CHANGES, N + (k + 1) * CHANGES
     with Meter() as mm:
         _, answer = CONN.call("POST", "/v1/library/changes", D1, delete_body(TAG1, lo, hi))
     check_counts(answer, "deletes at the end", deleted=CHANGES)
-    end.append({"library_before": N + 5 * CHANGES - k * CHANGES, "objects": CHANGES, "kind": "delete", "wall_s": round(mm.wall, 3), "cpu_s": round(mm.cpu, 3), "pg_cpu_s": round(mm.pg, 3)})
+    end.append({"library_before": N + 5 * CHANGES - k * CHANGES, "objects": CHANGES, "kind": "delete", "wall_s": round(mm.wall, 3), "cpu_s": round(mm.cpu, 3), "pg_cpu_s": round(mm.pg, 3), "pg_cpu_by_role_s": mm.roles})
 R["changes_end"] = end
 log(f"changes at the end: {end}")
 if device_status(D1)["objects"] != N:
@@ -890,6 +894,10 @@ out.append("")
 out.append(f"- command: `{args.command}`; commit {args.commit}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(T_START))}; "
            f"{os.cpu_count()} cores, load average at the end {open('/proc/loadavg').read().split()[0:3]}; run took {RAW['wall_s']:.0f} s; "
            f"local identifiers {'in key order (sequential)' if args.ids == 'sequential' else 'in random key order, as PhotoKit UUIDs (SCALE_IDS=random)'}")
+if pgnote:
+    shown = subprocess.run(["psql", args.database, "-Atc", "SELECT current_setting('shared_buffers') || ', ' || version()"],
+                           capture_output=True, text=True).stdout.strip()
+    out.append(f"- PostgreSQL: shared_buffers {shown}")
 out.append("- server CPU = utime + stime of the concord process (/proc)" + (", PostgreSQL CPU = its postmaster and backends" if pgnote else "")
            + "; CPU is read in clock ticks (10 ms), so a single request's figure is coarse: means over many requests are not"
            + "; every answer was checked (a wrong or missing mapping stops the run)")
@@ -944,6 +952,13 @@ if rest:
 brow(f"end: device 1 at {N:,}, mapped", [x for x in end if x["kind"] == "insert"])
 brow(f"end: device 1, deleting them", [x for x in end if x["kind"] == "delete"])
 out.append("")
+if pgnote:
+    def batch_roles(kind):
+        return "; ".join("{" + ", ".join(f"{r}: {v}" for r, v in x.get("pg_cpu_by_role_s", {}).items()) + "}" for x in end if x["kind"] == kind)
+    out.append(f"PostgreSQL's CPU in the end batches by process, batch by batch (seconds): inserts {batch_roles('insert')}; "
+               f"deletes {batch_roles('delete')}. The backends serve the requests; the others carry on with earlier writes "
+               "(checkpoint, autovacuum: an exited worker's CPU counts when it exits).")
+    out.append("")
 out.append(f"### 3. First-time mapping, {args.map_batch} ids per request")
 out.append("")
 hdr = "| direction | ids | wall | server CPU | server CPU per 1000" + (" | PostgreSQL CPU per 1000" if pgnote else "") + " | wall per request p50 / p99 / max | requests over 1 s | peak RSS |"

@@ -27,6 +27,7 @@
 #        SCALE_ALT_REQUESTS=20  alternating requests each way
 #        SCALE_MAP_BATCH=1000   ids per first-time mapping request (up to server.limits.maxBatch, 10 000)
 #        SCALE_ENGINE=sqlite|postgres, SCALE_TAG= (a suffix for the result files)
+#        SCALE_PG_SETTINGS=     PostgreSQL settings for the throwaway cluster, e.g. "shared_buffers=256MB" (defaults otherwise)
 #        CONCORD_BIN=path       another concord to run (with BENCH_SKIP_BUILD=1), e.g. a before build
 #        SCALE_IDS=sequential   local identifiers whose leading digits count up (storage appends);
 #                               random: scrambled, as PhotoKit's UUIDs are (B-tree inserts land anywhere)
@@ -81,6 +82,12 @@ export CONCORD_MAPPING_INDEX_SNAPSHOT_SECONDS="${CONCORD_MAPPING_INDEX_SNAPSHOT_
 if [[ "$ENGINE" == postgres ]]; then
     PG_DIR="$WORK/pg"
     DATABASE="$("$ROOT/.ci/pg-cluster" init "$PG_DIR" | tail -1)"
+    # SCALE_PG_SETTINGS="shared_buffers=256MB …": settings for the cluster (its defaults otherwise).
+    if [[ -n "${SCALE_PG_SETTINGS:-}" ]]; then
+        for setting in $SCALE_PG_SETTINGS; do echo "$setting" >> "$PG_DIR/data/postgresql.conf"; done
+        CONCORD_PG_DIR="$PG_DIR" "$ROOT/.ci/pg-cluster" stop && CONCORD_PG_DIR="$PG_DIR" "$ROOT/.ci/pg-cluster" start
+        log "PostgreSQL settings: $SCALE_PG_SETTINGS"
+    fi
     # The mapping index's snapshots: `auto` keeps none with PostgreSQL; a directory of the run's.
     export CONCORD_MAPPING_INDEX_SNAPSHOTS="${CONCORD_MAPPING_INDEX_SNAPSHOTS:-$WORK/index}"
 else
@@ -94,7 +101,7 @@ server_commit="$(git -C "$ROOT" log -1 --format=%h -- Sources Package.swift 2>/d
 [[ "$server_commit" == "$commit" ]] || commit="$commit (server code: Sources/ and Package.swift as of $server_commit)"
 if git -C "$ROOT" status --porcelain -- Sources Package.swift 2>/dev/null | grep -q .; then commit="$commit (uncommitted changes in Sources)"; fi
 # (each test ends in `|| true`: under `set -e` a false one would end the script in the assignment)
-command="${SCALE_COMMAND:-$( [[ "$ENGINE" == postgres ]] && printf 'SCALE_ENGINE=postgres ' || true )$( [[ "$ASSETS" != 1000000 ]] && printf 'SCALE_ASSETS=%s ' "$ASSETS" || true )$( [[ "${SCALE_IDS:-sequential}" != sequential ]] && printf 'SCALE_IDS=%s ' "$SCALE_IDS" || true )$( [[ "${SCALE_MAP_BATCH:-1000}" != 1000 ]] && printf 'SCALE_MAP_BATCH=%s ' "$SCALE_MAP_BATCH" || true )Benchmarks/scenarios/scale.sh}"
+command="${SCALE_COMMAND:-$( [[ "$ENGINE" == postgres ]] && printf 'SCALE_ENGINE=postgres ' || true )$( [[ "$ASSETS" != 1000000 ]] && printf 'SCALE_ASSETS=%s ' "$ASSETS" || true )$( [[ "${SCALE_IDS:-sequential}" != sequential ]] && printf 'SCALE_IDS=%s ' "$SCALE_IDS" || true )$( [[ "${SCALE_MAP_BATCH:-1000}" != 1000 ]] && printf 'SCALE_MAP_BATCH=%s ' "$SCALE_MAP_BATCH" || true )$( [[ -n "${SCALE_PG_SETTINGS:-}" && "$ENGINE" == postgres ]] && printf 'SCALE_PG_SETTINGS="%s" ' "$SCALE_PG_SETTINGS" || true )Benchmarks/scenarios/scale.sh}"
 
 log "$ENGINE, $ASSETS assets × 2 devices, accounts B and C of $ALT × 2; work directory $WORK"
 mkdir -p "$RESULTS"
