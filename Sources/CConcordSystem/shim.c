@@ -21,6 +21,22 @@ int concord_peer_address(int fd, char *out, unsigned long length) {
 
 #include <pthread.h>
 /// Linux takes at most 15 bytes (and refuses a longer name): the name is cut there.
+#include <sched.h>
+int concord_set_thread_batch_scheduling(void) {
+#ifdef SCHED_BATCH
+    struct sched_param parameter = { .sched_priority = 0 };
+    return pthread_setschedparam(pthread_self(), SCHED_BATCH, &parameter);
+#else
+    return 0;
+#endif
+}
+
+int concord_thread_scheduling_policy(void) {
+    int policy = -1;
+    struct sched_param parameter;
+    return pthread_getschedparam(pthread_self(), &policy, &parameter) == 0 ? policy : -1;
+}
+
 void concord_set_thread_name(const char *name) {
     char cut[16];
     strncpy(cut, name, sizeof cut - 1);

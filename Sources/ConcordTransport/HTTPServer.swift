@@ -74,7 +74,11 @@ public final class HTTPServer: Sendable {
             }
             var threads: [pthread_t] = []
             for (index, loop) in loops.enumerated() {
-                guard let thread = startThread(name: "concord-loop-\(index)", loop.run) else {
+                let batch = configuration.batchScheduling
+                guard let thread = startThread(name: "concord-loop-\(index)", {
+                    if batch { _ = concord_set_thread_batch_scheduling() }
+                    loop.run()
+                }) else {
                     let deadline = monotonicNow()
                     for started in loops[..<index] { started.requestShutdown(deadline: deadline) }
                     for thread in threads { pthread_join(thread, nil) }

@@ -75,6 +75,17 @@ private func loadError(_ flags: [(name: String, value: String)], _ environment: 
     #expect(try ConfigurationLoader.load(flags: [("--config", file)], environment: [:]).sqliteSynchronous == .full)
 }
 
+/// The loops and the compute pool run under the batch policy unless told otherwise.
+@Test func threadSchedulingDefaultsToBatchAndAcceptsNormal() throws {
+    let defaults = try ConfigurationLoader.load(flags: [], environment: [:])
+    #expect(defaults.server.threadScheduling == .batch && ServerConfiguration(defaults.server).batchScheduling)
+    let normal = try ConfigurationLoader.load(flags: [], environment: ["CONCORD_THREAD_SCHEDULING": "normal"])
+    #expect(normal.server.threadScheduling == .normal && !ServerConfiguration(normal.server).batchScheduling)
+    let file = writeConfig(#"{"server":{"threadScheduling":"normal"}}"#)
+    #expect(try ConfigurationLoader.load(flags: [("--config", file)], environment: [:]).server.threadScheduling == .normal)
+    #expect(throws: (any Error).self) { try ConfigurationLoader.load(flags: [], environment: ["CONCORD_THREAD_SCHEDULING": "fifo"]) }
+}
+
 @Test func databaseLocationsParse() {
     #expect(Configuration.Database(parsing: "sqlite:/var/db/c.sqlite") == .sqlite(path: "/var/db/c.sqlite"))
     #expect(Configuration.Database(parsing: "./c.sqlite") == .sqlite(path: "./c.sqlite"))

@@ -1,3 +1,4 @@
+import CConcordSystem
 import ConcordHTTP
 import ConcordObservability
 import Foundation
@@ -52,6 +53,36 @@ struct WorkerPoolTests {
         #expect(log.mostAtOnce.load(ordering: .relaxed) == 1)
         #expect(log.order.withLock { $0 } == Array(0..<40))
         #expect(pool.shutdown(deadline: 10) == 0)
+    }
+
+    /// The policy a job's thread runs under: the batch policy (SCHED_BATCH, 3) for a pool made with
+    /// it, the system's default (SCHED_OTHER, 0) otherwise.
+    static func policy(of pool: WorkerPool) -> Int32 {
+        let seen = Atomic<Int32>(-2)
+        let done = DispatchSemaphore(value: 0)
+        #expect(pool.submit {
+            seen.store(concord_thread_scheduling_policy(), ordering: .relaxed)
+            done.signal()
+        })
+        done.wait()
+        return seen.load(ordering: .relaxed)
+    }
+
+    @Test(arguments: [(true, Int32(3)), (false, Int32(0))])
+    func aPoolsThreadsRunUnderThePolicyItWasMadeWith(_ batch: Bool, _ policy: Int32) {
+        let pool = WorkerPool(name: "test-policy", threadCount: 2, batchScheduling: batch)
+        #expect(Self.policy(of: pool) == policy)
+        #expect(pool.shutdown(deadline: 10) == 0)
+    }
+
+    /// The dispatcher's compute pool takes the loops' policy; the blocking pool, which waits on
+    /// storage rather than trading requests with the loops, keeps the default.
+    @Test func theComputePoolTakesTheBatchPolicyAndTheBlockingPoolDoesNot() {
+        let dispatcher = Dispatcher(routes: [], logger: Logger(level: .error, sink: LogSink(flushInterval: 0, output: { _ in })), metrics: MetricsRegistry(),
+                                    workerCount: 2, cores: 1, batchScheduling: true)
+        #expect(Self.policy(of: dispatcher.compute) == 3)
+        #expect(Self.policy(of: dispatcher.workers) == 0)
+        _ = dispatcher.shutdown(deadline: 10)
     }
 
     /// A pool runs as many jobs at once as it has threads, never more.

@@ -72,6 +72,11 @@ int concord_accept4(int fd);
 int concord_peer_address(int fd, char *out, unsigned long length);
 /// Names the calling thread (≤ 15 bytes shown), for `top -H` and debuggers.
 void concord_set_thread_name(const char *name);
+/// Puts the calling thread under the batch policy (Linux `SCHED_BATCH`: woken, it does not preempt
+/// the thread running on its core); 0 on success, else an errno value.
+int concord_set_thread_batch_scheduling(void);
+/// The calling thread's scheduling policy (`SCHED_OTHER` 0, `SCHED_BATCH` 3 on Linux), -1 on failure.
+int concord_thread_scheduling_policy(void);
 /// A per-thread marker for "the event loop on this thread" (thread-local in shim.c).
 void concord_set_current_loop(void *loop);
 void *concord_current_loop(void);

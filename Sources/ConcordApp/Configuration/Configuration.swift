@@ -47,12 +47,22 @@ public struct Configuration: Sendable, Equatable {
         public init() {}
     }
 
+    /// The scheduling policy of the threads that trade requests: the event loops and the compute pool.
+    public enum ThreadScheduling: String, Sendable, Equatable {
+        /// Linux `SCHED_BATCH`: a thread woken does not preempt the one running on its core.
+        case batch
+        /// The system's default policy.
+        case normal
+    }
+
     /// The HTTP listener.
     public struct Server: Sendable, Equatable {
         public var host = ServerConfiguration().host
         public var port = ServerConfiguration().port
         /// Event loops; 0 means one per core.
         public var eventLoops = 0
+        /// How the loops and the compute pool's threads are scheduled (`ServerConfiguration.batchScheduling`).
+        public var threadScheduling = ThreadScheduling.batch
         public var limits = Limits()
         public var timeouts = Timeouts()
         /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` names the client;

@@ -206,6 +206,9 @@ public enum ConfigurationLoader {
         Setting(key: "server.host", kind: .string, flag: "--host") { $0.server.host = $1.string ?? $0.server.host },
         Setting(key: "server.port", kind: .int(0...65535), flag: "--port") { $0.server.port = $1.int },
         Setting(key: "server.eventLoops", kind: .int(0...256), flag: nil) { $0.server.eventLoops = $1.int },
+        Setting(key: "server.threadScheduling", kind: .choice(["batch", "normal"]), flag: nil) {
+            $0.server.threadScheduling = $1.string.flatMap(Configuration.ThreadScheduling.init(rawValue:)) ?? .batch
+        },
         Setting(key: "server.limits.requestLineBytes", kind: .int(64...maxInt), flag: nil) { $0.server.limits.requestLineBytes = $1.int },
         Setting(key: "server.limits.headerBytes", kind: .int(256...maxInt), flag: nil) { $0.server.limits.headerBytes = $1.int },
         Setting(key: "server.limits.headerCount", kind: .int(1...maxInt), flag: nil) { $0.server.limits.headerCount = $1.int },

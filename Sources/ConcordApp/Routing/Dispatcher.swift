@@ -34,9 +34,11 @@ public final class Dispatcher: HTTPResponder {
     ///   - cores: threads of the compute pool (routes scheduled `perCoreLookup`), at most `workerCount`.
     ///   - rates: rate limits per address and caller (nil: none, as in the transport's own tests).
     ///   - bodyLimits: each body class's limit (`Route.body`).
+    ///   - batchScheduling: the compute pool's threads run under the batch scheduling policy, as the loops do
+    ///     (`ServerConfiguration.batchScheduling`).
     init(routes: [Route], logger: Logger, metrics: MetricsRegistry, workerCount: Int, maxPendingJobs: Int = 10_000,
          cores: Int = .max, rates: RequestRates? = nil, bodyLimits: BodyLimits = .serverOnly, clock: AppClock = .monotonic,
-         trustedProxies: [IPAddressRange] = []) {
+         trustedProxies: [IPAddressRange] = [], batchScheduling: Bool = false) {
         self.addressRate = AddressRateStage(rates: rates)
         self.clock = clock
         self.trustedProxies = trustedProxies
@@ -51,7 +53,7 @@ public final class Dispatcher: HTTPResponder {
         })
         self.workers = WorkerPool(name: "concord-work", threadCount: workerCount, maxPending: maxPendingJobs, clock: clock)
         self.compute = WorkerPool(name: "concord-compute", threadCount: min(max(1, cores), max(1, workerCount)),
-                                  maxPending: maxPendingJobs, clock: clock)
+                                  maxPending: maxPendingJobs, clock: clock, batchScheduling: batchScheduling)
         self.metrics = table
         self.logger = logger
         let workers = self.workers, compute = self.compute

@@ -33,7 +33,10 @@ final class WorkerPool: Sendable {
     /// The shutdown's deadline is read on it.
     private let clock: MonotonicClock
 
-    init(name: String = "concord-work", threadCount: Int, maxPending: Int = 10_000, clock: MonotonicClock = .system) {
+    /// - Parameter batchScheduling: the threads run under the batch scheduling policy
+    ///   (`ServerConfiguration.batchScheduling`: the compute pool, which trades requests with the loops).
+    init(name: String = "concord-work", threadCount: Int, maxPending: Int = 10_000, clock: MonotonicClock = .system,
+         batchScheduling: Bool = false) {
         self.name = name
         self.threadCount = max(1, threadCount)
         self.maxPending = maxPending
@@ -46,6 +49,7 @@ final class WorkerPool: Sendable {
                 // Named from inside, by the system call (Foundation's setter does not always reach
                 // the kernel's name, which `top -H` and /proc show).
                 concord_set_thread_name(name)
+                if batchScheduling { _ = concord_set_thread_batch_scheduling() }
                 self.work()
             }
             thread.stackSize = 1 << 20

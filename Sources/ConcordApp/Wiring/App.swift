@@ -160,7 +160,8 @@ public func startApp(_ configuration: Configuration, sink: LogSink? = nil, extra
         let dispatcher = try lifecycle.start("workers", { () throws(StartupError) in
             Dispatcher(routes: allRoutes(context) + extraRoutes, logger: logger, metrics: metrics, workerCount: workers, cores: cores,
                        rates: context.rates, bodyLimits: BodyLimits(configuration.server.limits), clock: clock,
-                       trustedProxies: configuration.server.trustedProxies)
+                       trustedProxies: configuration.server.trustedProxies,
+                       batchScheduling: configuration.server.threadScheduling == .batch)
         }) { dispatcher, reason in
             let grace = configuration.server.timeouts.shutdownGrace
             let deadline = reason == .startFailed ? 0.1 : max(0.1, grace - shutdown.secondsSinceStart(clock))
@@ -225,6 +226,7 @@ extension ServerConfiguration {
         self.idleTimeout = server.timeouts.idle
         self.writeTimeout = server.timeouts.write
         if server.eventLoops > 0 { self.eventLoopCount = server.eventLoops }
+        self.batchScheduling = server.threadScheduling == .batch
     }
 }
 
