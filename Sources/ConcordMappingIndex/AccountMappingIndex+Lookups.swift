@@ -99,6 +99,9 @@ extension AccountMappingIndex {
         // An empty fingerprint part stands for the record's own fingerprint (both spellings name
         // the record): its number is known, no lookup. -1: look the item's own part up.
         var recordContents: [Int32] = []
+        // The unlinked records' fingerprints are compared with the identifiers' below, each two
+        // dependent misses (its slice, then its bytes): fetched for all of them first.
+        self.prefetchFingerprints(ofRecords: numbers, where: { answers[$0] < 0 })
         batch.bytes.withUnsafeBufferPointer { b in
             for i in 0..<n where answers[i] < 0 && keys[i] != nil {
                 let record = numbers[i]
@@ -158,13 +161,40 @@ extension AccountMappingIndex {
             // route then writes them without testing the answers again.
             var notPlain: UInt64 = 0
             result.answers.write(capacity: total) { out in
-                for (i, s) in answers.enumerated() where s >= 0 {
-                    out.set(i) { at in device.spell(slot: s, l, into: at, notPlain: &notPlain) }
+                // Each answer's bytes fetched a few answers ahead of their copy: those `linkedSlots`
+                // prefetched for the whole batch may have left the nearest cache by now.
+                let found = answers.indices.filter { answers[$0] >= 0 }
+                for (k, i) in found.enumerated() {
+                    if k + Self.spellAhead < found.count { l.prefetchBytes(ofSlot: answers[found[k + Self.spellAhead]]) }
+                    out.set(i) { at in device.spell(slot: answers[i], l, into: at, notPlain: &notPlain) }
                 }
             }
             if notPlain == 0 { result.answers.vouchPlainASCII() }
         }
         return result
+    }
+
+    /// How many answers ahead of its copy an answer's bytes are fetched.
+    static let spellAhead = 8
+
+    /// Prefetches the fingerprint of each record numbered in `records` (-1: none) at the positions
+    /// `included` takes: its slice, then its bytes once the slices have had a pass to arrive.
+    func prefetchFingerprints(ofRecords records: [Int32], where included: (Int) -> Bool) {
+        self.records.withUnsafeBufferPointer { table in
+            self.fingerprints.slices.withUnsafeBufferPointer { slices in
+                for (i, r) in records.enumerated() where r >= 0 && included(i) {
+                    concord_prefetch(slices.baseAddress! + Int(table[Int(r)].fingerprint))
+                }
+                self.fingerprints.arena.withUnsafeBufferPointer { arena in
+                    guard let base = arena.baseAddress else { return }
+                    for (i, r) in records.enumerated() where r >= 0 && included(i) {
+                        let slice = slices[Int(table[Int(r)].fingerprint)]
+                        concord_prefetch(base + Int(slice.offset))
+                        concord_prefetch(base + Int(slice.offset) + max(0, Int(slice.length) - 1))
+                    }
+                }
+            }
+        }
     }
 
     /// Whether an object of the device carries one of the record's keys.

@@ -182,6 +182,16 @@ final class DeviceTable {
             Int(slot.length) == id.count && (id.count == 0 || memcmp(self.arena! + Int(slot.offset), id.baseAddress!, id.count) == 0)
         }
 
+        /// Prefetches the stored bytes of slot `n`, whose slot is in the cache already (both ends:
+        /// they may straddle two cache lines).
+        @inline(__always)
+        func prefetchBytes(ofSlot n: Int32) {
+            guard let arena = self.arena else { return }
+            let s = self.slots[Int(n)]
+            concord_prefetch(arena + Int(s.offset))
+            concord_prefetch(arena + Int(s.offset) + max(0, Int(s.length) - 1))
+        }
+
         /// Prefetches slot `n` (a slot may straddle two cache lines).
         func prefetchSlot(_ n: Int) {
             let p = UnsafeRawPointer(self.slots.baseAddress! + n)
@@ -343,13 +353,7 @@ final class DeviceTable {
                     slots[i] = links[Int(n)]
                     if slots[i] >= 0 { lookup.prefetchSlot(Int(slots[i])) }
                 }
-                // Both ends of the bytes: a stored identifier may straddle two cache lines.
-                for slot in slots where slot >= 0 {
-                    guard let arena = lookup.arena else { break }
-                    let s = lookup.slots[Int(slot)]
-                    concord_prefetch(arena + Int(s.offset))
-                    concord_prefetch(arena + Int(s.offset) + max(0, Int(s.length) - 1))
-                }
+                for slot in slots where slot >= 0 { lookup.prefetchBytes(ofSlot: slot) }
             }
         }
         return slots
@@ -370,10 +374,18 @@ final class DeviceTable {
         return result
     }
 
-    /// Prefetches where `slots(withContent:)` starts for each fingerprint number (-1: none).
+    /// Prefetches where `slots(withContent:)` starts for each fingerprint number (-1: none): each
+    /// head, then the first slot each head names (a second dependent load, issued once the heads
+    /// have had the first pass's time to arrive).
     func prefetchContent(_ fingerprints: [Int32]) {
         self.contentHeads.withUnsafeBufferPointer { heads in
             for f in fingerprints where f >= 0 && Int(f) < heads.count { concord_prefetch(heads.baseAddress! + Int(f)) }
+            self.objectSlots.withUnsafeBufferPointer { slots in
+                for f in fingerprints where f >= 0 && Int(f) < heads.count {
+                    let n = heads[Int(f)]
+                    if n >= 0 && Int(n) < slots.count { concord_prefetch(slots.baseAddress! + Int(n)) }
+                }
+            }
         }
     }
 
