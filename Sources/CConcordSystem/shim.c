@@ -20,7 +20,6 @@ int concord_peer_address(int fd, char *out, unsigned long length) {
 }
 
 #include <pthread.h>
-/// Linux takes at most 15 bytes (and refuses a longer name): the name is cut there.
 #include <sched.h>
 int concord_set_thread_batch_scheduling(void) {
 #ifdef SCHED_BATCH
@@ -37,6 +36,7 @@ int concord_thread_scheduling_policy(void) {
     return pthread_getschedparam(pthread_self(), &policy, &parameter) == 0 ? policy : -1;
 }
 
+/// Linux takes at most 15 bytes (and refuses a longer name): the name is cut there.
 void concord_set_thread_name(const char *name) {
     char cut[16];
     strncpy(cut, name, sizeof cut - 1);

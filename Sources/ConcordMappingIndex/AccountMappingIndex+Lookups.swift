@@ -101,7 +101,7 @@ extension AccountMappingIndex {
         var recordContents: [Int32] = []
         // The unlinked records' fingerprints are compared with the identifiers' below, each two
         // dependent misses (its slice, then its bytes): fetched for all of them first.
-        self.prefetchFingerprints(ofRecords: numbers, where: { answers[$0] < 0 })
+        if contentMatch { self.prefetchFingerprints(ofRecords: numbers, where: { answers[$0] < 0 }) }
         batch.bytes.withUnsafeBufferPointer { b in
             for i in 0..<n where answers[i] < 0 && keys[i] != nil {
                 let record = numbers[i]

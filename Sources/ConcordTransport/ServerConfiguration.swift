@@ -35,9 +35,10 @@ public struct ServerConfiguration: Sendable {
     /// Event loops (threads), each with its own epoll instance. Defaults to the number of cores.
     public var eventLoopCount: Int = ServerConfiguration.coreCount
     /// Loop threads run under the batch scheduling policy (Linux `SCHED_BATCH`): a loop woken by a
-    /// worker's answer does not preempt that worker, and a worker woken by a request does not
-    /// preempt the loop, so on a busy core each runs through what is queued before the other takes
-    /// over, instead of a context switch per request each way.
+    /// worker's answer does not preempt that worker. With the workers under it too (the app's
+    /// compute pool), on a core they share each runs through what is queued before the other takes
+    /// over, instead of a context switch per request each way. A system that refuses the policy
+    /// leaves the default one: only preemption differs, so the loop runs on either way.
     public var batchScheduling = true
     /// Pending output per connection above which the transport stops reading from it
     /// (and stops dispatching its pipelined requests) until the client has drained it.
