@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """What a change batch costs PostgreSQL (Benchmarks/scenarios/pg-change-batches.sh runs it in a throwaway cluster): a device with N random-id assets (upload in parts), then change
-batches of 10 000 (insert new, then delete), printing backend / total PG CPU per batch."""
+batches of 10 000 (insert new, then delete), printing backend / total PG CPU per batch. --extra K: K more devices of N
+assets each in the same account (uploaded, not mapped), so that the indexes shared by all devices are as large as
+in the scale scenario."""
 import argparse, base64, hashlib, http.client, json, os, subprocess, sys, time, socket, signal
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proc_cpu import proc_cpu, pg_cpu, pg_cpu_by_role
@@ -9,7 +11,7 @@ ap.add_argument("--bin", required=True); ap.add_argument("--assets", type=int, d
 ap.add_argument("--rounds", type=int, default=2); ap.add_argument("--pause", type=float, default=0)
 ap.add_argument("--hold", default="")  # file: wait while it exists before measuring (for perf attach)
 ap.add_argument("--checkpoint", action="store_true"); ap.add_argument("--map", action="store_true")
-ap.add_argument("--pgdir", required=True); ap.add_argument("--url", required=True)
+ap.add_argument("--extra", type=int, default=0); ap.add_argument("--pgdir", required=True); ap.add_argument("--url", required=True)
 args = ap.parse_args()
 ADMIN = "adm-" + os.urandom(20).hex()
 N = args.assets
@@ -47,6 +49,13 @@ try:
         call("PUT", f"/v1/library/uploads/{uid}/parts/{k+1}", D1, '{"assets":[%s]}' % ",".join(aj(1, "A", i) for i in range(lo, min(N, lo + 10000))))
     call("POST", f"/v1/library/uploads/{uid}/commit", D1, "{}")
     print(f"upload {N}: {time.time()-t0:.1f}s", flush=True)
+    for x in range(args.extra):
+        DX = call("POST", "/v1/devices", A, {"name": f"x{x}", "platform": "iOS"})["deviceToken"]
+        ux = call("POST", "/v1/library/uploads", DX, "{}")["uploadID"]
+        for k, lo in enumerate(range(0, N, 10000)):
+            call("PUT", f"/v1/library/uploads/{ux}/parts/{k+1}", DX, '{"assets":[%s]}' % ",".join(aj(10 + x, "X%d" % x, i) for i in range(lo, min(N, lo + 10000))))
+        call("POST", f"/v1/library/uploads/{ux}/commit", DX, "{}")
+        print(f"extra device {x + 1} of {args.extra}: {N} uploaded", flush=True)
     if args.map:
         t0 = time.time()
         for lo in range(0, N, 10000):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a change batch of 10 000 costs PostgreSQL at ASSETS objects (pg-change-batches.py), in a
 # throwaway cluster with pg_stat_statements.
-# Usage: Benchmarks/scenarios/pg-change-batches.sh BIN ASSETS [--rounds 2] [--map]
+# Usage: Benchmarks/scenarios/pg-change-batches.sh BIN ASSETS [--rounds 2] [--map] [--extra K] [--hold FILE]
 set -euo pipefail
 BIN=$1; ASSETS=$2; shift 2
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -66,9 +66,10 @@ struct PostgresNarrowSchemaTests {
         }
     }
 
-    /// The content lookups can use the hash indexes under a generic plan (what a prepared statement
-    /// gets): the statements spell the indexes' partial condition.
-    @Test func contentLookupsUseTheHashIndexes() throws {
+    /// The content lookups can use their indexes under a generic plan (what a prepared statement
+    /// gets): the statements spell the indexes' partial condition (and `objects_by_content`'s
+    /// fingerprint prefix, migration 22).
+    @Test func contentLookupsUseTheContentIndexes() throws {
         try OldSchemaDatabase.postgresSchema(atVersion: 16, seed: Self.seed) { url in
             try PostgresStore(configuration: PostgresConfiguration(url: url, poolSize: 1)).close()   // migrates
             let probe = try PGConnection(parameters: PostgresConfiguration(url: url).connectionParameters)

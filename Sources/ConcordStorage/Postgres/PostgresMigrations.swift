@@ -153,6 +153,8 @@ enum PostgresMigrations {
         (20, PostgresBinaryHistorySchema.migration),
         // Migration 21: uploads in flight have their staging tables indexed by part and local identifier (UploadStagingSchema).
         (21, UploadStagingSchema.partOrderMigration),
+        // Migration 22: objects_by_content a B-tree of device and fingerprint prefix (PostgresDeviceContentIndexSchema).
+        (22, PostgresDeviceContentIndexSchema.migration),
     ]
 
     static var latestVersion: Int { self.all.last?.version ?? 0 }
