@@ -52,7 +52,7 @@ import Testing
         19: "a3c1a3afe05f0ec41c0eb75e4546b7d2f4f93ed0accdb00db073364af3a03c5f",
         20: "72467effd7bad608f0db6eb524f0bcb9e2756ca9a7154e274e8a0084d8211735",
         21: "c0390b8184df9727da2252dafbb1b11b647cebb5481cade3c1c5665c0ab1b966",
-        22: "45bd1cf94c6a4376b6156f4c0f2506d33647897779e8eb8008a47fb4c67478b3",
+        22: "0737d60016953d3e4e634e6580f50ad5deef956912bfb181de4b19ec9b97ee3c",
     ]
 
     static func digests(_ migrations: [(version: Int, sql: String)]) -> [Int: String] {

@@ -54,11 +54,11 @@ extension PostgresTransaction: MappingReads, MappingVersionWrites {
     }
 
     /// Objects of device `$2` with these fingerprints (`$3` types, `$4` fingerprints, none empty), with
-    /// their links: through `objects_by_content`, the device and the fingerprint's first 4 bytes,
+    /// their links: through `objects_by_content`, the device and the fingerprint's first 3 bytes,
     /// which the statement spells as the index does (`PostgresNarrowSchemaTests` checks the plan).
     static let objectsByContent = """
         SELECT \(objectColumns) FROM unnest($3::int8[], $4::bytea[]) AS k(type, fingerprint)
-        JOIN objects o ON o.device_key = $2 AND substring(o.fingerprint from 1 for 4) = substring(k.fingerprint from 1 for 4)
+        JOIN objects o ON o.device_key = $2 AND substring(o.fingerprint from 1 for 3) = substring(k.fingerprint from 1 for 3)
             AND o.fingerprint = k.fingerprint AND o.fingerprint <> '' AND o.type = k.type AND o.account_key = $1
         \(linkJoin)
         ORDER BY o.local_id
