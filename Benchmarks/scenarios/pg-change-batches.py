@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What a change batch costs PostgreSQL (Benchmarks/scenarios/pg-change-batches.sh runs it in a throwaway cluster): a device with N random-id assets (upload in parts), then change
 batches of 10 000 (insert new, then delete), printing backend / total PG CPU per batch. --extra K: K more devices of N
-assets each in the same account (uploaded, not mapped), so that the indexes shared by all devices are as large as
-in the scale scenario."""
+assets each in the same account (uploaded, not mapped), so that the indexes every device shares are as large as on a
+server holding several devices' libraries."""
 import argparse, base64, hashlib, http.client, json, os, subprocess, sys, time, socket, signal
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proc_cpu import proc_cpu, pg_cpu, pg_cpu_by_role

@@ -6,7 +6,7 @@
 /// every account, and with PostgreSQL's default `shared_buffers` (128 MB) most of them had left the
 /// buffer cache since the batch before. A B-tree keyed by `(device_key, first 3 bytes)` keeps a
 /// device's entries together, so a batch touches its own device's part: at 1M on the measured
-/// device and 1M on each of two more, ten batches of 10 000 read a third of the pages from outside
+/// device and 1M on each of two more, ten batches of 10 000 read a fifth of the pages from outside
 /// the buffer cache. Three bytes, not four: the device's 4-byte key and a 3-byte `bytea` (its
 /// 1-byte header) fill 8 bytes, an entry 16 with its header where a fourth byte made it 24. As
 /// SQLite's `objects_by_content` (its migration 12), lookups compare the prefix in the index and
